@@ -1,0 +1,26 @@
+"""One place that builds the SparkSession, for the job and the tests."""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def get_session(master: str | None = None, app_name: str = "nli-extract",
+                shuffle_partitions: int | None = None, progress: bool = True, conf: dict | None = None):
+    # Workers must run this interpreter, or they fail on imports (see README).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:  # under spark-submit the master comes from the command line
+        builder = builder.master(master)
+    builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
+    builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    if shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,1 @@
+"""Torch trainer for NLI splits: `python -m trainer <command>`. Never imports Spark."""

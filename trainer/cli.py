@@ -1,0 +1,48 @@
+"""`python -m trainer <command>`: one sub-command per module.
+
+Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Modules
+are imported only when their command runs, so `stats` works without torch installed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line help)
+COMMANDS = {
+    "stats": ("trainer.stats", "statistics and leakage report for any NLI dataset"),
+    "train": ("trainer.train", "train a baseline or transformer on NLI splits"),
+    "evaluate": ("trainer.evaluate", "evaluate a saved run on new data"),
+    "predict": ("trainer.predict", "label a file with a saved run"),
+    "cartography": ("trainer.cartography", "data cartography from a run's training dynamics"),
+    "compare": ("trainer.compare", "significance tests between two runs"),
+    "experiment": ("trainer.experiment", "run a RoNLI-style line-up from a YAML file"),
+}
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one line, exit status 2."""
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m trainer", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:  # import only the module that will run
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

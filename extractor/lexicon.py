@@ -1,0 +1,160 @@
+"""Load and validate `phrase_lexicons/<lang>.yaml` (format: phrase_lexicons/README.md)."""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")
+MARKED_LABELS = ("contrasting", "entailment", "reasoning")
+LEXICON_DIR = Path(__file__).resolve().parents[1] / "phrase_lexicons"
+_KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
+               "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests"}
+
+
+class LexiconError(ValueError):
+    """A lexicon file that does not follow the format; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    lang: str
+    name: str
+    path: Path
+    sha256: str
+    spacy_model: str | None
+    spacy_install: str | None
+    sample_input: Path | None
+    phrases: dict[str, tuple[str, ...]]          # canonical label -> phrases
+    fold_cedilla: bool = False
+    match_without_diacritics: bool = False
+    file_namespaces: tuple[str, ...] = ()
+    category_namespaces: tuple[str, ...] = ()
+    disambiguation_templates: tuple[str, ...] = ()
+    list_page_title_patterns: tuple[str, ...] = ()
+    drop_sections: tuple[str, ...] = ()
+    abbreviations: tuple[str, ...] = ()
+    subject_pos: tuple[str, ...] = ("NOUN", "PRON", "PROPN")
+    predicate_pos: tuple[str, ...] = ("VERB", "AUX")
+    stress_tests: dict = field(default_factory=dict)
+
+    def normalize(self, text: str) -> str:
+        """The matching key of a text: case-folded, cedillas folded, diacritics removed
+        where the lexicon says so. Keeps one character per input character, so offsets
+        into the key are offsets into the text."""
+        return normalize_for_matching(text, self.fold_cedilla, self.match_without_diacritics)
+
+
+_CEDILLA = str.maketrans({"ş": "ș", "Ş": "Ș", "ţ": "ț", "Ţ": "Ț"})
+
+
+def normalize_for_matching(text: str, fold_cedilla: bool, strip_diacritics: bool) -> str:
+    if fold_cedilla:
+        text = text.translate(_CEDILLA)
+    out = []
+    for ch in text:
+        low = ch.lower()
+        if len(low) != 1:  # e.g. "İ".lower() has two code points: keep offsets aligned
+            low = ch
+        if strip_diacritics:
+            base = unicodedata.normalize("NFD", low)[0]
+            low = base if base.isalpha() else low
+        out.append(low)
+    return "".join(out)
+
+
+def available_languages(directory: Path = LEXICON_DIR) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.yaml"))
+
+
+def lexicon_path(lang: str, directory: Path = LEXICON_DIR) -> Path:
+    path = directory / f"{lang}.yaml"
+    if not path.exists():
+        langs = ", ".join(available_languages(directory)) or "none"
+        raise LexiconError(f"unknown language '{lang}': no {path}; available lexicons: {langs}")
+    return path
+
+
+def _strings(value, where: str, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise LexiconError(f"{path}: '{where}' must be a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lexicon:
+    """Read and validate a lexicon by language code or by file path."""
+    path = Path(lang_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = lexicon_path(str(lang_or_path), directory)
+    raw_bytes = path.read_bytes()
+    try:
+        raw = yaml.safe_load(raw_bytes)
+    except yaml.YAMLError as exc:
+        raise LexiconError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(raw, dict):
+        raise LexiconError(f"{path}: expected a mapping at the top level")
+    unknown = set(raw) - _KNOWN_KEYS
+    if unknown:
+        raise LexiconError(f"{path}: unknown key(s) {sorted(unknown)}; known: {sorted(_KNOWN_KEYS)}")
+    for key in ("lang", "phrases"):
+        if key not in raw:
+            raise LexiconError(f"{path}: missing required key '{key}'")
+    matching = raw.get("matching") or {}
+    fold_cedilla = bool(matching.get("fold_cedilla", False))
+    no_diacritics = bool(matching.get("match_without_diacritics", False))
+    phrases = _validate_phrases(raw["phrases"], raw.get("label_map") or {}, path, fold_cedilla, no_diacritics)
+    wiki = raw.get("wiki") or {}
+    seg = raw.get("segmentation") or {}
+    pos = raw.get("pos_filter") or {}
+    for pattern in wiki.get("list_page_title_patterns") or []:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise LexiconError(f"{path}: bad list_page_title_patterns entry {pattern!r}: {exc}") from None
+    sample = raw.get("sample_input")
+    return Lexicon(
+        lang=str(raw["lang"]), name=str(raw.get("name", raw["lang"])), path=path,
+        sha256=hashlib.sha256(raw_bytes).hexdigest(),
+        spacy_model=raw.get("spacy_model"), spacy_install=raw.get("spacy_install"),
+        sample_input=(path.parents[1] / sample) if sample else None,
+        phrases=phrases, fold_cedilla=fold_cedilla, match_without_diacritics=no_diacritics,
+        file_namespaces=_strings(wiki.get("file_namespaces"), "wiki.file_namespaces", path),
+        category_namespaces=_strings(wiki.get("category_namespaces"), "wiki.category_namespaces", path),
+        disambiguation_templates=_strings(wiki.get("disambiguation_templates"), "wiki.disambiguation_templates", path),
+        list_page_title_patterns=_strings(wiki.get("list_page_title_patterns"), "wiki.list_page_title_patterns", path),
+        drop_sections=_strings(wiki.get("drop_sections"), "wiki.drop_sections", path),
+        abbreviations=_strings(seg.get("abbreviations"), "segmentation.abbreviations", path),
+        subject_pos=_strings(pos.get("subject_pos"), "pos_filter.subject_pos", path) or ("NOUN", "PRON", "PROPN"),
+        predicate_pos=_strings(pos.get("predicate_pos"), "pos_filter.predicate_pos", path) or ("VERB", "AUX"),
+        stress_tests=raw.get("stress_tests") or {},
+    )
+
+
+def _validate_phrases(raw_phrases, label_map, path: Path, fold_cedilla: bool, no_diacritics: bool):
+    if not isinstance(raw_phrases, dict) or not raw_phrases:
+        raise LexiconError(f"{path}: 'phrases' must map labels to lists of phrases")
+    phrases: dict[str, list[str]] = {}
+    seen: dict[str, str] = {}  # matching key -> canonical label
+    for paper_label, items in raw_phrases.items():
+        label = label_map.get(paper_label, paper_label)
+        if label not in MARKED_LABELS:
+            raise LexiconError(
+                f"{path}: unknown label '{paper_label}' (maps to '{label}'); labels with phrases must map "
+                f"to one of {', '.join(MARKED_LABELS)} through label_map")
+        if not items:
+            raise LexiconError(f"{path}: the phrase list of '{paper_label}' is empty")
+        for phrase in _strings(items, f"phrases.{paper_label}", path):
+            key = normalize_for_matching(phrase, fold_cedilla, no_diacritics)
+            if key in seen and seen[key] != label:
+                raise LexiconError(f"{path}: phrase '{phrase}' is listed under two labels ({seen[key]} and {label})")
+            if key in seen:
+                continue  # the same phrase twice under one label (e.g. two spellings): keep one
+            seen[key] = label
+            phrases.setdefault(label, []).append(phrase)
+    return {label: tuple(items) for label, items in phrases.items()}

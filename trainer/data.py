@@ -1,0 +1,389 @@
+"""The one NLI loader: any NLI file or folder -> {split name: DataFrame(id, premise, hypothesis, label, ...)}.
+
+Used by `train`, `evaluate`, `predict`, `stats` and cartography, so every command maps
+columns and labels the same way. Inputs:
+
+- our splits folder (``train/ validation/ test/`` Parquet sub-folders) and any folder laid
+  out the way ``datasets.load_dataset(folder)`` reads it (split sub-folders, or files
+  named ``train*``/``validation*``/``dev*``/``test*`` at the top or under ``data/``);
+- a Hugging Face ``save_to_disk`` folder (``dataset_dict.json`` + Arrow files), whose
+  ``ClassLabel`` names are used for integer labels;
+- one file: JSONL, JSON array, CSV, TSV or Parquet (split ``data``), or several files
+  (each split named after its file stem).
+
+Bad input raises :class:`NLIDataError` (a ``ValueError``) with one line naming the file.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from extractor.hashing import stable_hex
+
+log = logging.getLogger(__name__)
+
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
+            ".tsv": "tsv", ".parquet": "parquet", ".arrow": "arrow"}
+# Split names as the HF `datasets` library recognises them in file and folder names.
+SPLIT_ALIASES = {"train": "train", "training": "train", "validation": "validation",
+                 "valid": "validation", "val": "validation", "dev": "validation",
+                 "test": "test", "testing": "test", "eval": "test"}
+# Labels that mean "no gold label" in public NLI sets (SNLI "-", GLUE -1).
+UNLABELED = {"-", "", "-1"}
+CORE_COLUMNS = ["id", "premise", "hypothesis", "label"]
+
+
+class NLIDataError(ValueError):
+    """Bad NLI input: the message is one line and names the file."""
+
+
+class NLIFileNotFound(NLIDataError, FileNotFoundError):
+    """A data path that does not exist."""
+
+
+# ---------------------------------------------------------------------------- reading
+
+def _data_suffix(path: Path) -> str | None:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in {".gz", ".bz2", ".xz", ".zst"}:
+        suffixes = suffixes[:-1]
+    return SUFFIXES.get(suffixes[-1]) if suffixes else None
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """One data file as a DataFrame, format from the suffix; one-line errors."""
+    path = Path(path)
+    if not path.exists():
+        raise NLIFileNotFound(f"{path}: no such file")
+    kind = _data_suffix(path)
+    if kind is None:
+        raise NLIDataError(f"{path}: unknown file type (expected one of {', '.join(sorted(SUFFIXES))})")
+    if path.stat().st_size == 0:
+        raise NLIDataError(f"{path}: empty file")
+    try:
+        if kind == "jsonl":
+            df = pd.read_json(path, lines=True, dtype=False)
+        elif kind == "json":
+            df = _read_json(path)
+        elif kind in ("csv", "tsv"):
+            df = pd.read_csv(path, sep="\t" if kind == "tsv" else ",", dtype=str,
+                             keep_default_na=False, quoting=3 if kind == "tsv" else 0)
+        elif kind == "parquet":
+            df = pq.read_table(path).to_pandas()
+        else:
+            df = _read_arrow(path).to_pandas()
+    except NLIDataError:
+        raise
+    except Exception as exc:  # parser errors from pandas/pyarrow: keep one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NLIDataError(f"{path}: cannot read as {kind}: {first}") from exc
+    if len(df) == 0:
+        raise NLIDataError(f"{path}: empty file (no rows)")
+    return df
+
+
+def _read_json(path: Path) -> pd.DataFrame:
+    text = path.read_text(encoding="utf-8")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return pd.read_json(path, lines=True, dtype=False)  # JSON lines named .json
+    if isinstance(obj, dict):
+        # {"data": [...]} (SQuAD-style) or {"col": [...]} (column-oriented)
+        lists = [v for v in obj.values() if isinstance(v, list)]
+        if len(obj) == 1 and lists and lists[0] and isinstance(lists[0][0], dict):
+            obj = lists[0]
+        elif lists and all(isinstance(v, list) for v in obj.values()):
+            return pd.DataFrame(obj)
+        else:
+            raise NLIDataError(f"{path}: JSON object is neither a list of records nor columns")
+    if not isinstance(obj, list):
+        raise NLIDataError(f"{path}: JSON top level must be a list of records")
+    return pd.DataFrame.from_records(obj)
+
+
+def _read_arrow(path: Path) -> pa.Table:
+    # `datasets` writes Arrow IPC streams; plain Arrow files use the file format.
+    with pa.memory_map(str(path)) as source:
+        try:
+            return pa.ipc.open_stream(source).read_all()
+        except pa.ArrowInvalid:
+            pass
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def _hf_label_names_from_parquet(path: Path, label: str) -> list[str] | None:
+    """ClassLabel names stored by `datasets` in Parquet schema metadata, if any."""
+    try:
+        meta = pq.read_schema(path).metadata or {}
+        info = json.loads(meta.get(b"huggingface", b"{}"))
+        feature = info.get("info", {}).get("features", {}).get(label, {})
+        names = feature.get("names")
+        return list(names) if names else None
+    except Exception:  # metadata is a convenience, never a reason to fail
+        return None
+
+
+# ---------------------------------------------------------------------------- layouts
+
+def _split_name(name: str) -> str | None:
+    """Split name of a file or folder name following HF conventions, or None."""
+    stem = name.split(".")[0].lower()
+    for token in re.split(r"[-_]", stem)[:1] + [stem]:
+        if token in SPLIT_ALIASES:
+            return SPLIT_ALIASES[token]
+    return None
+
+
+def _data_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and _data_suffix(p) and not p.name.startswith((".", "_"))
+                  and p.name not in {"dataset_info.json", "state.json", "dataset_dict.json", "stats.json"})
+
+
+def discover(path: Path) -> dict[str, list[Path]]:
+    """Split name -> data files for a folder, following the layouts HF `datasets` reads."""
+    path = Path(path)
+    if (path / "dataset_dict.json").exists():  # save_to_disk of a DatasetDict
+        splits = json.loads((path / "dataset_dict.json").read_text())["splits"]
+        return {s: sorted((path / s).glob("*.arrow")) for s in splits}
+    if (path / "state.json").exists():  # save_to_disk of one Dataset
+        state = json.loads((path / "state.json").read_text())
+        return {state.get("_split") or "data": [path / f["filename"] for f in state["_data_files"]]}
+    found: dict[str, list[Path]] = {}
+    for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        files = sorted(f for f in sub.rglob("*") if f.is_file() and _data_suffix(f)
+                       and not f.name.startswith((".", "_")))
+        if files and sub.name != "data":
+            found.setdefault(_split_name(sub.name) or sub.name, []).extend(files)
+    if not found:
+        for folder in (path, path / "data"):
+            if folder.is_dir():
+                for f in _data_files(folder):
+                    # unnamed files are the train split, as in `datasets`
+                    found.setdefault(_split_name(f.name) or "train", []).append(f)
+    if not found:
+        raise NLIDataError(f"{path}: no data files (expected split folders or *.jsonl/*.json/*.csv/*.tsv/*.parquet)")
+    return found
+
+
+def _read_files(files: list[Path]) -> tuple[pd.DataFrame, Path]:
+    if not files:
+        raise NLIDataError("no data files")
+    frames = []
+    for f in files:
+        try:
+            frames.append(read_table(f))
+        except NLIDataError as exc:
+            if "empty file" in str(exc) and len(files) > 1:
+                continue  # an empty shard beside others: nothing to lose
+            raise
+    if not frames:
+        raise NLIDataError(f"{files[0].parent}: empty split (all files empty)")
+    return (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), files[0]
+
+
+# ---------------------------------------------------------------------------- mapping
+
+def _map_labels(values: pd.Series, label_names: Sequence[str] | None, where: str) -> pd.Series:
+    """Labels as str names; ints by position in label_names; unlabeled -> None."""
+    def one(v):
+        if v is None or (isinstance(v, float) and pd.isna(v)):
+            return None
+        if isinstance(v, bool):
+            v = int(v)
+        if isinstance(v, (int,)) or (hasattr(v, "dtype") and getattr(v.dtype, "kind", "") in "iu"):
+            v = int(v)
+            if v < 0:
+                return None
+            if label_names is not None:
+                if v >= len(label_names):
+                    raise NLIDataError(f"{where}: label {v} out of range for label names {list(label_names)}")
+                return label_names[v]
+            return str(v)
+        if isinstance(v, float) and v.is_integer():
+            return one(int(v))
+        s = str(v).strip()
+        if s in UNLABELED:
+            return None
+        if label_names is not None and s not in label_names:
+            if s.lstrip("-").isdigit():
+                return one(int(s))
+            raise NLIDataError(f"{where}: label {s!r} not in label names {list(label_names)}")
+        return s
+    return values.map(one).astype(object)
+
+
+def _missing(where: str, column: str, flag: str, df: pd.DataFrame) -> NLIDataError:
+    return NLIDataError(f"{where}: no column {column!r} (use {flag}); columns are: {', '.join(map(str, df.columns))}")
+
+
+def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothesis: str = "hypothesis",
+              label: str | None = "label", id_col: str | None = None,
+              label_names: Sequence[str] | None = None, require_label: bool = True) -> pd.DataFrame:
+    """Map a raw table to the canonical columns, keeping the others.
+
+    Rows without premise or hypothesis are dropped (counted in ``df.attrs["dropped"]``);
+    rows whose gold label is missing/"-"/-1 keep ``label = None`` so `stats` can count
+    them and `train` drops them with a logged count.
+    """
+    if premise not in df.columns:
+        raise _missing(where, premise, "--premise", df)
+    if hypothesis not in df.columns:
+        raise _missing(where, hypothesis, "--hypothesis", df)
+    has_label = label is not None and label in df.columns
+    if require_label and not has_label:
+        raise _missing(where, label or "label", "--label", df)
+    if id_col is not None and id_col not in df.columns:
+        raise _missing(where, id_col, "--id-col", df)
+
+    out = df.reset_index(drop=True).copy()
+    prem, hyp = out[premise], out[hypothesis]
+    if has_label:
+        gold = _map_labels(out[label], label_names, where)
+    id_source = id_col or next((c for c in ("pair_id", "id") if c in out.columns), None)
+    if id_source is not None:
+        ids = out[id_source].astype(str)
+    else:
+        # stable across machines and runs; the row index keeps duplicates apart
+        ids = pd.Series([stable_hex(p, h, i) for i, (p, h) in enumerate(zip(prem, hyp))], dtype=object)
+    # canonical columns replace same-named ones; other columns stay
+    for src, dst in ((premise, "premise"), (hypothesis, "hypothesis"), (label, "label")):
+        if src is not None and src != dst and dst in out.columns and src in out.columns:
+            out = out.rename(columns={dst: f"orig_{dst}"})
+    # the mapped source columns would only duplicate the canonical ones
+    out = out.drop(columns=[c for c in (premise, hypothesis, label if has_label else None)
+                            if c is not None and c not in CORE_COLUMNS and c in out.columns])
+    out["id"] = ids.values
+    out["premise"] = prem.values
+    out["hypothesis"] = hyp.values
+    if has_label:
+        out["label"] = gold.values
+    bad = out["premise"].isna() | out["hypothesis"].isna()
+    dropped = {}
+    if bad.any():
+        dropped["missing_text"] = int(bad.sum())
+        log.warning("%s: dropped %d rows without premise or hypothesis", where, int(bad.sum()))
+        out = out[~bad].reset_index(drop=True)
+    out["premise"] = out["premise"].astype(str)
+    out["hypothesis"] = out["hypothesis"].astype(str)
+    front = [c for c in CORE_COLUMNS if c in out.columns]
+    out = out[front + [c for c in out.columns if c not in front]]
+    out.attrs["dropped"] = dropped
+    out.attrs["source"] = where
+    return out
+
+
+def load_split_file(path, *, premise: str = "premise", hypothesis: str = "hypothesis",
+                    label: str | None = "label", id_col: str | None = None,
+                    label_names: Sequence[str] | None = None, require_label: bool = True) -> pd.DataFrame:
+    """One file (or one split folder) as a canonical DataFrame."""
+    path = Path(path)
+    if not path.exists():
+        raise NLIFileNotFound(f"{path}: no such file")
+    if path.is_dir():
+        splits = load_nli(path, premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                          label_names=label_names, require_label=require_label)
+        if len(splits) != 1:
+            raise NLIDataError(f"{path}: holds several splits ({', '.join(splits)}); name one file or split folder")
+        return next(iter(splits.values()))
+    df = read_table(path)
+    if label_names is None and label and _data_suffix(path) == "parquet":
+        label_names = _hf_label_names_from_parquet(path, label)
+    return normalize(df, str(path), premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                     label_names=label_names, require_label=require_label)
+
+
+def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", label: str | None = "label",
+             id_col: str | None = None, label_names: Sequence[str] | None = None,
+             require_label: bool = True) -> dict[str, pd.DataFrame]:
+    """Split name -> canonical DataFrame for a file, several files, or a dataset folder.
+
+    Columns: ``id`` (str), ``premise``, ``hypothesis``, ``label`` (str names, None where
+    the data has no gold label), then the input's other columns.
+    """
+    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                   label_names=label_names, require_label=require_label)
+    if isinstance(path, (list, tuple)):
+        out: dict[str, pd.DataFrame] = {}
+        for p in path:
+            name = Path(p).name.split(".")[0]
+            if name in out:
+                raise NLIDataError(f"{p}: two inputs share the split name {name!r}")
+            out[name] = load_split_file(p, **mapping)
+        return out
+    path = Path(path)
+    if not path.exists():
+        raise NLIFileNotFound(f"{path}: no such file or folder")
+    if path.is_file():
+        return {"data": load_split_file(path, **mapping)}
+    result = {}
+    names_from_info = label_names or _hf_label_names_from_info(path, label)
+    for split, files in discover(path).items():
+        df, first = _read_files(files)
+        names = names_from_info
+        if names is None and label and _data_suffix(first) == "parquet":
+            names = _hf_label_names_from_parquet(first, label)
+        where = str(first.parent if len(files) > 1 else first)
+        result[split] = normalize(df, where, **{**mapping, "label_names": names})
+    order = {"train": 0, "validation": 1, "test": 2}
+    return dict(sorted(result.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
+
+
+def _hf_label_names_from_info(path: Path, label: str | None) -> list[str] | None:
+    """ClassLabel names from a save_to_disk folder's dataset_info.json, if any."""
+    if not label:
+        return None
+    for info in [path / "dataset_info.json", *sorted(path.glob("*/dataset_info.json"))]:
+        if info.exists():
+            try:
+                names = json.loads(info.read_text()).get("features", {}).get(label, {}).get("names")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if names:
+                return list(names)
+    return None
+
+
+def drop_unlabeled(df: pd.DataFrame, where: str = "") -> tuple[pd.DataFrame, int]:
+    """Rows with a gold label, and how many were dropped (logged)."""
+    if "label" not in df.columns:
+        return df, 0
+    keep = df["label"].notna()
+    n = int((~keep).sum())
+    if n:
+        log.warning("%s: dropped %d rows without a gold label", where or df.attrs.get("source", "data"), n)
+    out = df[keep].reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out, n
+
+
+# ---------------------------------------------------------------------------- CLI glue
+
+def add_column_arguments(parser) -> None:
+    """The column and label flags shared by `stats`, `train`, `evaluate` and `predict`."""
+    g = parser.add_argument_group("columns and labels")
+    g.add_argument("--premise", default="premise", help="premise column (default: premise)")
+    g.add_argument("--hypothesis", default="hypothesis", help="hypothesis column (default: hypothesis)")
+    g.add_argument("--label", default="label", help="gold label column (default: label)")
+    g.add_argument("--id-col", default=None,
+                   help="example id column (default: pair_id or id if present, else a hash of the pair)")
+    g.add_argument("--label-names", default=None,
+                   help="comma-separated label names: integer labels map to them by position")
+
+
+def column_mapping(args) -> dict:
+    """Keyword arguments of load_nli from parsed flags."""
+    names = getattr(args, "label_names", None)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    return dict(premise=args.premise, hypothesis=args.hypothesis, label=args.label,
+                id_col=getattr(args, "id_col", None), label_names=names or None)

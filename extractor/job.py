@@ -1,0 +1,218 @@
+"""What the stages of `jobs/extract.py` share: the corpora to read and the job context
+(Spark session, flags, lexicon, output root, stats, warnings) with table read/write."""
+from __future__ import annotations
+
+import glob as _glob
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractor import output as _out
+
+FORMATS = ("mediawiki", "text", "jsonl", "parquet")
+ROLES = ("train", "test-only")
+# Per-format options a manifest entry (or --text-field & co.) may set.
+DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title", "genre_field": "genre"}
+
+
+class InputError(ValueError):
+    """Bad or missing input; the message is one line and names the file."""
+
+
+@dataclass
+class CorpusSpec:
+    name: str
+    genre: str
+    format: str            # 'mediawiki' | 'text' | 'jsonl' | 'parquet'
+    paths: list[str]       # files (directories and globs already expanded for local paths)
+    role: str = "train"    # 'train' | 'test-only'
+    options: dict = field(default_factory=dict)
+
+    def option(self, key: str) -> str:
+        return self.options.get(key, DEFAULT_OPTIONS.get(key))
+
+
+@dataclass
+class JobContext:
+    spark: object
+    args: object                 # argparse.Namespace with every flag of every stage
+    lexicon: object              # extractor.lexicon.Lexicon
+    output: Path                 # output root (local path; see output_uri for clusters)
+    corpora: list[CorpusSpec]
+    stats: dict = field(default_factory=dict)
+    command_line: str = ""
+    warnings: list[str] = field(default_factory=list)
+    output_uri: str | None = None  # set when --output is gs://, s3a://, hdfs://...
+
+    @property
+    def root(self) -> str:
+        """The output root as Spark/Hadoop wants it (a URI or an absolute local path)."""
+        return self.output_uri or _out.path_str(self.output)
+
+    def table_path(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+    def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
+        """Write `df` as Parquet to <output>/<name>, through a temporary directory that is
+        moved into place only on success. File content is deterministic: rows are hashed
+        into `num_files` files by their first sort column and sorted within each file, so
+        the bytes do not depend on cores or input partitioning. `sort_by` defaults to every
+        column (give a unique key when there is one: it is cheaper)."""
+        partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+        sortable = [f.name for f in df.schema.fields if f.dataType.typeName() not in ("map",)]
+        sort_by = list(sort_by or [c for c in sortable if c not in partition_by])
+        files = num_files or int(getattr(self.args, "files_per_table", 0) or 4)
+        arranged = df.repartition(files, *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
+        overwrite = bool(getattr(self.args, "overwrite", False))
+        return _out.write_parquet_atomically(self.spark, arranged, self.table_path(name), partition_by, overwrite=overwrite)
+
+    def read_table(self, name: str):
+        path = self.table_path(name)
+        if not _out.exists(self.spark, path):
+            raise InputError(f"{path}: no such table; run the stage that writes '{name}' first "
+                             f"(--stages {name if name in ('sentences', 'pairs', 'splits') else 'all'})")
+        return self.spark.read.parquet(path)
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        self.stats.setdefault("warnings", []).append(msg)
+
+
+# --------------------------------------------------------------------------- corpora
+
+def guess_format(path: str) -> str:
+    """The reader for a file or directory, from its name (a directory is a txt corpus)."""
+    low = path.lower()
+    for suffix in (".bz2", ".gz"):
+        if low.endswith(suffix):
+            low = low[: -len(suffix)]
+    if low.endswith(".xml"):
+        return "mediawiki"
+    if low.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if low.endswith(".parquet"):
+        return "parquet"
+    if low.endswith(".txt") or os.path.isdir(path):
+        return "text"
+    raise InputError(f"{path}: cannot tell the format from the name; use --manifest with "
+                     f"format: one of {', '.join(FORMATS)}")
+
+
+_EXTENSIONS = {
+    "mediawiki": (".xml", ".xml.bz2"),
+    "text": (".txt",),
+    "jsonl": (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".jsonl.bz2"),
+    "parquet": (".parquet",),
+}
+
+
+def expand_paths(path: str, fmt: str | None = None) -> list[str]:
+    """Local files of a file, directory or glob, sorted (the order fixes doc order only
+    for sampling; tables are sorted anyway). URIs are passed to Spark as they are."""
+    if _out.is_uri(path):
+        return [path]
+    if any(ch in path for ch in "*?["):
+        matches = sorted(_glob.glob(path, recursive=True))
+        if not matches:
+            raise InputError(f"{path}: the glob matches no file")
+        out: list[str] = []
+        for match in matches:
+            out.extend(expand_paths(match, fmt))
+        return out
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if p.is_dir():
+        fmt = fmt or "text"
+        files = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(_EXTENSIONS[fmt])
+                       and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
+        if fmt == "text":
+            return [str(p)] if files else _empty(p, fmt)
+        return files or _empty(p, fmt)
+    if p.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty")
+    return [str(p)]
+
+
+def _empty(p: Path, fmt: str):
+    raise InputError(f"{p}: the directory holds no {' / '.join(_EXTENSIONS[fmt])} file for the {fmt} reader")
+
+
+def _dir_format(path: str) -> str:
+    """A directory's format: the one its files have (the bundled samples are folders of dumps)."""
+    p = Path(path)
+    if not p.is_dir():
+        return guess_format(path)
+    for fmt in ("mediawiki", "jsonl", "parquet", "text"):
+        if any(f.name.lower().endswith(_EXTENSIONS[fmt]) for f in p.rglob("*") if f.is_file()):
+            return fmt
+    return "text"
+
+
+def corpus_name_for(path: str) -> str:
+    """A default corpus name from a file name: 'rowiki-20240101-pages-articles.xml.bz2' -> 'rowiki-20240101-pages-articles'."""
+    name = Path(path.rstrip("/")).name
+    for suffix in (".bz2", ".gz", ".xml", ".jsonl", ".json", ".ndjson", ".parquet", ".txt"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "corpus"
+
+
+def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None, options: dict | None = None) -> list[CorpusSpec]:
+    """One corpus per --input (or one named --corpus when given a single input)."""
+    if corpus and len(inputs) > 1:
+        raise InputError("--corpus names a single input; for several corpora use --manifest corpora.yaml")
+    specs = []
+    for raw in inputs:
+        fmt = _dir_format(raw) if not _out.is_uri(raw) and not any(c in raw for c in "*?[") else guess_format(raw)
+        paths = expand_paths(raw, fmt)
+        specs.append(CorpusSpec(name=corpus or corpus_name_for(raw), genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
+                                format=fmt, paths=paths, role="train", options=dict(options or {})))
+    _check_unique(specs, "--input")
+    return specs
+
+
+def load_manifest(path: str | Path) -> list[CorpusSpec]:
+    """Read corpora.yaml: a list (or `corpora:` list) of {name, genre, format, path(s), role, ...options}."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such manifest file")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a valid YAML manifest: {str(exc).splitlines()[0]}") from None
+    if isinstance(raw, dict):
+        raw = raw.get("corpora")
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{path}: expected a non-empty list of corpora (or a 'corpora:' key holding one)")
+    base = path.parent
+    specs = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "name" not in entry or not (entry.get("path") or entry.get("paths")):
+            raise InputError(f"{path}: entry {i + 1} needs at least 'name' and 'path'")
+        known = {"name", "genre", "format", "path", "paths", "role"}
+        role = entry.get("role", "train")
+        if role not in ROLES:
+            raise InputError(f"{path}: entry '{entry['name']}' has role '{role}'; use one of {', '.join(ROLES)}")
+        raw_paths = entry.get("paths") or [entry["path"]]
+        raw_paths = [p if _out.is_uri(p) or os.path.isabs(p) else str(base / p) for p in
+                     ([raw_paths] if isinstance(raw_paths, str) else raw_paths)]
+        fmt = entry.get("format") or _dir_format(raw_paths[0])
+        if fmt not in FORMATS:
+            raise InputError(f"{path}: entry '{entry['name']}' has format '{fmt}'; use one of {', '.join(FORMATS)}")
+        paths = [f for p in raw_paths for f in expand_paths(p, fmt)]
+        options = {k: v for k, v in entry.items() if k not in known}
+        specs.append(CorpusSpec(name=str(entry["name"]), genre=str(entry.get("genre") or "unknown"), format=fmt,
+                                paths=paths, role=role, options=options))
+    _check_unique(specs, str(path))
+    return specs
+
+
+def _check_unique(specs: list[CorpusSpec], where: str) -> None:
+    seen = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise InputError(f"{where}: two corpora are named '{spec.name}'; give each a distinct name")
+        seen.add(spec.name)

@@ -32,6 +32,8 @@ class Lexicon:
     phrases: dict[str, tuple[str, ...]]          # canonical label -> phrases
     fold_cedilla: bool = False
     match_without_diacritics: bool = False
+    # Last words after which a phrase needs no separator ("Astfel că ...", "It follows that ...").
+    open_endings: tuple[str, ...] = ()
     file_namespaces: tuple[str, ...] = ()
     category_namespaces: tuple[str, ...] = ()
     disambiguation_templates: tuple[str, ...] = ()
@@ -124,6 +126,7 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lex
         spacy_model=raw.get("spacy_model"), spacy_install=raw.get("spacy_install"),
         sample_input=(path.parents[1] / sample) if sample else None,
         phrases=phrases, fold_cedilla=fold_cedilla, match_without_diacritics=no_diacritics,
+        open_endings=_strings(matching.get("open_endings"), "matching.open_endings", path),
         file_namespaces=_strings(wiki.get("file_namespaces"), "wiki.file_namespaces", path),
         category_namespaces=_strings(wiki.get("category_namespaces"), "wiki.category_namespaces", path),
         disambiguation_templates=_strings(wiki.get("disambiguation_templates"), "wiki.disambiguation_templates", path),

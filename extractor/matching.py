@@ -1,0 +1,137 @@
+"""Linking-phrase matching at the start of a sentence (pure Python, no Spark).
+
+The rule, documented in docs/pairs.md:
+
+* a phrase matches only at the very start of the sentence (leading whitespace allowed),
+  case-insensitively, on `Lexicon.normalize()`d text (cedilla/comma-below folded and
+  diacritics ignored where the lexicon says so); whitespace inside a phrase may be any run
+  of whitespace;
+* the longest phrase wins ("Astfel, rezultă că" before "Astfel");
+* after the phrase comes a separator: optional whitespace, then one of `, : ; — –`;
+  a phrase whose last word(s) are listed in the lexicon's `matching.open_endings`
+  ("că", "la", "que", "that", ...) needs none: whitespace is enough ("Astfel că au ...");
+  so "Astfelul" or "However hard" never match;
+* the hypothesis is what follows the separator, with leading whitespace removed, then
+  `recase_first_letter` (the one rule applied to every hypothesis of every label).
+
+`normalize()` keeps one character per input character, so offsets found in the key are
+offsets into the original sentence: the marker and the hypothesis are cut from the text
+as written.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+SEPARATORS = ",:;\u2014\u2013"  # comma, colon, semicolon, em dash, en dash
+_OPENING = {"Ps", "Pi"}  # opening brackets and quotes before the first letter
+
+
+@dataclass(frozen=True)
+class Match:
+    label: str        # canonical label of the phrase
+    marker: str       # the phrase as written in the sentence ("In consecinta")
+    phrase: str       # the phrase as listed in the lexicon ("În consecință")
+    hypothesis: str   # the sentence without marker and separator, first letter re-cased
+
+
+def recase_first_letter(text: str) -> str:
+    """Upper-case the first letter of `text` and leave every other character untouched.
+
+    The first letter is the first alphanumeric character, looking past leading opening
+    quotes and brackets; a digit there means no change ("1990s were ..." stays). The
+    same function is applied to the hypotheses of every label, neutral included, so that
+    casing carries no label information (the RoNLI release lower-cased marked ones)."""
+    for i, ch in enumerate(text):
+        if ch.isalnum():
+            up = ch.upper()
+            if ch.islower() and len(up) == 1:  # "ß".upper() is "SS": leave such letters alone
+                return text[:i] + up + text[i + 1:]
+            return text
+        if not (ch in "\"'" or unicodedata.category(ch) in _OPENING or ch.isspace()):
+            return text
+    return text
+
+
+def _collapse(key: str) -> str:
+    return " ".join(key.split())
+
+
+def _key_pattern(key: str) -> str:
+    return r"\s+".join(re.escape(word) for word in key.split())
+
+
+class Matcher:
+    """The compiled lexicon: one regex over normalized keys, longest phrase first.
+
+    Build it once per lexicon (`matcher_for(lexicon)` caches it per process)."""
+
+    def __init__(self, lexicon):
+        self.lexicon = lexicon
+        self._phrase: dict[str, tuple[str, str]] = {}  # collapsed key -> (label, phrase)
+        for label, phrases in lexicon.phrases.items():
+            for phrase in phrases:
+                self._phrase.setdefault(_collapse(lexicon.normalize(phrase)), (label, phrase))
+        endings = [_collapse(lexicon.normalize(e)) for e in getattr(lexicon, "open_endings", ())]
+        keys = sorted(self._phrase, key=lambda k: (-len(k), k))
+        strict, loose = [], []
+        for key in keys:
+            words = key.split()
+            is_open = any(words[-len(e.split()):] == e.split() for e in endings if e)
+            # open phrases: whitespace, or a separator as for the others ("Astfel că, ...")
+            tail = (r"(?:\s*[" + SEPARATORS + r"]\s*|\s+)" if is_open
+                    else r"\s*[" + SEPARATORS + r"]\s*")
+            strict.append(f"(?:({_key_pattern(key)}){tail})")
+            loose.append(_key_pattern(key))
+        self.open_keys = frozenset(k for k in keys if any(k.split()[-len(e.split()):] == e.split() for e in endings if e))
+        # Python's alternation is leftmost-first: ordering by length makes it longest-first,
+        # and a longer phrase whose separator is missing falls back to a shorter one.
+        self._strict = re.compile(r"^\s*(?:" + "|".join(strict) + ")") if strict else None
+        self._loose = re.compile(r"^\s*(?:" + "|".join(loose) + r")(?!\w)") if loose else None
+
+    def match(self, sentence: str) -> Match | None:
+        if not sentence or self._strict is None:
+            return None
+        key = self.lexicon.normalize(sentence)
+        m = self._strict.match(key)
+        if m is None:
+            return None
+        group = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
+        start, end = m.span(group)
+        label, phrase = self._phrase[_collapse(m.group(group))]
+        rest = sentence[m.end():].lstrip()
+        if not any(ch.isalnum() for ch in rest):
+            return None  # nothing left to be a hypothesis ("However.")
+        return Match(label=label, marker=sentence[start:end], phrase=phrase,
+                     hypothesis=recase_first_letter(rest))
+
+    def starts_with_phrase(self, sentence: str) -> bool:
+        """True when the sentence opens with a lexicon phrase as a whole word, separator or
+        not ("However hard ...", "So-called ..."): such a sentence must not become a
+        hypothesis, marked or neutral, since its opening would tell the label."""
+        if not sentence or self._loose is None:
+            return False
+        return self._loose.match(self.lexicon.normalize(sentence)) is not None
+
+
+def build_matcher(lexicon) -> Matcher:
+    return Matcher(lexicon)
+
+
+_CACHE: dict[str, Matcher] = {}
+
+
+def matcher_for(lexicon) -> Matcher:
+    """The process-wide matcher of a lexicon, built on first use (Spark workers call this
+    once per Python worker, not once per row)."""
+    key = f"{lexicon.sha256}:{lexicon.path}"
+    matcher = _CACHE.get(key)
+    if matcher is None:
+        matcher = _CACHE[key] = Matcher(lexicon)
+    return matcher
+
+
+def match_marker(sentence: str, matcher: Matcher) -> Match | None:
+    """The linking phrase that opens `sentence`, its label, and the stripped hypothesis."""
+    return matcher.match(sentence)

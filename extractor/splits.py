@@ -1,0 +1,161 @@
+"""Split assignment: pure, deterministic logic of stage 3 (`pairs/` -> `splits/`).
+
+Double stratification after ESNLIR §2.3: (1) documents are assigned whole to a split,
+per corpus, so no document feeds two splits; (2) each split is balanced per corpus
+(`downsample`: every label cut to the smallest one), or keeps its natural distribution
+with stratified sampling (`none`, RoNLI), or is capped per label (`cap N`). Evaluation
+splits hold at most ``max_eval_per_corpus`` pairs per corpus (ESNLIR: 15,000).
+
+Every choice orders items by `extractor.hashing.stable_hash(id, seed=seed)`, never by
+row order or `rand()`, so the same pairs and seed give the same splits everywhere. The
+Spark glue (`extractor.splits_stage`) calls these functions on small tables: one row
+per document (grouped per corpus) and one count per (split, corpus, label).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from extractor.hashing import stable_hash
+
+SPLITS = ("train", "validation", "test")
+EVAL_SPLITS = ("validation", "test")
+# When one pair (or sentence pair) lands in several splits, the copy in the split that
+# comes first here is kept: evaluation sets are small and fixed, train loses the copy.
+KEEP_PRIORITY = {"test": 0, "validation": 1, "train": 2}
+DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
+BALANCE_MODES = ("downsample", "none", "cap")
+
+
+class SplitsError(ValueError):
+    """Bad split settings: one-line message."""
+
+
+@dataclass(frozen=True)
+class Balance:
+    mode: str  # downsample | none | cap
+    cap: int | None = None
+
+    def __str__(self) -> str:
+        return f"cap {self.cap}" if self.mode == "cap" else self.mode
+
+
+def parse_ratios(text: str | Sequence[float]) -> tuple[float, float, float]:
+    """``"0.8,0.1,0.1"`` -> (train, validation, test); they must be >= 0 and sum to 1."""
+    try:
+        parts = [float(p) for p in (text.split(",") if isinstance(text, str) else text)]
+    except ValueError as exc:
+        raise SplitsError(f"--split-ratios {text!r}: expected three numbers like 0.8,0.1,0.1") from exc
+    if len(parts) != 3 or any(p < 0 for p in parts):
+        raise SplitsError(f"--split-ratios {text!r}: expected three non-negative numbers like 0.8,0.1,0.1")
+    if abs(sum(parts) - 1.0) > 1e-6:
+        raise SplitsError(f"--split-ratios {text!r}: the three ratios must sum to 1 (they sum to {sum(parts):g})")
+    return parts[0], parts[1], parts[2]
+
+
+def parse_balance(tokens: str | Sequence[str]) -> Balance:
+    """``downsample`` | ``none`` | ``cap N`` (also ``cap=N``, ``cap:N``)."""
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    words = " ".join(tokens).replace("=", " ").replace(":", " ").split()
+    if words == ["downsample"]:
+        return Balance("downsample")
+    if words == ["none"]:
+        return Balance("none")
+    if len(words) == 2 and words[0] == "cap" and words[1].isdigit() and int(words[1]) > 0:
+        return Balance("cap", int(words[1]))
+    raise SplitsError(f"--balance {' '.join(tokens)!r}: expected downsample, none, or cap N (N > 0)")
+
+
+# ---------------------------------------------------------------------------- documents
+
+def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> pd.DataFrame:
+    """Assign whole documents of ONE corpus to splits.
+
+    ``docs`` has columns ``corpus, doc_id, n_pairs, test_only``. Documents are ordered by
+    the hash of (doc_id, seed); each takes the split in which the midpoint of its share of
+    the corpus's pairs falls, so the ratios hold in pairs (not documents) even for small
+    corpora, and adding or removing one document moves few others. ``test_only`` corpora
+    go to test whole. Returns ``corpus, doc_id, split``.
+    """
+    if docs.empty:
+        return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
+                             "split": pd.Series(dtype=str)})
+    docs = docs.copy()
+    docs["_h"] = [stable_hash(d, seed=seed) for d in docs["doc_id"]]
+    docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
+    total = float(docs["n_pairs"].sum())
+    end = docs["n_pairs"].cumsum()
+    mid = (end - docs["n_pairs"] / 2.0) / (total if total else 1.0)
+    r_train, r_val, _ = ratios
+    split = pd.Series("test", index=docs.index, dtype=object)
+    split[mid < r_train + r_val] = "validation"
+    split[mid < r_train] = "train"
+    split[docs["test_only"].astype(bool)] = "test"
+    return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
+                         "split": split.astype(str)})
+
+
+# ---------------------------------------------------------------------------- quotas
+
+def largest_remainder(weights: Mapping, total: int) -> dict:
+    """Split ``total`` items over keys in proportion to ``weights`` (Hamilton's method),
+    never giving a key more than its weight. Ties go to the smaller key, deterministically."""
+    keys = sorted(weights, key=str)
+    w_sum = sum(weights[k] for k in keys)
+    if w_sum <= total:
+        return {k: int(weights[k]) for k in keys}
+    exact = {k: weights[k] * total / w_sum for k in keys}
+    out = {k: int(exact[k]) for k in keys}
+    left = total - sum(out.values())
+    for k in sorted(keys, key=lambda k: (-(exact[k] - out[k]), str(k)))[:left]:
+        out[k] += 1
+    return out
+
+
+def compute_quotas(counts: Mapping[tuple[str, str, str], int], balance: Balance, labels: Iterable[str],
+                   max_eval_per_corpus: int | None = DEFAULT_MAX_EVAL_PER_CORPUS) -> dict[tuple[str, str, str], int]:
+    """How many pairs to keep per (split, corpus, label).
+
+    ``counts`` are the available pairs after leakage removal; ``labels`` every label of
+    the dataset (a label missing from a (split, corpus) counts as 0, so `downsample`
+    empties that group, as ESNLIR's per-corpus balancing does).
+    """
+    labels = sorted(set(labels))
+    groups: dict[tuple[str, str], dict[str, int]] = {}
+    for (split, corpus, label), n in counts.items():
+        groups.setdefault((split, corpus), {l: 0 for l in labels})[label] = int(n)
+    quotas: dict[tuple[str, str, str], int] = {}
+    for (split, corpus), per_label in sorted(groups.items()):
+        cap_eval = max_eval_per_corpus if (split in EVAL_SPLITS and max_eval_per_corpus) else None
+        if balance.mode == "downsample":
+            m = min(per_label.values()) if per_label else 0
+            if cap_eval is not None:
+                m = min(m, cap_eval // max(len(per_label), 1))
+            q = {l: m for l in per_label}
+        else:  # natural distribution, stratified down to the evaluation cap
+            q = largest_remainder(per_label, cap_eval) if cap_eval is not None else dict(per_label)
+        for label, n in q.items():
+            quotas[(split, corpus, label)] = n
+    if balance.mode == "cap":
+        by_split_label: dict[tuple[str, str], dict[str, int]] = {}
+        for (split, corpus, label), n in quotas.items():
+            by_split_label.setdefault((split, label), {})[corpus] = n
+        for (split, label), per_corpus in by_split_label.items():
+            for corpus, n in largest_remainder(per_corpus, balance.cap).items():
+                quotas[(split, corpus, label)] = n
+    return quotas
+
+
+def quota_drops(counts: Mapping, quotas: Mapping) -> dict[str, dict[str, int]]:
+    """Pairs removed by balancing, per split and label."""
+    out: dict[str, dict[str, int]] = {}
+    for key, n in counts.items():
+        split, _, label = key
+        gone = int(n) - int(quotas.get(key, 0))
+        if gone:
+            out.setdefault(split, {}).setdefault(label, 0)
+            out[split][label] += gone
+    return {s: dict(sorted(v.items())) for s, v in sorted(out.items())}

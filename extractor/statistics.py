@@ -1,0 +1,434 @@
+"""One implementation of every NLI statistic, for the Spark job and for `trainer stats`.
+
+Three layers, each written once:
+
+- per-row functions on plain strings (`words`, `overlap_jaccard`, `lcs_ratio`, ...);
+  `row_statistics(premises, hypotheses)` applies them to a pandas batch. The Spark job
+  calls it inside ``mapInPandas``; `trainer stats` calls it on the whole DataFrame.
+- aggregation: :data:`AGGREGATES` says which row column is reduced how; `aggregate_pandas`
+  reduces a pandas frame and `spark_aggregate_columns` builds the same reductions as Spark
+  SQL expressions (exact medians on both sides, so the numbers agree).
+- PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et al. 2018):
+  `pmi` is a formula over counts that works on numbers, numpy arrays and Spark columns.
+
+Word definitions (documented in docs/stats.md):
+- *length* counts whitespace tokens of the raw text (RoNLI Table 2 "#words");
+- *overlap* statistics compare normalised words: case-folded whitespace tokens with
+  leading/trailing punctuation stripped, empty tokens dropped ("Thus," == "thus").
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+
+
+# ---------------------------------------------------------------------------- per row
+
+def words(text: str) -> list[str]:
+    """Whitespace tokens of the raw text (the length unit of RoNLI Table 2)."""
+    return text.split() if text else []
+
+
+def word_count(text: str) -> int:
+    return len(words(text))
+
+
+def norm_words(text: str) -> list[str]:
+    """Tokens for overlap statistics: case-folded, edge punctuation stripped, empties dropped."""
+    out = []
+    for tok in words(text):
+        tok = _EDGE_PUNCT.sub("", tok.casefold())
+        if tok:
+            out.append(tok)
+    return out
+
+
+def overlap_jaccard(premise: str, hypothesis: str) -> float:
+    """Jaccard index of the two sentences' normalised word sets (0 when both are empty)."""
+    p, h = set(norm_words(premise)), set(norm_words(hypothesis))
+    union = p | h
+    return len(p & h) / len(union) if union else 0.0
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token sequences.
+
+    Bit-parallel (Allison-Dix / Hyyro 2004): one big-integer step per token of ``b``
+    instead of a len(a) x len(b) table, so the Spark job can afford it on every pair.
+    """
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, tok in enumerate(a):
+        masks[tok] = masks.get(tok, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for tok in b:
+        u = v & masks.get(tok, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - bin(v).count("1")
+
+
+def lcs_ratio(premise: str, hypothesis: str) -> float:
+    """LCS of normalised words over the hypothesis length in normalised words (0 if empty)."""
+    h = norm_words(hypothesis)
+    return lcs_length(h, norm_words(premise)) / len(h) if h else 0.0
+
+
+def new_token_rate(premise: str, hypothesis: str) -> float:
+    """Share of hypothesis word tokens (normalised) that do not occur in the premise."""
+    h = norm_words(hypothesis)
+    if not h:
+        return 0.0
+    p = set(norm_words(premise))
+    return sum(1 for w in h if w not in p) / len(h)
+
+
+def inner_capital(text: str) -> bool:
+    """A capital letter after the first character: the casing leak of the RoNLI release."""
+    return any(ch.isupper() for ch in text[1:]) if text else False
+
+
+def pair_text_key(premise: str, hypothesis: str, ordered: bool = True) -> str:
+    """Comparison key of a pair: case-folded, whitespace collapsed; ``ordered=False`` also
+    matches the reversed pair (an identical *sentence pair* in either order)."""
+    p, h = " ".join(premise.casefold().split()), " ".join(hypothesis.casefold().split())
+    if not ordered and h < p:
+        p, h = h, p
+    return p + "\x1f" + h
+
+
+# Row columns produced by row_statistics, in order.
+ROW_COLUMNS = ("premise_words", "hypothesis_words", "overlap_jaccard", "lcs_ratio",
+               "new_token_rate", "hypothesis_inner_capital")
+
+
+def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
+    """The per-row statistics of a batch of pairs (one row per pair, :data:`ROW_COLUMNS`)."""
+    rows = []
+    for p, h in zip(premises, hypotheses):
+        p = "" if p is None else str(p)
+        h = "" if h is None else str(h)
+        pn, hn = norm_words(p), norm_words(h)
+        ps, hs = set(pn), set(hn)
+        union = ps | hs
+        rows.append((
+            word_count(p),
+            word_count(h),
+            len(ps & hs) / len(union) if union else 0.0,
+            lcs_length(hn, pn) / len(hn) if hn else 0.0,
+            sum(1 for w in hn if w not in ps) / len(hn) if hn else 0.0,
+            inner_capital(h),
+        ))
+    df = pd.DataFrame.from_records(rows, columns=list(ROW_COLUMNS))
+    return df.astype({"premise_words": "int64", "hypothesis_words": "int64", "overlap_jaccard": "float64",
+                      "lcs_ratio": "float64", "new_token_rate": "float64", "hypothesis_inner_capital": "bool"})
+
+
+# ---------------------------------------------------------------------------- aggregation
+
+# output name -> (row column, reduction). "share" is the mean of a boolean.
+AGGREGATES: dict[str, tuple[str, str]] = {
+    "premise_words_mean": ("premise_words", "mean"),
+    "hypothesis_words_mean": ("hypothesis_words", "mean"),
+    "overlap_jaccard_mean": ("overlap_jaccard", "mean"),
+    "overlap_jaccard_median": ("overlap_jaccard", "median"),
+    "lcs_ratio_median": ("lcs_ratio", "median"),
+    "new_token_rate_median": ("new_token_rate", "median"),
+    "hypothesis_inner_capital_share": ("hypothesis_inner_capital", "share"),
+}
+
+
+def _reduce(values: pd.Series, how: str) -> float | None:
+    if len(values) == 0:
+        return None
+    if how == "median":
+        return float(np.median(values.to_numpy(dtype="float64")))
+    return float(values.astype("float64").mean())
+
+
+def aggregate_pandas(stats: pd.DataFrame, labels: pd.Series | None = None) -> dict:
+    """``{"labels": {LABEL: {count, ...}}, "all": {count, ...}}`` for one split.
+
+    ``stats`` holds the :data:`ROW_COLUMNS` of the split; ``labels`` is aligned with it
+    (rows without a gold label count in ``all`` only).
+    """
+    def block(frame: pd.DataFrame) -> dict:
+        out = {"count": int(len(frame))}
+        for name, (col, how) in AGGREGATES.items():
+            out[name] = _reduce(frame[col], how)
+        return out
+
+    result = {"labels": {}, "all": block(stats)}
+    if labels is not None:
+        labels = pd.Series(list(labels), index=stats.index)
+        for label in sorted(labels.dropna().unique(), key=str):
+            result["labels"][str(label)] = block(stats[labels == label])
+    return result
+
+
+def spark_aggregate_columns():
+    """The :data:`AGGREGATES` as Spark SQL aggregate expressions (plus ``count``)."""
+    from pyspark.sql import functions as F
+
+    cols = [F.count(F.lit(1)).alias("count")]
+    for name, (col, how) in AGGREGATES.items():
+        c = F.col(col).cast("double")
+        # median() is exact (interpolated) in Spark >= 3.4, like numpy.median
+        expr = F.median(c) if how == "median" else F.avg(c)
+        cols.append(expr.alias(name))
+    return cols
+
+
+def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
+    """Turn aggregated rows (one per label, ``label`` None for the whole split) into
+    the ``{"labels": ..., "all": ...}`` shape of :func:`aggregate_pandas`."""
+    result: dict = {"labels": {}, "all": None}
+    for row in rows:
+        row = dict(row)
+        label = row.pop(label_key, None)
+        block = {"count": int(row.pop("count"))}
+        for name in AGGREGATES:
+            v = row.get(name)
+            block[name] = None if v is None else float(v)
+        if label is None:
+            result["all"] = block
+        else:
+            result["labels"][str(label)] = block
+    result["labels"] = dict(sorted(result["labels"].items()))
+    return result
+
+
+# ---------------------------------------------------------------------------- PMI
+
+PMI_SMOOTHING = 1.0
+PMI_MIN_COUNT = 5
+
+
+def pmi(count_word_label, count_word, count_label, total, n_labels: int,
+        smoothing: float = PMI_SMOOTHING, log=math.log):
+    """PMI(word, label) = log p(label | word) / p(label), counted over hypotheses.
+
+    ``count_word_label``: hypotheses of the label containing the word; ``count_word``:
+    hypotheses containing it; ``count_label``: hypotheses of the label; ``total``: all
+    hypotheses. p(label | word) is add-``smoothing`` smoothed over the labels, so rare
+    words do not top the list. Natural log, as in Gururangan et al. (2018), whose
+    table IndoNLI Table 9 follows. ``log`` is math.log, numpy.log or
+    pyspark.sql.functions.log, so one formula serves every engine.
+    """
+    p_label_given_word = (count_word_label + smoothing) / (count_word + smoothing * n_labels)
+    return log(p_label_given_word / (count_label / total))
+
+
+def hypothesis_word_set(text: str) -> set[str]:
+    """Words counted for PMI: the distinct normalised words of a hypothesis."""
+    return set(norm_words(text))
+
+
+def top_pmi(hypotheses: Iterable[str], labels: Iterable, k: int = 10, min_count: int = PMI_MIN_COUNT,
+            smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
+    """Top-k words per label by PMI, with ``count`` (hypotheses of the label holding the
+    word) and ``word_count`` (all hypotheses holding it): IndoNLI's "96/160" column."""
+    per_label: Counter = Counter()
+    per_word: Counter = Counter()
+    label_totals: Counter = Counter()
+    for h, label in zip(hypotheses, labels):
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            continue
+        label = str(label)
+        label_totals[label] += 1
+        for w in hypothesis_word_set("" if h is None else str(h)):
+            per_label[(w, label)] += 1
+            per_word[w] += 1
+    total = sum(label_totals.values())
+    return pmi_table(per_label, per_word, label_totals, total, k=k, min_count=min_count, smoothing=smoothing)
+
+
+def pmi_table(per_label: dict, per_word: dict, label_totals: dict, total: int, k: int = 10,
+              min_count: int = PMI_MIN_COUNT, smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
+    """Top-k per label from counts (the Spark job passes counts aggregated in SQL)."""
+    n_labels = len(label_totals)
+    out: dict[str, list[dict]] = {}
+    for label in sorted(label_totals):
+        scored = []
+        for (w, lab), c in per_label.items():
+            if lab != label or per_word[w] < min_count:
+                continue
+            value = pmi(c, per_word[w], label_totals[label], total, n_labels, smoothing)
+            scored.append((-value, w, c))
+        scored.sort()
+        out[label] = [{"word": w, "pmi": round(-neg, 4), "count": int(c), "word_count": int(per_word[w])}
+                      for neg, w, c in scored[:k]]
+    return out
+
+
+# ---------------------------------------------------------------------------- duplicates and leakage
+
+def duplicate_counts(premises: Sequence[str], hypotheses: Sequence[str]) -> dict:
+    """Rows that repeat an earlier row's pair (``pairs``) or its sentences in either order
+    (``sentence_pairs``), after case folding and whitespace collapsing."""
+    ordered = [pair_text_key(p, h) for p, h in zip(premises, hypotheses)]
+    unordered = [pair_text_key(p, h, ordered=False) for p, h in zip(premises, hypotheses)]
+    return {"pairs": len(ordered) - len(set(ordered)),
+            "sentence_pairs": len(unordered) - len(set(unordered))}
+
+
+def leakage_counts(splits: dict[str, tuple[Sequence[str], Sequence[str]]]) -> dict[str, dict]:
+    """For every two splits ``"A|B"``: distinct pairs, sentence pairs (either order) and
+    hypotheses they share, after case folding and whitespace collapsing."""
+    keys = {}
+    for name, (prem, hyp) in splits.items():
+        keys[name] = {
+            "pairs": {pair_text_key(p, h) for p, h in zip(prem, hyp)},
+            "sentence_pairs": {pair_text_key(p, h, ordered=False) for p, h in zip(prem, hyp)},
+            "hypotheses": {" ".join(h.casefold().split()) for h in hyp},
+        }
+    names = list(splits)
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            out[f"{a}|{b}"] = {kind: len(keys[a][kind] & keys[b][kind]) for kind in keys[a]}
+    return out
+
+
+# ---------------------------------------------------------------------------- whole datasets
+
+def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN_COUNT) -> dict:
+    """Statistics of one split given as a DataFrame with premise, hypothesis, label."""
+    stats = row_statistics(df["premise"], df["hypothesis"])
+    labels = df["label"].reset_index(drop=True) if "label" in df.columns else None
+    result = aggregate_pandas(stats, labels)
+    if labels is not None:
+        result["unlabeled"] = int(labels.isna().sum())
+        for label, words_ in top_pmi(df["hypothesis"], labels, k=top_k, min_count=min_count).items():
+            if label in result["labels"]:
+                result["labels"][label]["top_pmi_words"] = words_
+    result["duplicates"] = duplicate_counts(list(df["premise"]), list(df["hypothesis"]))
+    return result
+
+
+def dataset_statistics(splits: dict[str, pd.DataFrame], top_k: int = 10,
+                       min_count: int = PMI_MIN_COUNT) -> dict:
+    """``{"splits": {SPLIT: {...}}, "leakage": {"A|B": {...}}}`` for a dict of splits."""
+    out: dict = {"splits": {name: split_statistics(df, top_k, min_count) for name, df in splits.items()}}
+    if len(splits) > 1:
+        out["leakage"] = leakage_counts({n: (list(df["premise"]), list(df["hypothesis"]))
+                                         for n, df in splits.items()})
+    return out
+
+
+# ---------------------------------------------------------------------------- markdown
+
+def _fmt(v, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _label_order(result: dict) -> list[str]:
+    seen: list[str] = []
+    for split in result["splits"].values():
+        for label in split["labels"]:
+            if label not in seen:
+                seen.append(label)
+    return seen
+
+
+def class_distribution_table(result: dict) -> str:
+    """Rows: labels + overall; columns: count (share) per split."""
+    splits = list(result["splits"])
+    lines = ["| label | " + " | ".join(splits) + " |", "|---|" + "---:|" * len(splits)]
+    for label in _label_order(result) + ["all"]:
+        cells = []
+        for s in splits:
+            block = result["splits"][s]
+            total = block["all"]["count"]
+            n = (block["all"] if label == "all" else block["labels"].get(label, {"count": 0}))["count"]
+            cells.append(f"{n:,}" + (f" ({n / total:.1%})" if total and label != "all" else ""))
+        lines.append(f"| {label if label != 'all' else '**overall**'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ronli_table(result: dict) -> str:
+    """The layout of RoNLI Table 2: per label, count, mean premise and hypothesis words and
+    mean word overlap (Jaccard), one column per split for each."""
+    splits = list(result["splits"])
+    groups = [("#pairs", "count", 0), ("premise words", "premise_words_mean", 1),
+              ("hypothesis words", "hypothesis_words_mean", 1), ("overlap (Jaccard)", "overlap_jaccard_mean", 2)]
+    head = "| label | " + " | ".join(f"{g} {s}" for g, _, _ in groups for s in splits) + " |"
+    lines = [head, "|---|" + "---:|" * (len(groups) * len(splits))]
+    for label in _label_order(result) + ["all"]:
+        cells = []
+        for _, key, digits in groups:
+            for s in splits:
+                block = result["splits"][s]
+                b = block["all"] if label == "all" else block["labels"].get(label)
+                cells.append("-" if b is None else _fmt(b[key], digits))
+        lines.append(f"| {label if label != 'all' else '**overall**'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def artefact_table(result: dict) -> str:
+    """Per split and label: the bias indicators (overlap, LCS, new tokens, casing leak)."""
+    lines = ["| split | label | count | Jaccard mean | Jaccard median | LCS ratio median | "
+             "new-token rate median | hypothesis inner-capital share |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for s, block in result["splits"].items():
+        for label, b in [*block["labels"].items(), ("**all**", block["all"])]:
+            lines.append(f"| {s} | {label} | {b['count']:,} | {_fmt(b['overlap_jaccard_mean'], 3)} | "
+                         f"{_fmt(b['overlap_jaccard_median'], 3)} | {_fmt(b['lcs_ratio_median'], 3)} | "
+                         f"{_fmt(b['new_token_rate_median'], 3)} | {_fmt(b['hypothesis_inner_capital_share'], 3)} |")
+    return "\n".join(lines)
+
+
+def pmi_markdown(result: dict, k: int = 5) -> str:
+    lines = ["| split | label | top words by PMI (PMI, count/hypotheses with the word) |", "|---|---|---|"]
+    for s, block in result["splits"].items():
+        for label, b in block["labels"].items():
+            tops = b.get("top_pmi_words") or []
+            cell = ", ".join(f"{t['word']} ({t['pmi']:.2f}, {t['count']}/{t['word_count']})" for t in tops[:k])
+            lines.append(f"| {s} | {label} | {cell or '-'} |")
+    return "\n".join(lines)
+
+
+def leakage_markdown(result: dict) -> str:
+    leak = result.get("leakage") or {}
+    dup_lines = ["| split | duplicate pairs | duplicate sentence pairs (either order) |", "|---|---:|---:|"]
+    for s, block in result["splits"].items():
+        d = block.get("duplicates", {})
+        dup_lines.append(f"| {s} | {d.get('pairs', 0):,} | {d.get('sentence_pairs', 0):,} |")
+    text = "\n".join(dup_lines)
+    if leak:
+        lines = ["| splits | shared pairs | shared sentence pairs (either order) | shared hypotheses |",
+                 "|---|---:|---:|---:|"]
+        for key, v in leak.items():
+            lines.append(f"| {key.replace('|', ' / ')} | {v['pairs']:,} | {v['sentence_pairs']:,} | {v['hypotheses']:,} |")
+        text += "\n\nCross-split leakage:\n\n" + "\n".join(lines)
+    return text
+
+
+def markdown_report(result: dict, title: str = "NLI dataset statistics", source: str | None = None) -> str:
+    parts = [f"# {title}", ""]
+    if source:
+        parts += [f"Data: `{source}`", ""]
+    parts += ["## Class distribution", "", class_distribution_table(result), "",
+              "## Lengths and overlap (RoNLI Table 2 layout)", "",
+              "Words are whitespace tokens; overlap is the Jaccard index of the two sentences' word sets.", "",
+              ronli_table(result), "",
+              "## Annotation-artefact indicators", "", artefact_table(result), "",
+              "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", pmi_markdown(result), "",
+              "## Duplicates and leakage", "", leakage_markdown(result), ""]
+    unl = {s: b.get("unlabeled", 0) for s, b in result["splits"].items() if b.get("unlabeled")}
+    if unl:
+        parts += ["Rows without a gold label (counted in *all* only): "
+                  + ", ".join(f"{s}: {n:,}" for s, n in unl.items()), ""]
+    return "\n".join(parts)

@@ -1,0 +1,53 @@
+"""`python -m trainer stats --data PATH`: statistics and leakage report for any NLI dataset.
+
+Reads through `trainer.data.load_nli` (our splits folder, HF folders, JSONL/JSON/CSV/TSV/
+Parquet files) and computes every number with `extractor.statistics`, the same functions
+the Spark job uses for the dataset card.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from extractor import statistics as st
+from trainer.cli import UserError
+from trainer.data import NLIDataError, add_column_arguments, column_mapping, load_nli
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--data", nargs="+", required=True, metavar="PATH",
+                        help="a splits folder, a dataset folder, or one or more files "
+                             "(several files are compared as splits named after their stems)")
+    add_column_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of markdown")
+    parser.add_argument("--out", default=None, help="also write the report (markdown or JSON) to this file")
+    parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
+    parser.add_argument("--pmi-min-count", type=int, default=st.PMI_MIN_COUNT,
+                        help=f"only words in at least this many hypotheses get a PMI (default: {st.PMI_MIN_COUNT})")
+
+
+def compute(args) -> dict:
+    data = args.data[0] if len(args.data) == 1 else list(args.data)
+    try:
+        splits = load_nli(data, **column_mapping(args), require_label=False)
+    except NLIDataError as exc:
+        raise UserError(str(exc)) from exc
+    result = st.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
+    for name, df in splits.items():
+        dropped = df.attrs.get("dropped")
+        if dropped:
+            result["splits"][name]["dropped_rows"] = dropped
+    return result
+
+
+def run(args) -> int:
+    result = compute(args)
+    if args.json:
+        text = json.dumps(result, indent=2, ensure_ascii=False, sort_keys=False)
+    else:
+        text = st.markdown_report(result, source=" ".join(map(str, args.data)))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    sys.stdout.write(text + "\n")
+    return 0

@@ -1,0 +1,138 @@
+"""Sentence segmentation with NLTK Punkt, trained per language on the corpus itself.
+
+NLTK's pretrained punkt data cannot be downloaded at run time (and has no Romanian model),
+so the parameters are learnt unsupervised with `PunktTrainer` on a sample of the corpus and
+then seeded with the lexicon's abbreviations. Training is done once (on the driver); the
+parameters travel to executors as a small JSON file or pickled with the `Segmenter`.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable
+
+from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
+
+__all__ = ["train_punkt", "save_params", "load_params", "Segmenter", "abbreviation_types",
+           "DEFAULT_MAX_TRAIN_CHARS", "PARAMS_FORMAT"]
+
+PARAMS_FORMAT = "nli-punkt-params/1"
+# Punkt learns its statistics well from a few MB; more text only costs driver time.
+DEFAULT_MAX_TRAIN_CHARS = 8_000_000
+
+# Romanian writes ş/ţ (cedilla) and ș/ț (comma below) for the same letters; an abbreviation
+# in one spelling must be known in the other too.
+_SPELLING_VARIANTS = (str.maketrans("şţŞŢ", "șțȘȚ"), str.maketrans("șțȘȚ", "şţŞŢ"))
+
+
+def abbreviation_types(abbreviations: Iterable[str]) -> set[str]:
+    """Punkt abbreviation types: lower case, without the final period, in every spelling."""
+    types: set[str] = set()
+    for abbr in abbreviations:
+        a = abbr.strip().rstrip(".").lower()
+        if not a:
+            continue
+        types.add(a)
+        for table in _SPELLING_VARIANTS:
+            types.add(a.translate(table))
+    return types
+
+
+def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
+                max_chars: int = DEFAULT_MAX_TRAIN_CHARS) -> PunktParameters:
+    """Learn Punkt parameters from texts (paragraphs or pages), at most max_chars of them,
+    then add the lexicon's abbreviations (after training, so that the trainer's own
+    re-classification cannot remove them)."""
+    trainer = PunktTrainer()
+    trainer.INCLUDE_ALL_COLLOCS = True
+    seen = 0
+    batch: list[str] = []
+    batch_chars = 0
+    for text in texts:
+        if not text:
+            continue
+        if seen + len(text) > max_chars:
+            text = text[: max(0, max_chars - seen)]
+        batch.append(text)
+        batch_chars += len(text)
+        seen += len(text)
+        if batch_chars >= 500_000:
+            trainer.train("\n\n".join(batch), finalize=False)
+            batch, batch_chars = [], 0
+        if seen >= max_chars:
+            break
+    if batch:
+        trainer.train("\n\n".join(batch), finalize=False)
+    trainer.finalize_training()
+    params = trainer.get_params()
+    params.abbrev_types.update(abbreviation_types(abbreviations))
+    return params
+
+
+def params_to_dict(params: PunktParameters) -> dict:
+    """A JSON-able, deterministic (sorted) form of the parameters."""
+    return {
+        "format": PARAMS_FORMAT,
+        "abbrev_types": sorted(params.abbrev_types),
+        "collocations": sorted([a, b] for a, b in params.collocations),
+        "sent_starters": sorted(params.sent_starters),
+        "ortho_context": {k: v for k, v in sorted(params.ortho_context.items()) if v},
+    }
+
+
+def params_from_dict(data: dict, source: str = "<dict>") -> PunktParameters:
+    if not isinstance(data, dict) or data.get("format") != PARAMS_FORMAT:
+        raise ValueError(f"{source}: not a Punkt parameter file (expected format {PARAMS_FORMAT!r})")
+    params = PunktParameters()
+    params.abbrev_types = set(data.get("abbrev_types", ()))
+    params.collocations = {tuple(pair) for pair in data.get("collocations", ())}
+    params.sent_starters = set(data.get("sent_starters", ()))
+    params.ortho_context = defaultdict(int, {k: int(v) for k, v in data.get("ortho_context", {}).items()})
+    return params
+
+
+def save_params(params: PunktParameters, path: str | Path) -> Path:
+    """Write the parameters as JSON (sorted keys: the same params give the same bytes)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(params_to_dict(params), ensure_ascii=False, sort_keys=True, indent=0) + "\n",
+                   encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_params(path: str | Path) -> PunktParameters:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: Punkt parameter file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a Punkt parameter file ({exc.__class__.__name__})") from None
+    return params_from_dict(data, str(path))
+
+
+class Segmenter:
+    """Splits a paragraph into stripped sentences. Picklable (ships to Spark executors)."""
+
+    def __init__(self, params: PunktParameters):
+        self.params = params
+        self._tokenizer = PunktSentenceTokenizer(params)
+
+    def split(self, paragraph: str) -> list[str]:
+        if not paragraph or not paragraph.strip():
+            return []
+        out = []
+        for sentence in self._tokenizer.tokenize(paragraph):
+            sentence = sentence.strip()
+            if sentence:
+                out.append(sentence)
+        return out
+
+    def __getstate__(self):
+        return {"params": params_to_dict(self.params)}
+
+    def __setstate__(self, state):
+        self.__init__(params_from_dict(state["params"]))

@@ -1,0 +1,470 @@
+"""Wikitext -> sections -> paragraphs of plain text (pure Python, no Spark).
+
+Speed: mwparserfromhell is the slow part of cleaning (DESIGN.md: parse is ~71% of the time
+and most of a page's bytes are templates, refs, tables and comments that are thrown away
+anyway). So `clean_page` first cuts those with linear string scanners (regular expressions
+and brace/bracket counters), drops list lines, splits headings and paragraphs line by
+line, and only hands the small remaining paragraphs that still contain markup to
+mwparserfromhell. The parse result is rendered in one pass over the node list (never with
+`Wikicode.remove()`, which searches the whole tree per call).
+
+What is kept and dropped is documented in docs/cleaning.md; the names of the counters in
+`CleanedPage.drops` are part of the job's stats.json and must stay stable.
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import mwparserfromhell
+from mwparserfromhell.nodes import (Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag,
+                                    Template, Text, Wikilink)
+
+__all__ = ["Section", "CleanedPage", "clean_page", "page_skip_reason", "DROP_REASONS"]
+
+# Counter names used in CleanedPage.drops (stats.json keys; keep them short and stable).
+DROP_REASONS = {
+    "dropped_section": "a section named in the lexicon's drop_sections (and its subsections)",
+    "empty_paragraph": "a paragraph with no text left after cleaning (e.g. only a template or image)",
+    "list_line": "a bulleted, numbered, definition or indented line (lists rarely form sentence pairs)",
+    "table": "a {| ... |} table",
+    "unclosed_table": "a table without |}: cut to the end of the page",
+    "unbalanced_template": "a {{ without }}: cut to the end of its paragraph",
+    "unclosed_link": "a file/category link without ]]: cut to the end of its line",
+    "unclosed_comment": "a <!-- without -->: cut to the end of the page",
+    "markup_residue": "stray markup tokens ({{ }} [[ ]] {| |}) removed from a paragraph",
+    "parse_error": "mwparserfromhell failed on a paragraph: the paragraph is dropped",
+}
+
+
+@dataclass
+class Section:
+    title: str                      # '' for the lead section
+    paragraphs: list[str] = field(default_factory=list)
+    level: int = 1                  # heading level (== is 2); the lead is 1
+
+
+@dataclass
+class CleanedPage:
+    sections: list[Section]
+    drops: Counter
+
+    @property
+    def paragraphs(self) -> list[str]:
+        return [p for s in self.sections for p in s.paragraphs]
+
+
+# --- pre-cut: cheap removal before mwparserfromhell -------------------------------------
+
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
+_NOWIKI_RE = re.compile(r"<nowiki\s*/>|<nowiki\s*>(.*?)</nowiki\s*>", re.S | re.I)
+# Tags dropped with their content. <code> and <nowiki> keep their text (inline prose);
+# block code, math, galleries and embedded data do not form sentences.
+_DROP_TAGS = ("ref", "references", "gallery", "math", "chem", "ce", "timeline", "imagemap",
+              "syntaxhighlight", "source", "pre", "score", "graph", "mapframe", "maplink",
+              "templatedata", "hiero", "inputbox", "categorytree", "poem", "includeonly",
+              "table", "del", "s", "strike", "noinclude")
+_DROP_TAG_SET = frozenset(_DROP_TAGS) | {"onlyinclude"}
+_DROP_TAG_RE = re.compile(
+    r"<(%s)\b[^>]*?(?:/>|>.*?</\1\s*>)" % "|".join(_DROP_TAGS), re.S | re.I)
+# An opening tag of the list above left without its closing tag (broken page).
+_LONE_DROP_TAG_RE = re.compile(r"</?(?:%s)\b[^>]*>" % "|".join(_DROP_TAGS), re.I)
+_BRACE_RUN_RE = re.compile(r"\{\{+|\}\}+")
+_MAGIC_WORD_RE = re.compile(r"__[A-Z]+__")
+_HEADING_RE = re.compile(r"^(=+)(.+?)(=+)\s*$")
+_LINK_OPEN_RE = re.compile(r"\[\[|\]\]")
+_MARKUP_CHARS = re.compile(r"[\[<&'{}|_]")
+_RESIDUE_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]|\{\||\|\}|'{2,}|<ref[^>]*>|</ref>|\bthumb\||__[A-Z]+__")
+_SPACE_RE = re.compile(r"\s+")
+# HTML tags left unpaired (a <blockquote> opened in one paragraph and closed in another,
+# a <div> around a table): mwparserfromhell keeps them as text; we drop the tag, keep the text.
+_HTML_TAGS = ("div", "span", "center", "blockquote", "small", "big", "font", "sup", "sub", "br", "p",
+              "b", "i", "u", "em", "strong", "abbr", "code", "tt", "cite", "q", "ol", "ul", "li", "dl",
+              "dt", "dd", "table", "tr", "td", "th", "caption", "hr", "section", "var", "kbd", "samp",
+              "mark", "ins", "bdi", "bdo", "rp", "rt", "ruby", "time", "data", "wbr", "h[1-6]",
+              "onlyinclude", "noinclude", "includeonly", "nowiki", "ref", "references", "gallery")
+_HTML_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_HTML_TAGS), re.I)
+_SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([,.;:!?)\]])")
+_EMPTY_PARENS_RE = re.compile(r"\(\s*[,;:]?\s*\)|\[\s*\]")
+_PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*[,;:]\s*")
+_PAREN_TRAILING_PUNCT_RE = re.compile(r"\s*[,;:]\s*\)")
+_DOUBLE_PUNCT_RE = re.compile(r"([,;])\s*(?=[,;.])")
+_INTERLANG_RE = r"[a-z]{2,3}(?:-[a-z]+)*|simple"
+
+
+def _cut_comments(text: str, drops: Counter) -> str:
+    if "<!--" not in text:
+        return text
+    text = _COMMENT_RE.sub("", text)
+    pos = text.find("<!--")
+    if pos >= 0:  # MediaWiki hides everything after an unclosed comment
+        drops["unclosed_comment"] += 1
+        text = text[:pos]
+    return text
+
+
+def _nowiki(m: re.Match) -> str:
+    inner = m.group(1) or ""
+    # Literal markup inside <nowiki> would look like residue downstream: keep plain text only.
+    return "" if _MARKUP_CHARS.search(inner.replace("'", "").replace("_", "")) else inner
+
+
+def _cut_tags(text: str, drops: Counter) -> str:
+    if "<" not in text:
+        return text
+    if "<nowiki" in text or "<NOWIKI" in text:
+        text = _NOWIKI_RE.sub(_nowiki, text)
+    text = _DROP_TAG_RE.sub("", text)
+    if _LONE_DROP_TAG_RE.search(text):
+        text = _LONE_DROP_TAG_RE.sub("", text)
+    return text
+
+
+def _cut_templates(text: str, drops: Counter) -> str:
+    """Remove every {{template}}, {{#parser function:}} and {{{parameter}}}, nested or not.
+
+    Runs of braces are matched like MediaWiki does it closely enough: an opening run of n
+    braces is closed by closing runs until its count is used up. A {{ that is never closed
+    is cut to the end of its paragraph (MediaWiki would print it; we must not leave markup)
+    and counted; scanning then resumes after it."""
+    if "{{" not in text:
+        if "}}" in text:
+            drops["markup_residue"] += 1
+            text = text.replace("}}", "")
+        return text
+    out: list[str] = []
+    last = 0          # end of the text already copied or cut
+    start = 0         # start of the outermost open template
+    stack: list[int] = []
+    pos = 0
+    n = len(text)
+    while True:
+        m = _BRACE_RUN_RE.search(text, pos)
+        if m is None:
+            break
+        run = m.end() - m.start()
+        if text[m.start()] == "{":
+            if not stack:
+                start = m.start()
+            stack.append(run)
+            pos = m.end()
+            continue
+        if not stack:  # a stray }} outside any template
+            drops["markup_residue"] += 1
+            out.append(text[last:m.start()])
+            last = pos = m.end()
+            continue
+        while run >= 2 and stack:
+            top = stack.pop()
+            used = min(top, run)
+            run -= used
+            if top - used >= 2:
+                stack.append(top - used)
+        pos = m.end()
+        if not stack:
+            out.append(text[last:start])
+            last = pos
+    if stack:  # unclosed: cut to the end of the paragraph and rescan the rest
+        drops["unbalanced_template"] += 1
+        out.append(text[last:start])
+        end = text.find("\n\n", start)
+        if end < 0:
+            return "".join(out)
+        out.append(_cut_templates(text[end:], drops))
+        return "".join(out)
+    out.append(text[last:n])
+    return "".join(out)
+
+
+def _cut_links(text: str, start_re: re.Pattern, drops: Counter) -> str:
+    """Remove [[File:...]] / [[Category:...]] / [[xx:...]] links with nested [[links]] in
+    their captions. A link never closed is cut to the end of its line."""
+    out: list[str] = []
+    last = 0
+    while True:
+        m = start_re.search(text, last)
+        if m is None:
+            break
+        out.append(text[last:m.start()])
+        depth = 1
+        pos = m.end()
+        end = -1
+        while True:
+            t = _LINK_OPEN_RE.search(text, pos)
+            if t is None:
+                break
+            depth += 1 if text[t.start()] == "[" else -1
+            pos = t.end()
+            if depth == 0:
+                end = pos
+                break
+        if end < 0:
+            drops["unclosed_link"] += 1
+            nl = text.find("\n", m.end())
+            end = len(text) if nl < 0 else nl
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# --- per-lexicon compiled rules ----------------------------------------------------------
+
+class _Rules:
+    def __init__(self, lexicon):
+        self.lexicon = lexicon
+        files = {"File", "Image", "Media", *lexicon.file_namespaces}
+        cats = {"Category", *lexicon.category_namespaces}
+        self.hidden_ns = {self._key(x) for x in files | cats}
+        alias = "|".join(sorted((re.escape(x).replace(r"\ ", "[ _]+") for x in files | cats), key=len, reverse=True))
+        # File/category/interlanguage links start a hidden link; a leading ':' makes a
+        # visible link ([[:Category:X|x]]), which is kept as text.
+        self.hidden_link_re = re.compile(
+            r"\[\[[ _]*(?:(?:%s)[ _]*:|(?:%s):)" % (alias, _INTERLANG_RE), re.I)
+        self.interlang_re = re.compile(r"^(?:%s)$" % _INTERLANG_RE)
+        self.drop_sections = {self._section_key(s) for s in lexicon.drop_sections}
+        names = "|".join(re.escape(x).replace(r"\ ", "[ _]+") for x in lexicon.disambiguation_templates)
+        self.disambig_re = (re.compile(r"\{\{\s*(?:template\s*:\s*)?(?:%s)\s*(?:\||\}\})" % names, re.I)
+                            if names else None)
+        self.list_res = [re.compile(p) for p in lexicon.list_page_title_patterns]
+
+    @staticmethod
+    def _key(ns: str) -> str:
+        return _SPACE_RE.sub(" ", ns.replace("_", " ")).strip().casefold()
+
+    def _section_key(self, title: str) -> str:
+        return self.lexicon.normalize(_SPACE_RE.sub(" ", title).strip().rstrip(":").strip())
+
+    def is_dropped_section(self, title: str) -> bool:
+        return self._section_key(title) in self.drop_sections
+
+    def is_hidden_link(self, title: str) -> bool:
+        if ":" not in title:
+            return False
+        prefix = title.split(":", 1)[0]
+        key = self._key(prefix)
+        return key in self.hidden_ns or bool(self.interlang_re.match(prefix.strip()))
+
+
+_RULES: dict[tuple, _Rules] = {}
+
+
+def _rules(lexicon) -> _Rules:
+    key = (str(lexicon.path), lexicon.sha256)
+    rules = _RULES.get(key)
+    if rules is None:
+        rules = _RULES[key] = _Rules(lexicon)
+    return rules
+
+
+# --- page filters ------------------------------------------------------------------------
+
+_DISAMBIG_MAGIC = "__DISAMBIG__"
+
+
+def page_skip_reason(title: str, wikitext: str, lexicon) -> str | None:
+    """'list_page' or 'disambiguation' when the page is dropped whole, else None.
+
+    Namespaces and redirects are the reader's business (they come from <ns>/<redirect>)."""
+    rules = _rules(lexicon)
+    for pattern in rules.list_res:
+        if pattern.search(title or ""):
+            return "list_page"
+    if wikitext:
+        if _DISAMBIG_MAGIC in wikitext:
+            return "disambiguation"
+        if rules.disambig_re is not None and "{{" in wikitext and rules.disambig_re.search(wikitext):
+            return "disambiguation"
+    return None
+
+
+# --- rendering (one pass over the node list) ---------------------------------------------
+
+_KEEP_EMPTY_TAGS = frozenset({"br", "hr", "wbr"})
+
+
+def _render(nodes, out: list[str], rules: _Rules) -> None:
+    for node in nodes:
+        kind = type(node)
+        if kind is Text:
+            out.append(node.value)
+        elif kind is Wikilink:
+            title = str(node.title).strip()
+            visible = title.startswith(":")
+            if visible:
+                title = title[1:].strip()
+            elif rules.is_hidden_link(title):
+                continue
+            if node.text is not None:
+                before = len(out)
+                _render(node.text.nodes, out, rules)
+                if len(out) == before or not "".join(out[before:]).strip():
+                    # pipe trick [[Foo (bar)|]] shows "Foo"
+                    out.append(re.sub(r"\s*\([^)]*\)\s*$", "", title.split(":")[-1]))
+            else:
+                out.append(title)
+        elif kind is ExternalLink:
+            if node.title is not None and node.brackets:
+                _render(node.title.nodes, out, rules)
+            # bare URLs and [http://x] without a label are not prose: dropped
+        elif kind is Tag:
+            tag = str(node.tag).strip().lower()
+            if tag in _DROP_TAG_SET:
+                continue
+            if tag in _KEEP_EMPTY_TAGS:
+                out.append(" ")
+                continue
+            if node.wiki_markup and tag in ("li", "dt", "dd"):
+                continue  # a stray list marker inside a line
+            if node.contents is not None:
+                _render(node.contents.nodes, out, rules)
+        elif kind is HTMLEntity:
+            try:
+                out.append(node.normalize())
+            except (ValueError, OverflowError):
+                pass
+        elif kind in (Template, Argument, Comment, Heading):
+            continue
+        else:  # unknown node types: keep their text representation stripped of markup
+            out.append(str(node))
+
+
+def _finish(text: str, drops: Counter) -> str:
+    """Whitespace and punctuation tidy-up after markup removal; stray markup is removed."""
+    if "&" in text:  # entities escaped twice in the source (&amp;nbsp;)
+        text = html.unescape(text)
+    if "<" in text and _HTML_TAG_RE.search(text):
+        text = _HTML_TAG_RE.sub(" ", text)
+    if _RESIDUE_RE.search(text):
+        drops["markup_residue"] += 1
+        text = _RESIDUE_RE.sub(" ", text)
+    text = _SPACE_RE.sub(" ", text).strip()
+    if not text:
+        return text
+    if "(" in text or "[" in text:
+        text = _EMPTY_PARENS_RE.sub("", text)
+        text = _PAREN_LEADING_PUNCT_RE.sub("(", text)
+        text = _PAREN_TRAILING_PUNCT_RE.sub(")", text)
+        text = _EMPTY_PARENS_RE.sub("", text)
+    text = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", text)
+    text = _DOUBLE_PUNCT_RE.sub("", text)
+    text = _SPACE_RE.sub(" ", text).strip()
+    # Nothing but punctuation left (e.g. a caption remnant): not a paragraph.
+    if not any(ch.isalnum() for ch in text):
+        return ""
+    return text
+
+
+def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
+    if not _MARKUP_CHARS.search(raw):
+        return _finish(raw, drops)
+    try:
+        nodes = mwparserfromhell.parse(raw, skip_style_tags=False).nodes
+    except Exception:  # mwparserfromhell is robust; keep the job alive if it is not
+        drops["parse_error"] += 1
+        return ""
+    out: list[str] = []
+    _render(nodes, out, rules)
+    return _finish("".join(out), drops)
+
+
+# --- the page ----------------------------------------------------------------------------
+
+def precut(wikitext: str, lexicon, drops: Counter | None = None) -> str:
+    """The cheap removals (comments, dropped tags, templates, file/category links), exposed
+    for benchmarks and tests."""
+    drops = Counter() if drops is None else drops
+    rules = _rules(lexicon)
+    text = wikitext.replace("\r\n", "\n").replace("\r", "\n")
+    text = _cut_comments(text, drops)
+    text = _cut_tags(text, drops)
+    text = _cut_templates(text, drops)
+    if "[[" in text:
+        text = _cut_links(text, rules.hidden_link_re, drops)
+    if "__" in text:
+        text = _MAGIC_WORD_RE.sub("", text)
+    return text
+
+
+def clean_page(wikitext: str, lexicon) -> CleanedPage:
+    """Split a page into sections of plain-text paragraphs.
+
+    Headings start sections (the lead has title ''); sections named in the lexicon's
+    drop_sections are dropped with their subsections; tables and list/indent lines are
+    dropped; a blank line, a removed table or a removed list ends a paragraph."""
+    drops: Counter = Counter()
+    rules = _rules(lexicon)
+    text = precut(wikitext or "", lexicon, drops)
+
+    sections: list[Section] = []
+    current = Section("", [], 1)
+    para: list[str] = []
+    drop_level = 0       # >0 while inside a dropped section of that level
+    table_depth = 0
+
+    def flush() -> None:
+        if para:
+            cleaned = _clean_inline("\n".join(para), rules, drops)
+            if cleaned:
+                current.paragraphs.append(cleaned)
+            else:
+                drops["empty_paragraph"] += 1
+            para.clear()
+
+    for line in text.split("\n"):
+        if table_depth:
+            s = line.lstrip(" :")
+            if s.startswith("{|"):
+                table_depth += 1
+            elif s.startswith("|}"):
+                table_depth -= 1
+            continue
+        stripped = line.strip()
+        if not stripped:
+            flush()
+            continue
+        first = stripped[0]
+        if first == "=":
+            m = _HEADING_RE.match(stripped)
+            if m:
+                flush()
+                if current.paragraphs:
+                    sections.append(current)
+                level = min(len(m.group(1)), len(m.group(3)), 6)
+                raw_title = m.group(2).strip()
+                title = (_clean_inline(raw_title, rules, Counter())
+                         if _MARKUP_CHARS.search(raw_title) else raw_title)
+                if drop_level and level > drop_level:
+                    current = Section(title, [], level)  # a subsection of a dropped one
+                    continue
+                drop_level = 0
+                if rules.is_dropped_section(title):
+                    drops["dropped_section"] += 1
+                    drop_level = level
+                current = Section(title, [], level)
+                continue
+        if drop_level:
+            continue
+        if first == "{" and stripped.startswith("{|") or (first == ":" and stripped.lstrip(":").lstrip().startswith("{|")):
+            flush()
+            drops["table"] += 1
+            table_depth = 1
+            continue
+        if first in "*#:;":
+            flush()
+            drops["list_line"] += 1
+            continue
+        if stripped.startswith("----"):
+            flush()
+            continue
+        para.append(line)
+    if table_depth:
+        drops["unclosed_table"] += 1
+    if not drop_level:
+        flush()
+    else:
+        para.clear()
+    if current.paragraphs:
+        sections.append(current)
+    return CleanedPage(sections, drops)

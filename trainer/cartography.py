@@ -291,7 +291,7 @@ def plot_data_map(table: pd.DataFrame, path: Path, *, title: str = "", threshold
         data = data.sort_values("id").iloc[(np.arange(max_points) * step).astype(int)]
     epochs = int(table["epochs"].max())
     fig = plt.figure(figsize=(13, 8))
-    gs = fig.add_gridspec(3, 2, width_ratios=[3.2, 1], hspace=0.45, wspace=0.22)
+    gs = fig.add_gridspec(3, 2, width_ratios=[3.2, 1], hspace=0.45, wspace=0.38)
     ax = fig.add_subplot(gs[:, 0])
     levels = np.linspace(0, 1, epochs + 1)
     cmap = plt.get_cmap("coolwarm_r", epochs + 1)

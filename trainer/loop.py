@@ -1,0 +1,387 @@
+"""The torch training loop shared by every epoch-trained model (cbow-softmax, transformers).
+
+HF-Trainer style: the loop knows optimisation (AdamW, linear warm-up/decay, clipping,
+gradient accumulation, autocast, early stopping on validation macro-F1 with the best
+weights restored, checkpoints for resume); everything else hooks in as a callback
+(`DynamicsWriter` records training dynamics for cartography). The order of training
+examples is a *batch schedule*: one list of training-row indices per optimisation step.
+By default it is shuffled epochs from the seed; a curriculum passes its own.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+log = logging.getLogger("trainer")
+
+
+class Encoded(Protocol):
+    """Model-ready examples: ``batch(indices)`` builds padded CPU tensors for those rows."""
+    labels: np.ndarray          # int64 label index per row
+    n_classes: int
+    lengths: np.ndarray | None  # token counts, for length grouping (None: all equal)
+
+    def __len__(self) -> int: ...
+    def batch(self, indices: Sequence[int]) -> dict[str, torch.Tensor]: ...
+
+
+@dataclass
+class LoopConfig:
+    epochs: int = 3
+    batch_size: int = 32           # examples per forward pass
+    grad_accum: int = 1            # forward passes per optimisation step
+    lr: float = 2e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0     # 0 disables clipping
+    patience: int = 2              # epochs without validation gain before stopping; 0: never stop
+    eval_batch_size: int = 128
+    precision: str = "auto"        # auto (bf16 or fp16 autocast on GPU, fp32 on CPU), fp32, bf16, fp16
+    group_by_length: bool = True
+    seed: int = 0
+    device: str = "auto"
+    progress: bool = True
+
+    @property
+    def step_size(self) -> int:
+        return self.batch_size * self.grad_accum
+
+
+@dataclass
+class LoopState:
+    """What callbacks see. ``epoch`` is the 0-based epoch that just ended in on_epoch_end."""
+    model: nn.Module
+    device: torch.device
+    config: LoopConfig
+    steps_per_epoch: int
+    total_steps: int
+    epoch: int = 0
+    global_step: int = 0
+    best_score: float = -math.inf
+    best_epoch: int = -1
+    bad_epochs: int = 0
+    should_stop: bool = False
+    epoch_seconds: float = 0.0     # training time of the epoch that just ended (no eval, no callbacks)
+    train_seconds: float = 0.0
+    history: list[dict] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # callbacks store results here
+
+    def predict(self, data: Encoded) -> np.ndarray:
+        return predict_proba(self.model, data, device=self.device, batch_size=self.config.eval_batch_size,
+                             precision=self.config.precision)
+
+
+class Callback:
+    def on_train_begin(self, state: LoopState) -> None: ...
+    def on_step_end(self, state: LoopState) -> None: ...
+    def on_epoch_end(self, state: LoopState) -> None: ...
+    def on_train_end(self, state: LoopState) -> None: ...
+
+
+# ---------------------------------------------------------------------------- devices
+
+def select_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return torch.device(name)
+
+
+def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    """The autocast dtype, or None for fp32. "auto": bf16 where the GPU has it, else fp16."""
+    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
+        return None
+    if precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported()):
+        return torch.bfloat16
+    return torch.float16
+
+
+def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+# ---------------------------------------------------------------------------- schedules
+
+def steps_per_epoch(n: int, step_size: int) -> int:
+    return max(1, math.ceil(n / step_size))
+
+
+def default_schedule(n: int, *, step_size: int, epochs: int, seed: int,
+                     lengths: np.ndarray | None = None, group_by_length: bool = True) -> list[list[int]]:
+    """Shuffled epochs from the seed: one list of row indices per optimisation step.
+
+    With lengths, examples are sorted by length inside shuffled mega-batches of 50 steps
+    (as HF's LengthGroupedSampler) so padding stays small; steps are then shuffled.
+    """
+    out: list[list[int]] = []
+    for epoch in range(epochs):
+        rng = np.random.default_rng([seed, epoch])
+        perm = rng.permutation(n)
+        if lengths is not None and group_by_length:
+            mega = 50 * step_size
+            perm = np.concatenate([chunk[np.argsort(-lengths[chunk], kind="stable")]
+                                   for chunk in np.array_split(perm, max(1, math.ceil(n / mega)))])
+            steps = [perm[i:i + step_size] for i in range(0, n, step_size)]
+            steps = [steps[i] for i in rng.permutation(len(steps))]
+        else:
+            steps = [perm[i:i + step_size] for i in range(0, n, step_size)]
+        out.extend(s.tolist() for s in steps)
+    return out
+
+
+def linear_warmup_decay(optimizer, warmup_steps: int, total_steps: int):
+    """Linear warm-up to the peak learning rate, then linear decay to 0 (as HF's scheduler)."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW without weight decay on biases and normalisation weights (BERT recipe)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    kw = {"fused": True} if any(p.is_cuda for p in decay + no_decay) else {}
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, **kw)
+
+
+# ---------------------------------------------------------------------------- inference
+
+@torch.no_grad()
+def predict_proba(model: nn.Module, data: Encoded, *, device: torch.device, batch_size: int = 128,
+                  precision: str = "auto") -> np.ndarray:
+    """Class probabilities for every row of data, batched by length (one row each, input order)."""
+    was_training = model.training
+    model.eval()
+    n = len(data)
+    order = np.argsort(-data.lengths, kind="stable") if data.lengths is not None else np.arange(n)
+    dtype = autocast_dtype(device, precision)
+    chunks = []
+    for i in range(0, n, batch_size):
+        idx = order[i:i + batch_size]
+        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            logits = model(**_to(data.batch(idx.tolist()), device))
+        chunks.append(torch.softmax(logits.float(), dim=-1).cpu())
+    model.train(was_training)
+    probs = torch.cat(chunks).numpy() if chunks else np.zeros((0, 0), dtype=np.float32)
+    out = np.empty_like(probs)
+    out[order] = probs
+    return out
+
+
+def macro_f1(y: np.ndarray, probs: np.ndarray, n_classes: int) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(y, probs.argmax(1), labels=list(range(n_classes)), average="macro", zero_division=0))
+
+
+# ---------------------------------------------------------------------------- the loop
+
+CHECKPOINT = "state.pt"
+
+
+def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | None = None,
+        callbacks: Iterable[Callback] = (), schedule: Sequence[Sequence[int]] | None = None,
+        class_weights: np.ndarray | None = None, checkpoint_dir: Path | None = None,
+        resume: bool = False) -> LoopState:
+    """Train `model` (its forward returns logits) on `train`; returns the final state.
+
+    One epoch = ceil(len(train) / step_size) steps of the schedule; at each epoch end the
+    loop evaluates validation macro-F1, runs the callbacks, and saves a checkpoint. The
+    best validation weights are restored at the end.
+    """
+    callbacks = list(callbacks)
+    device = select_device(config.device)
+    torch.manual_seed(config.seed)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    model.to(device)
+    spe = steps_per_epoch(len(train), config.step_size)
+    if schedule is None:
+        schedule = default_schedule(len(train), step_size=config.step_size, epochs=config.epochs,
+                                    seed=config.seed, lengths=train.lengths,
+                                    group_by_length=config.group_by_length)
+    schedule = list(schedule)
+    total = len(schedule)
+    state = LoopState(model=model, device=device, config=config, steps_per_epoch=spe, total_steps=total)
+    optimizer = adamw(model, config.lr, config.weight_decay)
+    scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * total), total)
+    dtype = autocast_dtype(device, config.precision)
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+    weight = torch.as_tensor(class_weights, dtype=torch.float32, device=device) if class_weights is not None else None
+    loss_fn = nn.CrossEntropyLoss(weight=weight, reduction="sum")
+    best_state: dict | None = None
+
+    ckpt = Path(checkpoint_dir) / CHECKPOINT if checkpoint_dir else None
+    if resume:
+        if ckpt is None or not ckpt.exists():
+            raise FileNotFoundError(f"{ckpt or checkpoint_dir}: no checkpoint to resume from")
+        saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        scaler.load_state_dict(saved["scaler"])
+        best_state = saved["best_state"]
+        for key in ("epoch", "global_step", "best_score", "best_epoch", "bad_epochs", "history",
+                    "train_seconds", "extra"):
+            setattr(state, key, saved[key])
+        state.epoch += 1  # the next epoch to run
+        torch.set_rng_state(saved["torch_rng"])
+        if device.type == "cuda" and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        log.info("resumed from %s at epoch %d, step %d", ckpt, state.epoch, state.global_step)
+
+    for cb in callbacks:
+        cb.on_train_begin(state)
+    model.train()
+    n_epochs = math.ceil(total / spe)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # progress bars are a convenience
+        tqdm = None
+    while state.global_step < total and not state.should_stop:
+        epoch = state.epoch
+        end = min(total, (epoch + 1) * spe)
+        bar = tqdm(total=end - state.global_step, desc=f"epoch {epoch + 1}/{n_epochs}", leave=False,
+                   disable=not config.progress) if tqdm else None
+        t0 = time.perf_counter()
+        loss_sum = torch.zeros((), device=device)
+        n_seen = 0
+        while state.global_step < end:
+            step_rows = schedule[state.global_step]
+            micro = [m for m in np.array_split(np.asarray(step_rows), config.grad_accum) if len(m)]
+            for rows in micro:
+                batch = _to(train.batch(rows.tolist()), device)
+                y = torch.as_tensor(train.labels[rows], device=device)
+                with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                    logits = model(**batch)
+                # mean over the whole step, however it is split into micro-batches
+                loss = loss_fn(logits.float(), y) / len(step_rows)
+                scaler.scale(loss).backward()
+                loss_sum += loss.detach() * len(step_rows)
+            n_seen += len(step_rows)
+            if config.max_grad_norm > 0:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            scheduler.step()
+            state.global_step += 1
+            for cb in callbacks:
+                cb.on_step_end(state)
+            if bar is not None:
+                bar.update(1)
+                if state.global_step % 20 == 0:  # .item() syncs the GPU: not every step
+                    bar.set_postfix(loss=f"{loss_sum.item() / max(1, n_seen):.4f}")
+        if bar is not None:
+            bar.close()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        state.epoch_seconds = time.perf_counter() - t0
+        state.train_seconds += state.epoch_seconds
+        record = {"epoch": epoch, "step": state.global_step, "train_loss": loss_sum.item() / max(1, n_seen),
+                  "seconds": round(state.epoch_seconds, 3)}
+        if val is not None and len(val):
+            score = macro_f1(val.labels, state.predict(val), train.n_classes)
+            record["validation_macro_f1"] = score
+            if score > state.best_score:
+                state.best_score, state.best_epoch, state.bad_epochs = score, epoch, 0
+                best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            else:
+                state.bad_epochs += 1
+                if config.patience and state.bad_epochs >= config.patience:
+                    state.should_stop = True
+        state.history.append(record)
+        for cb in callbacks:
+            cb.on_epoch_end(state)
+        log.info("epoch %d: %s", epoch, ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                                                 for k, v in record.items() if k != "epoch"))
+        if state.should_stop:
+            log.info("early stopping after epoch %d (best epoch %d, validation macro-F1 %.4f)",
+                     epoch, state.best_epoch, state.best_score)
+        if ckpt is not None:
+            _save_checkpoint(ckpt, state, model, optimizer, scheduler, scaler, best_state)
+        state.epoch += 1
+    state.epoch -= 1  # the last epoch run
+    if best_state is not None:
+        model.load_state_dict(best_state)
+        log.info("restored the best validation weights (epoch %d, macro-F1 %.4f)", state.best_epoch, state.best_score)
+    for cb in callbacks:
+        cb.on_train_end(state)
+    return state
+
+
+def _save_checkpoint(path: Path, state: LoopState, model, optimizer, scheduler, scaler, best_state) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "best_state": best_state,
+                "epoch": state.epoch, "global_step": state.global_step, "best_score": state.best_score,
+                "best_epoch": state.best_epoch, "bad_epochs": state.bad_epochs, "history": state.history,
+                "train_seconds": state.train_seconds, "extra": state.extra,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if state.device.type == "cuda" else None}, tmp)
+    os.replace(tmp, path)  # a crash mid-write never leaves a broken checkpoint
+
+
+# ---------------------------------------------------------------------------- dynamics
+
+class DynamicsWriter(Callback):
+    """Training dynamics for cartography: ``dynamics/epoch_N.parquet`` after every epoch.
+
+    An extra no-grad pass over the distinct training rows (model in eval mode); its cost
+    is measured against the epoch's training time and kept in ``state.extra["dynamics"]``.
+    """
+
+    def __init__(self, data: Encoded, ids: Sequence[str], labels: Sequence[str], out_dir: Path):
+        self.data, self.ids, self.labels = data, pd.Series(list(ids), dtype=str), list(labels)
+        self.out_dir = Path(out_dir)
+
+    def on_train_begin(self, state: LoopState) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        state.extra.setdefault("dynamics", {"epochs": []})
+
+    def on_epoch_end(self, state: LoopState) -> None:
+        t0 = time.perf_counter()
+        probs = state.predict(self.data)
+        gold = self.data.labels
+        pred = probs.argmax(1)
+        names = np.asarray(self.labels, dtype=object)
+        table = pd.DataFrame({"id": self.ids, "gold": names[gold],
+                              "gold_prob": probs[np.arange(len(gold)), gold].astype(np.float32),
+                              "pred": names[pred], "correct": pred == gold})
+        path = self.out_dir / f"epoch_{state.epoch}.parquet"
+        tmp = path.with_suffix(".tmp")
+        table.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+        seconds = time.perf_counter() - t0
+        entry = {"epoch": state.epoch, "seconds": round(seconds, 3), "epoch_seconds": round(state.epoch_seconds, 3),
+                 "share": round(seconds / max(state.epoch_seconds, 1e-9), 4)}
+        epochs = state.extra["dynamics"]["epochs"]
+        epochs[:] = [e for e in epochs if e["epoch"] != state.epoch] + [entry]
+        log.info("dynamics epoch %d: %d rows in %.2fs (%.1f%% of the epoch's training time)",
+                 state.epoch, len(table), seconds, 100 * entry["share"])
+
+    def on_train_end(self, state: LoopState) -> None:
+        d = state.extra["dynamics"]
+        d["seconds"] = round(sum(e["seconds"] for e in d["epochs"]), 3)
+        d["share"] = round(d["seconds"] / max(state.train_seconds, 1e-9), 4)

@@ -1,0 +1,274 @@
+"""Transformer fine-tuning: any AutoModel checkpoint, two pair encodings.
+
+- ``cross``: ``[CLS] premise [SEP] hypothesis`` through AutoModelForSequenceClassification;
+- ``separate`` (RoNLI): each sentence encoded alone, the ``[CLS]`` vectors concatenated
+  into an MLP head; ``--freeze-encoder`` trains the head only, as RoNLI did.
+
+Texts are tokenized once (no padding); batches are padded to their longest row.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from trainer.models import FitContext, balanced_weights, sides, write_meta
+
+log = logging.getLogger("trainer")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+
+
+def check_pretrained(name: str) -> None:
+    """A local checkpoint directory must hold a config and weights: say so in one line."""
+    path = Path(name)
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{path}: --pretrained must be a model directory or a hub name")
+        if not (path / "config.json").exists():
+            raise ValueError(f"{path}: no config.json in the --pretrained directory")
+        if not any((path / f).exists() for f in WEIGHT_FILES) and not list(path.glob("*.safetensors")):
+            raise ValueError(f"{path}: no model weights in the --pretrained directory "
+                             f"(expected model.safetensors or pytorch_model.bin)")
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class TokenData:
+    """Tokenized rows (one or more sentences per row for `separate`), padded per batch."""
+
+    def __init__(self, fields: list[dict[str, list[list[int]]]], labels: np.ndarray | None, n_classes: int,
+                 pad_id: int, pad_multiple: int = 8):
+        self.fields = fields  # one dict (input_ids [, token_type_ids]) per encoded side
+        n = len(fields[0]["input_ids"])
+        self.labels = labels if labels is not None else np.zeros(n, dtype=np.int64)
+        self.n_classes = n_classes
+        self.pad_id = pad_id
+        self.pad_multiple = pad_multiple
+        self.lengths = np.max([[len(x) for x in f["input_ids"]] for f in fields], axis=0)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batch(self, indices):
+        width = int(max(self.lengths[i] for i in indices))
+        if self.pad_multiple > 1:  # tensor-core friendly shapes
+            width = -(-width // self.pad_multiple) * self.pad_multiple
+        out: dict[str, list] = {}
+        for f in self.fields:
+            ids = torch.full((len(indices), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(indices), width), dtype=torch.long)
+            types = torch.zeros((len(indices), width), dtype=torch.long) if "token_type_ids" in f else None
+            for r, i in enumerate(indices):
+                seq = f["input_ids"][i]
+                ids[r, :len(seq)] = torch.as_tensor(seq)
+                mask[r, :len(seq)] = 1
+                if types is not None:
+                    types[r, :len(seq)] = torch.as_tensor(f["token_type_ids"][i])
+            out.setdefault("input_ids", []).append(ids)
+            out.setdefault("attention_mask", []).append(mask)
+            if types is not None:
+                out.setdefault("token_type_ids", []).append(types)
+        if len(self.fields) == 1:
+            return {k: v[0] for k, v in out.items()}
+        return {k: torch.stack(v) for k, v in out.items()}  # (sides, batch, width)
+
+
+class CrossModel(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kw).logits
+
+    def encoder(self):
+        return self.inner.base_model
+
+
+class SeparateModel(nn.Module):
+    """Each sentence through the encoder alone; [CLS] vectors concatenated into an MLP."""
+
+    def __init__(self, encoder, n_sides: int, n_classes: int, hidden: int, dropout: float, frozen: bool):
+        super().__init__()
+        self.enc = encoder
+        self.frozen = frozen
+        if frozen:
+            self.enc.requires_grad_(False)
+        dim = encoder.config.hidden_size
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(n_sides * dim, hidden), nn.ReLU(),
+                                  nn.Dropout(dropout), nn.Linear(hidden, n_classes))
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        if input_ids.dim() == 2:  # one side (hypothesis- or premise-only)
+            input_ids, attention_mask = input_ids[None], attention_mask[None]
+        sides_, batch, width = input_ids.shape
+        # all sides in one encoder call: better GPU use than one call per side
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
+            hidden = self.enc(input_ids=input_ids.reshape(-1, width),
+                              attention_mask=attention_mask.reshape(-1, width)).last_hidden_state[:, 0]
+        hidden = hidden.reshape(sides_, batch, -1).permute(1, 0, 2).reshape(batch, -1)
+        return self.head(hidden)
+
+    def encoder(self):
+        return self.enc
+
+
+class Transformer:
+    kind = "transformer"
+    GRID: dict[str, list] = {}
+    DEFAULTS = {"pretrained": None, "encoding": "cross", "freeze_encoder": False, "max_length": 128,
+                "epochs": 3, "batch_size": 32, "grad_accum": 1, "lr": None, "weight_decay": 0.01,
+                "warmup_ratio": 0.1, "max_grad_norm": 1.0, "patience": 2, "head_hidden": 256,
+                "dropout": 0.1, "precision": "auto", "group_by_length": True, "device": "auto",
+                "eval_batch_size": 128, "progress": True}
+
+    def __init__(self, labels: list[str], input_mode: str = "pair", params: dict | None = None):
+        self.labels = list(labels)
+        self.input_mode = input_mode
+        self.params = {**self.DEFAULTS, **{k: v for k, v in (params or {}).items() if v is not None}}
+        if self.params["lr"] is None:  # RoNLI trained heads on frozen encoders at 1e-3
+            self.params["lr"] = 1e-3 if self.params["freeze_encoder"] else 2e-5
+        self.model = None
+        self.tokenizer = None
+
+    # ------------------------------------------------------------------ building
+    def _build(self, pretrained: str) -> None:
+        from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+        check_pretrained(pretrained)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
+        except Exception as exc:
+            raise ValueError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
+        n = len(self.labels)
+        try:
+            if self.params["encoding"] == "cross":
+                inner = AutoModelForSequenceClassification.from_pretrained(
+                    pretrained, num_labels=n, id2label=dict(enumerate(self.labels)),
+                    label2id={l: i for i, l in enumerate(self.labels)})
+                if self.params["freeze_encoder"]:
+                    inner.base_model.requires_grad_(False)
+                self.model = CrossModel(inner)
+            else:
+                enc = AutoModel.from_pretrained(pretrained)
+                self.model = SeparateModel(enc, 2 if self.input_mode == "pair" else 1, n,
+                                           int(self.params["head_hidden"]), float(self.params["dropout"]),
+                                           bool(self.params["freeze_encoder"]))
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise ValueError(f"{pretrained}: cannot load the model: {_one_line(exc)}") from exc
+
+    def encode(self, df: pd.DataFrame, with_labels: bool = True) -> TokenData:
+        tok, max_len = self.tokenizer, int(self.params["max_length"])
+        cols = sides(df, self.input_mode)
+        if self.params["encoding"] == "cross":
+            enc = tok(cols[0], cols[1] if len(cols) > 1 else None, truncation=True, max_length=max_len)
+            fields = [{k: enc[k] for k in ("input_ids", "token_type_ids") if k in enc}]
+        else:
+            fields = []
+            for col in cols:
+                enc = tok(col, truncation=True, max_length=max_len)
+                fields.append({"input_ids": enc["input_ids"]})
+        labels = None
+        if with_labels and "label" in df.columns:
+            index = {lab: i for i, lab in enumerate(self.labels)}
+            labels = df["label"].map(index).to_numpy(dtype=np.int64)
+        return TokenData(fields, labels, len(self.labels), tok.pad_token_id or 0)
+
+    def loop_config(self, seed: int):
+        from trainer.loop import LoopConfig
+
+        p = self.params
+        return LoopConfig(epochs=int(p["epochs"]), batch_size=int(p["batch_size"]), grad_accum=int(p["grad_accum"]),
+                          lr=float(p["lr"]), weight_decay=float(p["weight_decay"]),
+                          warmup_ratio=float(p["warmup_ratio"]), max_grad_norm=float(p["max_grad_norm"]),
+                          patience=int(p["patience"]), eval_batch_size=int(p["eval_batch_size"]),
+                          precision=p["precision"], group_by_length=bool(p["group_by_length"]), seed=seed,
+                          device=p["device"], progress=bool(p["progress"]))
+
+    # ------------------------------------------------------------------ interface
+    def fit(self, train: pd.DataFrame, val: pd.DataFrame | None, ctx: FitContext) -> None:
+        from trainer.loop import DynamicsWriter, fit
+
+        if not self.params.get("pretrained"):
+            raise ValueError("--model transformer needs --pretrained NAME_OR_DIR")
+        torch.manual_seed(ctx.seed)  # the head's initial weights
+        self._build(self.params["pretrained"])
+        data = self.encode(train)
+        callbacks = list(ctx.callbacks)
+        if ctx.dynamics_df is not None and ctx.out_dir is not None:
+            dyn = ctx.dynamics_df
+            callbacks.insert(0, DynamicsWriter(self.encode(dyn), dyn["id"], self.labels, ctx.out_dir / "dynamics"))
+        val_data = self.encode(val) if val is not None and len(val) else None
+        cw = balanced_weights(data.labels, len(self.labels)) if ctx.class_weights else None
+        self.state = fit(self.model, data, config=self.loop_config(ctx.seed), val=val_data, callbacks=callbacks,
+                         schedule=ctx.schedule, class_weights=cw,
+                         checkpoint_dir=ctx.out_dir / "checkpoint" if ctx.out_dir else None, resume=ctx.resume)
+        self.device = self.state.device
+
+    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
+        from trainer.loop import predict_proba, select_device
+
+        device = getattr(self, "device", None) or select_device(self.params["device"])
+        self.model.to(device)
+        return predict_proba(self.model, self.encode(df, with_labels=False), device=device,
+                             batch_size=int(self.params["eval_batch_size"]), precision=self.params["precision"])
+
+    @torch.no_grad()
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """[CLS] vectors of the (fine-tuned) encoder, one sentence at a time."""
+        from trainer.loop import select_device
+
+        device = getattr(self, "device", None) or select_device(self.params["device"])
+        enc = self.model.encoder().to(device).eval()
+        out = []
+        bs = int(self.params["eval_batch_size"])
+        for i in range(0, len(texts), bs):
+            t = self.tokenizer(list(texts[i:i + bs]), truncation=True, max_length=int(self.params["max_length"]),
+                               padding=True, return_tensors="pt")
+            h = enc(input_ids=t["input_ids"].to(device), attention_mask=t["attention_mask"].to(device))
+            out.append(h.last_hidden_state[:, 0].float().cpu())
+        return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
+
+    def save(self, model_dir: Path) -> None:
+        from safetensors.torch import save_file
+
+        model_dir.mkdir(parents=True, exist_ok=True)
+        params = {**self.params, "device": "auto"}
+        write_meta(model_dir, {"kind": self.kind, "labels": self.labels, "input_mode": self.input_mode,
+                               "params": params})
+        self.tokenizer.save_pretrained(str(model_dir))
+        if isinstance(self.model, CrossModel):
+            self.model.inner.save_pretrained(str(model_dir))
+        else:
+            self.model.enc.save_pretrained(str(model_dir / "encoder"))
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.model.head.state_dict().items()},
+                      str(model_dir / "head.safetensors"))
+
+    @classmethod
+    def load(cls, model_dir: Path, meta: dict):
+        from safetensors.torch import load_file
+        from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+        m = cls(meta["labels"], meta["input_mode"], meta.get("params"))
+        m.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        if m.params["encoding"] == "cross":
+            m.model = CrossModel(AutoModelForSequenceClassification.from_pretrained(str(model_dir)))
+        else:
+            enc = AutoModel.from_pretrained(str(model_dir / "encoder"))
+            n_sides = 2 if m.input_mode == "pair" else 1
+            m.model = SeparateModel(enc, n_sides, len(m.labels), int(m.params["head_hidden"]),
+                                    float(m.params["dropout"]), bool(m.params["freeze_encoder"]))
+            m.model.head.load_state_dict(load_file(str(model_dir / "head.safetensors")))
+        m.model.eval()
+        return m

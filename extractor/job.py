@@ -216,3 +216,48 @@ def _check_unique(specs: list[CorpusSpec], where: str) -> None:
         if spec.name in seen:
             raise InputError(f"{where}: two corpora are named '{spec.name}'; give each a distinct name")
         seen.add(spec.name)
+
+
+# --------------------------------------------------------------------------- errors
+
+# Errors raised inside Spark tasks reach the driver wrapped in a Java stack trace; this
+# mark lets the job find the one line meant for the user.
+ERROR_MARK = "[nli-input-error] "
+_JAVA_INPUT_FAILURES = (
+    ("Unexpected end of", "truncated or corrupt compressed file"),
+    ("EOFException", "truncated or corrupt compressed file"),
+    ("crc error", "corrupt bz2 file (CRC error)"),
+    ("CRC error", "corrupt bz2 file (CRC error)"),
+    ("not in the BZip2 format", "not a bz2 file"),
+    ("Stream is not in the BZip2 format", "not a bz2 file"),
+    ("bad block header", "corrupt bz2 file"),
+    ("Not in GZIP format", "not a gzip file"),
+    ("FileNotFoundException", "file not found (moved or deleted while the job ran?)"),
+    ("is not a Parquet file", "not a Parquet file"),
+)
+
+
+def spark_failure_message(exc: BaseException, corpora: list[CorpusSpec]) -> str | None:
+    """A one-line message for a Spark failure caused by the input, or None when the
+    failure is something else (then the caller re-raises it)."""
+    text = str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            text += "\n" + str(java.toString())
+            cause = java.getCause()
+            while cause is not None:
+                text += "\n" + str(cause.toString())
+                cause = cause.getCause()
+        except Exception:  # the gateway may be gone
+            pass
+    at = text.find(ERROR_MARK)
+    if at >= 0:
+        return text[at + len(ERROR_MARK):].splitlines()[0].strip()
+    files = [p for c in corpora for p in c.paths]
+    for needle, meaning in _JAVA_INPUT_FAILURES:
+        if needle in text:
+            named = [p for p in files if p in text or os.path.basename(p) in text]
+            where = ", ".join(named or files[:3]) + ("" if named or len(files) <= 3 else ", ...")
+            return f"{where}: {meaning} ({needle})"
+    return None

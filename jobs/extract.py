@@ -1,0 +1,177 @@
+"""spark-submit entry point: dumps -> sentences/ -> pairs/ -> splits/ under one output root.
+
+    spark-submit jobs/extract.py --lang ro [--input PATH ...] [--output output/ro] [--stages all]
+
+CLI and wiring only: flags, the JobContext, the stages in order, stats.json and the summary.
+Each stage module (extractor/<stage>_stage.py) adds its own flags and does its own work.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+# Under plain `python jobs/extract.py` from a checkout, make the repository importable
+# (spark-submit.sh ships extractor/ with --py-files instead).
+_REPO = Path(__file__).resolve().parents[1]
+if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+STAGES = ("sentences", "pairs", "splits")
+TABLES = {"sentences": "sentences", "pairs": "pairs", "splits": "splits"}
+
+
+BROKEN: dict = {}  # stage -> why its module could not be imported
+
+
+def stage_modules() -> dict:
+    """The stage modules that exist: each lands independently. A module that fails to
+    import is an error only when its stage is asked for."""
+    modules = {}
+    for stage in STAGES:
+        name = f"extractor.{stage}_stage"
+        try:
+            modules[stage] = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # the module exists but one of its imports is missing
+                BROKEN[stage] = f"{name} cannot be imported: {exc}"
+        except Exception as exc:
+            BROKEN[stage] = f"{name} cannot be imported: {type(exc).__name__}: {exc}"
+    return modules
+
+
+def build_parser(modules: dict) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="extract.py", description="Build an NLI corpus from text dumps by distant supervision.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = p.add_argument_group("job")
+    g.add_argument("--lang", required=True, help="language code of a lexicon in phrase_lexicons/ (ro, es, en, ...)")
+    g.add_argument("--input", action="append", default=None, metavar="PATH",
+                   help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
+    g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
+    g.add_argument("--corpus", default=None, help="corpus name of a single --input (default: from the file name)")
+    g.add_argument("--genre", default=None, help="genre of a single --input (default: wikipedia for dumps)")
+    g.add_argument("--manifest", default=None, metavar="corpora.yaml",
+                   help="several corpora: a YAML list of {name, genre, format, path, role}")
+    g.add_argument("--stages", default="all", choices=(*STAGES, "all"), help="run the stages up to this one")
+    g.add_argument("--start-at", default=STAGES[0], choices=STAGES,
+                   help="skip the stages before this one and read their table back from --output")
+    g.add_argument("--overwrite", action="store_true", help="replace tables that already exist under --output")
+    g.add_argument("--min-chars", type=int, default=50, help="sentences shorter than this are flagged short")
+    g.add_argument("--seed", type=int, default=0, help="seed of every hash-based random choice")
+    g.add_argument("--files-per-table", type=int, default=4,
+                   help="Parquet files per table (per partition); part of the deterministic layout")
+    g.add_argument("--master", default=None,
+                   help="Spark master when run with plain python (spark-submit's own --master wins)")
+    for module in modules.values():
+        module.add_arguments(p)
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _versions() -> dict:
+    out = {"python": sys.version.split()[0]}
+    for name in ("pyspark", "mwparserfromhell", "nltk", "spacy", "pyarrow"):
+        try:
+            out[name] = importlib.import_module(name).__version__
+        except Exception:  # not installed: the card says so
+            out[name] = None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message
+    from extractor.lexicon import LexiconError, load_lexicon
+    from extractor import output as out
+
+    modules = stage_modules()
+    parser = build_parser(modules)
+    args = parser.parse_args(argv)
+    last = len(STAGES) - 1 if args.stages == "all" else STAGES.index(args.stages)
+    first = STAGES.index(args.start_at)
+    if first > last:
+        return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
+    to_run = [s for s in STAGES[first:last + 1]]
+    missing = [s for s in to_run if s not in modules]
+    if missing and missing[0] in BROKEN:
+        return _fail(BROKEN[missing[0]])
+    if missing:
+        return _fail(f"stage(s) {', '.join(missing)} not available in this version (module extractor/{missing[0]}_stage.py)")
+
+    try:
+        lexicon = load_lexicon(args.lang)
+        if args.manifest:
+            if args.input or args.corpus:
+                raise InputError("--manifest and --input/--corpus exclude each other")
+            corpora = load_manifest(args.manifest)
+        else:
+            inputs = args.input or ([str(lexicon.sample_input)] if lexicon.sample_input else [])
+            if not inputs:
+                raise InputError(f"{lexicon.path}: no sample_input; give --input PATH")
+            corpora = corpora_from_args(inputs, args.corpus, args.genre)
+            if not args.input:  # the bundled sample: a stable corpus name
+                for spec in corpora:
+                    spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
+    except (InputError, LexiconError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+
+    output = args.output or f"output/{args.lang}"
+    output_uri = output if out.is_uri(output) else None
+    local_output = Path(output) if not output_uri else Path(".")
+    command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
+
+    from extractor.spark import get_session
+
+    spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}")
+    ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_output.resolve() if not output_uri else local_output,
+                     corpora=corpora, stats={}, command_line=command_line, warnings=[], output_uri=output_uri)
+    stats_path = None if output_uri else ctx.output / "stats.json"
+    # Earlier stages' counts survive a rerun that starts later.
+    if stats_path is not None and first > 0:
+        ctx.stats.update({k: v for k, v in out.read_stats(stats_path).items() if k in STAGES[:first]})
+    try:
+        for stage in to_run:  # fail before hours of work, not after
+            table = ctx.table_path(TABLES[stage])
+            if out.exists(spark, table) and not args.overwrite:
+                raise out.OutputExistsError(f"{table} already exists; pass --overwrite to replace it")
+        started = time.time()
+        timings = {}
+        for stage in to_run:
+            t0 = time.time()
+            print(f"[extract] stage {stage} ...", file=sys.stderr, flush=True)
+            modules[stage].run(ctx)
+            timings[stage] = round(time.time() - t0, 3)
+    except (InputError, LexiconError, FileNotFoundError, FileExistsError, ValueError) as exc:
+        return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except Exception as exc:  # Spark/Java failures: name the input, not the JVM stack
+        message = spark_failure_message(exc, ctx.corpora)
+        if message is None:
+            raise
+        return _fail(message)
+    ctx.stats["job"] = {
+        "command_line": command_line, "lang": lexicon.lang, "lexicon": str(lexicon.path.name),
+        "lexicon_sha256": lexicon.sha256, "seed": args.seed, "min_chars": args.min_chars,
+        "stages_run": to_run, "seconds": timings, "total_seconds": round(time.time() - started, 3),
+        "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role, "paths": c.paths}
+                    for c in corpora],
+        "versions": _versions(), "spark_master": spark.sparkContext.master,
+    }
+    if stats_path is not None:
+        out.write_stats(stats_path, ctx.stats)
+    print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats]))
+    for msg in ctx.warnings:
+        print(f"warning: {msg}", file=sys.stderr)
+    print(f"[extract] done: {ctx.root}" + (f" (stats: {stats_path})" if stats_path else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,6 +8,7 @@ parameters travel to executors as a small JSON file or pickled with the `Segment
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
@@ -114,12 +115,48 @@ def load_params(path: str | Path) -> PunktParameters:
     return params_from_dict(data, str(path))
 
 
+_PLAIN_CONTEXT_RE = re.compile(r"([^\W\d_]{2,})\. ([^\W\d_]+)")
+
+
+class _MemoPunkt(PunktSentenceTokenizer):
+    """Punkt with its per-candidate decision memoised.
+
+    Punkt decides each potential break from a short context string (the word before the
+    punctuation, the punctuation, the next word); the decision depends on nothing else, and
+    the same contexts ("1990. The", "etc. În") recur all over a corpus. Re-annotating them
+    is most of Punkt's time, so the answers are cached (bounded, cleared when full)."""
+
+    MAX_CACHE = 200_000
+
+    def __init__(self, params: PunktParameters):
+        super().__init__(params)
+        self._memo: dict[str, bool] = {}
+
+    def text_contains_sentbreak(self, text: str) -> bool:
+        # The common case decided without building tokens, exactly as Punkt decides it: a
+        # plain word of 2+ letters, a period, one space, a plain word. Punkt breaks there
+        # unless the word is a known abbreviation or the pair a known collocation (the
+        # orthographic and initial/number heuristics only apply to those other cases).
+        m = _PLAIN_CONTEXT_RE.fullmatch(text)
+        if m is not None:
+            prev = m.group(1).lower()
+            if prev not in self._params.abbrev_types:
+                return (prev, m.group(2).lower()) not in self._params.collocations
+        memo = self._memo
+        hit = memo.get(text)
+        if hit is None:
+            if len(memo) >= self.MAX_CACHE:
+                memo.clear()
+            hit = memo[text] = super().text_contains_sentbreak(text)
+        return hit
+
+
 class Segmenter:
     """Splits a paragraph into stripped sentences. Picklable (ships to Spark executors)."""
 
     def __init__(self, params: PunktParameters):
         self.params = params
-        self._tokenizer = PunktSentenceTokenizer(params)
+        self._tokenizer = _MemoPunkt(params)
 
     def split(self, paragraph: str) -> list[str]:
         if not paragraph or not paragraph.strip():

@@ -78,6 +78,14 @@ _LINK_OPEN_RE = re.compile(r"\[\[|\]\]")
 _MARKUP_CHARS = re.compile(r"[\[<&'{}|_]")
 _RESIDUE_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]|\{\||\|\}|'{2,}|<ref[^>]*>|</ref>|\bthumb\||__[A-Z]+__")
 _SPACE_RE = re.compile(r"\s+")
+_ALNUM_RE = re.compile(r"[^\W_]")
+_QUOTE_SPLIT_RE = re.compile(r"('{2,})")
+# [[target]] / [[target|label]] without nested brackets, templates or tags in them.
+_SIMPLE_LINK_RE = re.compile(r"\[\[([^\[\]|{}<>\n]+)(?:\|([^\[\]{}<>\n]*))?\]\]")
+_PIPE_TRICK_RE = re.compile(r"\s*\([^)]*\)\s*$")
+_EXT_LINK_RE = re.compile(r"\[(?:https?:|ftp:|mailto:|//)[^\s\[\]<>]*(?:\s+([^\[\]\n]*))?\]", re.I)
+_BARE_URL_RE = re.compile(r"\b(?:https?|ftp)://[^\s<>\[\]]+", re.I)
+_TAG_START_RE = re.compile(r"</?[a-zA-Z]")
 # HTML tags left unpaired (a <blockquote> opened in one paragraph and closed in another,
 # a <div> around a table): mwparserfromhell keeps them as text; we drop the tag, keep the text.
 _HTML_TAGS = ("div", "span", "center", "blockquote", "small", "big", "font", "sup", "sub", "br", "p",
@@ -86,7 +94,7 @@ _HTML_TAGS = ("div", "span", "center", "blockquote", "small", "big", "font", "su
               "mark", "ins", "bdi", "bdo", "rp", "rt", "ruby", "time", "data", "wbr", "h[1-6]",
               "onlyinclude", "noinclude", "includeonly", "nowiki", "ref", "references", "gallery")
 _HTML_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_HTML_TAGS), re.I)
-_SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([,.;:!?)\]])")
+_SPACE_BEFORE_PUNCT_RE = re.compile(r" ([,.;:!?)\]])")
 _EMPTY_PARENS_RE = re.compile(r"\(\s*[,;:]?\s*\)|\[\s*\]")
 _PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*[,;:]\s*")
 _PAREN_TRAILING_PUNCT_RE = re.compile(r"\s*[,;:]\s*\)")
@@ -165,6 +173,10 @@ def _cut_templates(text: str, drops: Counter) -> str:
         pos = m.end()
         if not stack:
             out.append(text[last:start])
+            if text[start + 2] != "{":  # {{{parameter}}} never has text
+                kept = _template_text(text[start + 2:m.end() - run - 2], drops)
+                if kept:
+                    out.append(kept)
             last = pos
     if stack:  # unclosed: cut to the end of the paragraph and rescan the rest
         drops["unbalanced_template"] += 1
@@ -176,6 +188,102 @@ def _cut_templates(text: str, drops: Counter) -> str:
         return "".join(out)
     out.append(text[last:n])
     return "".join(out)
+
+
+_SPLIT_RE = re.compile(r"\[\[|\]\]|\{\{|\}\}|\|")
+
+
+def _split_args(inner: str) -> list[str]:
+    """Split a template body at its top-level pipes (not those of nested links/templates)."""
+    parts: list[str] = []
+    depth = 0
+    last = 0
+    for m in _SPLIT_RE.finditer(inner):
+        tok = m.group()
+        if tok == "|":
+            if depth == 0:
+                parts.append(inner[last:m.start()])
+                last = m.end()
+        elif tok in ("[[", "{{"):
+            depth += 1
+        elif depth:
+            depth -= 1
+    parts.append(inner[last:])
+    return parts
+
+
+def _positional(parts: list[str]) -> list[str]:
+    return [p.strip() for p in parts[1:] if "=" not in p.split("[[", 1)[0].split("{{", 1)[0]]
+
+
+def _first(pos):
+    return pos[0] if pos else ""
+
+
+def _convert(pos):
+    if len(pos) >= 4 and pos[1] in ("-", "to", "and", "or", "–", "by", "x", "×"):
+        return " ".join(pos[:4])
+    return " ".join(pos[:2])
+
+
+def _frac(pos):
+    if len(pos) == 3:
+        return f"{pos[0]} {pos[1]}/{pos[2]}"
+    if len(pos) == 2:
+        return f"{pos[0]}/{pos[1]}"
+    return f"1/{pos[0]}" if pos else ""
+
+
+# Inline templates whose text is part of the sentence (removing them would leave holes such
+# as "called '' (English: ...)"). Everything else is removed with its arguments.
+_TEXT_TEMPLATES = {
+    **dict.fromkeys(("lang", "langx", "script", "transl", "transliteration"),
+                    lambda pos: pos[-1] if len(pos) >= 2 else _first(pos)),
+    **dict.fromkeys(("nowrap", "nobr", "nobreak", "sic", "small", "smaller", "larger", "big", "em",
+                     "strong", "var", "code", "mono", "tt", "linktext", "visible anchor", "vanchor",
+                     "not a typo", "proper name", "keep together", "abbr", "ill", "interlanguage link",
+                     "interlanguage link multi", "nihongo", "val", "serif", "sans-serif", "lang-rtl",
+                     "small caps", "smallcaps", "sc", "noitalic", "nowrap begin"), _first),
+    **dict.fromkeys(("convert", "cvt"), _convert),
+    **dict.fromkeys(("frac", "sfrac", "fraction"), _frac),
+    **dict.fromkeys(("circa", "c.", "c", "ca."), lambda pos: "c. " + _first(pos)),
+    "angbr": lambda pos: "⟨" + _first(pos) + "⟩",
+    **dict.fromkeys(("ndash", "en dash"), lambda pos: "–"),
+    **dict.fromkeys(("mdash", "em dash"), lambda pos: "—"),
+    **dict.fromkeys(("snd", "spaced ndash", "spaced en dash", "spnd", "sndash"), lambda pos: " – "),
+    **dict.fromkeys(("nbsp", "thinsp", "sp"), lambda pos: " "),
+    "'": lambda pos: "'",
+    "'s": lambda pos: "'s",
+}
+_TEMPLATE_NAME_RE = re.compile(r"\s*([^|{}\[\]<>\n]*?)\s*(?:\||$)")
+
+
+def _template_text(inner: str, drops: Counter) -> str:
+    """The visible text of a removed template: '' except for the inline text templates."""
+    m = _TEMPLATE_NAME_RE.match(inner)
+    if m is None:
+        return ""
+    name = m.group(1).replace("_", " ").casefold()
+    if name.startswith("formatnum:"):
+        return inner.split(":", 1)[1].split("|", 1)[0].strip()
+    func = _TEXT_TEMPLATES.get(name)
+    if func is None:
+        if name.startswith("lang-"):
+            func = _first
+        elif name == "as of":
+            parts = _split_args(inner)
+            year = _first(_positional(parts))
+            lower = any(p.replace(" ", "").lower() in ("lc=y", "lc=yes") for p in parts[1:])
+            return (("as of " if lower else "As of ") + year) if year else ""
+        else:
+            return ""
+    try:
+        text = func(_positional(_split_args(inner)))
+    except IndexError:
+        return ""
+    if "{{" in text:
+        text = _cut_templates(text, drops)
+    return text
 
 
 def _cut_links(text: str, start_re: re.Pattern, drops: Counter) -> str:
@@ -332,7 +440,7 @@ def _render(nodes, out: list[str], rules: _Rules) -> None:
 
 def _finish(text: str, drops: Counter) -> str:
     """Whitespace and punctuation tidy-up after markup removal; stray markup is removed."""
-    if "&" in text:  # entities escaped twice in the source (&amp;nbsp;)
+    if "&" in text:  # entities, also those escaped twice in the source (&amp;nbsp;)
         text = html.unescape(text)
     if "<" in text and _HTML_TAG_RE.search(text):
         text = _HTML_TAG_RE.sub(" ", text)
@@ -342,31 +450,112 @@ def _finish(text: str, drops: Counter) -> str:
     text = _SPACE_RE.sub(" ", text).strip()
     if not text:
         return text
-    if "(" in text or "[" in text:
+    # Holes left by removed templates: "X ( ; born 1950)" -> "X (born 1950)", "()" -> "".
+    if "( " in text or " )" in text or "()" in text or "(;" in text or "(," in text or ";)" in text or ",)" in text:
         text = _EMPTY_PARENS_RE.sub("", text)
         text = _PAREN_LEADING_PUNCT_RE.sub("(", text)
         text = _PAREN_TRAILING_PUNCT_RE.sub(")", text)
         text = _EMPTY_PARENS_RE.sub("", text)
-    text = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", text)
-    text = _DOUBLE_PUNCT_RE.sub("", text)
-    text = _SPACE_RE.sub(" ", text).strip()
+        text = _SPACE_RE.sub(" ", text).strip()
+    if _SPACE_BEFORE_PUNCT_RE.search(text):
+        text = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", text)
+    if ",," in text or ",." in text or ";." in text or ";," in text or ",;" in text:
+        text = _DOUBLE_PUNCT_RE.sub("", text)
     # Nothing but punctuation left (e.g. a caption remnant): not a paragraph.
-    if not any(ch.isalnum() for ch in text):
+    if not _ALNUM_RE.search(text):
         return ""
     return text
 
 
+def _strip_quotes(line: str) -> str:
+    """Remove ''italic'' and '''bold''' markup from one line the way MediaWiki's doQuotes
+    reads it (runs of 4 and of more than 5 apostrophes, and an unpaired ''' that is really
+    an apostrophe plus italics, as in ''Eagle'''s), keeping only literal apostrophes."""
+    arr = _QUOTE_SPLIT_RE.split(line)
+    if len(arr) == 1:
+        return line
+    italics = bold = 0
+    for i in range(1, len(arr), 2):
+        n = len(arr[i])
+        if n == 4:
+            arr[i - 1] += "'"
+            arr[i] = "'''"
+        elif n > 5:
+            arr[i - 1] += "'" * (n - 5)
+            arr[i] = "'''''"
+        n = len(arr[i])
+        if n == 2:
+            italics += 1
+        elif n == 3:
+            bold += 1
+        else:
+            italics += 1
+            bold += 1
+    if italics % 2 and bold % 2:
+        single = multi = space = -1
+        for i in range(1, len(arr), 2):
+            if len(arr[i]) != 3:
+                continue
+            before = arr[i - 1]
+            x1 = before[-1:] or " "
+            x2 = before[-2:-1] or " "
+            if x1 == " ":
+                if space < 0:
+                    space = i
+            elif x2 == " ":
+                single = i
+                break
+            elif multi < 0:
+                multi = i
+        pick = single if single >= 0 else multi if multi >= 0 else space
+        if pick >= 0:
+            arr[pick - 1] += "'"
+    return "".join(arr[0::2])
+
+
+def _simple_link(m: re.Match) -> str:
+    title, label = m.group(1), m.group(2)
+    if label is None:
+        title = title.strip()
+        if title.startswith(":"):  # [[:Category:X]] shows the page name only
+            title = title[1:].split(":", 1)[-1]
+        if "#" in title:
+            head, _, tail = title.partition("#")
+            title = head or tail
+        return title
+    if not label.strip():  # pipe trick [[Foo (bar)|]] shows "Foo"
+        return _PIPE_TRICK_RE.sub("", title.strip().lstrip(":").split(":")[-1])
+    return label
+
+
 def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
+    """One paragraph (or heading) of pre-cut wikitext -> plain text.
+
+    Quotes, plain [[links]] and [http://x labelled links] are rewritten with regular
+    expressions; only paragraphs that still hold markup after that (nested links, HTML
+    tags, odd brackets) are parsed with mwparserfromhell."""
     if not _MARKUP_CHARS.search(raw):
         return _finish(raw, drops)
-    try:
-        nodes = mwparserfromhell.parse(raw, skip_style_tags=False).nodes
-    except Exception:  # mwparserfromhell is robust; keep the job alive if it is not
-        drops["parse_error"] += 1
-        return ""
-    out: list[str] = []
-    _render(nodes, out, rules)
-    return _finish("".join(out), drops)
+    text = raw
+    if "''" in text:
+        text = "\n".join(_strip_quotes(line) for line in text.split("\n"))
+    if "[" in text:
+        if "[[" in text:
+            text = _SIMPLE_LINK_RE.sub(_simple_link, text)
+        if "[" in text and ("//" in text or "mailto:" in text):
+            text = _EXT_LINK_RE.sub(lambda m: m.group(1) or "", text)
+    if "//" in text:
+        text = _BARE_URL_RE.sub("", text)
+    if "[[" in text or "]]" in text or ("<" in text and _TAG_START_RE.search(text)):
+        try:
+            nodes = mwparserfromhell.parse(text, skip_style_tags=True).nodes
+        except Exception:  # mwparserfromhell is robust; keep the job alive if it is not
+            drops["parse_error"] += 1
+            return ""
+        out: list[str] = []
+        _render(nodes, out, rules)
+        text = "".join(out)
+    return _finish(text, drops)
 
 
 # --- the page ----------------------------------------------------------------------------

@@ -22,21 +22,24 @@ PARAMS_FORMAT = "nli-punkt-params/1"
 # Punkt learns its statistics well from a few MB; more text only costs driver time.
 DEFAULT_MAX_TRAIN_CHARS = 8_000_000
 
-# Romanian writes ş/ţ (cedilla) and ș/ț (comma below) for the same letters; an abbreviation
-# in one spelling must be known in the other too.
-_SPELLING_VARIANTS = (str.maketrans("şţŞŢ", "șțȘȚ"), str.maketrans("șțȘȚ", "şţŞŢ"))
+# Romanian writes ş/ţ (cedilla) and ș/ț (comma below) for the same letters. Punkt learns and
+# decides on a folded copy of the text (one character for one, so spans into the copy are
+# spans into the original): abbreviations, collocations and casing statistics are shared by
+# both spellings, and the sentences are cut from the text as written.
+_FOLD = str.maketrans("şţŞŢ", "șțȘȚ")
+
+
+def fold(text: str) -> str:
+    return text.translate(_FOLD)
 
 
 def abbreviation_types(abbreviations: Iterable[str]) -> set[str]:
-    """Punkt abbreviation types: lower case, without the final period, in every spelling."""
+    """Punkt abbreviation types: lower case, folded, without the final period."""
     types: set[str] = set()
     for abbr in abbreviations:
-        a = abbr.strip().rstrip(".").lower()
-        if not a:
-            continue
-        types.add(a)
-        for table in _SPELLING_VARIANTS:
-            types.add(a.translate(table))
+        a = fold(abbr.strip().rstrip(".").lower())
+        if a:
+            types.add(a)
     return types
 
 
@@ -55,7 +58,7 @@ def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
             continue
         if seen + len(text) > max_chars:
             text = text[: max(0, max_chars - seen)]
-        batch.append(text)
+        batch.append(fold(text))
         batch_chars += len(text)
         seen += len(text)
         if batch_chars >= 500_000:
@@ -162,8 +165,8 @@ class Segmenter:
         if not paragraph or not paragraph.strip():
             return []
         out = []
-        for sentence in self._tokenizer.tokenize(paragraph):
-            sentence = sentence.strip()
+        for start, end in self._tokenizer.span_tokenize(paragraph.translate(_FOLD)):
+            sentence = paragraph[start:end].strip()
             if sentence:
                 out.append(sentence)
         return out

@@ -44,7 +44,7 @@ def abbreviation_types(abbreviations: Iterable[str]) -> set[str]:
 
 
 def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
-                max_chars: int = DEFAULT_MAX_TRAIN_CHARS) -> PunktParameters:
+                max_chars: int = DEFAULT_MAX_TRAIN_CHARS, min_abbrev_count: int = 3) -> PunktParameters:
     """Learn Punkt parameters from texts (paragraphs or pages), at most max_chars of them,
     then add the lexicon's abbreviations (after training, so that the trainer's own
     re-classification cannot remove them)."""
@@ -70,6 +70,12 @@ def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
         trainer.train("\n\n".join(batch), finalize=False)
     trainer.finalize_training()
     params = trainer.get_params()
+    # On a small sample Punkt takes any rare word seen once before a period for an
+    # abbreviation ("pentru oi. Păstoritul"): keep a learnt one only if it was seen at
+    # least min_abbrev_count times with its period, or if it has inner periods (u.s.a).
+    # The lexicon's own are always kept.
+    fdist = trainer._type_fdist
+    params.abbrev_types = {t for t in params.abbrev_types if "." in t or fdist[t + "."] >= min_abbrev_count}
     params.abbrev_types.update(abbreviation_types(abbreviations))
     return params
 

@@ -269,6 +269,7 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
     frames = ({"validation": val} if val is not None and len(val) else {}) | tests
     metrics, preds = evaluate_splits(model, frames)
     write_evaluation(out, metrics, preds)
+    config["versions"] = versions()  # after the model's libraries are imported
     config["total_seconds"] = round(time.perf_counter() - t_start, 3)
     write_json(out / "config.json", config)
     if (out / "checkpoint").exists() and not args.keep_checkpoint:
@@ -287,14 +288,15 @@ def versions() -> dict:
     return out
 
 
-def run(args) -> int:
+def run(args, callbacks=()) -> int:
+    """Entry point of `train`; `callbacks` (torch models) is for Python callers and tests."""
     try:
-        return _run(args)
+        return _run(args, list(callbacks))
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
 
 
-def _run(args) -> int:
+def _run(args, callbacks) -> int:
     if args.seeds < 1:
         raise UserError("--seeds must be at least 1")
     if args.model == "transformer" and not args.pretrained:
@@ -334,15 +336,14 @@ def _run(args) -> int:
         "versions": versions(),
     }
     if args.seeds == 1:
-        metrics = train_one(args, args.seed, out, train, val, tests, labels, base_config)
-        base_config["versions"] = versions()
+        metrics = train_one(args, args.seed, out, train, val, tests, labels, base_config, callbacks)
         _print_summary(metrics)
         return 0
 
     seeds = [args.seed + i for i in range(args.seeds)]
     per_seed = {}
     for s in seeds:
-        per_seed[str(s)] = train_one(args, s, out / f"seed_{s}", train, val, tests, labels, base_config)
+        per_seed[str(s)] = train_one(args, s, out / f"seed_{s}", train, val, tests, labels, base_config, callbacks)
     selected = max(seeds, key=lambda s: (per_seed[str(s)]["validation"]["macro_f1"], -s))
     summary_keys = ("accuracy", "micro_f1", "macro_f1")
     runs = {s: {split: {k: m[k] for k in summary_keys} for split, m in ms.items()} for s, ms in per_seed.items()}

@@ -110,3 +110,49 @@ lineup: [baseline, {{name: cart, curriculum: cart}}, {{name: len, curriculum: le
     assert len(lines) == 2  # the reference is added because cart needs its cartography
     assert "--out " + str(tmp_path / "o" / "baseline") in lines[0]
     assert "--curriculum cart --cartography-from" in lines[1]
+
+
+def test_tiny_lineup_end_to_end_on_scinli(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("gensim")
+    from tests.conftest import shared_file
+
+    train = pd.read_json(shared_file("nli/scinli-train-2k-human.jsonl"), lines=True)
+    dev = pd.read_json(shared_file("nli/scinli-dev.jsonl"), lines=True)
+    train.groupby("label").head(40).to_json(tmp_path / "train.jsonl", orient="records", lines=True)
+    dev.groupby("label").head(25).to_json(tmp_path / "dev.jsonl", orient="records", lines=True)
+    y = write_yaml(tmp_path, f"""
+name: tiny
+out: {tmp_path / 'out'}
+seeds: 1
+train_args:
+  train: {tmp_path / 'train.jsonl'}
+  validation: {tmp_path / 'dev.jsonl'}
+  test: {tmp_path / 'dev.jsonl'}
+  premise: sentence1
+  hypothesis: sentence2
+  model: cbow-softmax
+  epochs: 2
+  batch_size: 16
+  vector_size: 16
+  no_progress: true
+lineup:
+  - {{name: baseline, label: CBOW + Softmax}}
+  - {{name: h2l, subset: h2l}}
+  - {{name: cart-stra, curriculum: cart-stra++}}
+""")
+    assert main(["experiment", str(y)]) == 0
+    out = tmp_path / "out"
+    assert (out / "baseline" / "cartography" / "metrics.parquet").exists()
+    results = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in results["rows"]}
+    assert set(rows) == {"baseline", "h2l", "cart-stra"} and not any(r.get("missing") for r in rows.values())
+    assert "cochran_p" in rows["h2l"] and 0 <= rows["cart-stra"]["macro_f1"] <= 1
+    h2l_cfg = json.loads((out / "h2l" / "config.json").read_text())
+    assert h2l_cfg["subset"]["n"] == 53  # round(0.33 * 160)
+    md = (out / "results.md").read_text()
+    assert "| + H2L | ✗ |" in md and "| + Cart-Stra-CL++ | ✗ |" in md
+    # a second call keeps the finished runs
+    capsys.readouterr()
+    assert main(["experiment", str(y)]) == 0
+    assert "done already" in capsys.readouterr().out

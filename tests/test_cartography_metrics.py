@@ -210,3 +210,13 @@ def test_select_subset_unions_groups_and_checks_ids(tmp_path):
     partial = pd.concat([train, train.iloc[:1].assign(id="zz")])
     with pytest.raises(UserError, match="1 of 10 training ids have no cartography"):
         cg.select_subset(partial, tmp_path, "a")
+
+
+def test_multi_seed_run_uses_the_selected_seed(tmp_path):
+    run = tmp_path / "run"
+    write_dynamics(run / "seed_3", {"a": [0.5, 0.6]}, {"a": "neutral"})
+    write_dynamics(run / "seed_4", {"b": [0.5, 0.6]}, {"b": "neutral"})
+    (run / "seeds.json").write_text(json.dumps({"selected_seed": 4, "runs": {}}))
+    assert cg.resolve_dynamics_dir(run) == run / "seed_4" / "dynamics"
+    write_dynamics(run, {"c": [0.1, 0.2]}, {"c": "neutral"})  # the top-level copy wins when present
+    assert cg.resolve_dynamics_dir(run) == run / "dynamics"

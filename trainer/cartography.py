@@ -63,13 +63,13 @@ def resolve_dynamics_dir(run_dir: Path) -> Path:
     if run_dir.name == "dynamics" and run_dir.is_dir():
         return run_dir
     selected = None
-    metrics_path = run_dir / "metrics.json"
-    if metrics_path.exists():
-        try:
-            metrics = json.loads(metrics_path.read_text())
-            selected = metrics.get("selected_seed", metrics.get("seeds", {}).get("selected_seed"))
-        except (ValueError, AttributeError):
-            selected = None
+    for name in ("seeds.json", "config.json"):  # --seeds runs record the selected seed in both
+        path = run_dir / name
+        if selected is None and path.exists():
+            try:
+                selected = json.loads(path.read_text()).get("selected_seed")
+            except (ValueError, AttributeError):
+                selected = None
     candidates = []
     if selected is not None:
         candidates.append(run_dir / f"seed_{selected}" / "dynamics")

@@ -220,10 +220,15 @@ def _first(pos):
     return pos[0] if pos else ""
 
 
+_UNITS = {"km2": "km²", "m2": "m²", "mi2": "sq mi", "ha": "ha", "km3": "km³", "m3": "m³", "C": "°C", "F": "°F"}
+
+
 def _convert(pos):
     if len(pos) >= 4 and pos[1] in ("-", "to", "and", "or", "–", "by", "x", "×"):
-        return " ".join(pos[:4])
-    return " ".join(pos[:2])
+        return " ".join(pos[:3] + [_UNITS.get(pos[3], pos[3])])
+    if len(pos) >= 2:
+        return f"{pos[0]} {_UNITS.get(pos[1], pos[1])}"
+    return _first(pos)
 
 
 def _frac(pos):

@@ -41,6 +41,17 @@ def test_example_lineup_parses_into_ronli_entries():
     assert "--oversample" in ex.train_argv(lineup, by_name["oversampling"])
 
 
+def test_every_example_lineup_builds_valid_train_commands():
+    from trainer.cli import build_parser
+
+    for path in sorted((REPO / "examples").glob("experiment*.yaml")):
+        lineup = ex.load_lineup(path)
+        for entry in lineup.entries:
+            argv = ex.train_argv(lineup, entry)
+            args = build_parser(argv).parse_args(argv)  # the flags exist in `train`
+            assert str(args.out).endswith(entry.name)
+
+
 def test_flags_conversion():
     assert ex.flags({"batch_size": 32, "oversample": True, "class_weights": False, "test": ["a", "b"], "x": None}) == [
         "--batch-size", "32", "--oversample", "--test", "a", "b"]

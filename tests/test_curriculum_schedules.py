@@ -70,6 +70,8 @@ def test_length_curriculum_grows_from_shortest_pairs():
     # the first 10 batches draw only from stage 1
     first = {i for b in batches[:10] for i in b}
     assert first <= set(stages[0].rows)
+    named = list(sched.iter_ids(train["id"]))
+    assert named[0] == ("length 1/5", train["id"].iloc[batches[0]].tolist()) and named[-1][0] == "all"
     assert np.mean(lengths[list(first)]) < np.mean(lengths)
 
 

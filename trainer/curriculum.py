@@ -125,6 +125,12 @@ class Schedule:
                 yield stage.name, buffer[: self.batch_size].tolist()
                 buffer = buffer[self.batch_size:]
 
+    def iter_ids(self, ids) -> Iterator[tuple[str, list[str]]]:
+        """(stage name, example ids of the batch) for every iteration; ``ids`` = train_df["id"]."""
+        ids = np.asarray(ids, dtype=object)
+        for name, batch in self.iter_stages():
+            yield name, ids[batch].tolist()
+
     def __iter__(self) -> Iterator[list[int]]:
         for _, batch in self.iter_stages():
             yield batch

@@ -14,7 +14,8 @@ Three layers, each written once:
 Word definitions (documented in docs/stats.md):
 - *length* counts whitespace tokens of the raw text (RoNLI Table 2 "#words");
 - *overlap* statistics compare normalised words: case-folded whitespace tokens with
-  leading/trailing punctuation stripped, empty tokens dropped ("Thus," == "thus").
+  leading/trailing characters that are not letters or digits stripped, empty tokens
+  dropped ("Thus," == "thus", "(§4.3)" == "4.3").
 """
 from __future__ import annotations
 

@@ -1,0 +1,301 @@
+"""The dataset card of `splits/` (README.md with a Hugging Face YAML header), the class
+distribution chart, `stats.json` and `leakage.json`.
+
+Pure functions of plain dicts (the statistics are computed by `extractor.statistics`
+and aggregated by the Spark stage), so the card can be tested without Spark.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import platform
+import sys
+from pathlib import Path
+
+import yaml
+
+from extractor import statistics as st
+from extractor.lexicon import CANONICAL_LABELS
+
+SPLITS = ("train", "validation", "test")
+LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
+                "dataset); other sources carry their own terms: set --license to match them.")
+
+
+# ---------------------------------------------------------------------------- build info
+
+def _version(module: str) -> str | None:
+    try:
+        return importlib.import_module(module).__version__
+    except Exception:  # not installed: the card says "not installed"
+        return None
+
+
+def _package_version(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        try:
+            from importlib.metadata import version
+            return version(name.replace("_", "-"))
+        except Exception:
+            return None
+
+
+def build_info(ctx) -> dict:
+    """How the data was built: command line, lexicon and hash, seed, versions, filters."""
+    lex = ctx.lexicon
+    args = ctx.args
+    pairs_stats = (ctx.stats or {}).get("pairs") or {}
+    model = getattr(args, "spacy_model", None) or getattr(lex, "spacy_model", None)
+    pos = pairs_stats.get("pos_filter")
+    return {
+        "command_line": ctx.command_line or "",
+        "lexicon": str(getattr(lex, "path", f"phrase_lexicons/{lex.lang}.yaml")),
+        "lexicon_sha256": getattr(lex, "sha256", None),
+        "lang": lex.lang,
+        "seed": int(getattr(args, "seed", 0) or 0),
+        "min_chars": getattr(args, "min_chars", None),
+        "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role} for c in (ctx.corpora or [])],
+        "versions": {"python": platform.python_version(), "pyspark": _version("pyspark"),
+                     "spacy": _version("spacy"), "spacy_model": model,
+                     "spacy_model_version": _package_version(model), "nltk": _version("nltk"),
+                     "mwparserfromhell": _version("mwparserfromhell")},
+        "pos_filter": pos if pos is not None else getattr(args, "pos_filter", None),
+        "spark_master": ctx.spark.sparkContext.master if ctx.spark is not None else None,
+    }
+
+
+# ---------------------------------------------------------------------------- YAML header
+
+_SPARK_DTYPES = {"string": "string", "bigint": "int64", "int": "int32", "smallint": "int16", "tinyint": "int8",
+                 "double": "float64", "float": "float32", "boolean": "bool", "date": "date32",
+                 "timestamp": "timestamp[us]", "binary": "binary"}
+
+
+def _feature(name: str, dtype, label_names: list[str]) -> dict:
+    kind = dtype.typeName() if hasattr(dtype, "typeName") else str(dtype)
+    if name == "label":
+        return {"name": name, "dtype": {"class_label": {"names": {str(i): n for i, n in enumerate(label_names)}}}}
+    if kind == "struct":
+        return {"name": name, "struct": [_feature(f.name, f.dataType, label_names) for f in dtype.fields]}
+    if kind == "array":
+        inner = _feature("item", dtype.elementType, label_names)
+        return {"name": name, "sequence": inner.get("dtype", inner)}
+    simple = dtype.simpleString() if hasattr(dtype, "simpleString") else str(dtype)
+    return {"name": name, "dtype": _SPARK_DTYPES.get(simple, "string")}
+
+
+def label_names(labels) -> list[str]:
+    """ClassLabel order: the canonical labels first (stable ids across languages), then others."""
+    labels = set(labels)
+    return [l for l in CANONICAL_LABELS] + sorted(labels - set(CANONICAL_LABELS))
+
+
+def yaml_header(*, lang: str, license: str, sizes: dict[str, int], schema=None, labels=(),
+                num_bytes: dict[str, int] | None = None, pretty_name: str | None = None) -> dict:
+    """The Hugging Face card metadata; empty splits are left out (`datasets` cannot read an
+    empty Parquet split)."""
+    present = [s for s in SPLITS if sizes.get(s)]
+    total = sum(sizes.values())
+    size_cat = ("n<1K" if total < 1_000 else "1K<n<10K" if total < 10_000 else "10K<n<100K" if total < 100_000
+                else "100K<n<1M" if total < 1_000_000 else "1M<n<10M" if total < 10_000_000 else "10M<n<100M")
+    header = {
+        "language": [lang],
+        "license": license,
+        "pretty_name": pretty_name or f"{lang} NLI (distant supervision from linking phrases)",
+        "size_categories": [size_cat],
+        "task_categories": ["text-classification"],
+        "task_ids": ["natural-language-inference"],
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": s, "path": f"{s}/*.parquet"} for s in present]}],
+    }
+    info: dict = {}
+    if schema is not None:
+        names = label_names(labels)
+        info["features"] = [_feature(f.name, f.dataType, names) for f in schema.fields]
+    info["splits"] = [{"name": s, "num_bytes": int((num_bytes or {}).get(s, 0)), "num_examples": int(sizes[s])}
+                      for s in present]
+    header["dataset_info"] = info
+    return header
+
+
+# ---------------------------------------------------------------------------- body
+
+def _kv_table(d: dict, head=("what", "count")) -> str:
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---:|"]
+    for k, v in d.items():
+        lines.append(f"| {k} | {v:,} |" if isinstance(v, int) else f"| {k} | {v} |")
+    return "\n".join(lines)
+
+
+def _flatten(prefix: str, value, out: dict) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out[prefix] = value
+
+
+def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, pairs_stats: dict | None = None,
+              sentences_stats: dict | None = None, license: str = "", chart: str | None = "class_distribution.png") -> str:
+    sizes = {s: dataset["splits"][s]["all"]["count"] for s in dataset["splits"]}
+    v = build.get("versions", {})
+    lines = [f"# {build.get('lang', '')} NLI corpus built by distant supervision", "",
+             "Sentence pairs from running text whose second sentence opens with a linking phrase "
+             "(the phrase is stripped and names the label), plus sampled neutral pairs, split by "
+             "whole documents without leakage. Built with the NLI corpus engine.", "",
+             "| split | pairs |", "|---|---:|"]
+    lines += [f"| {s} | {n:,} |" for s, n in sizes.items()]
+    lines += ["", "## How it was built", "",
+              f"- command: `{build.get('command_line', '')}`",
+              f"- lexicon: `{build.get('lexicon')}` (sha256 `{build.get('lexicon_sha256')}`)",
+              f"- seed: {build.get('seed')}; minimum sentence length: {build.get('min_chars')} characters",
+              f"- splits: ratios {stage_stats['settings']['split_ratios']}, balance `{stage_stats['settings']['balance']}`, "
+              f"at most {stage_stats['settings']['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
+              "documents assigned whole to one split (hash of doc_id and seed)",
+              f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
+              f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, spaCy {v.get('spacy') or 'not installed'}, "
+              f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}, "
+              f"nltk {v.get('nltk')}, mwparserfromhell {v.get('mwparserfromhell')}",
+              f"- license: {license}. {LICENSE_NOTE}", ""]
+    if build.get("corpora"):
+        lines += ["| corpus | genre | format | role |", "|---|---|---|---|"]
+        lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} |" for c in build["corpora"]]
+        lines.append("")
+    lines += ["## Class distribution", "", st.class_distribution_table(dataset), ""]
+    if chart:
+        lines += [f"![class distribution per split]({chart})", ""]
+    lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
+              "Mean premise and hypothesis length in whitespace words and mean word overlap "
+              "(Jaccard index of the two sentences' word sets), per label and split.", "",
+              st.ronli_table(dataset), "",
+              "## Annotation-artefact indicators", "",
+              "A hypothesis-only model exploits differences between labels in these numbers; "
+              "`hypothesis inner-capital share` is the casing leak (a capital letter after the first character).", "",
+              st.artefact_table(dataset), "",
+              "## Most frequent markers", "", _markers_table(stage_stats.get("markers", {})), "",
+              "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", st.pmi_markdown(dataset), "",
+              "## Corpora per split", "", _corpora_table(stage_stats.get("corpora", {})), "",
+              "## Leakage report", "", _leakage_text(leakage), "",
+              "## Drop counts", "", "Stage 3 (splits):", "", _drops_table(stage_stats.get("dropped", {})), ""]
+    if pairs_stats:
+        flat: dict = {}
+        _flatten("", {k: v for k, v in pairs_stats.items() if k in ("rejected", "dropped", "drops")}, flat)
+        if flat:
+            lines += ["Stage 2 (pairs):", "", _kv_table(flat, ("reason", "pairs")), ""]
+    if sentences_stats:
+        flat = {}
+        _flatten("", {k: v for k, v in sentences_stats.items() if k in ("dropped", "drops", "skipped")}, flat)
+        if flat:
+            lines += ["Stage 1 (sentences):", "", _kv_table(flat, ("reason", "count")), ""]
+    lines += ["## Files", "",
+              "- `train/`, `validation/`, `test/`: Parquet (`datasets.load_dataset(\"path/to/splits\")`)",
+              "- `stats.json`: every number of this card; `leakage.json`: the leakage checks",
+              "- `class_distribution.png`: the chart above", ""]
+    return "\n".join(lines)
+
+
+def _pos_text(pos) -> str:
+    if isinstance(pos, dict):
+        return ", ".join(f"{k}: {v}" for k, v in pos.items())
+    return str(pos) if pos is not None else "unknown (not recorded by the pairs stage)"
+
+
+def _markers_table(markers: dict) -> str:
+    lines = ["| label | marker | pairs |", "|---|---|---:|"]
+    for label, m in markers.items():
+        for marker, n in list(m.items())[:10]:
+            lines.append(f"| {label} | {marker} | {n:,} |")
+    return "\n".join(lines) if len(lines) > 2 else "(no marker column)"
+
+
+def _corpora_table(corpora: dict) -> str:
+    lines = ["| split | corpus | documents | pairs |", "|---|---|---:|---:|"]
+    for key in sorted(corpora, key=lambda k: (SPLITS.index(k.split("|")[0]) if k.split("|")[0] in SPLITS else 9, k)):
+        split, corpus = key.split("|", 1)
+        lines.append(f"| {split} | {corpus} | {corpora[key]['documents']:,} | {corpora[key]['pairs']:,} |")
+    return "\n".join(lines)
+
+
+def _leakage_text(leakage: dict) -> str:
+    checks = leakage.get("checks", {})
+    ok = all(checks.get(k, 0) == 0 for k in ("documents_in_two_splits", "pairs_in_two_splits",
+                                              "sentence_pairs_in_two_splits"))
+    lines = [("PASSED: no document, pair or sentence pair (in either order, ignoring case and spacing) "
+              "occurs in two splits." if ok else "FAILED: see the counts below."), "",
+             "| check | count |", "|---|---:|"]
+    lines += [f"| {k.replace('_', ' ')} | {v:,} |" for k, v in checks.items()]
+    between = leakage.get("between_splits", {})
+    if between:
+        kinds = list(next(iter(between.values())))
+        lines += ["", "| splits | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+        lines += [f"| {k.replace('|', ' / ')} | " + " | ".join(f"{v[x]:,}" for x in kinds) + " |"
+                  for k, v in between.items()]
+    lines += ["", "Shared hypotheses are reported, not removed: the same sentence can occur in two "
+              "documents (boilerplate); the pairs around it differ."]
+    return "\n".join(lines)
+
+
+def _drops_table(drops: dict) -> str:
+    flat: dict = {}
+    _flatten("", drops, flat)
+    return _kv_table(flat, ("reason", "pairs")) if flat else "(none)"
+
+
+# ---------------------------------------------------------------------------- chart
+
+def plot_class_distribution(dataset: dict, path: Path) -> Path:
+    """Grouped bars: pairs per label in each split (matplotlib, Agg backend)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits = list(dataset["splits"])
+    labels = [l for l in label_names(l for s in splits for l in dataset["splits"][s]["labels"])
+              if any(l in dataset["splits"][s]["labels"] for s in splits)]
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    width = 0.8 / max(len(splits), 1)
+    for i, split in enumerate(splits):
+        counts = [dataset["splits"][split]["labels"].get(l, {"count": 0})["count"] for l in labels]
+        xs = [j + (i - (len(splits) - 1) / 2) * width for j in range(len(labels))]
+        bars = ax.bar(xs, counts, width, label=f"{split} ({sum(counts):,})")
+        ax.bar_label(bars, fmt="%d", fontsize=7)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel("pairs")
+    ax.set_title("Class distribution per split")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})  # no version stamp: identical bytes on reruns
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------------------- files
+
+def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: dict, schema, lang: str,
+                     license: str, leakage: dict, pairs_stats: dict | None = None,
+                     sentences_stats: dict | None = None, num_bytes: dict | None = None) -> list[Path]:
+    """README.md, class_distribution.png, stats.json and leakage.json into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {s: int(dataset["splits"][s]["all"]["count"]) for s in dataset["splits"]}
+    labels = {l for s in dataset["splits"].values() for l in s["labels"]}
+    header = yaml_header(lang=lang, license=license, sizes=sizes, schema=schema, labels=labels, num_bytes=num_bytes)
+    body = card_body(dataset=dataset, stage_stats=stage_stats, build=build, leakage=leakage,
+                     pairs_stats=pairs_stats, sentences_stats=sentences_stats, license=license)
+    readme = folder / "README.md"
+    readme.write_text("---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body,
+                      encoding="utf-8")
+    png = plot_class_distribution(dataset, folder / "class_distribution.png")
+    stats_path = folder / "stats.json"
+    stats_path.write_text(json.dumps({**dataset, "build": build, "stage": stage_stats}, indent=2, sort_keys=True,
+                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    leak_path = folder / "leakage.json"
+    leak_path.write_text(json.dumps({**leakage, "removed": {k: v for k, v in stage_stats.get("dropped", {}).items()
+                                                            if k != "balance"}},
+                                    indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return [readme, png, stats_path, leak_path]

@@ -1,0 +1,347 @@
+"""Stage 3 glue: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage.
+
+Thin Spark code around `extractor.splits` (assignment, quotas) and `extractor.statistics`
+(every number of the card). Text work runs in ``mapInPandas`` batches, joins and windows
+in Spark SQL; only aggregates (counts per document, per split/corpus/label, top words)
+reach the driver. The whole `splits/` folder is written under a temporary name and moved
+into place at the end, so a failed run never leaves a half-built dataset.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from extractor import card as card_mod
+from extractor import output as _out
+from extractor import splits as sp
+from extractor import statistics as st
+from extractor.hashing import stable_hash, stable_hex
+
+STAGE = "splits"
+_INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio")
+
+
+def add_arguments(parser) -> None:
+    g = parser.add_argument_group("splits (stage 3)")
+    g.add_argument("--split-ratios", default="0.8,0.1,0.1",
+                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents")
+    g.add_argument("--balance", nargs="+", default=["downsample"], metavar="MODE",
+                   help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
+                        "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
+    g.add_argument("--max-eval-per-corpus", type=int, default=sp.DEFAULT_MAX_EVAL_PER_CORPUS,
+                   help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
+    g.add_argument("--license", default="cc-by-sa-4.0",
+                   help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
+
+
+# ---------------------------------------------------------------------------- batch functions
+
+def _ref_doc(ref, fallback: str) -> str:
+    """doc_id of a *_ref value: a struct with doc_id, or 'doc_id:para_idx:sent_idx'."""
+    if ref is None:
+        return fallback
+    if isinstance(ref, dict):
+        return str(ref.get("doc_id") or fallback)
+    text = str(ref)
+    parts = text.rsplit(":", 2)
+    return parts[0] if len(parts) == 3 else fallback
+
+
+def _keys_batches(seed: int, has_refs: bool):
+    """Hash order and comparison keys of each pair, computed in Python workers."""
+    def fn(batches):
+        for df in batches:
+            out = pd.DataFrame({"pair_id": df["pair_id"].astype(str)})
+            out["_h"] = [stable_hash(pid, seed=seed) for pid in out["pair_id"]]
+            prem, hyp = df["premise"].fillna("").astype(str), df["hypothesis"].fillna("").astype(str)
+            out["_pkey"] = [stable_hex(st.pair_text_key(p, h)) for p, h in zip(prem, hyp)]
+            out["_skey"] = [stable_hex(st.pair_text_key(p, h, ordered=False)) for p, h in zip(prem, hyp)]
+            out["_hkey"] = [stable_hex(" ".join(h.casefold().split())) for h in hyp]
+            docs = df["doc_id"].astype(str)
+            if has_refs:
+                out["_pdoc"] = [_ref_doc(r, d) for r, d in zip(df["premise_ref"], docs)]
+                out["_hdoc"] = [_ref_doc(r, d) for r, d in zip(df["hypothesis_ref"], docs)]
+            else:
+                out["_pdoc"], out["_hdoc"] = docs, docs
+            yield out
+    return fn
+
+
+def _row_stats_batches(batches):
+    for df in batches:
+        stats = st.row_statistics(df["premise"], df["hypothesis"])
+        stats.insert(0, "pair_id", df["pair_id"].astype(str).to_numpy())
+        stats["_words"] = [sorted(st.hypothesis_word_set(h or "")) for h in df["hypothesis"]]
+        yield stats
+
+
+def _assign_group(ratios, seed):
+    def fn(pdf: pd.DataFrame) -> pd.DataFrame:
+        return sp.assign_documents(pdf, ratios, seed)
+    return fn
+
+
+# ---------------------------------------------------------------------------- stage
+
+def _test_only_corpora(ctx) -> set[str]:
+    return {c.name for c in (ctx.corpora or []) if getattr(c, "role", "train") == "test-only"}
+
+
+def _ref_doc_expr(F, df, ref: str):
+    field = df.schema[ref].dataType
+    if field.typeName() == "struct" and "doc_id" in field.fieldNames():
+        return F.coalesce(F.col(f"{ref}.doc_id").cast("string"), F.col("doc_id"))
+    return None
+
+
+def run(ctx) -> None:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    args = ctx.args
+    ratios = sp.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
+    balance = sp.parse_balance(getattr(args, "balance", ["downsample"]))
+    max_eval = int(getattr(args, "max_eval_per_corpus", sp.DEFAULT_MAX_EVAL_PER_CORPUS) or 0) or None
+    seed = int(getattr(args, "seed", 0) or 0)
+    spark = ctx.spark
+    stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
+                                "max_eval_per_corpus": max_eval, "seed": seed}}
+    drops: dict = {}
+
+    pairs = ctx.read_table("pairs")
+    columns = pairs.columns
+    for needed in ("pair_id", "doc_id", "corpus", "premise", "hypothesis", "label"):
+        if needed not in columns:
+            raise ValueError(f"{ctx.table_path('pairs')}: the pairs table has no column '{needed}'")
+    n_input = pairs.count()
+    stats["input_pairs"] = n_input
+    # Rows the pairs stage kept only for inspection (rejected by a filter) are not data.
+    for flag in ("pos_ok", "keep"):
+        if flag in columns and dict(pairs.dtypes)[flag] == "boolean":
+            rejected = pairs.filter(~F.coalesce(F.col(flag), F.lit(False))).count()
+            if rejected:
+                drops[f"not_{flag}"] = rejected
+            pairs = pairs.filter(F.coalesce(F.col(flag), F.lit(False)))
+
+    test_only = sorted(_test_only_corpora(ctx))
+    flag = F.col("corpus").isin(test_only) if test_only else F.lit(False)
+    if "role" in columns:
+        flag = flag | (F.col("role") == F.lit("test-only"))
+    pairs = pairs.withColumn("_test_only", flag)
+
+    # 1. keys and hash order (Python, batched); refs that are structs are read in SQL.
+    has_refs = "premise_ref" in columns and "hypothesis_ref" in columns
+    struct_refs = has_refs and all(_ref_doc_expr(F, pairs, r) is not None for r in ("premise_ref", "hypothesis_ref"))
+    key_schema = T.StructType([T.StructField("pair_id", T.StringType()), T.StructField("_h", T.LongType()),
+                               T.StructField("_pkey", T.StringType()), T.StructField("_skey", T.StringType()),
+                               T.StructField("_hkey", T.StringType()), T.StructField("_pdoc", T.StringType()),
+                               T.StructField("_hdoc", T.StringType())])
+    key_cols = ["pair_id", "premise", "hypothesis", "doc_id"] + (["premise_ref", "hypothesis_ref"] if has_refs and not struct_refs else [])
+    keys = pairs.select(*key_cols).mapInPandas(_keys_batches(seed, has_refs and not struct_refs), key_schema)
+    if struct_refs:
+        keys = keys.drop("_pdoc", "_hdoc")
+    pairs = pairs.join(keys, "pair_id")
+    if struct_refs:
+        pairs = pairs.withColumn("_pdoc", _ref_doc_expr(F, pairs, "premise_ref")) \
+                     .withColumn("_hdoc", _ref_doc_expr(F, pairs, "hypothesis_ref"))
+    pairs = pairs.cache()
+
+    # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
+    #    that only lend a sentence to a pair weigh 0 but still get a split).
+    weights = pairs.select("corpus", F.col("doc_id"), F.lit(1).alias("w"), "_test_only") \
+        .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), F.lit(0).alias("w"), "_test_only")) \
+        .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), F.lit(0).alias("w"), "_test_only"))
+    docs = weights.groupBy("corpus", "doc_id").agg(F.sum("w").cast("long").alias("n_pairs"),
+                                                   F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
+    doc_split = docs.groupBy("corpus").applyInPandas(_assign_group(ratios, seed), "corpus string, doc_id string, split string")
+    doc_split = doc_split.select("doc_id", "split").cache()
+    stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}
+
+    ds = doc_split
+    pairs = (pairs.join(ds.withColumnRenamed("split", "_split"), "doc_id", "left")
+             .join(ds.select(F.col("doc_id").alias("_pdoc"), F.col("split").alias("_ps")), "_pdoc", "left")
+             .join(ds.select(F.col("doc_id").alias("_hdoc"), F.col("split").alias("_hs")), "_hdoc", "left"))
+    # A pair whose sentences come from documents of two splits would carry a document into both.
+    crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
+    pairs = pairs.withColumn("_cross", crosses).cache()
+    drops["documents_in_two_splits"] = pairs.filter(F.col("_cross")).count()
+    pairs = pairs.filter(~F.col("_cross")).drop("_ps", "_hs", "_cross")
+    prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
+    pairs = pairs.withColumn("_prio", prio[F.col("_split")])
+
+    # 3. one copy of each sentence pair (either order, case/space-insensitive) in the whole
+    #    dataset: the copy in test, else validation, else train; then the lowest hash.
+    w_key = Window.partitionBy("_skey").orderBy("_prio", "_h", "pair_id")
+    ranked = pairs.withColumn("_rank", F.row_number().over(w_key)) \
+                  .withColumn("_best", F.min("_prio").over(Window.partitionBy("_skey")))
+    gone = ranked.filter(F.col("_rank") > 1).groupBy((F.col("_prio") > F.col("_best")).alias("cross")).count().collect()
+    for r in gone:
+        drops["identical_pair_in_other_split" if r["cross"] else "identical_pair_in_same_split"] = int(r["count"])
+    pairs = ranked.filter(F.col("_rank") == 1).drop("_rank", "_best").cache()
+
+    # 4. balance: quotas per (split, corpus, label) from counts, then the first pairs by hash.
+    counts = {(r["_split"], r["corpus"], r["label"]): int(r["count"])
+              for r in pairs.groupBy("_split", "corpus", "label").count().collect()}
+    labels = sorted({k[2] for k in counts})
+    quotas = sp.compute_quotas(counts, balance, labels, max_eval)
+    drops["balance"] = sp.quota_drops(counts, quotas)
+    qdf = spark.createDataFrame([(s, c, l, int(n)) for (s, c, l), n in sorted(quotas.items())] or [("", "", "", 0)],
+                                "_split string, corpus string, label string, _quota long")
+    w_q = Window.partitionBy("_split", "corpus", "label").orderBy("_h", "pair_id")
+    pairs = (pairs.join(F.broadcast(qdf), ["_split", "corpus", "label"])
+             .withColumn("_n", F.row_number().over(w_q))
+             .filter(F.col("_n") <= F.col("_quota")).drop("_n", "_quota"))
+    final = pairs.cache()
+
+    for label in ("contrasting", "entailment", "reasoning", "neutral"):
+        if label not in labels:
+            ctx.warn(f"splits: no '{label}' pairs in pairs/ after leakage removal")
+    for (split, corpus), _ in sorted({(s, c): 0 for (s, c, _) in counts}.items()):
+        kept = sum(quotas.get((split, corpus, l), 0) for l in labels)
+        if kept == 0 and sum(counts.get((split, corpus, l), 0) for l in labels):
+            missing = [l for l in labels if not counts.get((split, corpus, l))]
+            ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
+                     + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
+
+    # 5. statistics (same row functions as `trainer stats`), aggregated in Spark SQL.
+    row_schema = T.StructType([T.StructField("pair_id", T.StringType()),
+                               T.StructField("premise_words", T.LongType()), T.StructField("hypothesis_words", T.LongType()),
+                               T.StructField("overlap_jaccard", T.DoubleType()), T.StructField("lcs_ratio", T.DoubleType()),
+                               T.StructField("new_token_rate", T.DoubleType()),
+                               T.StructField("hypothesis_inner_capital", T.BooleanType()),
+                               T.StructField("_words", T.ArrayType(T.StringType()))])
+    rows = final.select("pair_id", "premise", "hypothesis").mapInPandas(_row_stats_batches, row_schema)
+    rows = rows.join(final.select("pair_id", F.col("_split").alias("split"), "label"), "pair_id").cache()
+    result = _aggregate(F, rows)
+    _add_pmi(F, Window, rows, result)
+    for split in result["splits"].values():
+        split["duplicates"] = {"pairs": 0, "sentence_pairs": 0}  # removed above, checked below
+    leakage = _leakage(F, final)
+    result["leakage"] = leakage["between_splits"]
+
+    stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
+    stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
+    stats["corpora"] = {f"{r['_split']}|{r['corpus']}": {"pairs": int(r["pairs"]), "documents": int(r["documents"])}
+                        for r in final.groupBy("_split", "corpus").agg(F.count(F.lit(1)).alias("pairs"),
+                                                                      F.countDistinct("doc_id").alias("documents")).collect()}
+    stats["dropped"] = drops
+    stats["leakage"] = leakage["checks"]
+    markers = {}
+    if "marker" in columns:
+        for r in final.filter(F.col("marker").isNotNull()).groupBy("label", "marker").count().collect():
+            markers.setdefault(r["label"], {})[r["marker"]] = int(r["count"])
+    stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15]) for l, m in sorted(markers.items())}
+    if "source" in columns:
+        stats["sources"] = {f"{r['_split']}|{r['source']}": int(r["count"])
+                            for r in final.groupBy("_split", "source").count().collect()}
+
+    # 6. write everything under a temporary folder, then move it into place.
+    out_cols = [c for c in final.columns if c not in _INTERNAL]
+    tmp_name = "_tmp-splits"
+    _out.delete(spark, ctx.table_path(tmp_name))
+    schema = final.select(*out_cols).schema
+    num_bytes = {}
+    for split in sp.SPLITS:
+        n = result["splits"][split]["all"]["count"]
+        if not n:  # `datasets` cannot read an empty Parquet split: leave it out, say so
+            ctx.warn(f"splits: the {split} split is empty and is not written")
+            continue
+        part = final.filter(F.col("_split") == split).select(*out_cols)
+        n_files = max(1, min(int(getattr(args, "files_per_table", 4) or 4), n // 100_000 + 1))
+        path = ctx.write_table(part, f"{tmp_name}/{split}", sort_by=["pair_id"], num_files=n_files)
+        fs, hpath = _out._fs(spark, path)
+        num_bytes[split] = int(fs.getContentSummary(hpath).getLength())
+    dataset = {"splits": result["splits"], "leakage": result["leakage"]}
+    build = card_mod.build_info(ctx)
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp)
+        card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build, schema=schema,
+                                  lang=ctx.lexicon.lang, license=getattr(args, "license", "cc-by-sa-4.0"),
+                                  leakage=leakage, pairs_stats=ctx.stats.get("pairs"),
+                                  sentences_stats=ctx.stats.get("sentences"), num_bytes=num_bytes)
+        for f in sorted(local.iterdir()):
+            _put_file(spark, f, ctx.table_path(f"{tmp_name}/{f.name}"))
+    target = ctx.table_path("splits")
+    if _out.exists(spark, target):
+        if not getattr(args, "overwrite", False):
+            raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
+        _out.delete(spark, target)
+    _out.rename(spark, ctx.table_path(tmp_name), target)
+    for df in (rows, final, doc_split):
+        df.unpersist()
+    ctx.stats[STAGE] = stats
+
+
+def _put_file(spark, local: Path, dest: str) -> None:
+    if not _out.is_uri(dest):
+        shutil.copyfile(local, dest)
+        return
+    jvm = spark.sparkContext._jvm
+    fs, hdest = _out._fs(spark, dest)
+    fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(str(local)), hdest)
+
+
+def _aggregate(F, rows) -> dict:
+    aggs = st.spark_aggregate_columns()
+    both = rows.rollup("split", "label").agg(*aggs).filter(F.col("split").isNotNull()).collect()
+    per_label = [r for r in both if r["label"] is not None]
+    per_split = [r for r in both if r["label"] is None]
+    result = {"splits": {}}
+    for split in sp.SPLITS:
+        block_rows = [r.asDict() for r in per_label if r["split"] == split]
+        all_rows = [dict(r.asDict(), label=None) for r in per_split if r["split"] == split]
+        for r in block_rows + all_rows:
+            r.pop("split", None)
+        block = st.blocks_from_rows(block_rows + all_rows)
+        if block["all"] is None:
+            block["all"] = {"count": 0, **{k: None for k in st.AGGREGATES}}
+        result["splits"][split] = block
+    return result
+
+
+def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> None:
+    """Top-k PMI words per split and label: counts in SQL, the one `st.pmi` formula as a column."""
+    label_n = rows.groupBy("split", "label").agg(F.count(F.lit(1)).alias("n_label"))
+    split_n = rows.groupBy("split").agg(F.count(F.lit(1)).alias("n_total"),
+                                        F.countDistinct("label").alias("n_labels"))
+    words = rows.select("split", "label", F.explode("_words").alias("word"))
+    wl = words.groupBy("split", "word", "label").agg(F.count(F.lit(1)).alias("c_wl"))
+    w = words.groupBy("split", "word").agg(F.count(F.lit(1)).alias("c_w")).filter(F.col("c_w") >= min_count)
+    scored = wl.join(w, ["split", "word"]).join(label_n, ["split", "label"]).join(split_n, "split")
+    scored = scored.withColumn("pmi", st.pmi(F.col("c_wl"), F.col("c_w"), F.col("n_label"), F.col("n_total"),
+                                             F.col("n_labels"), st.PMI_SMOOTHING, log=F.log))
+    top = scored.withColumn("_r", F.row_number().over(
+        Window.partitionBy("split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
+    for r in top.orderBy("split", "label", "_r").collect():
+        block = result["splits"][r["split"]]["labels"].get(r["label"])
+        if block is not None:
+            block.setdefault("top_pmi_words", []).append(
+                {"word": r["word"], "pmi": round(float(r["pmi"]), 4), "count": int(r["c_wl"]), "word_count": int(r["c_w"])})
+
+
+def _leakage(F, final) -> dict:
+    """Checks on the written splits: documents, pairs, sentence pairs and hypotheses that
+    occur in two splits (the first three must be 0; shared hypotheses are reported).
+    One Spark job: (kind, key) -> set of splits, then counts per set."""
+    kinds = {"documents": "doc_id", "pairs": "_pkey", "sentence_pairs": "_skey", "hypotheses": "_hkey"}
+    items = F.array(*[F.struct(F.lit(kind).alias("kind"), F.col(col).cast("string").alias("k"))
+                      for kind, col in kinds.items()])
+    sets = (final.select(F.explode(items).alias("i"), F.col("_split").alias("s"))
+            .groupBy("i.kind", "i.k").agg(F.array_sort(F.collect_set("s")).alias("splits"))
+            .filter(F.size("splits") > 1)
+            .groupBy("kind", "splits").count().collect())
+    checks = {f"{kind}_in_two_splits": 0 for kind in kinds}
+    between = {f"{a}|{b}": {kind: 0 for kind in kinds}
+               for i, a in enumerate(sp.SPLITS) for b in sp.SPLITS[i + 1:]}
+    for r in sets:
+        checks[f"{r['kind']}_in_two_splits"] += int(r["count"])
+        names = sorted(r["splits"], key=sp.SPLITS.index)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                between[f"{a}|{b}"][r["kind"]] += int(r["count"])
+    return {"checks": checks, "between_splits": between}

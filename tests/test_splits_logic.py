@@ -1,0 +1,100 @@
+"""Pure split logic: ratios and balance flags, whole-document assignment, quotas."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from extractor import splits as sp
+
+
+def test_parse_ratios_and_errors():
+    assert sp.parse_ratios("0.8,0.1,0.1") == (0.8, 0.1, 0.1)
+    assert sp.parse_ratios("0.7, 0.15 ,0.15") == (0.7, 0.15, 0.15)
+    for bad in ("0.8,0.1", "0.8,0.1,0.2", "a,b,c", "1.2,-0.1,-0.1"):
+        with pytest.raises(sp.SplitsError, match="--split-ratios"):
+            sp.parse_ratios(bad)
+
+
+def test_parse_balance():
+    assert sp.parse_balance(["downsample"]) == sp.Balance("downsample")
+    assert sp.parse_balance("none") == sp.Balance("none")
+    assert sp.parse_balance(["cap", "500"]) == sp.Balance("cap", 500)
+    assert sp.parse_balance("cap=20") == sp.Balance("cap", 20)
+    for bad in (["cap"], ["cap", "0"], ["cap", "x"], ["balanced"]):
+        with pytest.raises(sp.SplitsError, match="--balance"):
+            sp.parse_balance(bad)
+
+
+def _docs(n=400, corpus="wiki", test_only=False):
+    return pd.DataFrame({"corpus": corpus, "doc_id": [f"{corpus}:{i}" for i in range(n)],
+                         "n_pairs": [1 + (i * 7) % 13 for i in range(n)], "test_only": test_only})
+
+
+def test_assignment_hits_ratios_in_pairs_and_is_whole_and_deterministic():
+    docs = _docs()
+    out = sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=0)
+    assert out["doc_id"].is_unique and set(out["doc_id"]) == set(docs["doc_id"])
+    share = docs.merge(out, on=["corpus", "doc_id"]).groupby("split")["n_pairs"].sum() / docs["n_pairs"].sum()
+    assert share["train"] == pytest.approx(0.8, abs=0.02)
+    assert share["validation"] == pytest.approx(0.1, abs=0.02)
+    assert share["test"] == pytest.approx(0.1, abs=0.02)
+    # input row order does not matter; the seed does
+    shuffled = sp.assign_documents(docs.sample(frac=1, random_state=3), (0.8, 0.1, 0.1), seed=0)
+    pd.testing.assert_frame_equal(out.sort_values("doc_id").reset_index(drop=True),
+                                  shuffled.sort_values("doc_id").reset_index(drop=True))
+    other = sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=1)
+    changed = other.set_index("doc_id")["split"].sort_index() != out.set_index("doc_id")["split"].sort_index()
+    assert changed.sum() > 20
+
+
+def test_small_corpus_still_gets_every_split_and_test_only_goes_to_test():
+    out = sp.assign_documents(_docs(12), (0.8, 0.1, 0.1), seed=0)
+    assert set(out["split"]) == {"train", "validation", "test"}
+    only = sp.assign_documents(_docs(30, "talks", True), (0.8, 0.1, 0.1), seed=0)
+    assert set(only["split"]) == {"test"}
+
+
+def test_largest_remainder():
+    assert sp.largest_remainder({"a": 10, "b": 5}, 100) == {"a": 10, "b": 5}
+    got = sp.largest_remainder({"a": 70, "b": 20, "c": 10}, 15)
+    assert sum(got.values()) == 15 and got == {"a": 11, "b": 3, "c": 1}  # 10.5, 3, 1.5: tie to "a"
+    got = sp.largest_remainder({"a": 1, "b": 1, "c": 1}, 2)
+    assert got == {"a": 1, "b": 1, "c": 0}  # ties go to the smaller key
+
+
+COUNTS = {("train", "wiki", "contrasting"): 300, ("train", "wiki", "reasoning"): 900,
+          ("train", "wiki", "neutral"): 1000, ("train", "wiki", "entailment"): 120,
+          ("test", "wiki", "contrasting"): 40, ("test", "wiki", "reasoning"): 90,
+          ("test", "wiki", "neutral"): 100, ("test", "wiki", "entailment"): 20,
+          ("test", "news", "contrasting"): 5, ("test", "news", "reasoning"): 9, ("test", "news", "neutral"): 9}
+LABELS = ["contrasting", "entailment", "neutral", "reasoning"]
+
+
+def test_downsample_per_split_and_corpus_with_eval_cap():
+    q = sp.compute_quotas(COUNTS, sp.Balance("downsample"), LABELS, max_eval_per_corpus=60)
+    assert {q[("train", "wiki", l)] for l in LABELS} == {120}
+    assert {q[("test", "wiki", l)] for l in LABELS} == {15}   # min(20, 60 // 4)
+    # news has no entailment in test: ESNLIR's per-corpus balance empties that group
+    assert {q[("test", "news", l)] for l in LABELS} == {0}
+    drops = sp.quota_drops(COUNTS, q)
+    assert drops["train"]["neutral"] == 880 and drops["test"]["contrasting"] == 25 + 5
+
+
+def test_none_keeps_distribution_and_stratifies_eval_down_to_the_cap():
+    q = sp.compute_quotas(COUNTS, sp.Balance("none"), LABELS, max_eval_per_corpus=125)
+    assert q[("train", "wiki", "neutral")] == 1000  # train is not capped
+    test_wiki = {l: q[("test", "wiki", l)] for l in LABELS}
+    assert sum(test_wiki.values()) == 125
+    assert test_wiki == {"contrasting": 20, "entailment": 10, "neutral": 50, "reasoning": 45}
+    assert sum(q[("test", "news", l)] for l in LABELS) == 23  # under the cap: all kept
+
+
+def test_cap_n_per_label_and_split_across_corpora():
+    q = sp.compute_quotas(COUNTS, sp.Balance("cap", 50), LABELS, max_eval_per_corpus=None)
+    for split in ("train", "test"):
+        for label in LABELS:
+            total = sum(n for (s, c, l), n in q.items() if s == split and l == label)
+            avail = sum(n for (s, c, l), n in COUNTS.items() if s == split and l == label)
+            assert total == min(50, avail)
+    # split over corpora in proportion: test/neutral 100 wiki + 9 news -> 46 + 4
+    assert (q[("test", "wiki", "neutral")], q[("test", "news", "neutral")]) == (46, 4)

@@ -502,8 +502,8 @@ def _strip_quotes(line: str) -> str:
             if len(arr[i]) != 3:
                 continue
             before = arr[i - 1]
-            x1 = before[-1:] or " "
-            x2 = before[-2:-1] or " "
+            x1 = before[-1:]     # as in MediaWiki, an empty prefix counts as a letter
+            x2 = before[-2:-1]
             if x1 == " ":
                 if space < 0:
                     space = i
@@ -550,6 +550,8 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
         if "[" in text and ("//" in text or "mailto:" in text):
             text = _EXT_LINK_RE.sub(lambda m: m.group(1) or "", text)
     if "//" in text:
+        if "&nbsp;" in text:  # a non-breaking space ends a URL (as any space does)
+            text = text.replace("&nbsp;", "\xa0")
         text = _BARE_URL_RE.sub("", text)
     if "[[" in text or "]]" in text or ("<" in text and _TAG_START_RE.search(text)):
         try:

@@ -1,0 +1,158 @@
+"""Punkt segmentation (extractor.segment): abbreviations, ş/ș ţ/ț, parameter files, exactness."""
+from __future__ import annotations
+
+import json
+import pickle
+import xml.etree.ElementTree as ET
+
+import pytest
+from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+from extractor.lexicon import load_lexicon
+from extractor.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
+from extractor.wikitext import clean_page
+
+RO = load_lexicon("ro")
+ES = load_lexicon("es")
+EN = load_lexicon("en")
+
+
+def sample_paragraphs(lexicon):
+    """The cleaned paragraphs of the bundled sample dump: the text the default command trains on."""
+    out = []
+    for path in sorted(lexicon.sample_input.glob("*.xml")):
+        for _, el in ET.iterparse(path):
+            if el.tag.rsplit("}", 1)[-1] == "page" and el.findtext("{*}ns") == "0":
+                text = el.findall("{*}revision")[-1].findtext("{*}text") or ""
+                out += clean_page(text, lexicon).paragraphs
+    return out
+
+
+@pytest.fixture(scope="module")
+def ro_segmenter():
+    return Segmenter(train_punkt(sample_paragraphs(RO), RO.abbreviations))
+
+
+@pytest.fixture(scope="module")
+def es_segmenter():
+    return Segmenter(train_punkt(sample_paragraphs(ES), ES.abbreviations))
+
+
+def test_romanian_abbreviations_do_not_end_sentences(ro_segmenter):
+    text = ("Dl. Popescu a discutat cu Dna. Ionescu despre art. 5 alin. (2) din lege. "
+            "Prof. Georgescu a confirmat că dosarul nr. 12 a fost trimis. "
+            "Poetul (n. 15 ianuarie 1850, Botoșani – d. 15 iunie 1889) a scris mult. "
+            "Sfârșitul a venit în anul 1889. Apoi a urmat altceva.")
+    assert ro_segmenter.split(text) == [
+        "Dl. Popescu a discutat cu Dna. Ionescu despre art. 5 alin. (2) din lege.",
+        "Prof. Georgescu a confirmat că dosarul nr. 12 a fost trimis.",
+        "Poetul (n. 15 ianuarie 1850, Botoșani – d. 15 iunie 1889) a scris mult.",
+        "Sfârșitul a venit în anul 1889.",
+        "Apoi a urmat altceva.",
+    ]
+
+
+@pytest.mark.parametrize("s, t", [("ș", "ț"), ("ş", "ţ")])
+def test_cedilla_and_comma_below_spellings_split_the_same(ro_segmenter, s, t):
+    text = (f"Au venit elevi, profesori {s}.a.m.d. la festivitate. "
+            f"Ora{s}ul a organizat concursuri, expozi{t}ii {s}.a. în parc. "
+            f"Pe de altă parte, {s}coala a rămas închisă în acea zi.")
+    assert ro_segmenter.split(text) == [
+        f"Au venit elevi, profesori {s}.a.m.d. la festivitate.",
+        f"Ora{s}ul a organizat concursuri, expozi{t}ii {s}.a. în parc.",
+        f"Pe de altă parte, {s}coala a rămas închisă în acea zi.",
+    ]
+
+
+def test_sentences_are_cut_from_the_text_as_written(ro_segmenter):
+    text = "Transilvania are oraşe vechi. Ţara Bârsei se află în sud."
+    assert ro_segmenter.split(text) == ["Transilvania are oraşe vechi.", "Ţara Bârsei se află în sud."]
+
+
+def test_spanish_abbreviations_do_not_end_sentences(es_segmenter):
+    text = ("El Sr. García y la Sra. Pérez visitaron a la Dra. López en Madrid. "
+            "Las exportaciones a EE.UU. crecieron mucho durante el último año. "
+            "La finca tiene aprox. tres hectáreas de olivar. ¿Cuándo llegó el primer envío? "
+            "Nadie lo sabe con certeza.")
+    assert es_segmenter.split(text) == [
+        "El Sr. García y la Sra. Pérez visitaron a la Dra. López en Madrid.",
+        "Las exportaciones a EE.UU. crecieron mucho durante el último año.",
+        "La finca tiene aprox. tres hectáreas de olivar.",
+        "¿Cuándo llegó el primer envío?",
+        "Nadie lo sabe con certeza.",
+    ]
+
+
+def test_rare_words_before_a_period_are_not_learnt_as_abbreviations():
+    # "oi" occurs once, before a period: Punkt alone would call it an abbreviation.
+    paras = sample_paragraphs(RO) + ["Pajiștile erau folosite ca pășuni de vară pentru oi. Păstorii urcau în iunie."]
+    seg = Segmenter(train_punkt(paras, RO.abbreviations))
+    assert seg.split("Pajiștile erau folosite ca pășuni de vară pentru oi. Păstorii urcau în iunie.") == [
+        "Pajiștile erau folosite ca pășuni de vară pentru oi.", "Păstorii urcau în iunie."]
+    assert "oi" not in seg.params.abbrev_types
+
+
+def test_abbreviation_types():
+    assert abbreviation_types(["Dl.", "ş.a.m.d", " EE.UU. ", ""]) == {"dl", "ș.a.m.d", "ee.uu"}
+    assert {"dl", "dna", "prof", "nr", "art", "alin"} <= abbreviation_types(RO.abbreviations)
+    assert {"sr", "sra", "dra", "ee.uu"} <= abbreviation_types(ES.abbreviations)
+
+
+def test_empty_and_whitespace_paragraphs(ro_segmenter):
+    assert ro_segmenter.split("") == []
+    assert ro_segmenter.split("   \n ") == []
+    assert ro_segmenter.split("  Fără punct final  ") == ["Fără punct final"]
+
+
+def test_training_is_bounded_by_max_chars():
+    texts = (f"Propoziția numărul {i} descrie un lucru. Apoi urmează alta." for i in range(10**6))
+    params = train_punkt(texts, RO.abbreviations, max_chars=20_000)  # returns: the generator is not exhausted
+    assert "dl" in params.abbrev_types
+
+
+def test_params_file_round_trip_is_deterministic(tmp_path, ro_segmenter):
+    first = save_params(ro_segmenter.params, tmp_path / "a" / "punkt-ro.json")
+    second = save_params(load_params(first), tmp_path / "punkt-ro-2.json")
+    assert first.read_bytes() == second.read_bytes()
+    reloaded = Segmenter(load_params(first))
+    paras = sample_paragraphs(RO)
+    assert [reloaded.split(p) for p in paras] == [ro_segmenter.split(p) for p in paras]
+    data = json.loads(first.read_text(encoding="utf-8"))
+    assert data["format"] == "nli-punkt-params/1" and "ș.a.m.d" in data["abbrev_types"]
+
+
+def test_bad_params_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        load_params(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.json"):
+        load_params(bad)
+    other = tmp_path / "other.json"
+    other.write_text('{"format": "something else"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="other.json: not a Punkt parameter file"):
+        load_params(other)
+
+
+def test_segmenter_pickles(ro_segmenter):
+    clone = pickle.loads(pickle.dumps(ro_segmenter))
+    text = "Dl. Popescu a venit. Dna. Ionescu a plecat."
+    assert clone.split(text) == ro_segmenter.split(text) == ["Dl. Popescu a venit.", "Dna. Ionescu a plecat."]
+
+
+def test_fast_decisions_equal_plain_nltk_punkt():
+    """The Segmenter decides common breaks without NLTK's token objects; it must agree with
+    NLTK's PunktSentenceTokenizer on every paragraph of real text (same parameters)."""
+    from tests.conftest import shared_file
+    from tests.test_wikitext import read_dump
+
+    paras = []
+    for page in read_dump(shared_file("dumps/enwiki-sample-206pages.xml.bz2")):
+        if page["ns"] == "0" and not page["redirect"]:
+            paras += clean_page(page["text"], EN).paragraphs
+    params = train_punkt(paras[:1500], EN.abbreviations)  # training on all of it only costs time
+    ours = Segmenter(params)
+    plain = PunktSentenceTokenizer(params)
+    assert len(paras) > 4000
+    for para in paras:
+        assert ours.split(para) == [s.strip() for s in plain.tokenize(para) if s.strip()]

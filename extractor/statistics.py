@@ -147,12 +147,17 @@ AGGREGATES: dict[str, tuple[str, str]] = {
 }
 
 
+# Means are rounded so that the summation order (Spark partitions) cannot change the last
+# bits: stats.json is byte-identical across runs, like the tables.
+DIGITS = 10
+
+
 def _reduce(values: pd.Series, how: str) -> float | None:
     if len(values) == 0:
         return None
     if how == "median":
-        return float(np.median(values.to_numpy(dtype="float64")))
-    return float(values.astype("float64").mean())
+        return round(float(np.median(values.to_numpy(dtype="float64"))), DIGITS)
+    return round(float(values.astype("float64").mean()), DIGITS)
 
 
 def aggregate_pandas(stats: pd.DataFrame, labels: pd.Series | None = None) -> dict:
@@ -198,7 +203,7 @@ def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
         block = {"count": int(row.pop("count"))}
         for name in AGGREGATES:
             v = row.get(name)
-            block[name] = None if v is None else float(v)
+            block[name] = None if v is None else round(float(v), DIGITS)
         if label is None:
             result["all"] = block
         else:

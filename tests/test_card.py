@@ -1,0 +1,51 @@
+"""Dataset card pieces without Spark: YAML header, body tables, chart."""
+from __future__ import annotations
+
+import yaml
+
+from extractor import card
+from extractor import statistics as st
+
+
+def _dataset():
+    import pandas as pd
+    df = pd.DataFrame({"premise": ["The dam held back the spring flood.", "Rain fell on the old town all day."] * 3,
+                       "hypothesis": ["The town stayed dry.", "The river rose by a metre."] * 3,
+                       "label": ["reasoning", "contrasting"] * 3})
+    splits = {"train": df, "validation": df.iloc[:2], "test": df.iloc[:0]}
+    return {"splits": {k: st.split_statistics(v) if len(v) else
+                       {"labels": {}, "all": {"count": 0, **{a: None for a in st.AGGREGATES}}} for k, v in splits.items()}}
+
+
+def test_header_leaves_out_empty_splits_and_names_labels():
+    h = card.yaml_header(lang="ro", license="cc-by-sa-4.0", sizes={"train": 6, "validation": 2, "test": 0},
+                         labels={"reasoning", "contrasting"})
+    assert h["language"] == ["ro"] and h["task_ids"] == ["natural-language-inference"]
+    assert [d["split"] for d in h["configs"][0]["data_files"]] == ["train", "validation"]
+    assert [s["name"] for s in h["dataset_info"]["splits"]] == ["train", "validation"]
+    assert card.label_names({"reasoning", "other"}) == ["contrasting", "entailment", "reasoning", "neutral", "other"]
+
+
+def test_body_and_chart(tmp_path):
+    ds = _dataset()
+    stage = {"settings": {"split_ratios": [0.8, 0.1, 0.1], "balance": "none", "max_eval_per_corpus": 15000},
+             "markers": {"reasoning": {"Prin urmare": 3}}, "corpora": {"train|ro": {"pairs": 6, "documents": 2}},
+             "dropped": {"identical_pair_in_other_split": 2, "balance": {"train": {"neutral": 4}}}}
+    build = {"command_line": "jobs/extract.py --lang ro", "lexicon": "phrase_lexicons/ro.yaml", "lexicon_sha256": "abc",
+             "lang": "ro", "seed": 3, "versions": {"python": "3.11"}, "pos_filter": {"status": "off: no model"}}
+    leakage = {"checks": {"documents_in_two_splits": 0, "pairs_in_two_splits": 1}, "between_splits": {}}
+    body = card.card_body(dataset=ds, stage_stats=stage, build=build, leakage=leakage, license="cc-by-sa-4.0",
+                          pairs_stats={"rejected": {"pos_no_predicate": 7}})
+    assert "`jobs/extract.py --lang ro`" in body and "sha256 `abc`" in body and "seed: 3" in body
+    assert "FAILED" in body  # a pair in two splits is reported, not hidden
+    assert "| rejected.pos_no_predicate | 7 |" in body and "| balance.train.neutral | 4 |" in body
+    assert "| reasoning | Prin urmare | 3 |" in body and "status: off: no model" in body
+    assert "| reasoning | 3 (50.0%) | 1 (50.0%) | 0 |" in body
+    png = card.plot_class_distribution(ds, tmp_path / "c.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    files = card.write_card_files(tmp_path / "out", dataset=ds, stage_stats=stage, build=build, schema=None,
+                                  lang="ro", license="cc-by-sa-4.0", leakage=leakage)
+    text = files[0].read_text()
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert header["dataset_info"]["splits"] == [{"name": "train", "num_bytes": 0, "num_examples": 6},
+                                                {"name": "validation", "num_bytes": 0, "num_examples": 2}]

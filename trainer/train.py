@@ -208,6 +208,15 @@ def train_one(args, seed: int, out: Path, train: pd.DataFrame, val, tests: dict,
 
 def _train_one(args, seed, out, train, val, tests, labels, base_config, callbacks) -> dict:
     t_start = time.perf_counter()
+    resume = False
+    if args.resume:
+        if (out / "checkpoint").exists():
+            resume = True
+        elif (out / "metrics.json").exists():  # finished before (e.g. an earlier seed of --seeds)
+            log.info("--resume: %s is complete; kept as it is", out)
+            return json.loads((out / "metrics.json").read_text())
+        else:
+            log.info("--resume: no checkpoint in %s; training from the start", out)
     log.info("run %s: model %s, input mode %s, seed %d, %d training rows", out, args.model, args.input_mode,
              seed, len(train))
     config = {**base_config, "seed": seed, "out": str(out)}
@@ -251,7 +260,7 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
 
     ctx = FitContext(seed=seed, out_dir=out, class_weights=args.class_weights, params=params,
                      callbacks=callbacks, schedule=schedule,
-                     dynamics_df=distinct if args.model in TORCH_MODELS else None, resume=args.resume)
+                     dynamics_df=distinct if args.model in TORCH_MODELS else None, resume=resume)
     t0 = time.perf_counter()
     model.fit(train, val, ctx)
     config["fit_seconds"] = round(time.perf_counter() - t0, 3)

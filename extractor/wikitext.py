@@ -151,7 +151,17 @@ def _cut_templates(text: str, drops: Counter) -> str:
     while True:
         m = _BRACE_RUN_RE.search(text, pos)
         if m is None:
-            break
+            if not stack:
+                break
+            # Unclosed: cut to the end of the paragraph, then go on scanning after it.
+            drops["unbalanced_template"] += 1
+            out.append(text[last:start])
+            end = text.find("\n\n", start)
+            if end < 0:
+                return "".join(out)
+            stack.clear()
+            last = pos = end
+            continue
         run = m.end() - m.start()
         if text[m.start()] == "{":
             if not stack:
@@ -178,14 +188,6 @@ def _cut_templates(text: str, drops: Counter) -> str:
                 if kept:
                     out.append(kept)
             last = pos
-    if stack:  # unclosed: cut to the end of the paragraph and rescan the rest
-        drops["unbalanced_template"] += 1
-        out.append(text[last:start])
-        end = text.find("\n\n", start)
-        if end < 0:
-            return "".join(out)
-        out.append(_cut_templates(text[end:], drops))
-        return "".join(out)
     out.append(text[last:n])
     return "".join(out)
 
@@ -251,8 +253,8 @@ _TEXT_TEMPLATES = {
                      "small caps", "smallcaps", "sc", "noitalic", "nowrap begin"), _first),
     **dict.fromkeys(("convert", "cvt"), _convert),
     **dict.fromkeys(("frac", "sfrac", "fraction"), _frac),
-    **dict.fromkeys(("circa", "c.", "c", "ca."), lambda pos: "c. " + _first(pos)),
-    "angbr": lambda pos: "⟨" + _first(pos) + "⟩",
+    **dict.fromkeys(("circa", "c.", "ca."), lambda pos: "c. " + pos[0] if pos else ""),
+    "angbr": lambda pos: "⟨" + pos[0] + "⟩" if pos else "",
     **dict.fromkeys(("ndash", "en dash"), lambda pos: "–"),
     **dict.fromkeys(("mdash", "em dash"), lambda pos: "—"),
     **dict.fromkeys(("snd", "spaced ndash", "spaced en dash", "spnd", "sndash"), lambda pos: " – "),

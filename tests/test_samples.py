@@ -100,7 +100,7 @@ def test_cleaned_text_has_no_residue_and_enough_words(sample):
     lang, lexicon, _, cleaned, _ = sample
     paragraphs = [para for page in cleaned.values() for para in page.paragraphs]
     assert not [p for p in paragraphs if RESIDUE.search(p)]
-    assert sum(len(p.split()) for p in paragraphs) >= 2400
+    assert sum(len(p.split()) for p in paragraphs) >= 3000
     dropped = {lexicon.normalize(s) for s in lexicon.drop_sections}
     assert not [s.title for page in cleaned.values() for s in page.sections if lexicon.normalize(s.title) in dropped]
     assert sum(page.drops["dropped_section"] for page in cleaned.values()) >= 10

@@ -224,14 +224,12 @@ def _check_unique(specs: list[CorpusSpec], where: str) -> None:
 # mark lets the job find the one line meant for the user.
 ERROR_MARK = "[nli-input-error] "
 _JAVA_INPUT_FAILURES = (
-    ("Unexpected end of", "truncated or corrupt compressed file"),
+    ("unexpected end of", "truncated or corrupt compressed file"),
     ("EOFException", "truncated or corrupt compressed file"),
     ("crc error", "corrupt bz2 file (CRC error)"),
-    ("CRC error", "corrupt bz2 file (CRC error)"),
     ("not in the BZip2 format", "not a bz2 file"),
-    ("Stream is not in the BZip2 format", "not a bz2 file"),
     ("bad block header", "corrupt bz2 file"),
-    ("Not in GZIP format", "not a gzip file"),
+    ("not in gzip format", "not a gzip file"),
     ("FileNotFoundException", "file not found (moved or deleted while the job ran?)"),
     ("is not a Parquet file", "not a Parquet file"),
 )
@@ -255,8 +253,9 @@ def spark_failure_message(exc: BaseException, corpora: list[CorpusSpec]) -> str 
     if at >= 0:
         return text[at + len(ERROR_MARK):].splitlines()[0].strip()
     files = [p for c in corpora for p in c.paths]
+    low = text.lower()
     for needle, meaning in _JAVA_INPUT_FAILURES:
-        if needle in text:
+        if needle.lower() in low:
             named = [p for p in files if p in text or os.path.basename(p) in text]
             where = ", ".join(named or files[:3]) + ("" if named or len(files) <= 3 else ", ...")
             return f"{where}: {meaning} ({needle})"

@@ -110,6 +110,9 @@ class DocumentProcessor:
         page = parse_page_record(record)
         if page is None:
             return []
+        if isinstance(page, PageError) and page.reason == "no_page_element":
+            self.counts["records_dropped", "no_page_element"] += 1  # text outside any <page>
+            return []
         self.counts["documents", "read"] += 1
         if isinstance(page, PageError):
             self.counts["documents_dropped", page.reason] += 1

@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     from extractor.spark import get_session
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}")
+    # Input failures are reported as one line below; others are re-raised with their trace.
+    spark.sparkContext.setLogLevel("FATAL")
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_output.resolve() if not output_uri else local_output,
                      corpora=corpora, stats={}, command_line=command_line, warnings=[], output_uri=output_uri)
     stats_path = None if output_uri else ctx.output / "stats.json"

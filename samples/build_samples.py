@@ -50,6 +50,18 @@ SITES = {
                        (105, "Anexo discusión"), (828, "Módulo")],
         "redirect_words": ("#REDIRECCIÓN", "#REDIRECCION", "#REDIRECT"),
     },
+    "en": {
+        "file": "enwiki-sample-pages-articles.xml",
+        "schema": "0.11",
+        "sitename": "Wikipedia",
+        "dbname": "enwiki",
+        "base": "https://en.wikipedia.org/wiki/Main_Page",
+        "namespaces": [(-2, "Media"), (-1, "Special"), (0, ""), (1, "Talk"), (2, "User"), (3, "User talk"),
+                       (4, "Wikipedia"), (5, "Wikipedia talk"), (6, "File"), (7, "File talk"),
+                       (8, "MediaWiki"), (10, "Template"), (11, "Template talk"), (12, "Help"),
+                       (14, "Category"), (15, "Category talk"), (100, "Portal"), (828, "Module")],
+        "redirect_words": ("#REDIRECT",),
+    },
 }
 
 _REDIRECT_TARGET = re.compile(r"\[\[([^\]|#]+)")

@@ -16,10 +16,14 @@ from extractor.segment import Segmenter, train_punkt
 from extractor.wikitext import clean_page, page_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
-LANGS = ("ro", "es")
-SCHEMAS = {"ro": "0.11", "es": "0.10"}
+LANGS = ("ro", "es", "en")  # the English sample is a small extra (~1,000 words)
+SCHEMAS = {"ro": "0.11", "es": "0.10", "en": "0.11"}
+MIN_WORDS = {"ro": 3000, "es": 3000, "en": 900}
+MIN_PAIRS = {"ro": 8, "es": 8, "en": 3}
+MIN_ARTICLES = {"ro": 10, "es": 10, "en": 4}
 # Namespace aliases of the language that must occur in its sample (file and category links).
-ALIASES = {"ro": ("[[Fișier:", "[[Imagine:", "[[Categorie:"), "es": ("[[Archivo:", "[[Categoría:")}
+ALIASES = {"ro": ("[[Fișier:", "[[Imagine:", "[[Categorie:"), "es": ("[[Archivo:", "[[Categoría:"),
+           "en": ("[[File:", "[[Category:")}
 RESIDUE = re.compile(r"\[\[|\]\]|\{\{|\}\}|thumb\||miniatura|Categor|\{\||\|\}|<ref|&nbsp;|''|<[a-z/]")
 
 
@@ -69,11 +73,13 @@ def test_pages_and_filters(sample):
     redirects = [p for p in pages if p["redirect"]]
     assert len(redirects) == 1 and redirects[0]["redirect"] in cleaned
     assert any(p["ns"] != 0 for p in pages)
-    assert len(cleaned) >= 8
+    assert len(cleaned) >= MIN_ARTICLES[lang]
 
 
 def test_markup_features_are_present(sample):
     lang, _, pages, _, _ = sample
+    if lang == "en":
+        pytest.skip("the English sample is a small extra; the feature list is for ro and es")
     text = "\n".join(p["text"] for p in pages if p["ns"] == 0)
     for feature in ("{{Infocaseta" if lang == "ro" else "{{Ficha", "<ref name=", "<ref>", "/>", "{{convert|",
                     "{{lang", "[[", "|", "''", "'''", "{|", "|}", "<!--", "__TOC__" if lang == "ro" else "==",
@@ -100,10 +106,10 @@ def test_cleaned_text_has_no_residue_and_enough_words(sample):
     lang, lexicon, _, cleaned, _ = sample
     paragraphs = [para for page in cleaned.values() for para in page.paragraphs]
     assert not [p for p in paragraphs if RESIDUE.search(p)]
-    assert sum(len(p.split()) for p in paragraphs) >= 3000
+    assert sum(len(p.split()) for p in paragraphs) >= MIN_WORDS[lang]
     dropped = {lexicon.normalize(s) for s in lexicon.drop_sections}
     assert not [s.title for page in cleaned.values() for s in page.sections if lexicon.normalize(s.title) in dropped]
-    assert sum(page.drops["dropped_section"] for page in cleaned.values()) >= 10
+    assert sum(page.drops["dropped_section"] for page in cleaned.values()) >= len(cleaned)
 
 
 def test_every_label_has_pairs_in_the_same_paragraph(sample):
@@ -121,7 +127,7 @@ def test_every_label_has_pairs_in_the_same_paragraph(sample):
                 if found and len(prev) >= 50 and len(found.hypothesis) >= 50:
                     pairs[found.label] += 1
     assert set(pairs) == set(MARKED_LABELS)
-    assert min(pairs.values()) >= 8, pairs
+    assert min(pairs.values()) >= MIN_PAIRS[lang], pairs
 
 
 def test_segmentation_of_the_sample_keeps_abbreviations(sample):
@@ -132,5 +138,5 @@ def test_segmentation_of_the_sample_keeps_abbreviations(sample):
         assert any(s.startswith("Potrivit art. 1 alin. (3), statul român") for s in sentences)
         assert any(s.startswith("Dl. Goe și familia lui") for s in sentences)
         assert any("(n. 15 ianuarie 1850, Botoșani – d. 15 iunie 1889, București) a fost" in s for s in sentences)
-    else:
+    elif lang == "es":
         assert any("a EE.UU., donde el consumo ha crecido" in s for s in sentences)

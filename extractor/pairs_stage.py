@@ -1,0 +1,511 @@
+"""Stage 2 of the job: `sentences/` -> `pairs/` (Spark glue; the text logic lives in
+extractor.matching, extractor.neutral and extractor.pos_filter). See docs/pairs.md.
+
+Plan, every step in Spark SQL or Arrow batches, nothing collected but aggregate counts:
+1. annotate each sentence (mapInPandas): the marker that opens it, the stripped
+   hypothesis, whether it opens with a lexicon phrase at all, its neutral form;
+2. marked pairs: a marked sentence and the previous sentence of its paragraph, both
+   meeting --min-chars; rejections counted by reason;
+3. POS filter (spaCy in mapInPandas over the distinct texts of candidate pairs only);
+4. identical (premise, hypothesis) pairs dropped (lowest pair_id kept);
+5. neutral candidates per strategy inside each document, hash-ranked by window
+   functions; the lowest hashes up to the allocation are kept (exact counts via a hash
+   histogram, see neutral.bin_cutoff), POS-filtered, deduplicated;
+6. `pairs/` written partitioned by label; counts into stats["pairs"].
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections import defaultdict
+
+import pandas as pd  # module level: pandas_udf resolves the 'pd.Series' hints here
+
+from extractor import neutral as nt
+from extractor import pos_filter as pf
+from extractor.hashing import stable_hash, stable_hex
+from extractor.lexicon import MARKED_LABELS
+
+STAGE = "pairs"
+SEP = "\x1f"
+REF_FIELDS = ("doc_id", "section", "para_idx", "sent_idx")
+OUTPUT_COLUMNS = ("pair_id", "corpus", "genre", "lang", "doc_id", "premise", "hypothesis", "label", "marker",
+                  "source", "premise_ref", "hypothesis_ref")
+NEIGHBOURS = 3  # hash-rank offsets tried when pairing two pools inside a document
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("pairs stage (sentences/ -> pairs/)")
+    g.add_argument("--spacy-model", default=None,
+                   help="spaCy model for the POS completeness filter (default: the lexicon's spacy_model)")
+    g.add_argument("--pos-filter", choices=pf.POS_FILTER_MODES, default="auto",
+                   help="auto: filter when the model is installed, else skip with a warning; "
+                        "on: a missing model is an error; off: no filter (default auto)")
+    g.add_argument("--neutral-ratio", type=float, default=1.0,
+                   help="neutral pairs per corpus, relative to its largest marked class (default 1.0)")
+    g.add_argument("--neutral-mix", default=nt.DEFAULT_MIX,
+                   help="weights of the neutral strategies, e.g. both_random=1,first_random=1,second_random=1,"
+                        "marked_different_paragraphs=1,adjacent_unmarked=1 (default: all 1)")
+
+
+# --------------------------------------------------------------------------- options
+
+class PairsOptions:
+    """The flags the stage reads, with their defaults (tests build one directly)."""
+
+    def __init__(self, min_chars: int = 50, seed: int = 0, spacy_model: str | None = None,
+                 pos_filter: str = "auto", neutral_ratio: float = 1.0, neutral_mix: str = nt.DEFAULT_MIX):
+        self.min_chars = int(min_chars)
+        self.seed = int(seed)
+        self.spacy_model = spacy_model
+        self.pos_filter = pos_filter
+        self.neutral_ratio = float(neutral_ratio)
+        self.neutral_mix = nt.parse_neutral_mix(neutral_mix)
+        nt.neutral_target({}, self.neutral_ratio)  # validates the ratio
+
+    @classmethod
+    def from_args(cls, args) -> "PairsOptions":
+        return cls(min_chars=getattr(args, "min_chars", 50), seed=getattr(args, "seed", 0),
+                   spacy_model=getattr(args, "spacy_model", None), pos_filter=getattr(args, "pos_filter", "auto"),
+                   neutral_ratio=getattr(args, "neutral_ratio", 1.0),
+                   neutral_mix=getattr(args, "neutral_mix", nt.DEFAULT_MIX))
+
+
+# --------------------------------------------------------------------------- Arrow-batch functions
+
+def _annotate_batches(lexicon, min_chars: int):
+    """mapInPandas function: adds the marker match and neutral eligibility to sentences."""
+    def run(batches):
+        from extractor.matching import matcher_for, recase_first_letter
+
+        matcher = matcher_for(lexicon)
+        for pdf in batches:
+            n = len(pdf)
+            label, marker, phrase, hyp, chained, opens, neutral_text = ([None] * n for _ in range(7))
+            short = pdf["short"].tolist() if "short" in pdf else [len(t or "") < min_chars for t in pdf["text"]]
+            for i, text in enumerate(pdf["text"].tolist()):
+                text = text or ""
+                m = matcher.match(text)
+                opens[i] = matcher.starts_with_phrase(text)
+                if m is not None:
+                    label[i], marker[i], phrase[i], hyp[i] = m.label, m.marker, m.phrase, m.hypothesis
+                    chained[i] = matcher.starts_with_phrase(m.hypothesis)
+                elif not opens[i] and not short[i]:
+                    neutral_text[i] = recase_first_letter(text)
+            out = pdf.assign(short=[bool(s) for s in short], label=label, marker=marker, phrase=phrase,
+                             hyp_text=hyp, chained=chained, opens_with_phrase=[bool(o) for o in opens],
+                             neutral_text=neutral_text)
+            yield out
+    return run
+
+
+def _pos_batches(model: str, subject_pos, predicate_pos):
+    """mapInPandas function: text -> pos_ok, pos_reason (spaCy loaded once per worker)."""
+    class _Lex:  # is_complete only needs the two tag sets
+        pass
+    lex = _Lex()
+    lex.subject_pos, lex.predicate_pos = tuple(subject_pos), tuple(predicate_pos)
+
+    def run(batches):
+        import pandas as pd
+
+        from extractor.pos_filter import check_texts
+
+        for pdf in batches:
+            texts = pdf["text"].tolist()
+            results = check_texts(texts, model, lex) if texts else []
+            yield pd.DataFrame({"text": texts, "pos_ok": [ok for ok, _ in results],
+                                "pos_reason": [reason for _, reason in results]})
+    return run
+
+
+def _hash_udf(seed: int):
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("long")
+    def h(keys: pd.Series) -> pd.Series:
+        return pd.Series([stable_hash(k, seed=seed) for k in keys], dtype="int64")
+    return h
+
+
+def _hex_udf():
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("string")
+    def h(keys: pd.Series) -> pd.Series:
+        return pd.Series([stable_hex(k) for k in keys], dtype="object")
+    return h
+
+
+# --------------------------------------------------------------------------- SQL helpers
+
+def _ref_key(F, prefix: str = ""):
+    """A string key of a sentence location (unambiguous: fields joined by \\x1e)."""
+    return F.concat_ws("\x1e", *(F.coalesce(F.col(prefix + c).cast("string"), F.lit("")) for c in REF_FIELDS))
+
+
+def _ref_struct(F, prefix: str = ""):
+    return F.struct(*(F.col(prefix + c).alias(c) for c in REF_FIELDS))
+
+
+def _count_by(df, *cols) -> dict:
+    """{value: count} (or nested by the columns) from an aggregate: the only thing collected."""
+    out: dict = {}
+    for row in df.groupBy(*cols).count().collect():
+        node = out
+        for c in cols[:-1]:
+            node = node.setdefault(str(row[c]), {})
+        node[str(row[cols[-1]])] = int(row["count"])
+    return out
+
+
+def take_lowest(df, group_cols, hash_col: str, tie_col: str, wanted: dict):
+    """The rows with the lowest `hash_col` per group, exactly wanted[group tuple] of
+    them (ties by `tie_col`). Done without a global sort: a 4096-bin histogram of the
+    hashes per group (an aggregate) tells which bin each group's cut falls in; only rows
+    of that bin are ranked by a window function."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spark = df.sparkSession
+    shift = 63 - nt.BIN_BITS
+    binned = df.withColumn("_bin", F.shiftright(F.col(hash_col), shift))
+    counts: dict = defaultdict(dict)
+    for row in binned.groupBy(*group_cols, "_bin").count().collect():
+        counts[tuple(row[c] for c in group_cols)][int(row["_bin"])] = int(row["count"])
+    cuts = []
+    for key, bins in counts.items():
+        cut, extra = nt.bin_cutoff(bins, int(wanted.get(key, 0)))
+        cuts.append((*key, cut, extra))
+    if not cuts:
+        return df.limit(0)
+    schema = ", ".join(f"{c} {t}" for c, t in zip(group_cols, [dict(df.dtypes)[c] for c in group_cols])) + \
+        ", _cut int, _extra int"
+    cut_df = spark.createDataFrame(cuts, schema)
+    joined = binned.join(F.broadcast(cut_df), list(group_cols))
+    w = Window.partitionBy(*group_cols, "_bin").orderBy(hash_col, tie_col)
+    ranked = joined.withColumn("_rn", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))
+    kept = ranked.filter((F.col("_bin") < F.col("_cut")) | ((F.col("_bin") == F.col("_cut")) & (F.col("_rn") <= F.col("_extra"))))
+    return kept.drop("_bin", "_cut", "_extra", "_rn")
+
+
+# --------------------------------------------------------------------------- the stage
+
+class Materializer:
+    """Cuts the lineage of intermediate tables: without it every later step re-plans the
+    whole stage and Catalyst's plans grow to megabytes. With a work directory (the job
+    uses <output>/_work-pairs) tables are written as Parquet and read back, which also
+    survives lost executors; without one, Spark's local checkpoints are used."""
+
+    def __init__(self, spark, work_dir: str | None = None):
+        self.spark, self.work_dir, self.frames = spark, work_dir, []
+
+    def __call__(self, df, name: str):
+        if self.work_dir:
+            path = f"{self.work_dir.rstrip('/')}/{name}"
+            df.write.mode("overwrite").parquet(path)
+            return self.spark.read.parquet(path)
+        out = df.localCheckpoint(eager=True)
+        self.frames.append(out)
+        return out
+
+    def cleanup(self) -> None:
+        for df in self.frames:
+            try:
+                df.unpersist()
+            except Exception:  # a session already stopped: nothing to release
+                pass
+        if self.work_dir:
+            from extractor import output as _out
+            _out.delete(self.spark, self.work_dir)
+
+
+def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, work_dir: str | None = None):
+    """sentences DataFrame -> (pairs DataFrame, stats dict, Materializer).
+
+    Runs aggregate jobs for the counts; the returned DataFrame reads materialized
+    intermediates: call `.cleanup()` on the third value after writing it."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    stats: dict = {"rejected": {}, "candidates": {}}
+    store = Materializer(spark, work_dir)
+    names = iter(range(1000))
+
+    def keep(df):
+        return store(df, f"t{next(names):02d}")
+
+    model = options.spacy_model or lexicon.spacy_model
+    enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
+    if warning and warn:
+        warn(warning)
+    stats["pos_filter"] = {"status": status, "mode": options.pos_filter, "model": model if enabled else None,
+                           "model_requested": model, "sentences_checked": 0, "sentences_rejected": {}}
+    stats["neutral"] = {"ratio": options.neutral_ratio, "mix": options.neutral_mix}
+
+    # 1. annotate ---------------------------------------------------------------------
+    base_cols = ["corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text"]
+    have = set(sentences.columns)
+    cols = [F.col(c) if c in have else F.lit(None).cast("string").alias(c) for c in base_cols]
+    if "short" in have:
+        cols.append(F.col("short"))
+    else:
+        cols.append((F.length(F.coalesce("text", F.lit(""))) < options.min_chars).alias("short"))
+    src = sentences.select(*cols)
+    schema = T.StructType(list(src.schema.fields) + [
+        T.StructField("label", T.StringType()), T.StructField("marker", T.StringType()),
+        T.StructField("phrase", T.StringType()), T.StructField("hyp_text", T.StringType()),
+        T.StructField("chained", T.BooleanType()), T.StructField("opens_with_phrase", T.BooleanType()),
+        T.StructField("neutral_text", T.StringType())])
+    sent = keep(src.mapInPandas(_annotate_batches(lexicon, options.min_chars), schema))
+
+    # 2. marked candidates ------------------------------------------------------------
+    hyp = sent.filter(F.col("label").isNotNull())
+    prev = sent.select(F.col("doc_id").alias("p_doc_id"), F.col("section").alias("p_section"),
+                       F.col("para_idx").alias("p_para_idx"), (F.col("sent_idx") + 1).alias("p_next"),
+                       F.col("sent_idx").alias("p_sent_idx"), F.col("text").alias("premise"),
+                       F.col("short").alias("p_short"))
+    cand = hyp.join(prev, (F.col("doc_id") == F.col("p_doc_id")) & F.col("section").eqNullSafe(F.col("p_section"))
+                    & (F.col("para_idx") == F.col("p_para_idx")) & (F.col("sent_idx") == F.col("p_next")), "left")
+    cand = cand.drop("p_doc_id", "p_section", "p_para_idx", "p_next")
+    reason = (F.when(F.col("short"), "hypothesis_short")
+              .when(F.col("premise").isNull(), "no_premise")
+              .when(F.col("p_short"), "premise_short")
+              .when(F.col("chained"), "hypothesis_starts_with_phrase")
+              .when(F.col("premise") == F.col("hyp_text"), "premise_equals_hypothesis"))
+    cand = keep(cand.withColumn("_reject", reason))
+    stats["candidates"]["marked_sentences"] = _count_by(cand, "label")
+    for r, n in _count_by(cand.filter(F.col("_reject").isNotNull()), "_reject").items():
+        stats["rejected"][r] = stats["rejected"].get(r, 0) + n
+
+    hex_udf = _hex_udf()
+    marked = (cand.filter(F.col("_reject").isNull())
+              .select("corpus", "genre", "lang", "doc_id",
+                      F.col("premise"), F.col("hyp_text").alias("hypothesis"), "label", "marker", "phrase",
+                      F.lit("marker").alias("source"),
+                      F.struct(F.col("doc_id"), F.col("section"), F.col("para_idx"),
+                               F.col("p_sent_idx").alias("sent_idx")).alias("premise_ref"),
+                      F.struct(*(F.col(c) for c in REF_FIELDS)).alias("hypothesis_ref")))
+    marked = _with_pair_id(F, marked, hex_udf)
+
+    # 3. POS filter on the distinct texts of marked candidates ----------------------------
+    pos_table = None
+    pass_rate = None
+    if enabled:
+        texts = marked.select(F.col("premise").alias("text")).union(marked.select(F.col("hypothesis").alias("text"))).distinct()
+        pos_table = keep(texts.mapInPandas(_pos_batches(model, lexicon.subject_pos, lexicon.predicate_pos),
+                                           "text string, pos_ok boolean, pos_reason string"))
+        checked = pos_table.count()
+        ok = pos_table.filter("pos_ok").count()
+        pass_rate = ok / checked if checked else None
+        marked, rej = _apply_pos(F, marked, pos_table)
+        marked = keep(marked)
+        for r, n in _count_by(rej, "_reject").items():
+            stats["rejected"][r] = stats["rejected"].get(r, 0) + n
+    else:
+        marked = keep(marked)
+
+    # 4. identical pairs ---------------------------------------------------------------
+    marked, dups = _dedup(F, Window, marked)
+    marked = keep(marked)
+    stats["rejected"]["duplicate_pair"] = dups.count()
+    marked_counts = _count_by(marked, "corpus", "label")  # {corpus: {label: n}}
+
+    # 5. neutral ------------------------------------------------------------------------
+    neutral, nstats = _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, keep,
+                               pos_table if enabled else None, model if enabled else None, lexicon, pass_rate, stats)
+    stats["neutral"].update(nstats)
+
+    out_cols = list(OUTPUT_COLUMNS) + ["phrase"]
+    pairs = marked.select(*out_cols).unionByName(neutral.select(*out_cols))
+    if enabled:
+        stats["pos_filter"]["sentences_checked"] = pos_table.count()
+        stats["pos_filter"]["sentences_rejected"] = _count_by(pos_table.filter(~F.col("pos_ok")), "pos_reason")
+    return pairs, stats, store
+
+
+def _with_pair_id(F, df, hex_udf):
+    key = F.concat_ws(SEP, _ref_key_struct(F, "premise_ref"), _ref_key_struct(F, "hypothesis_ref"),
+                      F.col("premise"), F.col("hypothesis"), F.col("label"))
+    return df.withColumn("pair_id", hex_udf(key))
+
+
+def _ref_key_struct(F, col):
+    return F.concat_ws("\x1e", *(F.coalesce(F.col(f"{col}.{c}").cast("string"), F.lit("")) for c in REF_FIELDS))
+
+
+def _apply_pos(F, pairs, pos_table):
+    """Keep pairs whose premise and hypothesis both pass; the rest as (`_reject`) rows.
+    The hypothesis's reason is reported when both fail."""
+    p = pos_table.select(F.col("text").alias("_pt"), F.col("pos_ok").alias("_pok"), F.col("pos_reason").alias("_pr"))
+    h = pos_table.select(F.col("text").alias("_ht"), F.col("pos_ok").alias("_hok"), F.col("pos_reason").alias("_hr"))
+    j = pairs.join(p, F.col("premise") == F.col("_pt"), "left").join(h, F.col("hypothesis") == F.col("_ht"), "left")
+    reason = F.when(F.col("_hok") == F.lit(False), F.col("_hr")).when(F.col("_pok") == F.lit(False), F.col("_pr"))
+    j = j.withColumn("_reject", reason)
+    drop = ["_pt", "_pok", "_pr", "_ht", "_hok", "_hr"]
+    return j.filter(F.col("_reject").isNull()).drop(*drop, "_reject"), j.filter(F.col("_reject").isNotNull())
+
+
+def _dedup(F, Window, pairs, against=None):
+    """Drop repeated (premise, hypothesis) pairs, keeping the lowest pair_id; with
+    `against`, also drop pairs already there. Returns (kept, dropped)."""
+    w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
+    ranked = pairs.withColumn("_rn", F.row_number().over(w))
+    kept, dropped = ranked.filter("_rn = 1").drop("_rn"), ranked.filter("_rn > 1").drop("_rn")
+    if against is not None:
+        seen = against.select("premise", "hypothesis").distinct()
+        dropped = dropped.unionByName(kept.join(seen, ["premise", "hypothesis"], "left_semi"))
+        kept = kept.join(seen, ["premise", "hypothesis"], "left_anti")
+    return kept, dropped
+
+
+def _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, keep, pos_table, model, lexicon,
+             pass_rate, stats):
+    """Neutral pairs: candidates per strategy inside each document, then exact hash-based
+    selection per (corpus, strategy). Returns (DataFrame, stats)."""
+    seed = options.seed
+    hash_udf = _hash_udf(seed)
+    nstats: dict = {"target": {}, "allocated": {}, "candidates": {}, "shortfall": {}}
+    targets = {c: nt.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, options.neutral_ratio)
+               for c, labels in marked_counts.items()}
+    nstats["target"] = targets
+
+    # pools ------------------------------------------------------------------------
+    used = (marked.select(F.col("premise_ref.*")).union(marked.select(F.col("hypothesis_ref.*"))).distinct()
+            .select(*(F.col(c).alias("u_" + c) for c in REF_FIELDS)))
+    unused = (sent.filter(F.col("neutral_text").isNotNull())
+              .join(used, [F.col(c).eqNullSafe(F.col("u_" + c)) for c in REF_FIELDS], "left_anti")
+              .select("corpus", "genre", "lang", *REF_FIELDS, F.col("neutral_text").alias("text")))
+    m_prem = marked.select("corpus", "genre", "lang", F.col("premise_ref.*"), F.col("premise").alias("text"))
+    m_hyp = marked.select("corpus", "genre", "lang", F.col("hypothesis_ref.*"), F.col("hypothesis").alias("text"))
+    pools = {"unused": unused, "marked_premise": m_prem, "marked_hypothesis": m_hyp}
+
+    cands = []
+    for strategy, (pa, pb) in nt.POOLS.items():
+        if options.neutral_mix.get(strategy, 0) <= 0:
+            continue
+        cands.append(_pair_pools(F, Window, pools[pa], pools[pb], strategy, hash_udf))
+    if options.neutral_mix.get("adjacent_unmarked", 0) > 0:
+        cands.append(_adjacent(F, unused, hash_udf))
+    if not cands:
+        return marked.limit(0), nstats
+    cand = cands[0]
+    for c in cands[1:]:
+        cand = cand.unionByName(c)
+    cand = cand.withColumn("label", F.lit("neutral")).withColumn("marker", F.lit(None).cast("string")) \
+        .withColumn("phrase", F.lit(None).cast("string"))
+    cand = _with_pair_id(F, cand, hex_udf)
+    # the same pair from two strategies, or a pair that is already marked: dropped before counting
+    cand, _ = _dedup(F, Window, cand, against=marked)
+    cand = keep(cand.filter(F.col("premise") != F.col("hypothesis")))
+    avail = _count_by(cand, "corpus", "source")
+    nstats["candidates"] = avail
+
+    def allocation(available):
+        return {c: nt.allocate(targets.get(c, 0), options.neutral_mix, {s: available.get(c, {}).get(s, 0)
+                                                                          for s in nt.STRATEGIES})
+                for c in set(targets) | set(available)}
+
+    if pos_table is not None:
+        first = allocation(avail)
+        wanted = {(c, s): nt.oversample(n, pass_rate, avail.get(c, {}).get(s, 0))
+                  for c, per in first.items() for s, n in per.items()}
+        pre = take_lowest(cand, ["corpus", "source"], "_h", "pair_id", wanted)
+        new_texts = (pre.select(F.col("premise").alias("text")).union(pre.select(F.col("hypothesis").alias("text")))
+                     .distinct().join(pos_table.select("text"), "text", "left_anti"))
+        extra = keep(new_texts.mapInPandas(_pos_batches(model, lexicon.subject_pos, lexicon.predicate_pos),
+                                           "text string, pos_ok boolean, pos_reason string"))
+        all_pos = pos_table.unionByName(extra)
+        passed, rej = _apply_pos(F, pre, all_pos)
+        passed = keep(passed)
+        nstats["pos_rejected_candidates"] = _count_by(rej, "_reject")
+        stats["pos_filter"]["neutral_sentences_checked"] = extra.count()
+        for r, n in _count_by(extra.filter(~F.col("pos_ok")), "pos_reason").items():
+            stats["pos_filter"].setdefault("neutral_sentences_rejected", {})[r] = n
+        avail = _count_by(passed, "corpus", "source")
+        cand = passed
+    final = allocation(avail)
+    nstats["allocated"] = final
+    nstats["shortfall"] = {c: max(0, targets.get(c, 0) - sum(per.values())) for c, per in final.items()}
+    chosen = take_lowest(cand, ["corpus", "source"], "_h", "pair_id",
+                         {(c, s): n for c, per in final.items() for s, n in per.items()})
+    return chosen.drop("_h"), nstats
+
+
+def _ranked(F, Window, pool, salt: str, hash_udf, role: str):
+    """A pool with a per-document rank by the hash of (salt, role, location) and its size."""
+    h = hash_udf(F.concat_ws(SEP, F.lit(salt), F.lit(role), _ref_key(F)))
+    w = Window.partitionBy("doc_id").orderBy("_k", *REF_FIELDS[1:])
+    return (pool.withColumn("_k", h).withColumn("_rank", F.row_number().over(w) - 1)
+            .withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("doc_id"))).drop("_k"))
+
+
+def _pair_pools(F, Window, pool_a, pool_b, strategy: str, hash_udf):
+    """Candidates of one strategy: premise i of the document's hash order is paired with
+    hypothesis (i + d) mod n_b for d < NEIGHBOURS, the first d landing in another
+    paragraph; each hypothesis is kept once (smallest d, then rank)."""
+    a = _ranked(F, Window, pool_a, strategy, hash_udf, "premise")
+    b = _ranked(F, Window, pool_b, strategy, hash_udf, "hypothesis")
+    a = a.select(*(F.col(c).alias("a_" + c) for c in a.columns))
+    b = b.select(*(F.col(c).alias("b_" + c) for c in b.columns))
+    a = a.withColumn("_d", F.explode(F.array(*[F.lit(d) for d in range(NEIGHBOURS)])))
+    joined = a.join(b, (F.col("a_doc_id") == F.col("b_doc_id")) &
+                    (F.col("b__rank") == F.pmod(F.col("a__rank") + F.col("_d"), F.col("b__n"))))
+    joined = joined.filter(~(F.col("a_section").eqNullSafe(F.col("b_section")) & (F.col("a_para_idx") == F.col("b_para_idx"))))
+    joined = joined.filter(F.col("a_text") != F.col("b_text"))
+    w_a = Window.partitionBy("a_doc_id", "a__rank").orderBy("_d")
+    joined = joined.withColumn("_ra", F.row_number().over(w_a)).filter("_ra = 1")
+    w_b = Window.partitionBy("b_doc_id", "b__rank").orderBy("_d", "a__rank")
+    joined = joined.withColumn("_rb", F.row_number().over(w_b)).filter("_rb = 1")
+    out = joined.select(
+        F.col("a_corpus").alias("corpus"), F.col("a_genre").alias("genre"), F.col("a_lang").alias("lang"),
+        F.col("a_doc_id").alias("doc_id"), F.col("a_text").alias("premise"), F.col("b_text").alias("hypothesis"),
+        F.lit(strategy).alias("source"),
+        F.struct(*(F.col("a_" + c).alias(c) for c in REF_FIELDS)).alias("premise_ref"),
+        F.struct(*(F.col("b_" + c).alias(c) for c in REF_FIELDS)).alias("hypothesis_ref"))
+    return _selection_hash(F, out, strategy, hash_udf)
+
+
+def _adjacent(F, unused, hash_udf):
+    """RoNLI's neutral: two consecutive unused sentences of one paragraph."""
+    p = unused.select(F.col("doc_id").alias("p_doc_id"), F.col("section").alias("p_section"),
+                      F.col("para_idx").alias("p_para_idx"), (F.col("sent_idx") + 1).alias("p_next"),
+                      F.col("sent_idx").alias("p_sent_idx"), F.col("text").alias("p_text"))
+    j = unused.join(p, (F.col("doc_id") == F.col("p_doc_id")) & F.col("section").eqNullSafe(F.col("p_section"))
+                    & (F.col("para_idx") == F.col("p_para_idx")) & (F.col("sent_idx") == F.col("p_next")))
+    out = j.select("corpus", "genre", "lang", "doc_id", F.col("p_text").alias("premise"),
+                   F.col("text").alias("hypothesis"), F.lit("adjacent_unmarked").alias("source"),
+                   F.struct(F.col("doc_id"), F.col("section"), F.col("para_idx"),
+                            F.col("p_sent_idx").alias("sent_idx")).alias("premise_ref"),
+                   F.struct(*(F.col(c) for c in REF_FIELDS)).alias("hypothesis_ref"))
+    return _selection_hash(F, out, "adjacent_unmarked", hash_udf)
+
+
+def _selection_hash(F, df, strategy, hash_udf):
+    key = F.concat_ws(SEP, F.lit(strategy), _ref_key_struct(F, "premise_ref"), _ref_key_struct(F, "hypothesis_ref"))
+    return df.withColumn("_h", hash_udf(key))
+
+
+def summarize(pairs_df, stats: dict) -> dict:
+    """Counts per label, marker (lexicon phrase), source and corpus of the pairs table."""
+    stats["labels"] = _count_by(pairs_df, "label")
+    stats["markers"] = _count_by(pairs_df.filter("phrase is not null"), "label", "phrase")
+    stats["sources"] = _count_by(pairs_df, "source")
+    stats["corpora"] = _count_by(pairs_df, "corpus", "label")
+    stats["total"] = int(sum(stats["labels"].values()))
+    return stats
+
+
+def run(ctx) -> None:
+    options = PairsOptions.from_args(ctx.args)
+    sentences = ctx.read_table("sentences")
+    work = ctx.table_path("_work-pairs")
+    pairs, stats, store = build_pairs(ctx.spark, sentences, ctx.lexicon, options, warn=ctx.warn, work_dir=work)
+    try:
+        pairs = store(pairs, "pairs")
+        summarize(pairs, stats)
+        ctx.write_table(pairs.select(*OUTPUT_COLUMNS), "pairs", partition_by="label", sort_by=["pair_id"])
+    finally:
+        store.cleanup()
+    ctx.stats[STAGE] = stats

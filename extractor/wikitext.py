@@ -73,6 +73,7 @@ _DROP_TAG_RE = re.compile(
 _LONE_DROP_TAG_RE = re.compile(r"</?(?:%s)\b[^>]*>" % "|".join(_DROP_TAGS), re.I)
 _BRACE_RUN_RE = re.compile(r"\{\{+|\}\}+")
 _MAGIC_WORD_RE = re.compile(r"__[A-Z]+__")
+_LINK_ONLY_LINE_RE = re.compile(r"^[ \t]*(?:\[\[[^\[\]|:\n]+:[^\[\]\n]*\]\][ \t]*)+$", re.M)
 _HEADING_RE = re.compile(r"^(=+)(.+?)(=+)\s*$")
 _LINK_OPEN_RE = re.compile(r"\[\[|\]\]")
 _MARKUP_CHARS = re.compile(r"[\[<&'{}|_]")
@@ -580,6 +581,11 @@ def precut(wikitext: str, lexicon, drops: Counter | None = None) -> str:
     text = _cut_templates(text, drops)
     if "[[" in text:
         text = _cut_links(text, rules.hidden_link_re, drops)
+    if ":" in text and "[[" in text:
+        # Lines made only of [[Prefix:Target]] links are category/interlanguage blocks, also
+        # in a wiki whose namespace names the lexicon does not list (a bgwiki dump read
+        # with en.yaml: [[Категория:Календари]]).
+        text = _LINK_ONLY_LINE_RE.sub("", text)
     if "__" in text:
         text = _MAGIC_WORD_RE.sub("", text)
     return text

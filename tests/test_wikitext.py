@@ -314,3 +314,27 @@ def test_enwiki_tables_leave_no_table_text():
             assert not table_bits.search(para), (page["title"], para[:200])
             assert not RESIDUE.search(para), (page["title"], para[:200])
         assert paragraphs(cleaned), page["title"]
+
+
+def test_category_lines_of_unknown_namespace_names_are_dropped():
+    # A Bulgarian page read with the English lexicon: the category name is not in en.yaml.
+    text = "Текст на статията.\n\n[[Категория:Календари]]\n[[Категория:Време| ]] [[de:Kalender]]"
+    assert paragraphs(clean_page(text, EN)) == ["Текст на статията."]
+    # ... but a link inside prose keeps its text.
+    assert paragraphs(clean_page("See [[Wikipedia:Manual|the manual]] here.", EN)) == ["See the manual here."]
+
+
+def test_many_unclosed_templates_do_not_recurse():
+    text = "".join(f"Paragraph {i} {{{{open\n\n" for i in range(5000))
+    page = clean_page(text, EN)
+    assert len(paragraphs(page)) == 5000 and page.drops["unbalanced_template"] == 5000
+
+
+def test_bgwiki_utf16_page_cleans_without_residue():
+    path = shared_file("dumps/bgwiki-sample-utf16.xml.bz2")
+    pages = [p for p in read_dump(path) if p["ns"] == "0"]
+    assert len(pages) == 1
+    page = clean_page(pages[0]["text"], EN)
+    paras = paragraphs(page)
+    assert paras[0].startswith("Григорианският календар (понякога наричан и Грегориански календар")
+    assert not [p for p in paras if RESIDUE.search(p) or "Категория" in p]

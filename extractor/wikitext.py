@@ -97,8 +97,8 @@ _HTML_TAGS = ("div", "span", "center", "blockquote", "small", "big", "font", "su
 _HTML_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_HTML_TAGS), re.I)
 _SPACE_BEFORE_PUNCT_RE = re.compile(r" ([,.;:!?)\]])")
 _EMPTY_PARENS_RE = re.compile(r"\(\s*[,;:]?\s*\)|\[\s*\]")
-_PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*[,;:]\s*")
-_PAREN_TRAILING_PUNCT_RE = re.compile(r"\s*[,;:]\s*\)")
+_PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*(?:[,;:]\s*)+")
+_PAREN_TRAILING_PUNCT_RE = re.compile(r"(?:\s*[,;:])+\s*\)")
 _DOUBLE_PUNCT_RE = re.compile(r"([,;])\s*(?=[,;.])")
 _INTERLANG_RE = r"[a-z]{2,3}(?:-[a-z]+)*|simple"
 

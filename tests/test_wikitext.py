@@ -338,3 +338,12 @@ def test_bgwiki_utf16_page_cleans_without_residue():
     paras = paragraphs(page)
     assert paras[0].startswith("Григорианският календар (понякога наричан и Грегориански календар")
     assert not [p for p in paras if RESIDUE.search(p) or "Категория" in p]
+
+
+def test_holes_left_by_pronunciation_templates_are_tidied():
+    text = ("'''Albert Einstein''' ({{IPAc-en|ˈ|aɪ|n}};<ref>{{cite book|title=X}}</ref> {{IPA-de|ˈalbɛɐ̯t|lang}}; "
+            "14 March 1879&nbsp;– 18 April 1955) was a physicist. '''Asphalt''' ({{IPAc-en|US|ˈ|æ}}, "
+            "{{IPAc-en|UK|ˈ|æ}},<ref>x</ref> occasionally {{IPAc-en|ˈ|æ}}), also known as bitumen ({{IPAc-en|b}}).")
+    assert paragraphs(clean_page(text, EN)) == [
+        "Albert Einstein (14 March 1879 – 18 April 1955) was a physicist. "
+        "Asphalt (occasionally), also known as bitumen."]

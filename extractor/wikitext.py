@@ -455,7 +455,7 @@ def _finish(text: str, drops: Counter) -> str:
     if _RESIDUE_RE.search(text):
         drops["markup_residue"] += 1
         text = _RESIDUE_RE.sub(" ", text)
-    text = _SPACE_RE.sub(" ", text).strip()
+    text = " ".join(text.split())
     if not text:
         return text
     # Holes left by removed templates: "X ( ; born 1950)" -> "X (born 1950)", "()" -> "".
@@ -464,7 +464,7 @@ def _finish(text: str, drops: Counter) -> str:
         text = _PAREN_LEADING_PUNCT_RE.sub("(", text)
         text = _PAREN_TRAILING_PUNCT_RE.sub(")", text)
         text = _EMPTY_PARENS_RE.sub("", text)
-        text = _SPACE_RE.sub(" ", text).strip()
+        text = " ".join(text.split())
     if _SPACE_BEFORE_PUNCT_RE.search(text):
         text = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", text)
     if ",," in text or ",." in text or ";." in text or ";," in text or ",;" in text:

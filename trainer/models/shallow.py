@@ -157,7 +157,8 @@ class TfidfSVM(SklearnModel):
 class BowXGBoost(SklearnModel):
     kind = "bow-xgboost"
     GRID = {"max_depth": [4, 6, 8], "learning_rate": [0.05, 0.1, 0.3]}
-    DEFAULTS = {"n_estimators": 300, "max_depth": 6, "learning_rate": 0.1}
+    # one thread: OpenMP barriers on a shared, oversubscribed machine cost more than they gain
+    DEFAULTS = {"n_estimators": 300, "max_depth": 6, "learning_rate": 0.1, "n_jobs": 1}
     sample_weighted = True
 
     def build(self, seed, class_weights):
@@ -165,6 +166,6 @@ class BowXGBoost(SklearnModel):
 
         clf = XGBClassifier(n_estimators=self.params["n_estimators"], max_depth=self.params["max_depth"],
                             learning_rate=self.params["learning_rate"], tree_method="hist",
-                            random_state=seed, n_jobs=2, eval_metric="mlogloss")
+                            random_state=seed, n_jobs=int(self.params["n_jobs"]), eval_metric="mlogloss")
         return Pipeline([("features", text_features(self.input_mode, kind="bow", max_features=20000)),
                          ("clf", clf)])

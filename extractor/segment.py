@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
+from nltk.tokenize.punkt import PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktTrainer
 
 __all__ = ["train_punkt", "save_params", "load_params", "Segmenter", "abbreviation_types",
            "DEFAULT_MAX_TRAIN_CHARS", "PARAMS_FORMAT"]
@@ -48,7 +48,7 @@ def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
     """Learn Punkt parameters from texts (paragraphs or pages), at most max_chars of them,
     then add the lexicon's abbreviations (after training, so that the trainer's own
     re-classification cannot remove them)."""
-    trainer = PunktTrainer()
+    trainer = PunktTrainer(lang_vars=_StdReLangVars())
     trainer.INCLUDE_ALL_COLLOCS = True
     seen = 0
     batch: list[str] = []
@@ -124,6 +124,27 @@ def load_params(path: str | Path) -> PunktParameters:
     return params_from_dict(data, str(path))
 
 
+class _StdReLangVars(PunktLanguageVars):
+    """NLTK's own Punkt patterns, compiled with the standard `re` module.
+
+    NLTK routes every pattern through `nltk.redos` (the third-party `regex` engine plus a
+    timeout per call) as a guard against caller-supplied patterns; these two fixed,
+    linear patterns are NLTK's own, and the guard costs a large share of segmentation
+    time. Same pattern strings, same flags, same matches (tests compare with NLTK)."""
+
+    def __init__(self):
+        super().__init__()
+        self._re_period_context = re.compile(
+            self._period_context_fmt % {"NonWord": self._re_non_word_chars,
+                                        "SentEndChars": self._re_sent_end_chars},
+            re.UNICODE | re.VERBOSE)
+        self._re_word_tokenizer = re.compile(
+            self._word_tokenize_fmt % {"NonWord": self._re_non_word_chars,
+                                       "MultiChar": self._re_multi_char_punct,
+                                       "WordStart": self._re_word_start},
+            re.UNICODE | re.VERBOSE)
+
+
 _PLAIN_CONTEXT_RE = re.compile(r"([^\W\d_]{2,})\. ([^\W\d_]+)")
 
 
@@ -138,7 +159,7 @@ class _MemoPunkt(PunktSentenceTokenizer):
     MAX_CACHE = 200_000
 
     def __init__(self, params: PunktParameters):
-        super().__init__(params)
+        super().__init__(params, lang_vars=_StdReLangVars())
         self._memo: dict[str, bool] = {}
 
     def text_contains_sentbreak(self, text: str) -> bool:

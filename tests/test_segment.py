@@ -156,3 +156,15 @@ def test_fast_decisions_equal_plain_nltk_punkt():
     assert len(paras) > 4000
     for para in paras:
         assert ours.split(para) == [s.strip() for s in plain.tokenize(para) if s.strip()]
+
+
+def test_training_with_std_re_patterns_equals_nltk_training(monkeypatch):
+    """train_punkt compiles NLTK's patterns with `re` instead of `nltk.redos`: same params."""
+    import extractor.segment as segment
+    from nltk.tokenize.punkt import PunktTrainer
+
+    paras = sample_paragraphs(RO) + sample_paragraphs(ES)
+    ours = segment.params_to_dict(train_punkt(paras, RO.abbreviations))
+    monkeypatch.setattr(segment, "PunktTrainer", lambda lang_vars=None: PunktTrainer())
+    plain = segment.params_to_dict(train_punkt(paras, RO.abbreviations))
+    assert ours == plain

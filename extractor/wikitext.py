@@ -75,7 +75,7 @@ _BRACE_RUN_RE = re.compile(r"\{\{+|\}\}+")
 _MAGIC_WORD_RE = re.compile(r"__[A-Z]+__")
 _LINK_ONLY_LINE_RE = re.compile(r"^[ \t]*(?:\[\[[^\[\]|:\n]+:[^\[\]\n]*\]\][ \t]*)+$", re.M)
 _HEADING_RE = re.compile(r"^(=+)(.+?)(=+)\s*$")
-_LINK_OPEN_RE = re.compile(r"\[\[|\]\]")
+_LINK_OPEN_RE = re.compile(r"\[\[|\]{2,}")
 _MARKUP_CHARS = re.compile(r"[\[<&'{}|_]")
 _RESIDUE_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]|\{\||\|\}|'{2,}|<ref[^>]*>|</ref>|\bthumb\||__[A-Z]+__")
 _SPACE_RE = re.compile(r"\s+")
@@ -311,9 +311,14 @@ def _cut_links(text: str, start_re: re.Pattern, drops: Counter) -> str:
             t = _LINK_OPEN_RE.search(text, pos)
             if t is None:
                 break
-            depth += 1 if text[t.start()] == "[" else -1
+            if text[t.start()] == "[":
+                depth += 1
+            else:
+                # A run of n closing brackets closes n // 2 links; an odd one out belongs
+                # to a [http://x label] inside the caption: "[[File:x|a [http://y b]]]".
+                depth -= (t.end() - t.start()) // 2
             pos = t.end()
-            if depth == 0:
+            if depth <= 0:
                 end = pos
                 break
         if end < 0:

@@ -347,3 +347,9 @@ def test_holes_left_by_pronunciation_templates_are_tidied():
     assert paragraphs(clean_page(text, EN)) == [
         "Albert Einstein (14 March 1879 – 18 April 1955) was a physicist. "
         "Asphalt (occasionally), also known as bitumen."]
+
+
+def test_file_link_captions_with_external_links_and_nested_links():
+    text = ("A [[File:X.jpg|thumb|From [http://example.com the site]]] B "
+            "[[File:Y.jpg|thumb|A [[nested|link]]]] C [[Image:Z.jpg|thumb|[[a]] and [[b|c]]]] D.")
+    assert paragraphs(clean_page(text, EN)) == ["A B C D."]

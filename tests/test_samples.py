@@ -140,3 +140,21 @@ def test_segmentation_of_the_sample_keeps_abbreviations(sample):
         assert any("(n. 15 ianuarie 1850, Botoșani – d. 15 iunie 1889, București) a fost" in s for s in sentences)
     elif lang == "es":
         assert any("a EE.UU., donde el consumo ha crecido" in s for s in sentences)
+
+
+@pytest.mark.parametrize("lang, title, sections, lead", [
+    ("ro", "Delta Dunării", [("", 2), ("Geografie", 2), ("Floră și faună", 2), ("Protecție", 1)],
+     "Delta Dunării este o deltă formată la vărsarea Dunării în Marea Neagră, situată în cea mai mare parte "
+     "pe teritoriul României, în județul Tulcea, și parțial în Ucraina. Cu o suprafață de aproximativ 5800 km², "
+     "ea este a doua deltă ca mărime din Europa, după delta Volgăi."),
+    ("es", "Río Ebro", [("", 1), ("Curso", 2), ("Delta", 2)],
+     "El Ebro es un río del noreste de la península ibérica que nace en Fontibre, en Cantabria, y desemboca en "
+     "el mar Mediterráneo formando un amplio delta en la provincia de Tarragona. Con unos 930 kilómetros de "
+     "longitud, es el río más caudaloso de España y el segundo más largo de la península, después del Tajo."),
+])
+def test_pinned_cleaning_of_a_sample_page(lang, title, sections, lead):
+    lexicon, pages = load_pages(lang)
+    page = clean_page(next(p["text"] for p in pages if p["title"] == title), lexicon)
+    assert [(s.title, len(s.paragraphs)) for s in page.sections] == sections
+    assert page.sections[0].paragraphs[0] == lead
+    assert page.drops["table"] == 1

@@ -252,6 +252,8 @@ def test_never_raises_and_never_leaves_brackets(pieces):
     (RO, "Mercur", "'''Mercur''' se poate referi la:\n{{Dezambiguizare}}", "disambiguation"),
     (RO, "Popescu", "{{Nume de familie}}", "disambiguation"),
     (RO, "Listă de râuri din România", "Text.", "list_page"),
+    (RO, "Lista orașelor din România", "Text.", "list_page"),
+    (RO, "Lista lui Schindler", "Film de Steven Spielberg.", None),
     (RO, "Brașov", "{{Altesensuri|Brașov (dezambiguizare)}} Text.", None),
     (ES, "Mercurio", "{{desambiguación}}", "disambiguation"),
     (ES, "Anexo:Ríos de España", "Texto.", "list_page"),

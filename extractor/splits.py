@@ -72,30 +72,52 @@ def parse_balance(tokens: str | Sequence[str]) -> Balance:
 # ---------------------------------------------------------------------------- documents
 
 def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> pd.DataFrame:
-    """Assign whole documents of ONE corpus to splits.
+    """Assign whole documents of ONE corpus to splits, stratified by label.
 
-    ``docs`` has columns ``corpus, doc_id, n_pairs, test_only``. Documents are ordered by
-    the hash of (doc_id, seed); each takes the split in which the midpoint of its share of
-    the corpus's pairs falls, so the ratios hold in pairs (not documents) even for small
-    corpora, and adding or removing one document moves few others. ``test_only`` corpora
-    go to test whole. Returns ``corpus, doc_id, split``.
+    ``docs`` has columns ``corpus, doc_id, test_only`` and one count column per label
+    (``n_<label>``; a plain ``n_pairs`` column is one label). Documents are visited in
+    the order of the hash of (doc_id, seed); each goes to the split with the largest
+    remaining deficit for the labels it holds: sum over labels of
+    count x (target - assigned) / label total, targets being ratio x label total. This is
+    the greedy of scikit-learn's StratifiedGroupKFold in a deterministic order: the ratios
+    hold in pairs, every split gets every label as far as the documents allow, even for
+    small corpora. ``test_only`` corpora go to test whole. Returns ``corpus, doc_id, split``.
     """
     if docs.empty:
         return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
                              "split": pd.Series(dtype=str)})
+    count_cols = sorted(c for c in docs.columns if c.startswith("n_"))
     docs = docs.copy()
     docs["_h"] = [stable_hash(d, seed=seed) for d in docs["doc_id"]]
     docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
-    total = float(docs["n_pairs"].sum())
-    end = docs["n_pairs"].cumsum()
-    mid = (end - docs["n_pairs"] / 2.0) / (total if total else 1.0)
-    r_train, r_val, _ = ratios
-    split = pd.Series("test", index=docs.index, dtype=object)
-    split[mid < r_train + r_val] = "validation"
-    split[mid < r_train] = "train"
-    split[docs["test_only"].astype(bool)] = "test"
+    counts = docs[count_cols].fillna(0).to_numpy(dtype="float64")
+    label_totals = counts.sum(axis=0)
+    scale = 1.0 / pd.Series(label_totals).clip(lower=1.0).to_numpy()
+    open_splits = [i for i, r in enumerate(ratios) if r > 0]
+    targets = [[r * t for t in label_totals] for r in ratios]
+    doc_targets = [r * len(docs) for r in ratios]
+    assigned = [[0.0] * len(count_cols) for _ in ratios]
+    assigned_docs = [0] * len(ratios)
+    test_only = docs["test_only"].astype(bool).to_numpy()
+    out = []
+    for i, row in enumerate(counts):
+        if test_only[i]:
+            out.append("test")
+            continue
+        best, best_score = open_splits[0], None
+        for s in open_splits:
+            if row.any():
+                score = sum(row[l] * (targets[s][l] - assigned[s][l]) * scale[l] for l in range(len(row)))
+            else:  # a document that only lends a sentence: balance document counts
+                score = (doc_targets[s] - assigned_docs[s]) / max(len(docs), 1)
+            if best_score is None or score > best_score + 1e-12:
+                best, best_score = s, score
+        for l in range(len(row)):
+            assigned[best][l] += row[l]
+        assigned_docs[best] += 1
+        out.append(SPLITS[best])
     return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
-                         "split": split.astype(str)})
+                         "split": pd.Series(out, dtype=object).astype(str)})
 
 
 # ---------------------------------------------------------------------------- quotas

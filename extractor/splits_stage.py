@@ -153,11 +153,14 @@ def run(ctx) -> None:
 
     # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
     #    that only lend a sentence to a pair weigh 0 but still get a split).
-    weights = pairs.select("corpus", F.col("doc_id"), F.lit(1).alias("w"), "_test_only") \
-        .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), F.lit(0).alias("w"), "_test_only")) \
-        .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), F.lit(0).alias("w"), "_test_only"))
-    docs = weights.groupBy("corpus", "doc_id").agg(F.sum("w").cast("long").alias("n_pairs"),
-                                                   F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
+    all_labels = sorted(r["label"] for r in pairs.select("label").distinct().collect())
+    weights = pairs.select("corpus", "doc_id", "label", F.lit(1).alias("w"), "_test_only") \
+        .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only")) \
+        .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only"))
+    docs = weights.groupBy("corpus", "doc_id").agg(
+        *[F.sum(F.when(F.col("label") == F.lit(l), F.col("w")).otherwise(F.lit(0))).cast("long").alias(f"n_{i:03d}")
+          for i, l in enumerate(all_labels)],
+        F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
     doc_split = docs.groupBy("corpus").applyInPandas(_assign_group(ratios, seed), "corpus string, doc_id string, split string")
     doc_split = doc_split.select("doc_id", "split").cache()
     stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}

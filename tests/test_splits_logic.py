@@ -98,3 +98,28 @@ def test_cap_n_per_label_and_split_across_corpora():
             assert total == min(50, avail)
     # split over corpora in proportion: test/neutral 100 wiki + 9 news -> 46 + 4
     assert (q[("test", "wiki", "neutral")], q[("test", "news", "neutral")]) == (46, 4)
+
+
+def test_small_corpus_assignment_is_stratified_by_label():
+    # the shape of the bundled Romanian sample: 12 documents, ~6 pairs each, labels uneven
+    rows = [(2, 2, 3, 2), (2, 1, 2, 2), (1, 1, 1, 2), (2, 1, 2, 1), (1, 1, 2, 2), (1, 1, 1, 2),
+            (0, 2, 1, 1), (1, 1, 0, 3), (1, 1, 1, 1), (1, 1, 5, 2), (2, 1, 2, 1), (0, 1, 1, 2)]
+    docs = pd.DataFrame(rows, columns=["n_0", "n_1", "n_2", "n_3"])
+    docs.insert(0, "doc_id", [f"ro:{100 + i}" for i in range(len(rows))])
+    docs.insert(0, "corpus", "ro")
+    docs["test_only"] = False
+    for seed in range(5):
+        out = docs.merge(sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=seed), on=["corpus", "doc_id"])
+        per_split = out.groupby("split")[["n_0", "n_1", "n_2", "n_3"]].sum()
+        assert set(per_split.index) == {"train", "validation", "test"}
+        # every label present in every split, so `downsample` keeps something everywhere
+        assert (per_split > 0).all().all(), (seed, per_split)
+        assert per_split.loc["train"].sum() >= 0.7 * docs[["n_0", "n_1", "n_2", "n_3"]].to_numpy().sum()
+
+
+def test_per_label_ratios_hold_on_a_large_corpus():
+    docs = _docs(2000)
+    docs["n_rare"] = [1 if i % 17 == 0 else 0 for i in range(len(docs))]
+    out = docs.merge(sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=7), on=["corpus", "doc_id"])
+    rare = out.groupby("split")["n_rare"].sum() / out["n_rare"].sum()
+    assert rare["test"] == pytest.approx(0.1, abs=0.02) and rare["train"] == pytest.approx(0.8, abs=0.02)

@@ -1,0 +1,162 @@
+"""Linking-phrase matching and the one first-letter rule (pure Python, no Spark)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extractor.lexicon import MARKED_LABELS, load_lexicon
+from extractor.matching import Matcher, match_marker, matcher_for, recase_first_letter
+
+
+@pytest.fixture(scope="module")
+def ro():
+    return matcher_for(load_lexicon("ro"))
+
+
+@pytest.fixture(scope="module")
+def es():
+    return matcher_for(load_lexicon("es"))
+
+
+@pytest.fixture(scope="module")
+def en():
+    return matcher_for(load_lexicon("en"))
+
+
+def test_marker_only_at_the_start(ro, en):
+    assert match_marker("Armata s-a retras; prin urmare, orașul a căzut în mâinile lor.", ro) is None
+    assert match_marker("The town fell; however, the castle held out for a week.", en) is None
+    m = match_marker("Prin urmare, orașul a căzut în mâinile asediatorilor.", ro)
+    assert (m.label, m.marker, m.hypothesis) == ("reasoning", "Prin urmare", "Orașul a căzut în mâinile asediatorilor.")
+
+
+def test_case_insensitive_and_marker_as_written(ro, en):
+    m = match_marker("PRIN URMARE, orașul a căzut.", ro)
+    assert m.marker == "PRIN URMARE" and m.phrase == "Prin urmare"
+    assert match_marker("however, the castle held out for a week.", en).hypothesis == "The castle held out for a week."
+
+
+@pytest.mark.parametrize("text", [
+    "În consecință, prețurile au crescut brusc.",        # comma below
+    "În consecinţă, prețurile au crescut brusc.",        # cedilla
+    "In consecinta, prețurile au crescut brusc.",        # no diacritics
+    "ÎN CONSECINŢĂ, prețurile au crescut brusc.",        # upper case with cedilla
+])
+def test_romanian_spellings(ro, text):
+    m = match_marker(text, ro)
+    assert m.phrase == "În consecință" and m.label == "reasoning"
+    assert m.hypothesis == "Prețurile au crescut brusc."
+    assert m.marker == text[:len(m.marker)] and len(m.marker) == len("În consecință")
+
+
+def test_longest_phrase_first(ro, es, en):
+    assert match_marker("Astfel, rezultă că prețurile au crescut.", ro).phrase == "Astfel, rezultă că"
+    assert match_marker("Astfel, prețurile au crescut.", ro).phrase == "Astfel"
+    assert match_marker("Por lo tanto, el ejército se retiró.", es).phrase == "por lo tanto"
+    assert match_marker("Por tanto, el ejército se retiró.", es).phrase == "por tanto"
+    assert match_marker("That is to say, the river froze.", en).phrase == "That is to say"
+    assert match_marker("Într-o opoziție radicală, partidul a votat contra.", ro).phrase == "Într-o opoziție radicală"
+
+
+def test_word_boundary_and_separator(ro, en):
+    assert match_marker("Astfelul de lucruri este rar întâlnit.", ro) is None
+    assert match_marker("Astfel de situații apar rar în practică.", ro) is None   # no separator
+    assert match_marker("However hard they tried, the door stayed shut.", en) is None
+    assert match_marker("Thusly the army retreated to the north.", en) is None
+    assert match_marker("So-called experts disagreed about it.", en) is None
+    for sep in (",", ":", ";", " —", "—", " –", " ,"):
+        m = match_marker(f"However{sep} the castle held out.", en)
+        assert m is not None and m.hypothesis == "The castle held out.", sep
+
+
+def test_open_endings_need_no_separator(ro, es, en):
+    assert match_marker("Astfel că prețurile au crescut brusc.", ro).hypothesis == "Prețurile au crescut brusc."
+    assert match_marker("Ceea ce duce la o criză economică.", ro).hypothesis == "O criză economică."
+    assert match_marker("Rezultatul este o creștere a prețurilor.", ro).phrase == "Rezultatul este"
+    assert match_marker("De ahí que el agua hierva antes.", es).hypothesis == "El agua hierva antes."
+    assert match_marker("It follows that the series converges.", en).hypothesis == "The series converges."
+    # a separator after an open phrase is stripped too
+    assert match_marker("Astfel că, prețurile au crescut.", ro).hypothesis == "Prețurile au crescut."
+
+
+def test_spanish_accents_either_way(es):
+    for text in ("Específicamente, el agua hierve.", "Especificamente, el agua hierve.",
+                 "Por esa razón, el agua hierve.", "Por esa razon, el agua hierve."):
+        assert match_marker(text, es) is not None, text
+
+
+def test_nothing_left_is_no_match(en):
+    assert match_marker("However.", en) is None
+    assert match_marker("However, ...", en) is None
+
+
+@pytest.mark.parametrize("lang", ["ro", "es", "en"])
+def test_every_lexicon_phrase_matches_itself(lang):
+    lexicon = load_lexicon(lang)
+    matcher = Matcher(lexicon)
+    for label, phrases in lexicon.phrases.items():
+        for phrase in phrases:
+            m = matcher.match(f"{phrase}, the rest of the sentence goes on.")
+            assert m is not None and m.label == label, (phrase, m)
+            assert m.hypothesis == "The rest of the sentence goes on."
+            assert matcher.starts_with_phrase(phrase + " x")
+
+
+def test_starts_with_phrase_is_loose(en, ro):
+    assert en.starts_with_phrase("However hard they tried, the door stayed shut.")
+    assert en.starts_with_phrase("So many people came to the fair.")
+    assert not en.starts_with_phrase("Sometimes the river floods the valley.")
+    assert not ro.starts_with_phrase("Astfelul este un cuvânt inventat.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the castle held out.", "The castle held out."),
+    ("iPhone sales rose.", "IPhone sales rose."),
+    ("The NATO summit began.", "The NATO summit began."),
+    ("ţara a câştigat.", "Ţara a câştigat."),
+    ("„orașul” a căzut.", "„Orașul” a căzut."),
+    ('"the team" lost the match.', '"The team" lost the match.'),
+    ("(the team) lost.", "(The team) lost."),
+    ("1990s were hard years.", "1990s were hard years."),
+    ("ßtraße is odd.", "ßtraße is odd."),
+    ("", ""),
+])
+def test_recase_first_letter(text, expected):
+    assert recase_first_letter(text) == expected
+
+
+def test_recase_keeps_everything_after_the_first_letter():
+    text = "the UN and the EU met in New York; NASA sent iPads."
+    out = recase_first_letter(text)
+    assert out[1:] == text[1:] and out[0] == "T"
+
+
+# Property: casing after the first letter never depends on the label. Sentences are
+# built from the same word pool for every label (so their casing does not depend on the
+# label); the hypotheses of the marked labels come out of match_marker, the neutral ones
+# out of recase_first_letter, and the share with an inner capital must be identical.
+WORDS = st.sampled_from(["the", "river", "NATO", "Paris", "iPhone", "army", "UN", "valley", "of", "Bucharest",
+                         "data", "McDonald", "x", "Ötzi", "élan"])
+BODY = st.lists(WORDS, min_size=3, max_size=12).map(lambda ws: " ".join(ws) + ".")
+
+
+def _inner_capital(text: str) -> bool:
+    return any(ch.isupper() for ch in text[1:])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(BODY, min_size=1, max_size=8))
+def test_inner_capital_share_does_not_depend_on_label(bodies):
+    lexicon = load_lexicon("en")
+    matcher = matcher_for(lexicon)
+    first = {label: lexicon.phrases[label][0] for label in MARKED_LABELS}
+    shares = {}
+    for label in MARKED_LABELS:
+        hyps = [match_marker(f"{first[label]}, {body}", matcher).hypothesis for body in bodies]
+        shares[label] = sum(map(_inner_capital, hyps)) / len(hyps)
+    neutral = [recase_first_letter(body) for body in bodies]
+    shares["neutral"] = sum(map(_inner_capital, neutral)) / len(neutral)
+    assert len(set(shares.values())) == 1, shares
+    # and the hypotheses themselves are the same text whatever the label
+    assert {match_marker(f"{first['reasoning']}, {b}", matcher).hypothesis for b in bodies} == set(neutral)

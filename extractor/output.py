@@ -133,14 +133,18 @@ def _flatten(prefix: str, value, rows: list) -> None:
         rows.append((prefix, value))
 
 
+_NOT_SHOWN = ("inputs", "punkt", "seconds", "min_chars", "job")
+
+
 def summary_table(stats: dict, sections=None, max_rows: int = 60) -> str:
-    """A short two-column table of the numeric counts of stats.json, per stage."""
+    """A short two-column table of the numeric counts of stats.json, per stage (details
+    such as input partitions and timings stay in stats.json only)."""
     lines = []
     for stage in sections or [k for k in stats if isinstance(stats[k], dict)]:
         if stage not in stats or not isinstance(stats[stage], dict):
             continue
         rows: list = []
-        _flatten("", stats[stage], rows)
+        _flatten("", {k: v for k, v in stats[stage].items() if k not in _NOT_SHOWN}, rows)
         if not rows:
             continue
         width = max(len(k) for k, _ in rows[:max_rows])

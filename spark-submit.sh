@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# ./spark-submit.sh [spark-submit options] jobs/extract.py --lang ro [job options]
+#
+# On first use: checks Java >= 17 (installs it with apt-get when run as root), creates
+# .venv and installs the project into it. Then runs spark-submit from that environment
+# with extractor/ and phrase_lexicons/ zipped for the executors (--py-files), in local
+# mode on every core unless you give --master. Every other argument goes to spark-submit.
+#   ./spark-submit.sh --setup-only          only set up (.venv, Java)
+#   NLI_EXTRAS=extract,train,test ./spark-submit.sh --setup-only
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=.ci/setup-env.sh
+source "$REPO/.ci/setup-env.sh"
+nli_setup "${NLI_EXTRAS:-extract}" || exit $?
+if [ "${1:-}" = "--setup-only" ]; then
+  echo "[setup] ready: $NLI_PY; activate with: source ${NLI_VENV:-$REPO/.venv}/bin/activate" >&2
+  exit 0
+fi
+if [ $# -eq 0 ]; then
+  echo "usage: ./spark-submit.sh [spark-submit options] jobs/extract.py --lang LANG [job options]" >&2
+  exit 2
+fi
+
+# Executors on a cluster import the library from this zip; lexicons travel inside it too
+# (the driver loads them, executors get the loaded Lexicon pickled).
+DEPS="$REPO/.spark-deps"
+mkdir -p "$DEPS"
+"$NLI_PY" - "$REPO" "$DEPS/nli_extractor.zip" <<'PY'
+import sys, zipfile
+from pathlib import Path
+repo, target = Path(sys.argv[1]), Path(sys.argv[2])
+files = sorted(p for d in ("extractor", "phrase_lexicons") for p in (repo / d).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".yaml", ".md", ".json"))
+tmp = target.with_suffix(".tmp")
+with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    for p in files:
+        info = zipfile.ZipInfo(str(p.relative_to(repo)), date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        zf.writestr(info, p.read_bytes())
+tmp.replace(target)
+PY
+
+MASTER_ARGS=(--master "local[*]")
+for arg in "$@"; do
+  case "$arg" in --master|--master=*) MASTER_ARGS=() ;; esac
+done
+SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
+cd "$REPO"
+exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" \
+  --conf "spark.pyspark.python=$PYSPARK_PYTHON" \
+  --conf "spark.ui.showConsoleProgress=true" \
+  --py-files "$DEPS/nli_extractor.zip" "$@"

@@ -1,0 +1,264 @@
+"""Throughput of the sentences stage against WikiExtractor, per core, and its scaling.
+
+    .venv/bin/python benchmarks/extract_throughput.py --sizes 50,200
+
+For each size (MB of uncompressed XML) it builds a dump by repeating the pages of the real
+enwiki sample (../shared/data/dumps/enwiki-sample-206pages.xml.bz2) under new page ids and
+titles (into benchmarks/_work/, git-ignored), then runs
+
+- `jobs/extract.py --stages sentences` with --master local[2] (every size: worker peak
+  memory must stay flat as the dump grows) and local[1] (the largest size: 1 -> 2 core
+  speed-up),
+- WikiExtractor 3.x `--json --processes 1 --no-templates` on the largest dump,
+
+and prints pages/s and MB/s per core, the 2-core speed-up, and our per-core throughput
+divided by WikiExtractor's. CPU time is summed over the whole process tree (JVM, Python
+workers; WikiExtractor's own processes) by sampling with psutil, so "per core" means per
+CPU-second actually spent. Punkt is trained once beforehand and passed with
+--punkt-params, so that every run measures the same work (its training time is printed).
+"""
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+WORK = REPO / "benchmarks" / "_work"
+SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
+SOURCE = SHARED / "dumps" / "enwiki-sample-206pages.xml.bz2"
+PY = sys.executable
+
+
+def build_dump(size_mb: int) -> tuple[Path, dict]:
+    """enwiki pages repeated under new ids until `size_mb` MB of XML, bzip2-compressed."""
+    path = WORK / f"enwiki-repeat-{size_mb}mb.xml.bz2"
+    meta_path = path.with_suffix(".json")
+    if path.exists() and meta_path.exists():
+        return path, json.loads(meta_path.read_text())
+    WORK.mkdir(parents=True, exist_ok=True)
+    text = bz2.open(SOURCE).read().decode("utf-8")
+    head, rest = text.split("<page>", 1)
+    pages = ("<page>" + rest).split("</page>")
+    tail = pages.pop()
+    pages = [p + "</page>" for p in pages]
+    target = size_mb * 1_000_000
+    comp = bz2.BZ2Compressor(9)
+    written, n_pages, copy = 0, 0, 0
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        def put(s: str):
+            nonlocal written
+            data = s.encode("utf-8")
+            written += len(data)
+            fh.write(comp.compress(data))
+        put(head)
+        while written < target:
+            for page in pages:
+                new_id = copy * 10_000_000 + int(re.search(r"<id>(\d+)</id>", page).group(1))
+                page = re.sub(r"<id>\d+</id>", f"<id>{new_id}</id>", page, count=1)
+                if copy:
+                    page = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} ({copy})</title>", page, count=1)
+                put(page)
+                n_pages += 1
+                if written >= target:
+                    break
+            copy += 1
+        put(tail)
+        fh.write(comp.flush())
+    tmp.replace(path)
+    meta = {"xml_bytes": written, "bz2_bytes": path.stat().st_size, "pages": n_pages}
+    meta_path.write_text(json.dumps(meta))
+    return path, meta
+
+
+class TreeMonitor:
+    """Samples a process tree: CPU seconds per process (last value seen) and peak RSS."""
+
+    def __init__(self, root_pid: int, interval: float = 0.1):
+        self.root = psutil.Process(root_pid)
+        self.interval = interval
+        self.cpu: dict = {}
+        self.kinds: dict = {}
+        self.peak_rss: dict = {}   # kind -> bytes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def kind(proc) -> str:
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
+            return "other"
+        if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+            return "python_worker"
+        if "java" in proc.name():
+            return "jvm"
+        if "wikiextractor" in cmd.lower() or "WikiExtractor" in cmd:
+            return "wikiextractor"
+        return "driver"
+
+    def _sample(self):
+        try:
+            procs = [self.root] + self.root.children(recursive=True)
+        except psutil.Error:
+            return
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+                rss = proc.memory_info().rss
+                key = (proc.pid, proc.create_time())
+            except psutil.Error:
+                continue
+            self.cpu[key] = times.user + times.system
+            kind = self.kinds.get(key) or self.kind(proc)
+            self.kinds[key] = kind
+            self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), rss)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._sample()
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu.values())
+
+    @property
+    def cpu_by_kind(self) -> dict:
+        out: dict = {}
+        for key, value in self.cpu.items():
+            out[self.kinds[key]] = out.get(self.kinds[key], 0.0) + value
+        return {k: round(v, 1) for k, v in sorted(out.items())}
+
+
+def run_monitored(cmd: list[str], log: Path) -> tuple[float, TreeMonitor, int]:
+    with open(log, "w") as fh:
+        t0 = time.time()
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+        mon = TreeMonitor(proc.pid).start()
+        rc = proc.wait()
+        wall = time.time() - t0
+        mon.stop()
+    return wall, mon, rc
+
+
+def run_ours(dump: Path, cores: int, params: Path, tag: str) -> dict:
+    out = WORK / f"out-{tag}-local{cores}"
+    cmd = [PY, "jobs/extract.py", "--lang", "en", "--input", str(dump), "--output", str(out), "--stages",
+           "sentences", "--overwrite", "--master", f"local[{cores}]", "--punkt-params", str(params)]
+    wall, mon, rc = run_monitored(cmd, WORK / f"log-{tag}-local{cores}.txt")
+    if rc != 0:
+        raise SystemExit(f"our job failed (rc {rc}); see {WORK / f'log-{tag}-local{cores}.txt'}")
+    stats = json.loads((out / "stats.json").read_text())
+    return {"cores": cores, "wall_s": wall, "stage_s": stats["job"]["seconds"]["sentences"],
+            "cpu_s": mon.cpu_seconds, "cpu_by_kind": mon.cpu_by_kind, "peak_rss": mon.peak_rss,
+            "sentences": stats["sentences"]["sentences"]["total"], "pages": stats["sentences"]["documents"]["read"]}
+
+
+def run_wikiextractor(dump: Path) -> dict:
+    out = WORK / "out-wikiextractor"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [PY, "-m", "wikiextractor.WikiExtractor", "--json", "--processes", "1", "--no-templates", "-q",
+           "-o", str(out), str(dump)]
+    wall, mon, rc = run_monitored(cmd, WORK / "log-wikiextractor.txt")
+    if rc != 0:
+        raise SystemExit(f"WikiExtractor failed (rc {rc}); see {WORK / 'log-wikiextractor.txt'}")
+    return {"wall_s": wall, "cpu_s": mon.cpu_seconds, "peak_rss": mon.peak_rss}
+
+
+def train_params(dump: Path) -> tuple[Path, float]:
+    """Punkt parameters trained once by the job itself (on the smallest dump)."""
+    params = WORK / "punkt_params.json"
+    if params.exists():
+        return params, 0.0
+    out = WORK / "out-train"
+    t0 = time.time()
+    subprocess.run([PY, "jobs/extract.py", "--lang", "en", "--input", str(dump), "--output", str(out),
+                    "--stages", "sentences", "--overwrite", "--master", "local[2]"], cwd=REPO, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stats = json.loads((out / "stats.json").read_text())
+    shutil.copy(out / "punkt_params.json", params)
+    return params, stats["sentences"]["punkt"]["seconds"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="50,200", help="dump sizes in MB of XML, comma-separated")
+    ap.add_argument("--skip-wikiextractor", action="store_true")
+    ap.add_argument("--skip-one-core", action="store_true")
+    args = ap.parse_args()
+    if not SOURCE.exists():
+        raise SystemExit(f"{SOURCE} not found (set NLI_SHARED_DATA)")
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    dumps = {}
+    for size in sizes:
+        t0 = time.time()
+        dumps[size] = build_dump(size)
+        m = dumps[size][1]
+        print(f"dump {size} MB: {m['xml_bytes'] / 1e6:.1f} MB XML, {m['bz2_bytes'] / 1e6:.1f} MB bz2, "
+              f"{m['pages']} pages (built/cached in {time.time() - t0:.0f}s)", flush=True)
+    params, train_s = train_params(dumps[sizes[0]][0])
+    print(f"Punkt parameters: {params} (trained once in {train_s:.1f}s on the driver; passed to every run)")
+
+    results = {"ours": {}, "wikiextractor": None, "machine": {"cpus": os.cpu_count(),
+                                                              "load_avg_at_start": os.getloadavg()}}
+    for size in sizes:
+        dump, meta = dumps[size]
+        mb = meta["xml_bytes"] / 1e6
+        for cores in ([1, 2] if size == sizes[-1] and not args.skip_one_core else [2]):
+            r = run_ours(dump, cores, params, f"{size}mb")
+            r["mb"] = mb
+            results["ours"][f"{size}mb-local{cores}"] = r
+            print(f"ours local[{cores}] {size} MB: stage {r['stage_s']:.1f}s wall (job {r['wall_s']:.1f}s), "
+                  f"{r['cpu_s']:.1f} CPU-s | per core: {mb / r['cpu_s']:.2f} MB/CPU-s, "
+                  f"{meta['pages'] / r['cpu_s']:.0f} pages/CPU-s; wall-based {mb / r['stage_s'] / cores:.2f} MB/s/core, "
+                  f"{meta['pages'] / r['stage_s'] / cores:.0f} pages/s/core | peak RSS python worker "
+                  f"{r['peak_rss'].get('python_worker', 0) / 2**20:.0f} MiB, JVM {r['peak_rss'].get('jvm', 0) / 2**20:.0f} MiB "
+                  f"| {r['sentences']} sentences | CPU-s by process: {r['cpu_by_kind']}", flush=True)
+    big = sizes[-1]
+    one, two = results["ours"].get(f"{big}mb-local1"), results["ours"][f"{big}mb-local2"]
+    mb = dumps[big][1]["xml_bytes"] / 1e6
+    if one:
+        speedup = one["stage_s"] / two["stage_s"]
+        results["speedup_1_to_2"] = speedup
+        print(f"speed-up local[1] -> local[2] ({big} MB, stage wall time): {speedup:.2f}x (target >= 1.7x)")
+    if not args.skip_wikiextractor:
+        w = run_wikiextractor(dumps[big][0])
+        results["wikiextractor"] = w
+        print(f"WikiExtractor --json --processes 1 --no-templates {big} MB: {w['wall_s']:.1f}s wall, {w['cpu_s']:.1f} CPU-s, "
+              f"{mb / w['cpu_s']:.2f} MB/CPU-s, {mb / w['wall_s']:.2f} MB/s wall, "
+              f"{w['cpu_s'] / w['wall_s']:.2f} CPUs busy")
+        ref = one or two
+        ratio = (mb / ref["cpu_s"]) / (mb / w["cpu_s"])
+        results["ratio_vs_wikiextractor_per_cpu_second"] = ratio
+        print(f"ours / WikiExtractor per core (MB per CPU-second, local[{ref['cores']}]): {ratio:.2f}x (target >= 1.0x)")
+    mems = {k: v["peak_rss"].get("python_worker", 0) / 2**20 for k, v in results["ours"].items() if k.endswith("local2")}
+    print("python worker peak RSS by dump size (local[2]): " + ", ".join(f"{k.split('-')[0]}: {v:.0f} MiB" for k, v in mems.items()))
+    results["machine"]["load_avg_at_end"] = os.getloadavg()
+    (WORK / "results.json").write_text(json.dumps(results, indent=2))
+    print(f"machine: {os.cpu_count()} CPUs, load average at start {results['machine']['load_avg_at_start'][0]:.1f}, "
+          f"at end {results['machine']['load_avg_at_end'][0]:.1f} (other work on the machine skews wall times)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""JobContext table writes: deterministic bytes, atomic replacement, clear errors."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+
+import pytest
+
+from extractor.job import InputError, JobContext
+from extractor.output import OutputExistsError, read_stats, summary_table, write_stats
+
+pytestmark = pytest.mark.spark
+
+
+def ctx_for(spark, root, overwrite=False):
+    args = argparse.Namespace(overwrite=overwrite, files_per_table=3)
+    return JobContext(spark=spark, args=args, lexicon=None, output=root, corpora=[])
+
+
+def digests(path):
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def rows(n=500):
+    return [(f"c{i % 3}", f"doc{i % 37}", i % 7, i, f"Propoziția numărul {i}.") for i in range(n)]
+
+
+COLUMNS = ["corpus", "doc_id", "para_idx", "sent_idx", "text"]
+
+
+def test_write_table_bytes_do_not_depend_on_input_partitioning(spark, tmp_path):
+    data = rows()
+    a = ctx_for(spark, tmp_path / "a")
+    b = ctx_for(spark, tmp_path / "b")
+    a.write_table(spark.createDataFrame(data, COLUMNS).repartition(1), "sentences", partition_by=["corpus"])
+    b.write_table(spark.createDataFrame(list(reversed(data)), COLUMNS).repartition(7), "sentences",
+                  partition_by=["corpus"])
+    da, db = digests(tmp_path / "a" / "sentences"), digests(tmp_path / "b" / "sentences")
+    assert da == db
+    assert any(name.startswith("corpus=c1/part-") for name in da)
+    assert not any("-" in name.split("part-")[-1].split(".")[0] for name in da if "part-" in name)  # no uuid
+    back = a.read_table("sentences")
+    assert back.count() == 500 and set(back.columns) == set(COLUMNS)
+
+
+def test_failed_write_keeps_the_old_table_and_leaves_no_temp_dir(spark, tmp_path):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    ctx = ctx_for(spark, tmp_path, overwrite=True)
+    ctx.write_table(spark.createDataFrame(rows(50), COLUMNS), "pairs")
+    before = digests(tmp_path / "pairs")
+
+    @F.udf(StringType())
+    def explode_on_42(text):
+        if "42" in text:
+            raise RuntimeError("boom")
+        return text
+
+    bad = spark.createDataFrame(rows(100), COLUMNS).withColumn("text", explode_on_42("text"))
+    with pytest.raises(Exception):
+        ctx.write_table(bad, "pairs")
+    assert digests(tmp_path / "pairs") == before
+    assert not list(tmp_path.glob("_tmp-*"))
+
+
+def test_existing_table_needs_overwrite_and_missing_table_is_named(spark, tmp_path):
+    ctx = ctx_for(spark, tmp_path)
+    df = spark.createDataFrame(rows(10), COLUMNS)
+    ctx.write_table(df, "sentences")
+    with pytest.raises(OutputExistsError, match="sentences already exists; pass --overwrite"):
+        ctx.write_table(df, "sentences")
+    with pytest.raises(InputError, match=r"pairs: no such table; run the stage that writes 'pairs' first"):
+        ctx.read_table("pairs")
+
+
+def test_stats_json_round_trip_and_summary(tmp_path):
+    stats = {"sentences": {"documents": {"read": 206, "kept": 96}, "documents_dropped": {"redirect": 99},
+                           "seconds": {"write": 1.5}, "inputs": {"x": {"partitions": 2}}}}
+    write_stats(tmp_path / "stats.json", stats)
+    assert read_stats(tmp_path / "stats.json") == stats
+    table = summary_table(stats)
+    assert "documents.read" in table and "206" in table and "documents_dropped.redirect" in table
+    assert "seconds" not in table and "partitions" not in table

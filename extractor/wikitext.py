@@ -13,6 +13,7 @@ What is kept and dropped is documented in docs/cleaning.md; the names of the cou
 """
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from collections import Counter
@@ -58,7 +59,6 @@ class CleanedPage:
 
 # --- pre-cut: cheap removal before mwparserfromhell -------------------------------------
 
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _NOWIKI_RE = re.compile(r"<nowiki\s*/>|<nowiki\s*>(.*?)</nowiki\s*>", re.S | re.I)
 # Tags dropped with their content. <code> and <nowiki> keep their text (inline prose);
 # block code, math, galleries and embedded data do not form sentences.
@@ -67,10 +67,8 @@ _DROP_TAGS = ("ref", "references", "gallery", "math", "chem", "ce", "timeline", 
               "templatedata", "hiero", "inputbox", "categorytree", "poem", "includeonly",
               "table", "del", "s", "strike", "noinclude")
 _DROP_TAG_SET = frozenset(_DROP_TAGS) | {"onlyinclude"}
-_DROP_TAG_RE = re.compile(
-    r"<(%s)\b[^>]*?(?:/>|>.*?</\1\s*>)" % "|".join(_DROP_TAGS), re.S | re.I)
-# An opening tag of the list above left without its closing tag (broken page).
-_LONE_DROP_TAG_RE = re.compile(r"</?(?:%s)\b[^>]*>" % "|".join(_DROP_TAGS), re.I)
+# <tag ...>, </tag>, <tag .../> of the dropped tags: (closing slash)(name)(attributes)(self-closing slash)
+_DROP_TAG_TOKEN_RE = re.compile(r"<(/?)(%s)\b([^<>]*?)(/?)\s*>" % "|".join(_DROP_TAGS), re.I)
 _BRACE_RUN_RE = re.compile(r"\{\{+|\}\}+")
 _MAGIC_WORD_RE = re.compile(r"__[A-Z]+__")
 _LINK_ONLY_LINE_RE = re.compile(r"^[ \t]*(?:\[\[[^\[\]|:\n]+:[^\[\]\n]*\]\][ \t]*)+$", re.M)
@@ -104,14 +102,22 @@ _INTERLANG_RE = r"[a-z]{2,3}(?:-[a-z]+)*|simple"
 
 
 def _cut_comments(text: str, drops: Counter) -> str:
-    if "<!--" not in text:
-        return text
-    text = _COMMENT_RE.sub("", text)
+    """Remove <!-- comments --> in one left-to-right pass (linear even when broken)."""
     pos = text.find("<!--")
-    if pos >= 0:  # MediaWiki hides everything after an unclosed comment
-        drops["unclosed_comment"] += 1
-        text = text[:pos]
-    return text
+    if pos < 0:
+        return text
+    out: list[str] = []
+    last = 0
+    while pos >= 0:
+        end = text.find("-->", pos + 4)
+        out.append(text[last:pos])
+        if end < 0:  # MediaWiki hides everything after an unclosed comment
+            drops["unclosed_comment"] += 1
+            return "".join(out)
+        last = end + 3
+        pos = text.find("<!--", last)
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _nowiki(m: re.Match) -> str:
@@ -121,14 +127,39 @@ def _nowiki(m: re.Match) -> str:
 
 
 def _cut_tags(text: str, drops: Counter) -> str:
+    """Remove the dropped tags (refs, math, galleries, ...) with their content.
+
+    One pass over the tag tokens: an opening tag is cut together with everything up to the
+    next closing tag of the same name; a self-closing one alone; an opening tag that is
+    never closed loses only the tag itself (its text stays, as MediaWiki shows it). Linear
+    in the page, so a broken page with thousands of unclosed <ref> cannot stall a task."""
     if "<" not in text:
         return text
     if "<nowiki" in text or "<NOWIKI" in text:
         text = _NOWIKI_RE.sub(_nowiki, text)
-    text = _DROP_TAG_RE.sub("", text)
-    if _LONE_DROP_TAG_RE.search(text):
-        text = _LONE_DROP_TAG_RE.sub("", text)
-    return text
+    tokens = list(_DROP_TAG_TOKEN_RE.finditer(text))
+    if not tokens:
+        return text
+    closing: dict[str, list[int]] = {}   # tag name -> indexes (into tokens) of its closing tags
+    for i, m in enumerate(tokens):
+        if m.group(1) and not m.group(3).strip():  # "</ref name=x>" closes nothing in MediaWiki
+            closing.setdefault(m.group(2).lower(), []).append(i)
+    out: list[str] = []
+    last = 0
+    for i, m in enumerate(tokens):
+        if m.start() < last:
+            continue  # inside a region already cut
+        out.append(text[last:m.start()])
+        last = m.end()
+        if m.group(1) or m.group(4):
+            continue  # a closing tag without its opening, or a self-closing tag: the tag goes
+        ends = closing.get(m.group(2).lower())
+        if ends:
+            k = bisect.bisect_right(ends, i)
+            if k < len(ends):
+                last = tokens[ends[k]].end()
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _cut_templates(text: str, drops: Counter) -> str:

@@ -355,3 +355,14 @@ def test_file_link_captions_with_external_links_and_nested_links():
     text = ("A [[File:X.jpg|thumb|From [http://example.com the site]]] B "
             "[[File:Y.jpg|thumb|A [[nested|link]]]] C [[Image:Z.jpg|thumb|[[a]] and [[b|c]]]] D.")
     assert paragraphs(clean_page(text, EN)) == ["A B C D."]
+
+
+def test_unclosed_and_broken_tags():
+    assert paragraphs(clean_page("A <ref name=a> dangling text. B<ref>x</ref> C.", EN)) == ["A dangling text. B C."]
+    # "</ref name=...>" does not close a ref in MediaWiki (seen in the real Albert Einstein page)
+    assert paragraphs(clean_page('A<ref>x</ref name"y"> still ref</ref> B.', EN)) == ["A B."]
+    assert paragraphs(clean_page("A </math> B <gallery/> C <MATH>x</Math> D.", EN)) == ["A B C D."]
+    many = clean_page("Word <ref name=a> more. " * 3000, EN)   # one linear pass, however broken
+    assert paragraphs(many) == [" ".join(["Word more."] * 3000)]
+    comments = clean_page("Text <!-- a --> and <!-- b" + " x <!-- y" * 3000, EN)
+    assert paragraphs(comments) == ["Text and"] and comments.drops["unclosed_comment"] == 1

@@ -358,7 +358,9 @@ def test_file_link_captions_with_external_links_and_nested_links():
 
 
 def test_unclosed_and_broken_tags():
-    assert paragraphs(clean_page("A <ref name=a> dangling text. B<ref>x</ref> C.", EN)) == ["A dangling text. B C."]
+    assert paragraphs(clean_page("A <ref name=a> dangling text. B.", EN)) == ["A dangling text. B."]
+    # as in MediaWiki, an unclosed ref runs to the next closing tag of its name
+    assert paragraphs(clean_page("A <ref name=a> dangling. B<ref>x</ref> C.", EN)) == ["A C."]
     # "</ref name=...>" does not close a ref in MediaWiki (seen in the real Albert Einstein page)
     assert paragraphs(clean_page('A<ref>x</ref name"y"> still ref</ref> B.', EN)) == ["A B."]
     assert paragraphs(clean_page("A </math> B <gallery/> C <MATH>x</Math> D.", EN)) == ["A B C D."]

@@ -338,8 +338,12 @@ def _cut_links(text: str, start_re: re.Pattern, drops: Counter) -> str:
         depth = 1
         pos = m.end()
         end = -1
+        # A link never spans a blank line: bounding the search keeps broken pages linear.
+        limit = text.find("\n\n", pos)
+        if limit < 0:
+            limit = len(text)
         while True:
-            t = _LINK_OPEN_RE.search(text, pos)
+            t = _LINK_OPEN_RE.search(text, pos, limit)
             if t is None:
                 break
             if text[t.start()] == "[":

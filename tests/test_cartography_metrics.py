@@ -182,6 +182,7 @@ def test_cli_writes_metrics_table_and_data_map(tmp_path, capsys):
     summary = json.loads((carto / "summary.json").read_text())
     assert summary["in_no_group"] == int((m["n_groups"] == 0).sum())
     assert summary["in_two_groups"] == int((m["n_groups"] == 2).sum())
+    assert summary["dynamics_cost"] is None  # no config.json in this hand-made run
     png = (carto / "data_map.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     assert (carto / "groups.md").read_text().startswith("| group |")

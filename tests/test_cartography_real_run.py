@@ -55,6 +55,7 @@ def test_cartography_of_a_real_run(base_run, capsys):
     assert m[["e2l", "a", "h2l"]].sum().tolist() == [79, 79, 79]  # round(0.33 * 240)
     summary = json.loads((base_run / "cartography" / "summary.json").read_text())
     assert summary["in_no_group"] + summary["in_two_groups"] > 0
+    assert summary["dynamics_cost"]["seconds"] > 0 and 0 < summary["dynamics_cost"]["share"] < 5
     assert (base_run / "cartography" / "data_map.png").stat().st_size > 20_000
 
 

@@ -403,6 +403,17 @@ def cartography_for(train_df: pd.DataFrame, cartography_dir_or_run_dir) -> pd.Da
 # --------------------------------------------------------------------------- CLI
 
 
+def _dynamics_cost(run_dir: Path) -> dict | None:
+    """The extra-pass cost `train` stored in config.json ("dynamics": {"seconds", "share"})."""
+    try:
+        d = json.loads((Path(run_dir) / "config.json").read_text()).get("dynamics") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if "seconds" not in d or "share" not in d:
+        return None
+    return {"seconds": float(d["seconds"]), "share": float(d["share"])}
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run with dynamics/epoch_N.parquet files")
     parser.add_argument("--out", help="output folder (default RUN_DIR/cartography)")
@@ -464,6 +475,7 @@ def run(args) -> int:
         "variability": "population standard deviation (ddof=0) of the gold-label probability",
         "s": "RoNLI eq. (1) with branches as the text and codomain [0,2] imply; s_printed: literal eq. (1)",
         "seconds": round(time.perf_counter() - t0, 2),
+        "dynamics_cost": _dynamics_cost(run_dir),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"cartography of {n} examples over {summary['epochs']} epochs ({dyn_dir})")
@@ -471,6 +483,9 @@ def run(args) -> int:
     print(markdown_table(groups))
     print(f"in no group: {summary['in_no_group']} ({summary['in_no_group'] / n:.1%}), "
           f"in two groups: {summary['in_two_groups']} ({summary['in_two_groups'] / n:.1%})")
+    cost = summary["dynamics_cost"]
+    if cost:
+        print(f"recording the dynamics cost {cost['seconds']:.2f}s, {100 * cost['share']:.1f}% of the training time")
     print(f"wrote {out}/metrics.parquet, groups.md, groups.csv, summary.json, data_map.png "
           f"in {summary['seconds']:.1f}s")
     return 0

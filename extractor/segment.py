@@ -13,7 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from nltk.tokenize.punkt import PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktTrainer
+from nltk.tokenize.punkt import (PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken,
+                                  PunktTrainer)
 
 __all__ = ["train_punkt", "save_params", "load_params", "Segmenter", "abbreviation_types",
            "DEFAULT_MAX_TRAIN_CHARS", "PARAMS_FORMAT"]
@@ -48,7 +49,7 @@ def train_punkt(texts: Iterable[str], abbreviations: Iterable[str] = (),
     """Learn Punkt parameters from texts (paragraphs or pages), at most max_chars of them,
     then add the lexicon's abbreviations (after training, so that the trainer's own
     re-classification cannot remove them)."""
-    trainer = PunktTrainer(lang_vars=_StdReLangVars())
+    trainer = PunktTrainer(lang_vars=_StdReLangVars(), token_cls=_StdReToken)
     trainer.INCLUDE_ALL_COLLOCS = True
     seen = 0
     batch: list[str] = []
@@ -145,6 +146,16 @@ class _StdReLangVars(PunktLanguageVars):
             re.UNICODE | re.VERBOSE)
 
 
+class _StdReToken(PunktToken):
+    """PunktToken with its own fixed patterns compiled by `re` (same reason as above)."""
+
+    __slots__ = ()
+    _RE_ELLIPSIS = re.compile(r"\.\.+$")
+    _RE_NUMERIC = re.compile(r"^-?[\.,]?\d[\d,\.-]*\.?$")
+    _RE_INITIAL = re.compile(r"[^\W\d]\.$", re.UNICODE)
+    _RE_ALPHA = re.compile(r"[^\W\d]+$", re.UNICODE)
+
+
 _PLAIN_CONTEXT_RE = re.compile(r"([^\W\d_]{2,})\. ([^\W\d_]+)")
 
 
@@ -159,7 +170,7 @@ class _MemoPunkt(PunktSentenceTokenizer):
     MAX_CACHE = 200_000
 
     def __init__(self, params: PunktParameters):
-        super().__init__(params, lang_vars=_StdReLangVars())
+        super().__init__(params, lang_vars=_StdReLangVars(), token_cls=_StdReToken)
         self._memo: dict[str, bool] = {}
 
     def text_contains_sentbreak(self, text: str) -> bool:

@@ -165,6 +165,6 @@ def test_training_with_std_re_patterns_equals_nltk_training(monkeypatch):
 
     paras = sample_paragraphs(RO) + sample_paragraphs(ES)
     ours = segment.params_to_dict(train_punkt(paras, RO.abbreviations))
-    monkeypatch.setattr(segment, "PunktTrainer", lambda lang_vars=None: PunktTrainer())
+    monkeypatch.setattr(segment, "PunktTrainer", lambda lang_vars=None, token_cls=None: PunktTrainer())
     plain = segment.params_to_dict(train_punkt(paras, RO.abbreviations))
     assert ours == plain

@@ -102,7 +102,11 @@ class TreeMonitor:
             return "other"
         if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
             return "python_worker"
-        if "java" in proc.name():
+        try:
+            name = proc.name()
+        except psutil.Error:
+            return "other"
+        if "java" in name:
             return "jvm"
         if "wikiextractor" in cmd.lower() or "WikiExtractor" in cmd:
             return "wikiextractor"
@@ -120,9 +124,9 @@ class TreeMonitor:
                 key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue
-            self.cpu[key] = times.user + times.system
             kind = self.kinds.get(key) or self.kind(proc)
             self.kinds[key] = kind
+            self.cpu[key] = times.user + times.system
             self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), rss)
 
     def _run(self):
@@ -218,7 +222,7 @@ def main() -> None:
         print(f"dump {size} MB: {m['xml_bytes'] / 1e6:.1f} MB XML, {m['bz2_bytes'] / 1e6:.1f} MB bz2, "
               f"{m['pages']} pages (built/cached in {time.time() - t0:.0f}s)", flush=True)
     params, train_s = train_params(dumps[sizes[0]][0])
-    print(f"Punkt parameters: {params} (trained once in {train_s:.1f}s on the driver; passed to every run)")
+    print(f"Punkt parameters: {params} (" + (f"trained once in {train_s:.1f}s on the driver" if train_s else "cached from an earlier run") + "; passed to every run)")
 
     results = {"ours": {}, "wikiextractor": None, "machine": {"cpus": os.cpu_count(),
                                                               "load_avg_at_start": os.getloadavg()}}

@@ -84,7 +84,10 @@ def main(argv=None) -> int:
     print(f"dump: {args.dump.name}: {len(pages)} main-namespace pages, {mb:.2f} MB of wikitext")
 
     training = [p for _, _, text in pages for p in clean_page(text, lexicon).paragraphs]
+    t0 = time.process_time()
     params = train_punkt(training, lexicon.abbreviations)
+    train_cpu = time.process_time() - t0
+    train_mb = sum(len(p.encode("utf-8")) for p in training) / 1e6
     segmenter = Segmenter(params)
 
     def run_precut():
@@ -141,6 +144,8 @@ def main(argv=None) -> int:
     for name, cpu in results.items():
         print(f"{name:<16}{cpu:>8.3f}{mb / cpu:>10.2f}{len(pages) / cpu:>13.1f}")
     print(f"sentences: {counts.get('sentences')}")
+    print(f"punkt training (once, on the driver): {train_mb:.2f} MB of clean text in {train_cpu:.2f} CPU s "
+          f"= {train_mb / train_cpu:.2f} MB/CPU-s")
     if "wikiextractor" in results:
         print(f"clean vs WikiExtractor cleaning (same pages, one core): "
               f"{results['wikiextractor'] / results['clean']:.2f}x")

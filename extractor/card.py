@@ -45,6 +45,17 @@ def _package_version(name: str | None) -> str | None:
             return None
 
 
+def _display_path(path) -> str | None:
+    """A lexicon path relative to the repository when it lies inside it (cards are shared)."""
+    if path is None:
+        return None
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def build_info(ctx) -> dict:
     """How the data was built: command line, lexicon and hash, seed, versions, filters."""
     lex = ctx.lexicon
@@ -54,7 +65,7 @@ def build_info(ctx) -> dict:
     pos = pairs_stats.get("pos_filter")
     return {
         "command_line": ctx.command_line or "",
-        "lexicon": str(getattr(lex, "path", f"phrase_lexicons/{lex.lang}.yaml")),
+        "lexicon": _display_path(getattr(lex, "path", None)) or f"phrase_lexicons/{lex.lang}.yaml",
         "lexicon_sha256": getattr(lex, "sha256", None),
         "lang": lex.lang,
         "seed": int(getattr(args, "seed", 0) or 0),
@@ -189,7 +200,10 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
             lines += ["Stage 2 (pairs):", "", _kv_table(flat, ("reason", "pairs")), ""]
     if sentences_stats:
         flat = {}
-        _flatten("", {k: v for k, v in sentences_stats.items() if k in ("dropped", "drops", "skipped")}, flat)
+        _flatten("", {k: v for k, v in sentences_stats.items()
+                      if k in ("documents_dropped", "paragraphs_dropped", "cleaning", "dropped", "skipped")}, flat)
+        if isinstance(sentences_stats.get("sentences"), dict) and "short" in sentences_stats["sentences"]:
+            flat["sentences.short (kept, flagged)"] = sentences_stats["sentences"]["short"]
         if flat:
             lines += ["Stage 1 (sentences):", "", _kv_table(flat, ("reason", "count")), ""]
     lines += ["## Files", "",
@@ -201,7 +215,15 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
 
 def _pos_text(pos) -> str:
     if isinstance(pos, dict):
-        return ", ".join(f"{k}: {v}" for k, v in pos.items())
+        parts = [str(pos.get("status", "unknown"))]
+        if pos.get("model"):
+            parts.append(f"model {pos['model']}")
+        if pos.get("sentences_checked"):
+            parts.append(f"{pos['sentences_checked']:,} sentences checked")
+        rejected = pos.get("sentences_rejected") or {}
+        if rejected:
+            parts.append("rejected: " + ", ".join(f"{k} {v:,}" for k, v in rejected.items()))
+        return "; ".join(parts)
     return str(pos) if pos is not None else "unknown (not recorded by the pairs stage)"
 
 

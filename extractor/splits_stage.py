@@ -109,6 +109,9 @@ def run(ctx) -> None:
     max_eval = int(getattr(args, "max_eval_per_corpus", sp.DEFAULT_MAX_EVAL_PER_CORPUS) or 0) or None
     seed = int(getattr(args, "seed", 0) or 0)
     spark = ctx.spark
+    target = ctx.table_path("splits")
+    if _out.exists(spark, target) and not getattr(args, "overwrite", False):  # fail before the work
+        raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
     drops: dict = {}
@@ -172,7 +175,7 @@ def run(ctx) -> None:
     # A pair whose sentences come from documents of two splits would carry a document into both.
     crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
     pairs = pairs.withColumn("_cross", crosses).cache()
-    drops["documents_in_two_splits"] = pairs.filter(F.col("_cross")).count()
+    drops["pair_spans_documents_of_two_splits"] = pairs.filter(F.col("_cross")).count()
     pairs = pairs.filter(~F.col("_cross")).drop("_ps", "_hs", "_cross")
     prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
     pairs = pairs.withColumn("_prio", prio[F.col("_split")])
@@ -269,7 +272,6 @@ def run(ctx) -> None:
                                   sentences_stats=ctx.stats.get("sentences"), num_bytes=num_bytes)
         for f in sorted(local.iterdir()):
             _put_file(spark, f, ctx.table_path(f"{tmp_name}/{f.name}"))
-    target = ctx.table_path("splits")
     if _out.exists(spark, target):
         if not getattr(args, "overwrite", False):
             raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
@@ -318,6 +320,7 @@ def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI
     scored = wl.join(w, ["split", "word"]).join(label_n, ["split", "label"]).join(split_n, "split")
     scored = scored.withColumn("pmi", st.pmi(F.col("c_wl"), F.col("c_w"), F.col("n_label"), F.col("n_total"),
                                              F.col("n_labels"), st.PMI_SMOOTHING, log=F.log))
+    scored = scored.filter(F.col("pmi") > 0)  # only words that point towards the label
     top = scored.withColumn("_r", F.row_number().over(
         Window.partitionBy("split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
     for r in top.orderBy("split", "label", "_r").collect():

@@ -259,7 +259,7 @@ def top_pmi(hypotheses: Iterable[str], labels: Iterable, k: int = 10, min_count:
 
 def pmi_table(per_label: dict, per_word: dict, label_totals: dict, total: int, k: int = 10,
               min_count: int = PMI_MIN_COUNT, smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
-    """Top-k per label from counts (the Spark job passes counts aggregated in SQL)."""
+    """Top-k words with a positive PMI per label, from counts."""
     n_labels = len(label_totals)
     out: dict[str, list[dict]] = {}
     for label in sorted(label_totals):
@@ -268,7 +268,8 @@ def pmi_table(per_label: dict, per_word: dict, label_totals: dict, total: int, k
             if lab != label or per_word[w] < min_count:
                 continue
             value = pmi(c, per_word[w], label_totals[label], total, n_labels, smoothing)
-            scored.append((-value, w, c))
+            if value > 0:  # only words that point towards the label
+                scored.append((-value, w, c))
         scored.sort()
         out[label] = [{"word": w, "pmi": round(-neg, 4), "count": int(c), "word_count": int(per_word[w])}
                       for neg, w, c in scored[:k]]

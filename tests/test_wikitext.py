@@ -304,7 +304,7 @@ def test_enwiki_sections_and_filters(enwiki):
     assert anarchism.sections[0].paragraphs[0].startswith(
         "Anarchism is a political philosophy that advocates self-governed societies based on voluntary institutions.")
     assert [s.title for s in anarchism.sections][1:3] == ["Etymology and terminology", "Origins"]
-    assert sum(len(paragraphs(p)) for p in kept.values()) == 4838
+    assert sum(len(paragraphs(p)) for p in kept.values()) == 4839
 
 
 def test_enwiki_tables_leave_no_table_text():
@@ -368,3 +368,13 @@ def test_unclosed_and_broken_tags():
     assert paragraphs(many) == [" ".join(["Word more."] * 3000)]
     comments = clean_page("Text <!-- a --> and <!-- b" + " x <!-- y" * 3000, EN)
     assert paragraphs(comments) == ["Text and"] and comments.drops["unclosed_comment"] == 1
+
+
+def test_transclusion_tags_and_tag_spacing():
+    text = ("<onlyinclude>'''Agricultural science''' is a field.</onlyinclude> <noinclude>Shown here.</noinclude>"
+            "<includeonly>Only when transcluded.</includeonly> H<sub>2</sub>O and θ<sub>i</sub>; "
+            "he said:<blockquote>Quoted.</blockquote>")
+    assert paragraphs(clean_page(text, EN)) == [
+        "Agricultural science is a field. Shown here. H2O and θi; he said: Quoted."]
+    many = clean_page("a <span> b " * 3000, EN)   # unpaired tags never reach the parser
+    assert paragraphs(many) == [" ".join(["a b"] * 3000)]

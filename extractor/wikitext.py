@@ -94,6 +94,7 @@ _BLOCK_TAGS = ("div", "center", "blockquote", "br", "p", "ol", "ul", "li", "dl",
 _INLINE_TAGS = ("span", "small", "big", "font", "sup", "sub", "b", "i", "u", "em", "strong", "abbr", "code",
                 "tt", "cite", "q", "var", "kbd", "samp", "mark", "ins", "bdi", "bdo", "rp", "rt", "ruby",
                 "time", "data", "onlyinclude", "noinclude", "includeonly", "nowiki")
+_BLOCK_TAG_SET = frozenset(t for t in _BLOCK_TAGS if "[" not in t) | {f"h{i}" for i in range(1, 7)}
 _BLOCK_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_BLOCK_TAGS), re.I)
 _INLINE_TAG_RE = re.compile(r"</?(?:%s)\b[^<>]*>" % "|".join(_INLINE_TAGS), re.I)
 _SPACE_BEFORE_PUNCT_RE = re.compile(r" ([,.;:!?)\]])")
@@ -485,10 +486,9 @@ def _render(nodes, out: list[str], rules: _Rules) -> None:
                 before = len(out)
                 _render(node.text.nodes, out, rules)
                 if len(out) == before or not "".join(out[before:]).strip():
-                    # pipe trick [[Foo (bar)|]] shows "Foo"
-                    out.append(re.sub(r"\s*\([^)]*\)\s*$", "", title.split(":")[-1]))
+                    out.append(_PIPE_TRICK_RE.sub("", _link_title_text(title, True)))
             else:
-                out.append(title)
+                out.append(_link_title_text(title, visible))
         elif kind is ExternalLink:
             if node.title is not None and node.brackets:
                 _render(node.title.nodes, out, rules)
@@ -503,7 +503,12 @@ def _render(nodes, out: list[str], rules: _Rules) -> None:
             if node.wiki_markup and tag in ("li", "dt", "dd"):
                 continue  # a stray list marker inside a line
             if node.contents is not None:
+                block = tag in _BLOCK_TAG_SET
+                if block:
+                    out.append(" ")
                 _render(node.contents.nodes, out, rules)
+                if block:
+                    out.append(" ")
         elif kind is HTMLEntity:
             try:
                 out.append(node.normalize())
@@ -592,22 +597,29 @@ def _strip_quotes(line: str) -> str:
     return "".join(arr[0::2])
 
 
+def _link_title_text(title: str, pipe_trick_or_visible_ns: bool) -> str:
+    """The text shown for a link without a label: the target, without a '#section' part
+    ([[#History]] shows 'History'); [[:Category:X]] shows 'X'; the pipe trick [[Foo (bar)|]]
+    shows 'Foo'."""
+    title = title.strip().lstrip(":").strip()
+    if pipe_trick_or_visible_ns and ":" in title:
+        title = title.split(":", 1)[-1]
+    if "#" in title:
+        head, _, tail = title.partition("#")
+        title = head or tail
+    return title
+
+
 def _simple_link(m: re.Match) -> str:
     title, label = m.group(1), m.group(2)
     if label is None:
-        title = title.strip()
-        if title.startswith(":"):  # [[:Category:X]] shows the page name only
-            title = title[1:].split(":", 1)[-1]
-        if "#" in title:
-            head, _, tail = title.partition("#")
-            title = head or tail
-        return title
+        return _link_title_text(title, title.strip().startswith(":"))
     if not label.strip():  # pipe trick [[Foo (bar)|]] shows "Foo"
-        return _PIPE_TRICK_RE.sub("", title.strip().lstrip(":").split(":")[-1])
+        return _PIPE_TRICK_RE.sub("", _link_title_text(title, True))
     return label
 
 
-def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
+def _clean_inline(raw: str, rules: _Rules, drops: Counter, full_parse: bool = False) -> str:
     """One paragraph (or heading) of pre-cut wikitext -> plain text.
 
     Quotes, plain [[links]] and [http://x labelled links] are rewritten with regular
@@ -618,7 +630,7 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
     text = raw
     if "''" in text:
         text = "\n".join(_strip_quotes(line) for line in text.split("\n"))
-    if "[" in text:
+    if "[" in text and not full_parse:
         if "[[" in text:
             text = _SIMPLE_LINK_RE.sub(_simple_link, text)
         if "[" in text and ("//" in text or "mailto:" in text):
@@ -626,8 +638,9 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter) -> str:
     if "//" in text:
         if "&nbsp;" in text:  # a non-breaking space ends a URL (as any space does)
             text = text.replace("&nbsp;", "\xa0")
-        text = _BARE_URL_RE.sub("", text)
-    if "[[" in text or "]]" in text:
+        if not full_parse:
+            text = _BARE_URL_RE.sub("", text)
+    if "[[" in text or "]]" in text or (full_parse and ("[" in text or "//" in text)):
         try:
             nodes = mwparserfromhell.parse(text, skip_style_tags=True).nodes
         except Exception:  # mwparserfromhell is robust; keep the job alive if it is not
@@ -662,12 +675,15 @@ def precut(wikitext: str, lexicon, drops: Counter | None = None) -> str:
     return text
 
 
-def clean_page(wikitext: str, lexicon) -> CleanedPage:
+def clean_page(wikitext: str, lexicon, *, full_parse: bool = False) -> CleanedPage:
     """Split a page into sections of plain-text paragraphs.
 
     Headings start sections (the lead has title ''); sections named in the lexicon's
     drop_sections are dropped with their subsections; tables and list/indent lines are
-    dropped; a blank line, a removed table or a removed list ends a paragraph."""
+    dropped; a blank line, a removed table or a removed list ends a paragraph.
+
+    full_parse=True hands every paragraph with links to mwparserfromhell instead of the
+    regular-expression fast path (slower; the tests use it to check the fast path)."""
     drops: Counter = Counter()
     rules = _rules(lexicon)
     text = precut(wikitext or "", lexicon, drops)
@@ -680,7 +696,7 @@ def clean_page(wikitext: str, lexicon) -> CleanedPage:
 
     def flush() -> None:
         if para:
-            cleaned = _clean_inline("\n".join(para), rules, drops)
+            cleaned = _clean_inline("\n".join(para), rules, drops, full_parse)
             if cleaned:
                 current.paragraphs.append(cleaned)
             else:

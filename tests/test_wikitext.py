@@ -378,3 +378,16 @@ def test_transclusion_tags_and_tag_spacing():
         "Agricultural science is a field. Shown here. H2O and θi; he said: Quoted."]
     many = clean_page("a <span> b " * 3000, EN)   # unpaired tags never reach the parser
     assert paragraphs(many) == [" ".join(["a b"] * 3000)]
+
+
+def test_fast_path_equals_full_mwparserfromhell_parse(enwiki):
+    """The regular-expression fast path for links must give what mwparserfromhell gives
+    when it parses every paragraph (full_parse=True), on every real enwiki page."""
+    pages = [p for p in read_dump(shared_file("dumps/enwiki-sample-206pages.xml.bz2"))
+             if p["ns"] == "0" and not p["redirect"]]
+    pages += read_dump(shared_file("dumps/enwiki-tables-5pages.xml.bz2"))
+    differ = [(p["title"], a, b) for p in pages
+              for a, b in zip(paragraphs(clean_page(p["text"], EN)), paragraphs(clean_page(p["text"], EN, full_parse=True)))
+              if a != b]
+    assert differ == []
+    assert paragraphs(clean_page(BIO, EN)) == paragraphs(clean_page(BIO, EN, full_parse=True))

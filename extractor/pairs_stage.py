@@ -148,44 +148,59 @@ def _ref_struct(F, prefix: str = ""):
     return F.struct(*(F.col(prefix + c).alias(c) for c in REF_FIELDS))
 
 
-def _count_by(df, *cols) -> dict:
-    """{value: count} (or nested by the columns) from an aggregate: the only thing collected."""
+def _rows(df, *cols) -> list:
+    """(values..., count) for each group of an aggregate: the only thing ever collected."""
+    return [(*(row[c] for c in cols), int(row["count"])) for row in df.groupBy(*cols).count().collect()]
+
+
+def _nest(rows, depth: int, skip_none: bool = True) -> dict:
+    """{a: {b: n}} from (a, b, n) rows (summing rows that share a key)."""
     out: dict = {}
-    for row in df.groupBy(*cols).count().collect():
+    for row in rows:
+        keys, n = row[:depth], row[-1]
+        if skip_none and any(k is None for k in keys):
+            continue
         node = out
-        for c in cols[:-1]:
-            node = node.setdefault(str(row[c]), {})
-        node[str(row[cols[-1]])] = int(row["count"])
+        for k in keys[:-1]:
+            node = node.setdefault(str(k), {})
+        node[str(keys[-1])] = node.get(str(keys[-1]), 0) + n
     return out
 
 
-def take_lowest(df, group_cols, hash_col: str, tie_col: str, wanted: dict):
+def _bin(F, hash_col: str):
+    return F.shiftright(F.col(hash_col), 63 - nt.BIN_BITS)
+
+
+def histogram(df, group_cols, hash_col: str, extra_cols=()) -> list:
+    """Counts per group and 4096-bin slice of the hash (an aggregate, small)."""
+    from pyspark.sql import functions as F
+
+    return _rows(df.withColumn("_bin", _bin(F, hash_col)), *extra_cols, *group_cols, "_bin")
+
+
+def take_lowest(df, group_cols, hash_col: str, tie_col: str, wanted: dict, hist: list):
     """The rows with the lowest `hash_col` per group, exactly wanted[group tuple] of
-    them (ties by `tie_col`). Done without a global sort: a 4096-bin histogram of the
-    hashes per group (an aggregate) tells which bin each group's cut falls in; only rows
-    of that bin are ranked by a window function."""
+    them (ties by `tie_col`), without a global sort: the histogram `hist` (rows of
+    (*group, bin, count), see `histogram`) tells which bin each group's cut falls in; only
+    rows of that bin are ranked, by a window function per (group, bin)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    spark = df.sparkSession
-    shift = 63 - nt.BIN_BITS
-    binned = df.withColumn("_bin", F.shiftright(F.col(hash_col), shift))
+    k = len(group_cols)
     counts: dict = defaultdict(dict)
-    for row in binned.groupBy(*group_cols, "_bin").count().collect():
-        counts[tuple(row[c] for c in group_cols)][int(row["_bin"])] = int(row["count"])
-    cuts = []
-    for key, bins in counts.items():
-        cut, extra = nt.bin_cutoff(bins, int(wanted.get(key, 0)))
-        cuts.append((*key, cut, extra))
+    for row in hist:
+        counts[tuple(row[:k])][int(row[k])] = counts[tuple(row[:k])].get(int(row[k]), 0) + row[-1]
+    cuts = [(*key, *nt.bin_cutoff(bins, int(wanted.get(key, 0)))) for key, bins in sorted(counts.items())]
     if not cuts:
         return df.limit(0)
-    schema = ", ".join(f"{c} {t}" for c, t in zip(group_cols, [dict(df.dtypes)[c] for c in group_cols])) + \
-        ", _cut int, _extra int"
-    cut_df = spark.createDataFrame(cuts, schema)
-    joined = binned.join(F.broadcast(cut_df), list(group_cols))
+    types = dict(df.dtypes)
+    schema = ", ".join(f"{c} {types[c]}" for c in group_cols) + ", _cut int, _extra int"
+    cut_df = df.sparkSession.createDataFrame(cuts, schema)
+    binned = df.withColumn("_bin", _bin(F, hash_col)).join(F.broadcast(cut_df), list(group_cols))
+    binned = binned.filter(F.col("_bin") <= F.col("_cut"))
     w = Window.partitionBy(*group_cols, "_bin").orderBy(hash_col, tie_col)
-    ranked = joined.withColumn("_rn", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))
-    kept = ranked.filter((F.col("_bin") < F.col("_cut")) | ((F.col("_bin") == F.col("_cut")) & (F.col("_rn") <= F.col("_extra"))))
+    ranked = binned.withColumn("_rn", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))
+    kept = ranked.filter((F.col("_bin") < F.col("_cut")) | (F.col("_rn") <= F.col("_extra")))
     return kept.drop("_bin", "_cut", "_extra", "_rn")
 
 
@@ -223,8 +238,8 @@ class Materializer:
 def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, work_dir: str | None = None):
     """sentences DataFrame -> (pairs DataFrame, stats dict, Materializer).
 
-    Runs aggregate jobs for the counts; the returned DataFrame reads materialized
-    intermediates: call `.cleanup()` on the third value after writing it."""
+    Runs a handful of aggregate jobs for the counts; the returned DataFrame reads
+    materialized intermediates: call `.cleanup()` on the third value after writing it."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -235,6 +250,11 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, wor
 
     def keep(df):
         return store(df, f"t{next(names):02d}")
+
+    def reject(rows):
+        for reason, n in rows:
+            if reason is not None:
+                stats["rejected"][reason] = stats["rejected"].get(reason, 0) + n
 
     model = options.spacy_model or lexicon.spacy_model
     enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
@@ -260,7 +280,7 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, wor
         T.StructField("neutral_text", T.StringType())])
     sent = keep(src.mapInPandas(_annotate_batches(lexicon, options.min_chars), schema))
 
-    # 2. marked candidates ------------------------------------------------------------
+    # 2. marked candidates: the previous sentence of the same paragraph -----------------
     hyp = sent.filter(F.col("label").isNotNull())
     prev = sent.select(F.col("doc_id").alias("p_doc_id"), F.col("section").alias("p_section"),
                        F.col("para_idx").alias("p_para_idx"), (F.col("sent_idx") + 1).alias("p_next"),
@@ -274,54 +294,48 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, wor
               .when(F.col("p_short"), "premise_short")
               .when(F.col("chained"), "hypothesis_starts_with_phrase")
               .when(F.col("premise") == F.col("hyp_text"), "premise_equals_hypothesis"))
-    cand = keep(cand.withColumn("_reject", reason))
-    stats["candidates"]["marked_sentences"] = _count_by(cand, "label")
-    for r, n in _count_by(cand.filter(F.col("_reject").isNotNull()), "_reject").items():
-        stats["rejected"][r] = stats["rejected"].get(r, 0) + n
-
+    cand = cand.withColumn("_reject", reason)
     hex_udf = _hex_udf()
-    marked = (cand.filter(F.col("_reject").isNull())
-              .select("corpus", "genre", "lang", "doc_id",
-                      F.col("premise"), F.col("hyp_text").alias("hypothesis"), "label", "marker", "phrase",
-                      F.lit("marker").alias("source"),
-                      F.struct(F.col("doc_id"), F.col("section"), F.col("para_idx"),
-                               F.col("p_sent_idx").alias("sent_idx")).alias("premise_ref"),
-                      F.struct(*(F.col(c) for c in REF_FIELDS)).alias("hypothesis_ref")))
-    marked = _with_pair_id(F, marked, hex_udf)
+    marked = (cand.select("corpus", "genre", "lang", "doc_id",
+                          F.col("premise"), F.col("hyp_text").alias("hypothesis"), "label", "marker", "phrase",
+                          F.lit("marker").alias("source"),
+                          F.struct(F.col("doc_id"), F.col("section"), F.col("para_idx"),
+                                   F.col("p_sent_idx").alias("sent_idx")).alias("premise_ref"),
+                          F.struct(*(F.col(c) for c in REF_FIELDS)).alias("hypothesis_ref"), "_reject"))
+    marked = keep(_with_pair_id(F, marked, hex_udf))
+    counts = _rows(marked, "label", "_reject")
+    stats["candidates"]["marked_sentences"] = _nest([(lab, n) for lab, _, n in counts], 1)
+    reject([(r, n) for _, r, n in counts])
+    marked = marked.filter(F.col("_reject").isNull()).drop("_reject")
 
     # 3. POS filter on the distinct texts of marked candidates ----------------------------
-    pos_table = None
-    pass_rate = None
+    pos_table, pass_rate, pos_counts = None, None, []
     if enabled:
         texts = marked.select(F.col("premise").alias("text")).union(marked.select(F.col("hypothesis").alias("text"))).distinct()
         pos_table = keep(texts.mapInPandas(_pos_batches(model, lexicon.subject_pos, lexicon.predicate_pos),
                                            "text string, pos_ok boolean, pos_reason string"))
-        checked = pos_table.count()
-        ok = pos_table.filter("pos_ok").count()
-        pass_rate = ok / checked if checked else None
-        marked, rej = _apply_pos(F, marked, pos_table)
-        marked = keep(marked)
-        for r, n in _count_by(rej, "_reject").items():
-            stats["rejected"][r] = stats["rejected"].get(r, 0) + n
-    else:
-        marked = keep(marked)
+        pos_counts = _rows(pos_table, "pos_ok", "pos_reason")
+        checked = sum(n for _, _, n in pos_counts)
+        pass_rate = sum(n for ok, _, n in pos_counts if ok) / checked if checked else None
+        marked = _apply_pos(F, marked, pos_table)
 
-    # 4. identical pairs ---------------------------------------------------------------
-    marked, dups = _dedup(F, Window, marked)
-    marked = keep(marked)
-    stats["rejected"]["duplicate_pair"] = dups.count()
-    marked_counts = _count_by(marked, "corpus", "label")  # {corpus: {label: n}}
+    # 4. identical pairs: the lowest pair_id stays ---------------------------------------
+    marked = keep(_rank_duplicates(F, Window, marked))
+    counts = _rows(marked, "corpus", "label", "_reject")
+    reject([(r, n) for _, _, r, n in counts])
+    marked = marked.filter(F.col("_reject").isNull()).drop("_reject")
+    marked_counts = _nest([(c, lab, n) for c, lab, r, n in counts if r is None], 2)  # {corpus: {label: n}}
 
     # 5. neutral ------------------------------------------------------------------------
-    neutral, nstats = _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, keep,
-                               pos_table if enabled else None, model if enabled else None, lexicon, pass_rate, stats)
+    neutral, nstats = _neutral(F, Window, sent, marked, marked_counts, options, hex_udf, keep,
+                               pos_table, model if enabled else None, lexicon, pass_rate, stats)
     stats["neutral"].update(nstats)
 
     out_cols = list(OUTPUT_COLUMNS) + ["phrase"]
     pairs = marked.select(*out_cols).unionByName(neutral.select(*out_cols))
     if enabled:
-        stats["pos_filter"]["sentences_checked"] = pos_table.count()
-        stats["pos_filter"]["sentences_rejected"] = _count_by(pos_table.filter(~F.col("pos_ok")), "pos_reason")
+        stats["pos_filter"]["sentences_checked"] = sum(n for _, _, n in pos_counts)
+        stats["pos_filter"]["sentences_rejected"] = _nest([(r, n) for ok, r, n in pos_counts if not ok], 1)
     return pairs, stats, store
 
 
@@ -336,36 +350,39 @@ def _ref_key_struct(F, col):
 
 
 def _apply_pos(F, pairs, pos_table):
-    """Keep pairs whose premise and hypothesis both pass; the rest as (`_reject`) rows.
-    The hypothesis's reason is reported when both fail."""
+    """Sets `_reject` to the POS reason of a failing hypothesis, else of a failing premise."""
     p = pos_table.select(F.col("text").alias("_pt"), F.col("pos_ok").alias("_pok"), F.col("pos_reason").alias("_pr"))
     h = pos_table.select(F.col("text").alias("_ht"), F.col("pos_ok").alias("_hok"), F.col("pos_reason").alias("_hr"))
     j = pairs.join(p, F.col("premise") == F.col("_pt"), "left").join(h, F.col("hypothesis") == F.col("_ht"), "left")
     reason = F.when(F.col("_hok") == F.lit(False), F.col("_hr")).when(F.col("_pok") == F.lit(False), F.col("_pr"))
-    j = j.withColumn("_reject", reason)
-    drop = ["_pt", "_pok", "_pr", "_ht", "_hok", "_hr"]
-    return j.filter(F.col("_reject").isNull()).drop(*drop, "_reject"), j.filter(F.col("_reject").isNotNull())
+    return j.withColumn("_reject", reason).drop("_pt", "_pok", "_pr", "_ht", "_hok", "_hr")
 
 
-def _dedup(F, Window, pairs, against=None):
-    """Drop repeated (premise, hypothesis) pairs, keeping the lowest pair_id; with
-    `against`, also drop pairs already there. Returns (kept, dropped)."""
-    w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
+def _rank_duplicates(F, Window, pairs, against=None):
+    """Marks (`_reject` = duplicate_pair) every repeat of a (premise, hypothesis) pair but
+    the one with the lowest pair_id, and with `against`, pairs already there. Rows that
+    carry a `_reject` already keep it and take no part."""
+    if "_reject" not in pairs.columns:
+        pairs = pairs.withColumn("_reject", F.lit(None).cast("string"))
+    w = Window.partitionBy("premise", "hypothesis", F.col("_reject").isNull()).orderBy("pair_id")
     ranked = pairs.withColumn("_rn", F.row_number().over(w))
-    kept, dropped = ranked.filter("_rn = 1").drop("_rn"), ranked.filter("_rn > 1").drop("_rn")
     if against is not None:
-        seen = against.select("premise", "hypothesis").distinct()
-        dropped = dropped.unionByName(kept.join(seen, ["premise", "hypothesis"], "left_semi"))
-        kept = kept.join(seen, ["premise", "hypothesis"], "left_anti")
-    return kept, dropped
+        seen = against.select(F.col("premise").alias("_sp"), F.col("hypothesis").alias("_sh"),
+                              F.lit(True).alias("_seen")).distinct()
+        ranked = ranked.join(seen, (F.col("premise") == F.col("_sp")) & (F.col("hypothesis") == F.col("_sh")), "left")
+        dup = (F.col("_rn") > 1) | F.col("_seen").isNotNull()
+    else:
+        dup = F.col("_rn") > 1
+    ranked = ranked.withColumn("_reject", F.when(F.col("_reject").isNull() & dup, F.lit("duplicate_pair"))
+                               .otherwise(F.col("_reject")))
+    return ranked.drop(*[c for c in ("_rn", "_sp", "_sh", "_seen") if c in ranked.columns])
 
 
-def _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, keep, pos_table, model, lexicon,
+def _neutral(F, Window, sent, marked, marked_counts, options, hex_udf, keep, pos_table, model, lexicon,
              pass_rate, stats):
     """Neutral pairs: candidates per strategy inside each document, then exact hash-based
     selection per (corpus, strategy). Returns (DataFrame, stats)."""
-    seed = options.seed
-    hash_udf = _hash_udf(seed)
+    hash_udf = _hash_udf(options.seed)
     nstats: dict = {"target": {}, "allocated": {}, "candidates": {}, "shortfall": {}}
     targets = {c: nt.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, options.neutral_ratio)
                for c, labels in marked_counts.items()}
@@ -379,60 +396,56 @@ def _neutral(spark, F, Window, sent, marked, marked_counts, options, hex_udf, ke
               .select("corpus", "genre", "lang", *REF_FIELDS, F.col("neutral_text").alias("text")))
     # by text too: a repeated sentence (a page copied into another) is used once it is used anywhere
     used_text = marked.select(F.col("premise").alias("text")).union(marked.select(F.col("hypothesis").alias("text")))
-    unused = unused.join(used_text.distinct(), "text", "left_anti")
+    unused = keep(unused.join(used_text.distinct(), "text", "left_anti"))
     m_prem = marked.select("corpus", "genre", "lang", F.col("premise_ref.*"), F.col("premise").alias("text"))
     m_hyp = marked.select("corpus", "genre", "lang", F.col("hypothesis_ref.*"), F.col("hypothesis").alias("text"))
     pools = {"unused": unused, "marked_premise": m_prem, "marked_hypothesis": m_hyp}
 
-    cands = []
-    for strategy, (pa, pb) in nt.POOLS.items():
-        if options.neutral_mix.get(strategy, 0) <= 0:
-            continue
-        cands.append(_pair_pools(F, Window, pools[pa], pools[pb], strategy, hash_udf))
+    cands = [_pair_pools(F, Window, pools[pa], pools[pb], strategy, hash_udf)
+             for strategy, (pa, pb) in nt.POOLS.items() if options.neutral_mix.get(strategy, 0) > 0]
     if options.neutral_mix.get("adjacent_unmarked", 0) > 0:
         cands.append(_adjacent(F, unused, hash_udf))
-    if not cands:
-        return marked.limit(0), nstats
     cand = cands[0]
     for c in cands[1:]:
         cand = cand.unionByName(c)
     cand = cand.withColumn("label", F.lit("neutral")).withColumn("marker", F.lit(None).cast("string")) \
         .withColumn("phrase", F.lit(None).cast("string"))
-    cand = _with_pair_id(F, cand, hex_udf)
-    # the same pair from two strategies, or a pair that is already marked: dropped before counting
-    cand, _ = _dedup(F, Window, cand, against=marked)
-    cand = keep(cand.filter(F.col("premise") != F.col("hypothesis")))
-    avail = _count_by(cand, "corpus", "source")
+    cand = _with_pair_id(F, cand, hex_udf).filter(F.col("premise") != F.col("hypothesis"))
+    # the same pair from two strategies, or a pair that is already marked: out before counting
+    cand = keep(_rank_duplicates(F, Window, cand, against=marked))
+    cand = cand.filter(F.col("_reject").isNull()).drop("_reject")
+    hist = histogram(cand, ["corpus", "source"], "_h")
+    avail = _nest([(c, s, n) for c, s, _, n in hist], 2)
     nstats["candidates"] = avail
 
     def allocation(available):
-        return {c: nt.allocate(targets.get(c, 0), options.neutral_mix, {s: available.get(c, {}).get(s, 0)
-                                                                          for s in nt.STRATEGIES})
-                for c in set(targets) | set(available)}
+        return {c: nt.allocate(targets.get(c, 0), options.neutral_mix,
+                               {s: available.get(c, {}).get(s, 0) for s in nt.STRATEGIES})
+                for c in sorted(set(targets) | set(available))}
 
     if pos_table is not None:
         first = allocation(avail)
         wanted = {(c, s): nt.oversample(n, pass_rate, avail.get(c, {}).get(s, 0))
                   for c, per in first.items() for s, n in per.items()}
-        pre = take_lowest(cand, ["corpus", "source"], "_h", "pair_id", wanted)
+        pre = take_lowest(cand, ["corpus", "source"], "_h", "pair_id", wanted, hist)
         new_texts = (pre.select(F.col("premise").alias("text")).union(pre.select(F.col("hypothesis").alias("text")))
                      .distinct().join(pos_table.select("text"), "text", "left_anti"))
         extra = keep(new_texts.mapInPandas(_pos_batches(model, lexicon.subject_pos, lexicon.predicate_pos),
                                            "text string, pos_ok boolean, pos_reason string"))
-        all_pos = pos_table.unionByName(extra)
-        passed, rej = _apply_pos(F, pre, all_pos)
-        passed = keep(passed)
-        nstats["pos_rejected_candidates"] = _count_by(rej, "_reject")
-        stats["pos_filter"]["neutral_sentences_checked"] = extra.count()
-        for r, n in _count_by(extra.filter(~F.col("pos_ok")), "pos_reason").items():
-            stats["pos_filter"].setdefault("neutral_sentences_rejected", {})[r] = n
-        avail = _count_by(passed, "corpus", "source")
-        cand = passed
+        checked = keep(_apply_pos(F, pre, pos_table.unionByName(extra)))
+        hist = histogram(checked, ["corpus", "source"], "_h", extra_cols=("_reject",))
+        nstats["pos_rejected_candidates"] = _nest([(r, n) for r, *_, n in hist], 1)
+        extra_counts = _rows(extra, "pos_ok", "pos_reason")
+        stats["pos_filter"]["neutral_sentences_checked"] = sum(n for *_, n in extra_counts)
+        stats["pos_filter"]["neutral_sentences_rejected"] = _nest([(r, n) for ok, r, n in extra_counts if not ok], 1)
+        cand = checked.filter(F.col("_reject").isNull()).drop("_reject")
+        hist = [row[1:] for row in hist if row[0] is None]
+        avail = _nest([(c, s, n) for c, s, _, n in hist], 2)
     final = allocation(avail)
     nstats["allocated"] = final
     nstats["shortfall"] = {c: max(0, targets.get(c, 0) - sum(per.values())) for c, per in final.items()}
     chosen = take_lowest(cand, ["corpus", "source"], "_h", "pair_id",
-                         {(c, s): n for c, per in final.items() for s, n in per.items()})
+                         {(c, s): n for c, per in final.items() for s, n in per.items()}, hist)
     return chosen.drop("_h"), nstats
 
 
@@ -491,11 +504,13 @@ def _selection_hash(F, df, strategy, hash_udf):
 
 
 def summarize(pairs_df, stats: dict) -> dict:
-    """Counts per label, marker (lexicon phrase), source and corpus of the pairs table."""
-    stats["labels"] = _count_by(pairs_df, "label")
-    stats["markers"] = _count_by(pairs_df.filter("phrase is not null"), "label", "phrase")
-    stats["sources"] = _count_by(pairs_df, "source")
-    stats["corpora"] = _count_by(pairs_df, "corpus", "label")
+    """Counts per label, marker (lexicon phrase), source and corpus of the pairs table
+    (one aggregate)."""
+    rows = _rows(pairs_df, "corpus", "label", "source", "phrase")
+    stats["labels"] = _nest([(lab, n) for _, lab, _, _, n in rows], 1)
+    stats["markers"] = _nest([(lab, ph, n) for _, lab, _, ph, n in rows], 2)
+    stats["sources"] = _nest([(src, n) for _, _, src, _, n in rows], 1)
+    stats["corpora"] = _nest([(c, lab, n) for c, lab, _, _, n in rows], 2)
     stats["total"] = int(sum(stats["labels"].values()))
     return stats
 

@@ -191,24 +191,31 @@ def test_stats_counts_add_up(handmade):
     assert stats["markers"]["entailment"] == {"In other words": 1, "Specifically": 1}
 
 
-def test_seed_changes_neutral_sampling_not_marked_pairs(spark):
-    a = as_dicts(run_rows(spark, "off", None, seed=0)[0])
-    b = as_dicts(run_rows(spark, "off", None, seed=7)[0])
-    marked = lambda rows: {p["pair_id"] for p in rows if p["label"] != "neutral"}  # noqa: E731
-    neutral = lambda rows: {p["pair_id"] for p in rows if p["label"] == "neutral"}  # noqa: E731
-    assert marked(a) == marked(b) and neutral(a) != neutral(b)
-
-
-def test_shuffle_partitions_do_not_change_the_pairs(spark):
+@pytest.fixture(scope="module")
+def without_pos(spark):
+    """Three runs without the POS filter: shuffle partitions 3 and 17 (seed 0), and seed 7."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     try:
         spark.conf.set("spark.sql.shuffle.partitions", "3")
         three = run_rows(spark, "off", None)[0]
         spark.conf.set("spark.sql.shuffle.partitions", "17")
         seventeen = run_rows(spark, "off", None)[0]
+        seven = run_rows(spark, "off", None, seed=7)[0]
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+    return three, seventeen, seven
+
+
+def test_shuffle_partitions_do_not_change_the_pairs(without_pos):
+    three, seventeen, _ = without_pos
     assert three == seventeen and len(three) > 4
+
+
+def test_seed_changes_neutral_sampling_not_marked_pairs(without_pos):
+    a, _, b = (as_dicts(rows) for rows in without_pos)
+    marked = lambda rows: {p["pair_id"] for p in rows if p["label"] != "neutral"}  # noqa: E731
+    neutral = lambda rows: {p["pair_id"] for p in rows if p["label"] == "neutral"}  # noqa: E731
+    assert marked(a) == marked(b) and neutral(a) != neutral(b)
 
 
 _ONE_CORE = """
@@ -223,13 +230,12 @@ spark.stop()
 """
 
 
-def test_one_core_and_two_cores_give_identical_pairs(spark, tmp_path):
+def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_path):
     out = tmp_path / "one_core.json"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-c", _ONE_CORE.format(repo=str(REPO), out=str(out))],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     one = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in json.loads(out.read_text())]
-    two = run_rows(spark, "off", None)[0]
     assert spark.sparkContext.master == "local[2]"
-    assert one == two
+    assert one == without_pos[0]

@@ -637,7 +637,7 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter, full_parse: bool = Fa
             text = _EXT_LINK_RE.sub(lambda m: m.group(1) or "", text)
     if "//" in text:
         if "&nbsp;" in text:  # a non-breaking space ends a URL (as any space does)
-            text = text.replace("&nbsp;", "\xa0")
+            text = text.replace("&nbsp;", " ")
         if not full_parse:
             text = _BARE_URL_RE.sub("", text)
     if "[[" in text or "]]" in text or (full_parse and ("[" in text or "//" in text)):

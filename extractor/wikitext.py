@@ -639,7 +639,8 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter, full_parse: bool = Fa
         if "&nbsp;" in text:  # a non-breaking space ends a URL (as any space does)
             text = text.replace("&nbsp;", " ")
         if not full_parse:
-            text = _BARE_URL_RE.sub("", text)
+            # as MediaWiki, trailing punctuation after a free URL is not part of it
+            text = _BARE_URL_RE.sub(lambda m: m.group()[len(m.group().rstrip(".,;:!?)")):], text)
     if "[[" in text or "]]" in text or (full_parse and ("[" in text or "//" in text)):
         try:
             nodes = mwparserfromhell.parse(text, skip_style_tags=True).nodes

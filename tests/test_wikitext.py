@@ -94,7 +94,7 @@ def test_biography_snippet_sections_and_text():
     assert lead[0] == ("Jane Doe (born) is an American novelist from Chicago, Illinois who wrote "
                        "Eagle's sequel. She lived 5 km from the lakes.")
     assert lead[1] == ("Her first book, La Voix (English: The Voice), appeared at the publisher's site "
-                       "and It sold well.")
+                       "and. It sold well.")   # the period after a free URL is not part of it
     assert page.sections[1].paragraphs == ["She taught at several universities — for ten years. Then she retired."]
     assert page.sections[2].paragraphs == ["Her later novels sold fewer copies."]
     text = " ".join(paragraphs(page))

@@ -289,7 +289,8 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylabel("pairs")
     ax.set_title("Class distribution per split")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=len(splits), frameon=False)
+    ax.margins(y=0.12)
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})  # no version stamp: identical bytes on reruns
     plt.close(fig)

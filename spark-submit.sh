@@ -48,5 +48,5 @@ SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
 cd "$REPO"
 exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" \
   --conf "spark.pyspark.python=$PYSPARK_PYTHON" \
-  --conf "spark.ui.showConsoleProgress=true" \
+  --conf "spark.ui.showConsoleProgress=true" --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
   --py-files "$DEPS/nli_extractor.zip" "$@"

@@ -4,9 +4,12 @@ Speed: mwparserfromhell is the slow part of cleaning (DESIGN.md: parse is ~71% o
 and most of a page's bytes are templates, refs, tables and comments that are thrown away
 anyway). So `clean_page` first cuts those with linear string scanners (regular expressions
 and brace/bracket counters), drops list lines, splits headings and paragraphs line by
-line, and only hands the small remaining paragraphs that still contain markup to
-mwparserfromhell. The parse result is rendered in one pass over the node list (never with
-`Wikicode.remove()`, which searches the whole tree per call).
+line, rewrites quotes, plain links and HTML tags of each paragraph with regular
+expressions, and only hands paragraphs whose link markup is still not plain (a tag inside a
+link label, brackets that do not pair) to mwparserfromhell (`full_parse=True` hands it every
+paragraph with links; a test checks both give the same text on real pages). The parse
+result is rendered in one pass over the node list (never with `Wikicode.remove()`, which
+searches the whole tree per call). Every step is linear in the page, also on broken pages.
 
 What is kept and dropped is documented in docs/cleaning.md; the names of the counters in
 `CleanedPage.drops` are part of the job's stats.json and must stay stable.
@@ -85,9 +88,8 @@ _SIMPLE_LINK_RE = re.compile(r"\[\[([^\[\]|{}<>\n]+)(?:\|([^\[\]{}<>\n]*))?\]\]"
 _PIPE_TRICK_RE = re.compile(r"\s*\([^)]*\)\s*$")
 _EXT_LINK_RE = re.compile(r"\[(?:https?:|ftp:|mailto:|//)[^\s\[\]<>]*(?:\s+([^\[\]\n]*))?\]", re.I)
 _BARE_URL_RE = re.compile(r"\b(?:https?|ftp)://[^\s<>\[\]]+", re.I)
-_TAG_START_RE = re.compile(r"</?[a-zA-Z]")
-# HTML tags left unpaired (a <blockquote> opened in one paragraph and closed in another,
-# a <div> around a table): mwparserfromhell keeps them as text; we drop the tag, keep the text.
+# HTML tags are stripped by name, keeping their text (also when unpaired: a <blockquote>
+# opened in one paragraph and closed in another, a <div> around a table).
 # Block tags separate words (a space); inline ones do not (x<sup>2</sup> -> x2, θ<sub>i</sub> -> θi).
 _BLOCK_TAGS = ("div", "center", "blockquote", "br", "p", "ol", "ul", "li", "dl", "dt", "dd", "table", "tr",
                "td", "th", "caption", "hr", "section", "h[1-6]", "references", "gallery", "ref", "wbr")

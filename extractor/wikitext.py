@@ -31,7 +31,7 @@ __all__ = ["Section", "CleanedPage", "clean_page", "page_skip_reason", "DROP_REA
 # Counter names used in CleanedPage.drops (stats.json keys; keep them short and stable).
 DROP_REASONS = {
     "dropped_section": "a section named in the lexicon's drop_sections (and its subsections)",
-    "empty_paragraph": "a paragraph with no text left after cleaning (e.g. only a template or image)",
+    "empty_paragraph": "a paragraph with no words left after inline cleaning (e.g. an unlabelled link)",
     "list_line": "a bulleted, numbered, definition or indented line (lists rarely form sentence pairs)",
     "table": "a {| ... |} table",
     "unclosed_table": "a table without |}: cut to the end of the page",

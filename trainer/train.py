@@ -239,8 +239,10 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
     config["label_counts_train"] = {k: int(v) for k, v in train["label"].value_counts().sort_index().items()}
 
     params = model_params(args)
-    if args.grid:
-        params, config["grid"] = grid_search(args, labels, train, val, params, seed)
+    if args.grid:  # searched once, with the first seed; later seeds reuse the winner
+        if getattr(args, "grid_choice", None) is None:
+            args.grid_choice = grid_search(args, labels, train, val, params, seed)
+        params, config["grid"] = args.grid_choice
     cls = model_class(args.model)
     model = cls(labels, args.input_mode, params)
     config["params"] = model.params

@@ -31,6 +31,9 @@ SEP = "\x1f"
 REF_FIELDS = ("doc_id", "section", "para_idx", "sent_idx")
 OUTPUT_COLUMNS = ("pair_id", "corpus", "genre", "lang", "doc_id", "premise", "hypothesis", "label", "marker",
                   "source", "premise_ref", "hypothesis_ref")
+# Why a marked candidate is dropped (POS reasons come from pos_filter.REASONS).
+MARKED_REASONS = ("hypothesis_short", "no_premise", "premise_short", "hypothesis_starts_with_phrase",
+                  "premise_equals_hypothesis", "duplicate_pair")
 NEIGHBOURS = 3  # hash-rank offsets tried when pairing two pools inside a document
 
 
@@ -244,7 +247,7 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, wor
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    stats: dict = {"rejected": {}, "candidates": {}}
+    stats: dict = {"rejected": dict.fromkeys(MARKED_REASONS, 0), "candidates": {}}
     store = Materializer(spark, work_dir)
     names = iter(range(1000))
 
@@ -260,6 +263,8 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None, wor
     enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
     if warning and warn:
         warn(warning)
+    if enabled:
+        stats["rejected"].update(dict.fromkeys(pf.REASONS, 0))
     stats["pos_filter"] = {"status": status, "mode": options.pos_filter, "model": model if enabled else None,
                            "model_requested": model, "sentences_checked": 0, "sentences_rejected": {}}
     stats["neutral"] = {"ratio": options.neutral_ratio, "mix": options.neutral_mix}
@@ -393,12 +398,15 @@ def _neutral(F, Window, sent, marked, marked_counts, options, hex_udf, keep, pos
             .select(*(F.col(c).alias("u_" + c) for c in REF_FIELDS)))
     unused = (sent.filter(F.col("neutral_text").isNotNull())
               .join(used, [F.col(c).eqNullSafe(F.col("u_" + c)) for c in REF_FIELDS], "left_anti")
-              .select("corpus", "genre", "lang", *REF_FIELDS, F.col("neutral_text").alias("text")))
+              .select("corpus", "genre", "lang", *REF_FIELDS, "text", F.col("neutral_text").alias("htext")))
+    # premises stay as written (as for marked pairs), hypotheses get recase_first_letter (htext)
     # by text too: a repeated sentence (a page copied into another) is used once it is used anywhere
     used_text = marked.select(F.col("premise").alias("text")).union(marked.select(F.col("hypothesis").alias("text")))
     unused = keep(unused.join(used_text.distinct(), "text", "left_anti"))
-    m_prem = marked.select("corpus", "genre", "lang", F.col("premise_ref.*"), F.col("premise").alias("text"))
-    m_hyp = marked.select("corpus", "genre", "lang", F.col("hypothesis_ref.*"), F.col("hypothesis").alias("text"))
+    m_prem = marked.select("corpus", "genre", "lang", F.col("premise_ref.*"), F.col("premise").alias("text"),
+                           F.col("premise").alias("htext"))
+    m_hyp = marked.select("corpus", "genre", "lang", F.col("hypothesis_ref.*"), F.col("hypothesis").alias("text"),
+                          F.col("hypothesis").alias("htext"))
     pools = {"unused": unused, "marked_premise": m_prem, "marked_hypothesis": m_hyp}
 
     cands = [_pair_pools(F, Window, pools[pa], pools[pb], strategy, hash_udf)
@@ -476,7 +484,7 @@ def _pair_pools(F, Window, pool_a, pool_b, strategy: str, hash_udf):
     joined = joined.withColumn("_rb", F.row_number().over(w_b)).filter("_rb = 1")
     out = joined.select(
         F.col("a_corpus").alias("corpus"), F.col("a_genre").alias("genre"), F.col("a_lang").alias("lang"),
-        F.col("a_doc_id").alias("doc_id"), F.col("a_text").alias("premise"), F.col("b_text").alias("hypothesis"),
+        F.col("a_doc_id").alias("doc_id"), F.col("a_text").alias("premise"), F.col("b_htext").alias("hypothesis"),
         F.lit(strategy).alias("source"),
         F.struct(*(F.col("a_" + c).alias(c) for c in REF_FIELDS)).alias("premise_ref"),
         F.struct(*(F.col("b_" + c).alias(c) for c in REF_FIELDS)).alias("hypothesis_ref"))
@@ -491,7 +499,7 @@ def _adjacent(F, unused, hash_udf):
     j = unused.join(p, (F.col("doc_id") == F.col("p_doc_id")) & F.col("section").eqNullSafe(F.col("p_section"))
                     & (F.col("para_idx") == F.col("p_para_idx")) & (F.col("sent_idx") == F.col("p_next")))
     out = j.select("corpus", "genre", "lang", "doc_id", F.col("p_text").alias("premise"),
-                   F.col("text").alias("hypothesis"), F.lit("adjacent_unmarked").alias("source"),
+                   F.col("htext").alias("hypothesis"), F.lit("adjacent_unmarked").alias("source"),
                    F.struct(F.col("doc_id"), F.col("section"), F.col("para_idx"),
                             F.col("p_sent_idx").alias("sent_idx")).alias("premise_ref"),
                    F.struct(*(F.col(c) for c in REF_FIELDS)).alias("hypothesis_ref"))

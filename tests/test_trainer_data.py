@@ -59,6 +59,13 @@ def test_hf_data_files_layout(tmp_path):
     assert splits["train"]["label"].tolist() == ["entailment", "contrasting", "reasoning"]
 
 
+def test_split_keyword_anywhere_in_file_names(tmp_path):
+    _rows().to_json(tmp_path / "scinli-dev.jsonl", orient="records", lines=True)
+    _rows().to_json(tmp_path / "scinli-train-2k.jsonl", orient="records", lines=True)
+    _rows().to_csv(tmp_path / "my_test_00.csv", index=False)
+    assert list(load_nli(tmp_path)) == ["train", "validation", "test"]
+
+
 def test_hf_save_to_disk_uses_classlabel_names(tmp_path):
     datasets = pytest.importorskip("datasets")
     feats = datasets.Features({"premise": datasets.Value("string"), "hypothesis": datasets.Value("string"),

@@ -137,7 +137,8 @@ def _hf_label_names_from_parquet(path: Path, label: str) -> list[str] | None:
 def _split_name(name: str) -> str | None:
     """Split name of a file or folder name following HF conventions, or None."""
     stem = name.split(".")[0].lower()
-    for token in re.split(r"[-_]", stem)[:1] + [stem]:
+    # as `datasets`: the keyword may stand anywhere between delimiters ("scinli-dev.jsonl")
+    for token in [stem, *re.split(r"[-_. 0-9]+", stem)]:
         if token in SPLIT_ALIASES:
             return SPLIT_ALIASES[token]
     return None

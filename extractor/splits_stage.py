@@ -8,7 +8,6 @@ into place at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -40,34 +39,27 @@ def add_arguments(parser) -> None:
 
 # ---------------------------------------------------------------------------- batch functions
 
-def _ref_doc(ref, fallback: str) -> str:
-    """doc_id of a *_ref value: a struct with doc_id, or 'doc_id:para_idx:sent_idx'."""
-    if ref is None:
-        return fallback
-    if isinstance(ref, dict):
-        return str(ref.get("doc_id") or fallback)
-    text = str(ref)
-    parts = text.rsplit(":", 2)
-    return parts[0] if len(parts) == 3 else fallback
+KEY_FIELDS = ("_h", "_pkey", "_skey", "_hkey")
 
 
-def _keys_batches(seed: int, has_refs: bool):
-    """Hash order and comparison keys of each pair, computed in Python workers."""
+def _keys_batches(seed: int):
+    """mapInArrow: append the hash order and the comparison keys to each batch, passing
+    every input column through untouched (no join back, struct columns stay Arrow)."""
+    import pyarrow as pa
+
     def fn(batches):
-        for df in batches:
-            out = pd.DataFrame({"pair_id": df["pair_id"].astype(str)})
-            out["_h"] = [stable_hash(pid, seed=seed) for pid in out["pair_id"]]
-            prem, hyp = df["premise"].fillna("").astype(str), df["hypothesis"].fillna("").astype(str)
-            out["_pkey"] = [stable_hex(st.pair_text_key(p, h)) for p, h in zip(prem, hyp)]
-            out["_skey"] = [stable_hex(st.pair_text_key(p, h, ordered=False)) for p, h in zip(prem, hyp)]
-            out["_hkey"] = [stable_hex(" ".join(h.casefold().split())) for h in hyp]
-            docs = df["doc_id"].astype(str)
-            if has_refs:
-                out["_pdoc"] = [_ref_doc(r, d) for r, d in zip(df["premise_ref"], docs)]
-                out["_hdoc"] = [_ref_doc(r, d) for r, d in zip(df["hypothesis_ref"], docs)]
-            else:
-                out["_pdoc"], out["_hdoc"] = docs, docs
-            yield out
+        for batch in batches:
+            pids = [str(x) for x in batch.column(batch.schema.get_field_index("pair_id")).to_pylist()]
+            prem = [x or "" for x in batch.column(batch.schema.get_field_index("premise")).to_pylist()]
+            hyp = [x or "" for x in batch.column(batch.schema.get_field_index("hypothesis")).to_pylist()]
+            extra = [
+                pa.array([stable_hash(pid, seed=seed) for pid in pids], pa.int64()),
+                pa.array([stable_hex(st.pair_text_key(p, h)) for p, h in zip(prem, hyp)], pa.string()),
+                pa.array([stable_hex(st.pair_text_key(p, h, ordered=False)) for p, h in zip(prem, hyp)], pa.string()),
+                pa.array([stable_hex(" ".join(h.casefold().split())) for h in hyp], pa.string()),
+            ]
+            yield pa.RecordBatch.from_arrays(list(batch.columns) + extra,
+                                             names=list(batch.schema.names) + list(KEY_FIELDS))
     return fn
 
 
@@ -92,10 +84,18 @@ def _test_only_corpora(ctx) -> set[str]:
 
 
 def _ref_doc_expr(F, df, ref: str):
+    """doc_id of a *_ref column: a struct's doc_id, the 'doc_id:para_idx:sent_idx' string's
+    head, or the pair's own doc_id when there is no such column or value."""
+    if ref not in df.columns:
+        return F.col("doc_id")
     field = df.schema[ref].dataType
-    if field.typeName() == "struct" and "doc_id" in field.fieldNames():
-        return F.coalesce(F.col(f"{ref}.doc_id").cast("string"), F.col("doc_id"))
-    return None
+    if field.typeName() == "struct":
+        if "doc_id" not in field.fieldNames():
+            return F.col("doc_id")
+        value = F.col(f"{ref}.doc_id").cast("string")
+    else:
+        value = F.regexp_extract(F.col(ref).cast("string"), r"^(.*):[^:]*:[^:]*$", 1)
+    return F.when(value.isNull() | (value == F.lit("")), F.col("doc_id")).otherwise(value)
 
 
 def run(ctx) -> None:
@@ -137,22 +137,13 @@ def run(ctx) -> None:
         flag = flag | (F.col("role") == F.lit("test-only"))
     pairs = pairs.withColumn("_test_only", flag)
 
-    # 1. keys and hash order (Python, batched); refs that are structs are read in SQL.
-    has_refs = "premise_ref" in columns and "hypothesis_ref" in columns
-    struct_refs = has_refs and all(_ref_doc_expr(F, pairs, r) is not None for r in ("premise_ref", "hypothesis_ref"))
-    key_schema = T.StructType([T.StructField("pair_id", T.StringType()), T.StructField("_h", T.LongType()),
-                               T.StructField("_pkey", T.StringType()), T.StructField("_skey", T.StringType()),
-                               T.StructField("_hkey", T.StringType()), T.StructField("_pdoc", T.StringType()),
-                               T.StructField("_hdoc", T.StringType())])
-    key_cols = ["pair_id", "premise", "hypothesis", "doc_id"] + (["premise_ref", "hypothesis_ref"] if has_refs and not struct_refs else [])
-    keys = pairs.select(*key_cols).mapInPandas(_keys_batches(seed, has_refs and not struct_refs), key_schema)
-    if struct_refs:
-        keys = keys.drop("_pdoc", "_hdoc")
-    pairs = pairs.join(keys, "pair_id")
-    if struct_refs:
-        pairs = pairs.withColumn("_pdoc", _ref_doc_expr(F, pairs, "premise_ref")) \
-                     .withColumn("_hdoc", _ref_doc_expr(F, pairs, "hypothesis_ref"))
-    pairs = pairs.cache()
+    # 1. documents of the two sentences (SQL), hash order and keys (Python, batched).
+    pairs = pairs.withColumn("_pdoc", _ref_doc_expr(F, pairs, "premise_ref")) \
+                 .withColumn("_hdoc", _ref_doc_expr(F, pairs, "hypothesis_ref"))
+    key_schema = T.StructType(list(pairs.schema.fields) + [
+        T.StructField("_h", T.LongType()), T.StructField("_pkey", T.StringType()),
+        T.StructField("_skey", T.StringType()), T.StructField("_hkey", T.StringType())])
+    pairs = pairs.mapInArrow(_keys_batches(seed), key_schema).cache()
 
     # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
     #    that only lend a sentence to a pair weigh 0 but still get a split).

@@ -217,7 +217,12 @@ def test_natural_distribution_and_existing_output(spark, tmp_path):
         run_stage(spark, tmp_path, pdf, "--balance", "cap", "30")
 
 
-def test_string_refs_are_understood():
-    assert splits_stage._ref_doc("wiki:12:3:4", "x") == "wiki:12"
-    assert splits_stage._ref_doc({"doc_id": "news:1", "sent_idx": 2}, "x") == "news:1"
-    assert splits_stage._ref_doc(None, "fallback") == "fallback"
+def test_string_and_struct_refs_name_their_document(spark):
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([("wiki:12", "wiki:12:3:4", "wiki:7:0:1"), ("news:1", None, "")],
+                               "doc_id string, premise_ref string, hypothesis_ref string")
+    got = df.select(splits_stage._ref_doc_expr(F, df, "premise_ref").alias("p"),
+                    splits_stage._ref_doc_expr(F, df, "hypothesis_ref").alias("h"),
+                    splits_stage._ref_doc_expr(F, df, "no_such_ref").alias("n")).collect()
+    assert [tuple(r) for r in got] == [("wiki:12", "wiki:7", "wiki:12"), ("news:1", "news:1", "news:1")]

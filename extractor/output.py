@@ -82,6 +82,37 @@ def normalize_part_files(spark, directory: str) -> int:
     return count
 
 
+def _rewrite_files(paths):
+    """Rewrite Parquet files with pyarrow, row group by row group (memory: one row group)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        pf = pq.ParquetFile(path)
+        tmp = path + ".rewrite"
+        with pq.ParquetWriter(tmp, pf.schema_arrow, compression="snappy") as writer:
+            for i in range(pf.num_row_groups):
+                writer.write_table(pf.read_row_group(i))
+        pf.close()
+        os.replace(tmp, path)
+        yield path
+
+
+def rewrite_deterministically(spark, directory: str) -> None:
+    """Spark's Parquet writer (parquet-mr) lists each column's encodings in hash-set order,
+    which changes from one JVM to the next, so two identical runs would differ in a few
+    footer bytes. Rewriting the files with pyarrow (in Spark tasks, one row group at a
+    time) makes the bytes a function of the rows alone. Local outputs only. The checksum
+    side files are stale afterwards and are removed (Hadoop reads fine without them)."""
+    root = Path(directory)
+    files = sorted(str(p) for p in root.rglob("*.parquet"))
+    if files:
+        spark.sparkContext.parallelize(files, len(files)).mapPartitions(_rewrite_files).count()
+    for crc in root.rglob("*.crc"):
+        crc.unlink()
+
+
 def write_parquet_atomically(spark, df, target: str, partition_by=None, overwrite: bool = False) -> str:
     """Write `df` to `<target>.tmp-<name>` and move it to `target` only when the write
     succeeded, so a half-written table never sits where a complete one is expected."""
@@ -97,6 +128,8 @@ def write_parquet_atomically(spark, df, target: str, partition_by=None, overwrit
     try:
         writer.parquet(tmp)
         normalize_part_files(spark, tmp)
+        if not is_uri(tmp):
+            rewrite_deterministically(spark, tmp)
     except BaseException:
         delete(spark, tmp)
         raise

@@ -223,3 +223,166 @@ def json_document(line: str, fields: dict):
         value = record.get(fields[key]) if fields.get(key) else None
         return None if value is None else str(value)
     return opt("id_field"), opt("title_field"), opt("genre_field"), text
+
+
+# --------------------------------------------------------------------------- byte-range splits
+#
+# Local dumps are split without the JVM: each task gets a byte range of the file, finds the
+# bzip2 blocks that start in it (a block starts with a 48-bit magic at any bit offset),
+# decompresses them with the C bz2 module and keeps the pages whose `<page` starts in its
+# blocks, reading on into the next blocks only to finish its last page. Hadoop's splittable
+# bzip2 does the same in Java, at about a fifth of the speed; it stays the reader for
+# cluster URIs.
+
+_BLOCK_MAGIC = 0x314159265359
+_EOS_MAGIC = 0x177245385090
+_PAGE_OPEN = re.compile(rb"<page[\s>]")
+_PAGE_CLOSE = PAGE_DELIMITER.encode()
+
+
+def _magic_patterns(magic: int):
+    """For each bit shift r: the fully determined middle bytes of the 48-bit magic starting
+    at bit r of a byte, for a fast bytes.find, and what to verify around them."""
+    out = []
+    for r in range(8):
+        total = 48 + r
+        nbytes = (total + 7) // 8
+        value = magic << (nbytes * 8 - total)
+        raw = value.to_bytes(nbytes, "big")
+        first = 1 if r else 0
+        last = nbytes - (1 if total % 8 else 0)
+        out.append((r, raw[first:last], first, nbytes, total))
+    return out
+
+
+_BLOCK_PATTERNS = _magic_patterns(_BLOCK_MAGIC)
+_EOS_PATTERNS = _magic_patterns(_EOS_MAGIC)
+_MASK48 = (1 << 48) - 1
+
+
+def find_magic(data, patterns, magic: int, start_bit: int, end_bit: int) -> list[int]:
+    """Bit offsets in [start_bit, end_bit) where `magic` starts, sorted."""
+    found = set()
+    lo_byte = max(0, start_bit // 8 - 1)
+    hi_byte = min(len(data), end_bit // 8 + 8)
+    for r, middle, first, nbytes, total in patterns:
+        pos = data.find(middle, lo_byte, hi_byte)
+        while pos >= 0:
+            i = pos - first
+            if i >= 0 and i + nbytes <= len(data):
+                value = int.from_bytes(data[i:i + nbytes], "big") >> (nbytes * 8 - total)
+                bit = i * 8 + r
+                if value & _MASK48 == magic and start_bit <= bit < end_bit:
+                    found.add(bit)
+            pos = data.find(middle, pos + 1, hi_byte)
+    return sorted(found)
+
+
+def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
+    """One bzip2 block (from its magic to the next block or end-of-stream magic) as a
+    stream of its own: header, the block's bits, end-of-stream magic, and the combined
+    CRC, which for one block is the block's own CRC (the 32 bits after its magic)."""
+    first, last = start_bit // 8, (end_bit + 7) // 8
+    chunk = int.from_bytes(data[first:last], "big")
+    nbits = (last - first) * 8
+    length = end_bit - start_bit
+    bits = (chunk >> (nbits - (end_bit - first * 8))) & ((1 << length) - 1)
+    crc = (bits >> (length - 80)) & 0xFFFFFFFF
+    pad = (8 - (length + 80) % 8) % 8
+    body = ((((bits << 48) | _EOS_MAGIC) << 32 | crc) << pad).to_bytes((length + 80 + pad) // 8, "big")
+    return bz2.decompress(b"BZh9" + body)
+
+
+def _bz2_blocks(data, lo: int, hi: int):
+    """(owned, following): decompressed blocks whose magic starts in bytes [lo, hi), and a
+    generator of the blocks after them."""
+    window = 8 * (2 << 20)  # a compressed block is at most ~1 MB
+    starts = find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, lo * 8, hi * 8)
+
+    def block_end(start_bit: int) -> int:
+        stop = min(len(data) * 8, start_bit + window)
+        ends = (find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, start_bit + 48, stop)[:1]
+                + find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, start_bit + 48, stop)[:1])
+        if not ends:
+            raise EOFError("bzip2 block without an end (truncated file?)")
+        return min(ends)
+
+    def owned():
+        for bit in starts:
+            yield decompress_block(data, bit, block_end(bit))
+
+    def following():
+        bit = hi * 8
+        while True:
+            nxt = find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, bit, min(len(data) * 8, bit + window))
+            if not nxt:
+                return
+            yield decompress_block(data, nxt[0], block_end(nxt[0]))
+            bit = nxt[0] + 48
+    return owned(), following()
+
+
+def _plain_chunks(data, lo: int, hi: int, chunk: int = 4 << 20):
+    def owned():
+        for start in range(lo, hi, chunk):
+            yield bytes(data[start:min(hi, start + chunk)])
+
+    def following():
+        for start in range(hi, len(data), chunk):
+            yield bytes(data[start:start + chunk])
+    return owned(), following()
+
+
+def records_from_chunks(owned, following):
+    """Page records (`<page ...` up to, not including, `</page>`) whose `<page` starts in the
+    owned chunks; following chunks are read only to finish the last one."""
+    buf = b""
+    owned_end = None  # offset in the split's text where the owned chunks end
+    offset = 0        # offset of buf[0] in the split's text
+    pos = 0
+    chunks = iter(owned)
+    while True:
+        chunk = next(chunks, None)
+        if chunk is None:
+            if owned_end is not None:
+                return  # the following chunks ran out
+            owned_end = offset + len(buf)
+            chunks = iter(following)
+            chunk = next(chunks, None)
+            if chunk is None:
+                chunk = b""
+                following = ()
+        buf += chunk
+        while True:
+            m = _PAGE_OPEN.search(buf, pos)
+            if m is None:
+                pos = max(pos, len(buf) - 6)  # '<page' may straddle into the next chunk
+                break
+            if owned_end is not None and offset + m.start() >= owned_end:
+                return
+            end = buf.find(_PAGE_CLOSE, m.end())
+            if end < 0:
+                pos = m.start()
+                break
+            yield buf[m.start():end].decode("utf-8", errors="replace")
+            pos = end + len(_PAGE_CLOSE)
+        if owned_end is not None and offset + pos >= owned_end and _PAGE_OPEN.search(buf, pos) is None \
+                and not chunk:
+            return
+        buf = buf[pos:]
+        offset += pos
+        pos = 0
+        if owned_end is not None and offset >= owned_end + 0 and not chunk:
+            return
+
+
+def split_records(path: str, lo: int, hi: int):
+    """Page records of bytes [lo, hi) of a local UTF-8 dump (.xml or .xml.bz2)."""
+    import mmap
+
+    with open(path, "rb") as fh:
+        if fh.seek(0, io.SEEK_END) == 0:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            owned, following = (_bz2_blocks if str(path).endswith(".bz2") else _plain_chunks)(data, lo, hi)
+            yield from records_from_chunks(owned, following)

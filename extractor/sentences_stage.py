@@ -26,7 +26,7 @@ from extractor import output as _out
 from extractor.hashing import stable_hex
 from extractor.job import ERROR_MARK, InputError
 from extractor.readers import (PAGE_DELIMITER, Page, PageError, bz2_is_complete, decode_utf8, json_document,
-                               local_encoding, open_binary, parse_page_record, plain_paragraphs,
+                               local_encoding, open_binary, parse_page_record, plain_paragraphs, split_records,
                                stream_page_records)
 
 NAME = "sentences"
@@ -44,6 +44,9 @@ def add_arguments(parser) -> None:
                    help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
     g.add_argument("--split-mb", type=int, default=8,
                    help="bytes per input split of a dump, in MB (smaller: more parallel tasks)")
+    g.add_argument("--dump-reader", choices=("auto", "python", "hadoop"), default="auto",
+                   help="how a UTF-8 dump is split: python (local files: byte ranges, C bz2) or hadoop "
+                        "(splittable bzip2 in the JVM; any file system); auto = python for local files")
     g.add_argument("--text-field", default="text", help="JSONL/Parquet: field holding the document text")
     g.add_argument("--id-field", default="id", help="JSONL/Parquet: field holding the document id")
     g.add_argument("--title-field", default="title", help="JSONL/Parquet: field holding the title")
@@ -171,6 +174,29 @@ def wiki_partition(settings: dict):
     return run
 
 
+def wiki_split_arrow(settings: dict, path: str, split_bytes: int, size: int):
+    """mapInArrow over spark.range(n_splits): each id is one byte range of a local dump."""
+    schema = settings["schema"]
+
+    def run(batches):
+        proc = _processor(settings)
+        rows: list = []
+        for batch in batches:
+            for k in batch.column("id").to_pylist():
+                lo = k * split_bytes
+                try:
+                    for record in split_records(path, lo, min(size, lo + split_bytes)):
+                        rows.extend(proc.wiki_record(record))
+                        if len(rows) >= 4096:
+                            yield from _batches(rows, schema)
+                            rows = []
+                except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
+                    raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
+        rows.extend(proc.count_rows())
+        yield from _batches(rows, schema)
+    return run
+
+
 def jsonl_partition(settings: dict, file_name: str):
     fields = settings["fields"]
 
@@ -283,6 +309,8 @@ def wiki_records(ctx, spec, path: str):
     """An RDD of page records of one dump, and how it was read."""
     sc = ctx.spark.sparkContext
     encoding = "utf-8" if _out.is_uri(path) else local_encoding(path)
+    if encoding.startswith("utf-8") and python_splits(ctx, path):
+        return None, "python-splits"
     if encoding.startswith("utf-8"):
         split = max(1, int(ctx.args.split_mb)) << 20
         return _hadoop_text(sc, _out.path_str(path), PAGE_DELIMITER, split).values(), "splittable"
@@ -296,6 +324,12 @@ def wiki_records(ctx, spec, path: str):
             yield from stream_page_records(fh, encoding)
     parts = max(2, sc.defaultParallelism)
     return sc.parallelize([0], 1).mapPartitions(stream).repartition(parts), "streamed:" + encoding
+
+
+def python_splits(ctx, path: str) -> bool:
+    """Local UTF-8 dumps (.xml, .xml.bz2) are split in Python unless --dump-reader hadoop."""
+    mode = getattr(ctx.args, "dump_reader", "auto")
+    return mode != "hadoop" and not _out.is_uri(path) and path.endswith((".xml", ".xml.bz2"))
 
 
 def corpus_settings(ctx, spec, punkt: dict, schema) -> dict:
@@ -315,12 +349,22 @@ def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict):
     for path in spec.paths:
         check_local_file(path)
     if spec.format == "mediawiki":
-        rdds = []
+        rdds, frames = [], []
         for path in spec.paths:
             rdd, how = wiki_records(ctx, spec, path)
+            if rdd is None:  # python splits: rows leave the task as Arrow batches
+                split = max(1, int(ctx.args.split_mb)) << 20
+                size = Path(path).stat().st_size
+                n = max(1, -(-size // split))
+                read_info[path] = {"read": how, "partitions": n}
+                frames.append(spark.range(n, numPartitions=n).mapInArrow(
+                    wiki_split_arrow(settings, str(Path(path).resolve()), split, size), schema))
+                continue
             read_info[path] = {"read": how, "partitions": rdd.getNumPartitions()}
             rdds.append(rdd.mapPartitions(wiki_partition(settings)))
-        return spark.createDataFrame(spark.sparkContext.union(rdds), schema, verifySchema=False)
+        if rdds:
+            frames.append(spark.createDataFrame(spark.sparkContext.union(rdds), schema, verifySchema=False))
+        return _union(frames)
     if spec.format == "jsonl":
         rdds = []
         for path in spec.paths:
@@ -379,8 +423,10 @@ def sample_paragraphs(ctx, max_chars: int):
         for path in spec.paths:
             check_local_file(path)
             if spec.format == "mediawiki":
-                rdd, _ = wiki_records(ctx, spec, path) if not _is_streamed(path) else (None, None)
-                records = rdd.take(400) if rdd is not None else _local_head_records(path, 400)
+                if _is_streamed(path) or python_splits(ctx, path):
+                    records = _local_head_records(path, 400)
+                else:
+                    records = wiki_records(ctx, spec, path)[0].take(400)
                 for record in records:
                     page = parse_page_record(record)
                     if not isinstance(page, Page) or page.ns != 0 or page.redirect or not page.text:

@@ -6,11 +6,13 @@ import bz2
 
 import pytest
 
-from extractor.readers import PAGE_DELIMITER, Page, open_binary, parse_page_record, stream_page_records
+import os
+
+from extractor.readers import (PAGE_DELIMITER, Page, open_binary, parse_page_record, split_records,
+                               stream_page_records)
 from extractor.sentences_stage import _hadoop_text
 from tests.conftest import shared_file
 
-pytestmark = pytest.mark.spark
 
 
 def _ids(rdd):
@@ -40,6 +42,30 @@ def dumps(tmp_path_factory):
             "expected": expected}
 
 
+@pytest.mark.parametrize("kind", ["bz2", "multistream", "plain"])
+@pytest.mark.parametrize("split_bytes", [7_000, 50_000, 1 << 20, 64 << 20])
+def test_python_byte_range_splits_lose_and_duplicate_no_page(dumps, kind, split_bytes):
+    path = dumps[kind]
+    size = os.path.getsize(path)
+    ids = []
+    for lo in range(0, size, split_bytes):
+        for record in split_records(path, lo, min(size, lo + split_bytes)):
+            page = parse_page_record(record)
+            ids.append(page.page_id if isinstance(page, Page) else "error")
+    assert ids == dumps["expected"] if split_bytes > size else sorted(ids) == sorted(dumps["expected"])
+    assert len(ids) == 206
+
+
+def test_python_splits_report_a_truncated_bz2(tmp_path, dumps):
+    data = open(dumps["bz2"], "rb").read()
+    cut = tmp_path / "cut.xml.bz2"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises((EOFError, OSError)):
+        for lo in range(0, len(data) // 2, 100_000):
+            list(split_records(str(cut), lo, min(len(data) // 2, lo + 100_000)))
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("kind,split_bytes", [("bz2", 32 << 10), ("bz2", 64 << 20), ("multistream", 40 << 10),
                                               ("plain", 100 << 10)])
 def test_splits_lose_and_duplicate_no_page(spark, dumps, kind, split_bytes):

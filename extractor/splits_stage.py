@@ -21,6 +21,7 @@ from extractor import statistics as st
 from extractor.hashing import stable_hash, stable_hex
 
 STAGE = "splits"
+PAIRS_PER_PARTITION = 100_000
 _INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio")
 
 
@@ -107,7 +108,7 @@ def run(ctx) -> None:
     old = spark.conf.get(key)
     try:
         n = ctx.read_table("pairs").count()
-        wanted = max(spark.sparkContext.defaultParallelism, n // 100_000 + 1)
+        wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
         spark.conf.set(key, str(min(int(old), wanted)))
         _run(ctx)
     finally:

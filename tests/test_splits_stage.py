@@ -185,11 +185,12 @@ def test_trainer_stats_agrees_with_the_card_on_our_splits(built):
     assert all(v["pairs"] == 0 and v["sentence_pairs"] == 0 for v in ours["leakage"].values())
 
 
-def test_deterministic_across_partitions_and_input_order(built, spark, tmp_path):
+def test_deterministic_across_partitions_and_input_order(built, spark, tmp_path, monkeypatch):
     out, pdf, ctx = built
     again = tmp_path / "again"
     old = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "7")
+    monkeypatch.setattr(splits_stage, "PAIRS_PER_PARTITION", 50)  # 7 shuffle partitions, not 2
     try:
         run_stage(spark, again, pdf.sample(frac=1, random_state=1), "--max-eval-per-corpus", "200")
     finally:

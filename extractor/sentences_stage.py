@@ -312,7 +312,7 @@ def wiki_records(ctx, spec, path: str):
     if encoding.startswith("utf-8") and python_splits(ctx, path):
         return None, "python-splits"
     if encoding.startswith("utf-8"):
-        split = max(1, int(ctx.args.split_mb)) << 20
+        split = split_size(ctx, None if _out.is_uri(path) else Path(path).stat().st_size)
         return _hadoop_text(sc, _out.path_str(path), PAGE_DELIMITER, split).values(), "splittable"
     # UTF-16/32: stream in one task, then spread the pages over the cores for cleaning.
     ctx.warn(f"{path}: {encoding} dump read by one streaming task (Hadoop splits need UTF-8); "
@@ -324,6 +324,16 @@ def wiki_records(ctx, spec, path: str):
             yield from stream_page_records(fh, encoding)
     parts = max(2, sc.defaultParallelism)
     return sc.parallelize([0], 1).mapPartitions(stream).repartition(parts), "streamed:" + encoding
+
+
+def split_size(ctx, file_size: int | None) -> int:
+    """Bytes per split: --split-mb, made smaller for a small dump so that every core gets
+    at least three tasks (even load; the output does not depend on it)."""
+    split = max(1, int(ctx.args.split_mb)) << 20
+    if file_size:
+        cores = max(1, ctx.spark.sparkContext.defaultParallelism)
+        split = min(split, max(1 << 20, -(-file_size // (3 * cores))))
+    return split
 
 
 def python_splits(ctx, path: str) -> bool:
@@ -353,8 +363,8 @@ def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict):
         for path in spec.paths:
             rdd, how = wiki_records(ctx, spec, path)
             if rdd is None:  # python splits: rows leave the task as Arrow batches
-                split = max(1, int(ctx.args.split_mb)) << 20
                 size = Path(path).stat().st_size
+                split = split_size(ctx, size)
                 n = max(1, -(-size // split))
                 read_info[path] = {"read": how, "partitions": n}
                 frames.append(spark.range(n, numPartitions=n).mapInArrow(

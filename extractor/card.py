@@ -167,7 +167,7 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               f"- seed: {build.get('seed')}; minimum sentence length: {build.get('min_chars')} characters",
               f"- splits: ratios {stage_stats['settings']['split_ratios']}, balance `{stage_stats['settings']['balance']}`, "
               f"at most {stage_stats['settings']['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
-              "documents assigned whole to one split (hash of doc_id and seed)",
+              "documents assigned whole to one split, stratified by label, visited in the order of a hash of doc_id and seed",
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
               f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, spaCy {v.get('spacy') or 'not installed'}, "
               f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}, "

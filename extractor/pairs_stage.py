@@ -16,7 +16,6 @@ Plan, every step in Spark SQL or Arrow batches, nothing collected but aggregate 
 from __future__ import annotations
 
 import argparse
-import math
 from collections import defaultdict
 
 import pandas as pd  # module level: pandas_udf resolves the 'pd.Series' hints here
@@ -145,10 +144,6 @@ def _hex_udf():
 def _ref_key(F, prefix: str = ""):
     """A string key of a sentence location (unambiguous: fields joined by \\x1e)."""
     return F.concat_ws("\x1e", *(F.coalesce(F.col(prefix + c).cast("string"), F.lit("")) for c in REF_FIELDS))
-
-
-def _ref_struct(F, prefix: str = ""):
-    return F.struct(*(F.col(prefix + c).alias(c) for c in REF_FIELDS))
 
 
 def _rows(df, *cols) -> list:

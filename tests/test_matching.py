@@ -160,3 +160,11 @@ def test_inner_capital_share_does_not_depend_on_label(bodies):
     assert len(set(shares.values())) == 1, shares
     # and the hypotheses themselves are the same text whatever the label
     assert {match_marker(f"{first['reasoning']}, {b}", matcher).hypothesis for b in bodies} == set(neutral)
+
+
+def test_english_open_ending_why_keeps_that_is_apart(en):
+    assert match_marker("That is why the army retreated to the north.", en).label == "reasoning"
+    assert match_marker("That is, the army retreated to the north.", en).label == "entailment"
+    assert match_marker("That is the largest city of the region.", en) is None
+    assert match_marker("Rather than fight, the army retreated.", en) is None
+    assert match_marker("For example, the city has a deep harbour.", en).label == "entailment"

@@ -107,3 +107,35 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
 def check_texts(texts: Sequence[str], model: str, lexicon) -> list[tuple[bool, str | None]]:
     """is_complete for each text."""
     return [is_complete(tags, lexicon) for tags in pos_tags(texts, model)]
+
+
+def pip_requirement(lexicon) -> str | None:
+    """The pip requirement of the lexicon's model when `spacy_install` is a plain
+    `pip install X` (so first-use setup can install it); None otherwise."""
+    cmd = (getattr(lexicon, "spacy_install", None) or "").split()
+    if len(cmd) == 3 and cmd[:2] == ["pip", "install"]:
+        return cmd[2]
+    return None
+
+
+def main(argv=None) -> int:
+    """`python -m extractor.pos_filter LANG`: prints the pip requirement of LANG's spaCy
+    model when it is pip-installable and not installed yet (nothing otherwise), for the
+    first-use setup of spark-submit.sh: `req=$(python -m extractor.pos_filter ro) && [ -n "$req" ] && pip install "$req"`."""
+    import sys
+
+    from extractor.lexicon import load_lexicon
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m extractor.pos_filter LANG", file=sys.stderr)
+        return 2
+    lexicon = load_lexicon(args[0])
+    req = pip_requirement(lexicon)
+    if req and not model_installed(lexicon.spacy_model):
+        print(req)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

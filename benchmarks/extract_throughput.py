@@ -124,7 +124,7 @@ class TreeMonitor:
                 key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue
-            kind = self.kinds.get(key) or self.kind(proc)
+            kind = self.kind(proc)  # not cached: spark-submit's shell script execs java under the same pid
             self.kinds[key] = kind
             self.cpu[key] = times.user + times.system
             self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), rss)

@@ -518,6 +518,13 @@ def summarize(pairs_df, stats: dict) -> dict:
     return stats
 
 
+def check(ctx) -> None:
+    """Before any stage runs: flag values, and `--pos-filter on` with a missing model
+    (a one-line error now rather than after stage 1)."""
+    options = PairsOptions.from_args(ctx.args)
+    pf.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
+
+
 def run(ctx) -> None:
     options = PairsOptions.from_args(ctx.args)
     sentences = ctx.read_table("sentences")

@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             table = ctx.table_path(TABLES[stage])
             if out.exists(spark, table) and not args.overwrite:
                 raise out.OutputExistsError(f"{table} already exists; pass --overwrite to replace it")
+        for stage in to_run:  # settings a stage can check before any stage runs (e.g. a missing model)
+            if hasattr(modules[stage], "check"):
+                modules[stage].check(ctx)
         started = time.time()
         timings = {}
         for stage in to_run:

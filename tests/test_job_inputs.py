@@ -208,3 +208,16 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
     stats = json.loads((out / "stats.json").read_text())["sentences"]
     assert stats["documents_dropped"] == {"malformed_json": 1, "empty_text": 1}
     assert stats["corpora"]["books"]["documents_read"] == 2
+
+
+@pytest.mark.spark
+def test_pos_filter_on_without_the_model_fails_before_any_stage(spark, tmp_path, capsys):
+    from extractor.pos_filter import model_installed
+
+    if model_installed("ro_core_news_sm"):
+        pytest.skip("ro_core_news_sm is installed here")
+    assert main(["--lang", "ro", "--pos-filter", "on", "--output", str(tmp_path / "out")]) == 2
+    err = last_error(capsys)
+    assert err.startswith("error: --pos-filter on: spaCy model 'ro_core_news_sm' is not installed")
+    assert "spacy download ro_core_news_sm" in err
+    assert not (tmp_path / "out" / "sentences").exists()  # stage 1 never ran

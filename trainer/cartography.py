@@ -27,16 +27,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from trainer.cli import UserError
+
 GROUPS = ("e2l", "a", "h2l")
 GROUP_NAMES = {"e2l": "E2L", "a": "A", "h2l": "H2L"}
 SUBSETS = {"e2l": ("e2l",), "a": ("a",), "h2l": ("h2l",), "e2l+a": ("e2l", "a")}
 DYNAMICS_COLUMNS = ("id", "gold", "gold_prob", "pred", "correct")
 
-
-def _user_error(message: str) -> Exception:
-    from trainer.cli import UserError
-
-    return UserError(message)
 
 
 # --------------------------------------------------------------------------- dynamics
@@ -50,7 +47,7 @@ def dynamics_files(dynamics_dir: Path) -> list[Path]:
         try:
             return int(p.stem.split("_", 1)[1])
         except ValueError:
-            raise _user_error(f"{p}: dynamics file name is not epoch_<N>.parquet") from None
+            raise UserError(f"{p}: dynamics file name is not epoch_<N>.parquet") from None
 
     return sorted(files, key=epoch_of)
 
@@ -77,7 +74,7 @@ def resolve_dynamics_dir(run_dir: Path) -> Path:
     for c in candidates:
         if c.is_dir():
             return c
-    raise _user_error(
+    raise UserError(
         f"{run_dir}: no dynamics/ folder (train an epoch-trained model, e.g. --model cbow-softmax "
         "or transformer, to record training dynamics)"
     )
@@ -87,23 +84,23 @@ def read_dynamics(dynamics_dir: Path) -> pd.DataFrame:
     """All epochs in one long table: epoch, id, gold, gold_prob, pred, correct."""
     files = dynamics_files(dynamics_dir)
     if not files:
-        raise _user_error(f"{dynamics_dir}: no epoch_N.parquet files")
+        raise UserError(f"{dynamics_dir}: no epoch_N.parquet files")
     frames = []
     ids0 = None
     for i, path in enumerate(files):
         df = pd.read_parquet(path)
         missing = [c for c in DYNAMICS_COLUMNS if c not in df.columns]
         if missing:
-            raise _user_error(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
+            raise UserError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
         if df.empty:
-            raise _user_error(f"{path}: empty dynamics file")
+            raise UserError(f"{path}: empty dynamics file")
         if df["id"].duplicated().any():
-            raise _user_error(f"{path}: duplicated ids, e.g. {df['id'][df['id'].duplicated()].iloc[0]!r}")
+            raise UserError(f"{path}: duplicated ids, e.g. {df['id'][df['id'].duplicated()].iloc[0]!r}")
         ids = set(df["id"])
         if ids0 is None:
             ids0 = ids
         elif ids != ids0:
-            raise _user_error(
+            raise UserError(
                 f"{path}: holds {len(ids)} ids, {files[0].name} holds {len(ids0)}; "
                 f"{len(ids0 ^ ids)} differ (every epoch must cover the same training ids)"
             )
@@ -359,12 +356,12 @@ def load_cartography(cartography_dir_or_run_dir) -> pd.DataFrame:
             table = pd.read_parquet(candidate)
             missing = [c for c in ("id", "confidence", "variability", *GROUPS, "s") if c not in table.columns]
             if missing:
-                raise _user_error(f"{candidate}: not a cartography metrics file, missing {missing}")
+                raise UserError(f"{candidate}: not a cartography metrics file, missing {missing}")
             return table
     if p.is_dir():
         measures = compute_measures(read_dynamics(resolve_dynamics_dir(p)))
         return cartography_table(measures)[0]
-    raise _user_error(f"{p}: no such cartography folder or run directory")
+    raise UserError(f"{p}: no such cartography folder or run directory")
 
 
 def _join(train_df: pd.DataFrame, table: pd.DataFrame, source) -> pd.DataFrame:
@@ -372,11 +369,11 @@ def _join(train_df: pd.DataFrame, table: pd.DataFrame, source) -> pd.DataFrame:
     ids = train_df["id"].astype(str)
     found = ids.isin(keyed.index)
     if not found.any():
-        raise _user_error(f"{source}: none of the {len(train_df)} training ids has cartography "
+        raise UserError(f"{source}: none of the {len(train_df)} training ids has cartography "
                           "(was it computed on another training set?)")
     if not found.all():
         missing = int((~found).sum())
-        raise _user_error(f"{source}: {missing} of {len(train_df)} training ids have no cartography "
+        raise UserError(f"{source}: {missing} of {len(train_df)} training ids have no cartography "
                           f"(e.g. {ids[~found].iloc[0]!r}); compute it on this training set")
     return keyed.loc[ids.to_numpy()].reset_index(drop=True)
 
@@ -384,14 +381,14 @@ def _join(train_df: pd.DataFrame, table: pd.DataFrame, source) -> pd.DataFrame:
 def select_subset(train_df: pd.DataFrame, cartography_dir_or_run_dir, subset: str) -> pd.DataFrame:
     """Rows of train_df whose id is in the group(s) of ``subset`` (e2l, a, h2l, e2l+a)."""
     if subset not in SUBSETS:
-        raise _user_error(f"unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
+        raise UserError(f"unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
     table = load_cartography(cartography_dir_or_run_dir)
     joined = _join(train_df, table, cartography_dir_or_run_dir)
     mask = np.zeros(len(train_df), dtype=bool)
     for g in SUBSETS[subset]:
         mask |= joined[g].to_numpy(bool)
     if not mask.any():
-        raise _user_error(f"{cartography_dir_or_run_dir}: subset {subset} is empty")
+        raise UserError(f"{cartography_dir_or_run_dir}: subset {subset} is empty")
     return train_df[mask].copy()
 
 
@@ -435,7 +432,7 @@ def run(args) -> int:
     t0 = time.perf_counter()
     run_dir = Path(args.run_dir)
     if not run_dir.exists():
-        raise _user_error(f"{run_dir}: no such run directory")
+        raise UserError(f"{run_dir}: no such run directory")
     dyn_dir = resolve_dynamics_dir(run_dir)
     try:
         rules = GroupRules(
@@ -447,7 +444,7 @@ def run(args) -> int:
             a_min_variability=args.a_min_variability,
         )
     except ValueError as exc:
-        raise _user_error(str(exc)) from None
+        raise UserError(str(exc)) from None
     dynamics = read_dynamics(dyn_dir)
     measures = compute_measures(dynamics, burn_out=args.burn_out)
     table, thresholds = cartography_table(measures, rules)

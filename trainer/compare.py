@@ -20,13 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from trainer.cli import UserError
+
 EXACT_BELOW = 25  # discordant pairs under which the exact binomial McNemar test is used
 
-
-def _user_error(message: str) -> Exception:
-    from trainer.cli import UserError
-
-    return UserError(message)
 
 
 # --------------------------------------------------------------------------- tests
@@ -106,22 +103,22 @@ def mann_whitney(scores_a, scores_b) -> TestResult | None:
 def load_predictions(run_dir: Path, split: str | None) -> tuple[pd.DataFrame, str]:
     path = Path(run_dir) / "predictions.parquet"
     if not path.exists():
-        raise _user_error(f"{path}: not found (is {run_dir} a finished run?)")
+        raise UserError(f"{path}: not found (is {run_dir} a finished run?)")
     df = pd.read_parquet(path, columns=None)
     missing = [c for c in ("id", "split", "gold", "pred") if c not in df.columns]
     if missing:
-        raise _user_error(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
+        raise UserError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
     splits = list(dict.fromkeys(df["split"].astype(str)))
     if split is None:
         split = "test" if "test" in splits else next((s for s in splits if s != "validation"), splits[0])
     if split not in splits:
-        raise _user_error(f"{path}: no predictions for split {split!r}; it has {', '.join(splits)}")
+        raise UserError(f"{path}: no predictions for split {split!r}; it has {', '.join(splits)}")
     part = df[df["split"].astype(str) == split]
     part = part[part["gold"].notna()]
     if part.empty:
-        raise _user_error(f"{path}: split {split!r} has no gold labels to compare")
+        raise UserError(f"{path}: split {split!r} has no gold labels to compare")
     if part["id"].duplicated().any():
-        raise _user_error(f"{path}: duplicated ids in split {split!r}")
+        raise UserError(f"{path}: duplicated ids in split {split!r}")
     return part[["id", "gold", "pred"]].astype(str).set_index("id"), split
 
 
@@ -161,13 +158,13 @@ def compare_runs(run_dirs: list[Path], split: str | None = None, metric: str = "
     base = preds[0]
     for rd, p in zip(run_dirs[1:], preds[1:]):
         if set(p.index) != set(base.index):
-            raise _user_error(
+            raise UserError(
                 f"{rd}: its {split!r} predictions cover {len(p)} ids, {run_dirs[0]}'s cover {len(base)}; "
                 f"{len(set(p.index) ^ set(base.index))} differ (compare runs evaluated on the same file)"
             )
         p = p.loc[base.index]
         if not (p["gold"] == base["gold"]).all():
-            raise _user_error(f"{rd}: gold labels differ from {run_dirs[0]} on split {split!r}")
+            raise UserError(f"{rd}: gold labels differ from {run_dirs[0]} on split {split!r}")
     preds = [base] + [p.loc[base.index] for p in preds[1:]]
     labels = sorted(set(base["gold"]) | set().union(*(set(p["pred"]) for p in preds)))
     correct = np.column_stack([(p["pred"] == p["gold"]).to_numpy() for p in preds])
@@ -248,10 +245,10 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     if len(args.runs) < 2:
-        raise _user_error("compare needs at least two run directories")
+        raise UserError("compare needs at least two run directories")
     for rd in args.runs:
         if not Path(rd).is_dir():
-            raise _user_error(f"{rd}: no such run directory")
+            raise UserError(f"{rd}: no such run directory")
     result = compare_runs([Path(r) for r in args.runs], args.split, args.metric, args.mcnemar)
     print(format_report(result))
     if args.json:

@@ -23,17 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.cli import UserError
+
 CART_CURRICULA = {"cart", "cart++", "cart-stra++"}
 DISPLAY = {  # RoNLI's method names
     "length": "Length-CL", "sts": "STS-CL", "cart": "Cart-CL", "cart++": "Cart-CL++",
     "cart-stra++": "Cart-Stra-CL++", "e2l": "E2L", "a": "A", "h2l": "H2L", "e2l+a": "E2L + A",
 }
 
-
-def _user_error(message: str) -> Exception:
-    from trainer.cli import UserError
-
-    return UserError(message)
 
 
 @dataclass
@@ -71,17 +68,17 @@ def load_lineup(path) -> Lineup:
 
     path = Path(path)
     if not path.exists():
-        raise _user_error(f"{path}: no such file")
+        raise UserError(f"{path}: no such file")
     try:
         spec = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise _user_error(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(spec, dict) or not spec.get("lineup"):
-        raise _user_error(f"{path}: needs a mapping with a non-empty 'lineup' list")
+        raise UserError(f"{path}: needs a mapping with a non-empty 'lineup' list")
     known = {"name", "out", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}
     unknown = sorted(set(spec) - known)
     if unknown:
-        raise _user_error(f"{path}: unknown key(s) {unknown}; known: {sorted(known)}")
+        raise UserError(f"{path}: unknown key(s) {unknown}; known: {sorted(known)}")
     from trainer.cartography import SUBSETS
     from trainer.curriculum import CURRICULA
 
@@ -90,31 +87,31 @@ def load_lineup(path) -> Lineup:
         if isinstance(raw, str):
             raw = {"name": raw}
         if not isinstance(raw, dict) or "name" not in raw:
-            raise _user_error(f"{path}: lineup item {i + 1} needs a 'name'")
+            raise UserError(f"{path}: lineup item {i + 1} needs a 'name'")
         extra = sorted(set(raw) - {"name", "label", "args", "subset", "curriculum", "oversample"})
         if extra:
-            raise _user_error(f"{path}: lineup item {raw['name']!r}: unknown key(s) {extra}")
+            raise UserError(f"{path}: lineup item {raw['name']!r}: unknown key(s) {extra}")
         name = str(raw["name"])
         if name in seen or "/" in name:
-            raise _user_error(f"{path}: lineup name {name!r} is repeated or contains '/'")
+            raise UserError(f"{path}: lineup name {name!r} is repeated or contains '/'")
         seen.add(name)
         args = dict(raw.get("args") or {})
         if raw.get("oversample"):
             args["oversample"] = True
         subset, curriculum = raw.get("subset"), raw.get("curriculum")
         if subset is not None and subset not in SUBSETS:
-            raise _user_error(f"{path}: {name}: subset {subset!r} not one of {', '.join(SUBSETS)}")
+            raise UserError(f"{path}: {name}: subset {subset!r} not one of {', '.join(SUBSETS)}")
         if curriculum is not None and curriculum not in CURRICULA:
-            raise _user_error(f"{path}: {name}: curriculum {curriculum!r} not one of {', '.join(CURRICULA)}")
+            raise UserError(f"{path}: {name}: curriculum {curriculum!r} not one of {', '.join(CURRICULA)}")
         label = raw.get("label") or _default_label(name, subset, curriculum)
         entries.append(Entry(name, label, args, subset, curriculum))
     names = [e.name for e in entries]
     reference = str(spec.get("reference") or names[0])
     if reference not in names:
-        raise _user_error(f"{path}: reference {reference!r} is not a lineup name ({', '.join(names)})")
+        raise UserError(f"{path}: reference {reference!r} is not a lineup name ({', '.join(names)})")
     ref = entries[names.index(reference)]
     if ref.subset or ref.curriculum:
-        raise _user_error(f"{path}: the reference run {reference!r} must be plain training (no subset/curriculum)")
+        raise UserError(f"{path}: the reference run {reference!r} must be plain training (no subset/curriculum)")
     name = str(spec.get("name") or path.stem)
     out = Path(spec.get("out") or Path("runs") / name)  # relative to the current directory, like any flag
     return Lineup(path, name, out, dict(spec.get("train_args") or {}), int(spec.get("seeds") or 1), reference,
@@ -182,7 +179,7 @@ def _split_of(metrics: dict, wanted: str | None, where: Path) -> str:
     keys = [k for k, v in metrics.items() if isinstance(v, dict) and "macro_f1" in v]
     if wanted:
         if wanted not in keys:
-            raise _user_error(f"{where}: no split {wanted!r} in metrics.json (has {', '.join(keys)})")
+            raise UserError(f"{where}: no split {wanted!r} in metrics.json (has {', '.join(keys)})")
         return wanted
     if "test" in keys:
         return "test"
@@ -319,7 +316,7 @@ def run(args) -> int:
     wanted = set(args.only or names)
     unknown = wanted - set(names)
     if unknown:
-        raise _user_error(f"{args.lineup}: --only names not in the line-up: {', '.join(sorted(unknown))}")
+        raise UserError(f"{args.lineup}: --only names not in the line-up: {', '.join(sorted(unknown))}")
     todo = [e for e in lineup.entries if e.name in wanted]
     if any(e.needs_cartography or e.curriculum == "sts" for e in todo) and lineup.reference not in wanted:
         todo.insert(0, lineup.entries[names.index(lineup.reference)])
@@ -349,7 +346,7 @@ def run(args) -> int:
                 if code != 0:
                     failed.append(entry.name)
                     if entry.name == lineup.reference:
-                        raise _user_error(f"the reference run {entry.name} failed; see {lineup.out}/logs/{entry.name}.log")
+                        raise UserError(f"the reference run {entry.name} failed; see {lineup.out}/logs/{entry.name}.log")
                     continue
                 print(f"[{entry.name}] {timings[entry.name]:.0f}s", flush=True)
             if entry.name == lineup.reference and any(e.needs_cartography for e in todo):
@@ -357,7 +354,7 @@ def run(args) -> int:
                 if not carto.exists() or args.force:
                     argv_c = ["cartography", str(run_dir), *flags(lineup.cartography_args)]
                     if _run_trainer(argv_c, lineup.out / "logs" / "cartography.log") != 0:
-                        raise _user_error(f"cartography of {run_dir} failed; see {lineup.out}/logs/cartography.log")
+                        raise UserError(f"cartography of {run_dir} failed; see {lineup.out}/logs/cartography.log")
                     print(f"[cartography] {run_dir}/cartography", flush=True)
         if args.dry_run:
             return 0

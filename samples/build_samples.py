@@ -51,7 +51,7 @@ SITES = {
         "redirect_words": ("#REDIRECCIÓN", "#REDIRECCION", "#REDIRECT"),
     },
     "en": {
-        "file": "enwiki-sample-pages-articles.xml",
+        "file": "en-sample-pages-articles.xml",
         "schema": "0.11",
         "sitename": "Wikipedia",
         "dbname": "enwiki",

@@ -176,24 +176,19 @@ def wiki_partition(settings: dict):
 
 def wiki_split_arrow(settings: dict, path: str, split_bytes: int, size: int):
     """mapInArrow over spark.range(n_splits): each id is one byte range of a local dump."""
-    schema = settings["schema"]
-
     def run(batches):
         proc = _processor(settings)
-        rows: list = []
-        for batch in batches:
-            for k in batch.column("id").to_pylist():
-                lo = k * split_bytes
-                try:
-                    for record in split_records(path, lo, min(size, lo + split_bytes)):
-                        rows.extend(proc.wiki_record(record))
-                        if len(rows) >= 4096:
-                            yield from _batches(rows, schema)
-                            rows = []
-                except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
-                    raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
-        rows.extend(proc.count_rows())
-        yield from _batches(rows, schema)
+
+        def documents():
+            for batch in batches:
+                for k in batch.column("id").to_pylist():
+                    lo = k * split_bytes
+                    try:
+                        for record in split_records(path, lo, min(size, lo + split_bytes)):
+                            yield proc.wiki_record(record)
+                    except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
+                        raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
+        return _in_batches(proc, documents(), settings["schema"])
     return run
 
 
@@ -215,6 +210,18 @@ def jsonl_partition(settings: dict, file_name: str):
     return run
 
 
+def _in_batches(proc, documents, schema, size: int = 4096):
+    """Arrow batches of the rows of each document, then this task's count rows."""
+    rows: list = []
+    for doc_rows in documents:
+        rows.extend(doc_rows)
+        if len(rows) >= size:
+            yield from _batches(rows, schema, size)
+            rows = []
+    rows.extend(proc.count_rows())
+    yield from _batches(rows, schema, size)
+
+
 def _batches(rows: list, schema, size: int = 4096):
     import pyarrow as pa
 
@@ -234,46 +241,34 @@ def schema_types(schema):
 
 def text_files_arrow(settings: dict, root_uri: str):
     """mapInArrow over Spark's binaryFile rows (path, content): one document per file."""
-    schema = settings["schema"]
-
     def run(batches):
         proc = _processor(settings)
-        rows: list = []
-        for batch in batches:
-            paths = batch.column("path").to_pylist()
-            contents = batch.column("content").to_pylist()
-            for path, content in zip(paths, contents):
-                rel = path[len(root_uri):].lstrip("/") if path.startswith(root_uri) else path.rsplit("/", 1)[-1]
-                try:
-                    text = decode_utf8(content, _display_path(path))
-                except UnicodeError as exc:
-                    raise InputError(f"{ERROR_MARK}{exc}") from None
-                rows.extend(proc.plain_document(rel, rel, None, text))
-            if len(rows) >= 4096:
-                yield from _batches(rows, schema)
-                rows = []
-        rows.extend(proc.count_rows())
-        yield from _batches(rows, schema)
+
+        def documents():
+            for batch in batches:
+                for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+                    rel = path[len(root_uri):].lstrip("/") if path.startswith(root_uri) else path.rsplit("/", 1)[-1]
+                    try:
+                        text = decode_utf8(content, _display_path(path))
+                    except UnicodeError as exc:
+                        raise InputError(f"{ERROR_MARK}{exc}") from None
+                    yield proc.plain_document(rel, rel, None, text)
+        return _in_batches(proc, documents(), settings["schema"])
     return run
 
 
 def parquet_arrow(settings: dict):
-    schema = settings["schema"]
-
     def run(batches):
         proc = _processor(settings)
-        rows: list = []
-        for batch in batches:
-            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-            for i, text in enumerate(cols["text"]):
-                doc_id, title, genre = cols["id"][i], cols["title"][i], cols["genre"][i]
-                key = str(doc_id) if doc_id is not None else stable_hex(text or "")
-                rows.extend(proc.plain_document(key, title, genre, text or ""))
-            if len(rows) >= 4096:
-                yield from _batches(rows, schema)
-                rows = []
-        rows.extend(proc.count_rows())
-        yield from _batches(rows, schema)
+
+        def documents():
+            for batch in batches:
+                cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+                for i, text in enumerate(cols["text"]):
+                    doc_id, title, genre = cols["id"][i], cols["title"][i], cols["genre"][i]
+                    key = str(doc_id) if doc_id is not None else stable_hex(text or "")
+                    yield proc.plain_document(key, title, genre, text or "")
+        return _in_batches(proc, documents(), settings["schema"])
     return run
 
 

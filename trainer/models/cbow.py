@@ -57,8 +57,12 @@ def train_vectors(texts: list[str], *, dim: int, seed: int, epochs: int = 10):
     digest = hashlib.blake2b("\x1f".join(texts).encode("utf-8"), digest_size=8).hexdigest()
     key = f"train:{digest}:{dim}:{seed}:{epochs}"
     if key not in _CACHE:
+        # gensim's default 2M n-gram buckets make every saved run ~800 MB even for a
+        # 2,000-pair corpus; the number of distinct n-grams grows with the vocabulary.
+        vocabulary = {w for sentence in sentences for w in sentence}
+        buckets = min(2_000_000, max(1 << 16, 8 * len(vocabulary)))
         model = FastText(sentences=sentences, vector_size=dim, window=5, min_count=2, epochs=epochs,
-                         seed=seed, workers=1, hashfxn=stable_str_hash, min_n=3, max_n=6)
+                         seed=seed, workers=1, hashfxn=stable_str_hash, min_n=3, max_n=6, bucket=buckets)
         log.info("trained fastText vectors on %d sentences: %d words, %d dimensions",
                  len(sentences), len(model.wv), dim)
         _CACHE[key] = model.wv

@@ -21,7 +21,7 @@ def write_yaml(tmp_path, text):
 
 
 def test_example_lineup_parses_into_ronli_entries():
-    lineup = ex.load_lineup(REPO / "examples" / "experiment-scinli-cbow.yaml")
+    lineup = ex.load_lineup(REPO / "examples" / "lineup-cbow-cpu.yaml")
     assert lineup.reference == "baseline" and lineup.seeds == 3
     by_name = {e.name: e for e in lineup.entries}
     assert [e.curriculum for e in lineup.entries if e.curriculum] == ["length", "sts", "cart", "cart++", "cart-stra++"]

@@ -9,7 +9,7 @@ cartography is computed once after it is trained. Every run goes to ``OUT/<name>
 finished run (``metrics.json`` present) is kept unless ``--force``. The results are one
 markdown file, ``OUT/results.md``, with the layouts of RoNLI Tables 5 (micro/macro F1)
 and 4 (per-class precision, recall, F1), and ``OUT/results.json``. See
-``examples/experiment-scinli-cbow.yaml``.
+``examples/lineup-cbow-cpu.yaml``.
 """
 from __future__ import annotations
 

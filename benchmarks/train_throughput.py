@@ -58,26 +58,12 @@ def load_pairs(n: int) -> pd.DataFrame:
 
 
 def build_model_dir(folder: Path, texts: list[str], size: str, max_len: int) -> Path:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from trainer.models.transformer import build_untrained_bert
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=30522, special_tokens=specials))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
-    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                             sep_token="[SEP]", mask_token="[MASK]")
     hidden, layers, heads, inter = SIZES[size]
-    config = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=inter, max_position_embeddings=max(512, max_len))
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(str(folder))
-    fast.save_pretrained(str(folder))
-    return folder
+    return build_untrained_bert(folder, texts, tokenizer_vocab=30522, config_vocab=30522, hidden=hidden,
+                                layers=layers, heads=heads, intermediate=inter,
+                                max_positions=max(512, max_len), seed=0)
 
 
 def ours(model_dir: Path, df: pd.DataFrame, labels: list[str], args, group_by_length=True, dynamics=False) -> dict:

@@ -35,22 +35,7 @@ def write_jsonl(df: pd.DataFrame, path: Path) -> Path:
 
 def make_tiny_bert(folder: Path, texts: list[str]) -> Path:
     """A 2-layer, hidden-32 BERT and a WordPiece tokenizer trained here, saved with save_pretrained."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from trainer.models.transformer import build_untrained_bert
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=400, special_tokens=specials))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
-    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                             sep_token="[SEP]", mask_token="[MASK]")
-    config = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    folder.mkdir(parents=True, exist_ok=True)
-    BertModel(config).save_pretrained(str(folder))
-    fast.save_pretrained(str(folder))
-    return folder
+    return build_untrained_bert(folder, texts, tokenizer_vocab=400, hidden=32, layers=2, heads=2,
+                                intermediate=64, max_positions=128)

@@ -58,12 +58,31 @@ tmp.replace(target)
 PY
 
 MASTER_ARGS=(--master "local[*]")
+LOCAL=1
+TUNING=startup
+prev=""
 for arg in "$@"; do
-  case "$arg" in --master|--master=*) MASTER_ARGS=() ;; esac
+  case "$arg" in
+    --master=local*) MASTER_ARGS=() ;;
+    --master|--master=*) MASTER_ARGS=(); LOCAL=0 ;;
+    --driver-java-options|--driver-java-options=*|--conf=spark.driver.extraJavaOptions=*) TUNING=yours ;;
+    --jvm-tuning=*) TUNING="${arg#--jvm-tuning=}" ;;
+  esac
+  [ "$prev" = "--master" ] && case "$arg" in local*) LOCAL=1 ;; esac
+  [ "$prev" = "--jvm-tuning" ] && TUNING="$arg"
+  [ "$prev" = "--conf" ] && case "$arg" in spark.driver.extraJavaOptions=*) TUNING=yours ;; esac
+  prev="$arg"
 done
+# Local mode: the driver JVM is the executor; start it for short jobs (C1 JIT and a
+# class-data archive, written at the exit of the first run). See extractor/jvm.py.
+JVM_ARGS=()
+if [ "$LOCAL" = 1 ] && [ "$TUNING" = startup ]; then
+  opts="$(cd "$REPO" && "$NLI_PY" -m extractor.jvm --tuning startup --for-first-run)"
+  [ -n "$opts" ] && JVM_ARGS=(--driver-java-options "$opts")
+fi
 SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
 cd "$REPO"
-exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" \
+exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" ${JVM_ARGS[@]+"${JVM_ARGS[@]}"} \
   --conf "spark.pyspark.python=$PYSPARK_PYTHON" \
   --conf "spark.ui.showConsoleProgress=true" --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
   --py-files "$DEPS/nli_extractor.zip" "$@"

@@ -52,17 +52,22 @@ class JobContext:
     def table_path(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
 
-    def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
-        """Write `df` as Parquet to <output>/<name>, through a temporary directory that is
-        moved into place only on success. File content is deterministic: rows are hashed
-        into `num_files` files by their first sort column and sorted within each file, so
-        the bytes do not depend on cores or input partitioning. `sort_by` defaults to every
-        column (give a unique key when there is one: it is cheaper)."""
+    def arrange(self, df, partition_by=None, sort_by=None, num_files: int | None = None):
+        """`df` arranged for deterministic files: rows hashed into `num_files` files by
+        their first sort column and sorted within each file, so the bytes do not depend on
+        cores or input partitioning. `sort_by` defaults to every column (give a unique key
+        when there is one: it is cheaper)."""
         partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
         sortable = [f.name for f in df.schema.fields if f.dataType.typeName() not in ("map",)]
         sort_by = list(sort_by or [c for c in sortable if c not in partition_by])
         files = num_files or int(getattr(self.args, "files_per_table", 0) or 4)
-        arranged = df.repartition(files, *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
+        return df.repartition(files, *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
+
+    def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
+        """Write `df` (arranged as by `arrange`) as Parquet to <output>/<name>, through a
+        temporary directory that is moved into place only on success."""
+        partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+        arranged = self.arrange(df, partition_by, sort_by, num_files)
         overwrite = bool(getattr(self.args, "overwrite", False))
         return _out.write_parquet_atomically(self.spark, arranged, self.table_path(name), partition_by, overwrite=overwrite)
 

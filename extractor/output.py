@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -113,30 +114,54 @@ def rewrite_deterministically(spark, directory: str) -> None:
         crc.unlink()
 
 
-def write_parquet_atomically(spark, df, target: str, partition_by=None, overwrite: bool = False) -> str:
-    """Write `df` to `<target>.tmp-<name>` and move it to `target` only when the write
-    succeeded, so a half-written table never sits where a complete one is expected."""
+@contextmanager
+def atomic_directory(spark, target: str, overwrite: bool = False):
+    """Yield a temporary directory `<parent>/_tmp-<name>` to fill, and move it to `target`
+    only when the block succeeds, so a half-written table never sits where a complete one
+    is expected. On failure the temporary directory is removed."""
     target = path_str(target)
     if exists(spark, target) and not overwrite:
         raise OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
     parent, name = target.rstrip("/").rsplit("/", 1)
     tmp = f"{parent}/_tmp-{name}"
     delete(spark, tmp)  # leftovers of a crashed run
-    writer = df.write.mode("overwrite").option("compression", "snappy")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
     try:
-        writer.parquet(tmp)
-        normalize_part_files(spark, tmp)
-        if not is_uri(tmp):
-            rewrite_deterministically(spark, tmp)
+        yield tmp
     except BaseException:
         delete(spark, tmp)
         raise
     if exists(spark, target):
         delete(spark, target)
     rename(spark, tmp, target)
-    return target
+
+
+def write_parquet(spark, df, directory: str, partition_by=None) -> None:
+    """Spark's Parquet writer into `directory` (replaced), then part files named without
+    the per-run uuid and, for local outputs, rewritten for deterministic bytes."""
+    writer = df.write.mode("overwrite").option("compression", "snappy")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(directory)
+    normalize_part_files(spark, directory)
+    if not is_uri(directory):
+        rewrite_deterministically(spark, directory)
+
+
+def write_parquet_atomically(spark, df, target: str, partition_by=None, overwrite: bool = False) -> str:
+    """`write_parquet` through `atomic_directory`."""
+    with atomic_directory(spark, target, overwrite) as tmp:
+        write_parquet(spark, df, tmp, partition_by)
+    return path_str(target)
+
+
+# Spark's ExternalCatalogUtils.escapePathName: these characters are %XX-escaped in
+# partition directory names (corpus=<name>), so that Spark reads the value back unchanged.
+_PATH_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+
+
+def partition_dir(column: str, value: str) -> str:
+    """The hive-style directory name Spark gives a partition value."""
+    return column + "=" + "".join(f"%{ord(ch):02X}" if ch in _PATH_ESCAPE else ch for ch in value)
 
 
 # --------------------------------------------------------------------------- stats.json

@@ -293,33 +293,38 @@ def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
     return bz2.decompress(b"BZh9" + body)
 
 
+def _markers(data, start_bit: int, window_bytes: int = 4 << 20):
+    """(bit, is_block) of every block and end-of-stream magic from `start_bit` on, in file
+    order. The file is scanned once, one window at a time, and only as far as the caller
+    reads (a split reads past its end only to finish its last page)."""
+    size_bits = len(data) * 8
+    bit = start_bit
+    while bit < size_bits:
+        stop = min(size_bits, bit + window_bytes * 8)
+        found = [(b, True) for b in find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, bit, stop)]
+        found += [(b, False) for b in find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, bit, stop)]
+        yield from sorted(found)
+        bit = stop
+
+
 def _bz2_blocks(data, lo: int, hi: int):
     """(owned, following): decompressed blocks whose magic starts in bytes [lo, hi), and a
-    generator of the blocks after them."""
-    window = 8 * (2 << 20)  # a compressed block is at most ~1 MB
-    starts = find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, lo * 8, hi * 8)
+    generator of the blocks after them. A block ends where the next block or end-of-stream
+    magic starts (multistream files have an end-of-stream marker between streams)."""
+    markers = _markers(data, lo * 8)
+    state = {"next": next(markers, None)}
 
-    def block_end(start_bit: int) -> int:
-        stop = min(len(data) * 8, start_bit + window)
-        ends = (find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, start_bit + 48, stop)[:1]
-                + find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, start_bit + 48, stop)[:1])
-        if not ends:
-            raise EOFError("bzip2 block without an end (truncated file?)")
-        return min(ends)
+    def blocks(until_bit):
+        while state["next"] is not None and state["next"][0] < until_bit:
+            bit, is_block = state["next"]
+            state["next"] = next(markers, None)
+            if not is_block:
+                continue
+            if state["next"] is None:
+                raise EOFError("bzip2 block without an end (truncated file?)")
+            yield decompress_block(data, bit, state["next"][0])
 
-    def owned():
-        for bit in starts:
-            yield decompress_block(data, bit, block_end(bit))
-
-    def following():
-        bit = hi * 8
-        while True:
-            nxt = find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, bit, min(len(data) * 8, bit + window))
-            if not nxt:
-                return
-            yield decompress_block(data, nxt[0], block_end(nxt[0]))
-            bit = nxt[0] + 48
-    return owned(), following()
+    return blocks(hi * 8), blocks(len(data) * 8)
 
 
 def _plain_chunks(data, lo: int, hi: int, chunk: int = 4 << 20):

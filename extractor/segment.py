@@ -7,14 +7,48 @@ parameters travel to executors as a small JSON file or pickled with the `Segment
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import os
 import re
+import sys
+import types
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from nltk.tokenize.punkt import (PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken,
-                                  PunktTrainer)
+
+def _punkt_module():
+    """nltk.tokenize.punkt without running nltk/__init__.py and nltk/tokenize/__init__.py,
+    which import scipy, scikit-learn and every corpus reader: 2.2 CPU-s in each process,
+    paid by the driver and by every Spark Python worker, for a module that needs none of
+    it. Afterwards the stubs and the modules loaded under them leave sys.modules again, so
+    that a later `import nltk` anywhere in the process is the real, complete one."""
+    name = "nltk.tokenize.punkt"
+    if name in sys.modules or "nltk" in sys.modules:
+        return importlib.import_module(name)
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        return importlib.import_module(name)  # raises the usual ImportError
+    root = list(spec.submodule_search_locations)
+    before = set(sys.modules)
+    stubs = {}
+    for package, path in (("nltk", root), ("nltk.tokenize", [os.path.join(root[0], "tokenize")])):
+        stub = types.ModuleType(package)
+        stub.__path__ = path
+        stubs[package] = sys.modules[package] = stub
+    try:
+        return importlib.import_module(name)
+    finally:
+        for loaded in [m for m in sys.modules if m not in before and (m == "nltk" or m.startswith("nltk."))]:
+            del sys.modules[loaded]
+
+
+_punkt = _punkt_module()
+PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken, PunktTrainer = (
+    _punkt.PunktLanguageVars, _punkt.PunktParameters, _punkt.PunktSentenceTokenizer, _punkt.PunktToken,
+    _punkt.PunktTrainer)
 
 __all__ = ["train_punkt", "save_params", "load_params", "Segmenter", "abbreviation_types",
            "DEFAULT_MAX_TRAIN_CHARS", "PARAMS_FORMAT"]

@@ -45,8 +45,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--split-mb", type=int, default=8,
                    help="bytes per input split of a dump, in MB (smaller: more parallel tasks)")
     g.add_argument("--dump-reader", choices=("auto", "python", "hadoop"), default="auto",
-                   help="how a UTF-8 dump is split: hadoop (splittable bzip2 in the JVM; any file system) or "
-                        "python (local files: byte ranges of bzip2 blocks, C bz2); auto = hadoop")
+                   help="how a UTF-8 dump is split: python (local files: byte ranges of bzip2 blocks, C bz2; "
+                        "with a local output, tasks write their Parquet files directly) or hadoop (splittable "
+                        "bzip2 in the JVM; any file system); auto = python for local files in local mode")
     g.add_argument("--text-field", default="text", help="JSONL/Parquet: field holding the document text")
     g.add_argument("--id-field", default="id", help="JSONL/Parquet: field holding the document id")
     g.add_argument("--title-field", default="title", help="JSONL/Parquet: field holding the title")
@@ -192,6 +193,78 @@ def wiki_split_arrow(settings: dict, path: str, split_bytes: int, size: int):
     return run
 
 
+class SentenceFileWriter:
+    """Sentence rows of one split -> one Parquet file, written by pyarrow in dump order,
+    one row group per ROW_GROUP rows (memory: one row group). No rows, no file. The bytes
+    depend only on the rows, so the file is the same whatever core or executor writes it."""
+
+    ROW_GROUP = 65536
+
+    def __init__(self, path: str):
+        self.path = path
+        self.rows: list = []
+        self.writer = None
+        self.count = 0
+
+    def add(self, rows: list) -> None:
+        self.rows.extend(rows)
+        if len(self.rows) >= self.ROW_GROUP:
+            self._flush(self.rows[:self.ROW_GROUP])
+            self.rows = self.rows[self.ROW_GROUP:]
+
+    def _flush(self, rows: list) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = sentence_file_schema()
+        # a sentence row is (corpus, <file columns>..., <count columns>); corpus is the directory
+        table = pa.Table.from_arrays([pa.array([r[i + 1] for r in rows], type=f.type) for i, f in enumerate(schema)],
+                                     schema=schema)
+        if self.writer is None:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(self.path + ".inprogress", schema, compression="snappy")
+        self.writer.write_table(table, row_group_size=self.ROW_GROUP)
+        self.count += len(rows)
+
+    def close(self) -> int:
+        if self.rows:
+            self._flush(self.rows)
+            self.rows = []
+        if self.writer is not None:
+            self.writer.close()
+            Path(self.path + ".inprogress").replace(self.path)
+        return self.count
+
+
+def sentence_file_schema():
+    """Columns of a sentences/ file (corpus is the partition directory, as Spark writes it)."""
+    import pyarrow as pa
+
+    types = {"para_idx": pa.int32(), "sent_idx": pa.int32(), "short": pa.bool_()}
+    return pa.schema([pa.field(c, types.get(c, pa.string())) for c in SENTENCE_COLUMNS if c != "corpus"])
+
+
+def wiki_split_files(settings: dict, path: str, split_bytes: int, size: int, directory: str, prefix: str):
+    """mapInArrow over spark.range(n_splits), for a local dump and a local output: each id
+    is one byte range of the dump, whose sentence rows go straight to
+    `<directory>/part-<prefix>-<id>.parquet`; only the task's count rows go back to Spark.
+    Rows never pass through the JVM: no Arrow transfer, shuffle, sort or Parquet rewrite."""
+    def run(batches):
+        proc = _processor(settings)
+        for batch in batches:
+            for k in batch.column("id").to_pylist():
+                lo = k * split_bytes
+                writer = SentenceFileWriter(f"{directory}/part-{prefix}-{k:05d}.parquet")
+                try:
+                    for record in split_records(path, lo, min(size, lo + split_bytes)):
+                        writer.add(proc.wiki_record(record))
+                except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
+                    raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
+                writer.close()
+        yield from _batches(proc.count_rows(), settings["schema"])
+    return run
+
+
 def jsonl_partition(settings: dict, file_name: str):
     fields = settings["fields"]
 
@@ -322,22 +395,33 @@ def wiki_records(ctx, spec, path: str):
 
 
 def split_size(ctx, file_size: int | None) -> int:
-    """Bytes per split: --split-mb, made smaller for a small dump so that every core gets
-    at least three tasks (even load; the output does not depend on it)."""
+    """Bytes per split: --split-mb, made smaller for a small dump (at least SPLITS_WANTED
+    splits of at least 1 MB) so that the cores share it evenly. It depends on the file
+    alone, never on the number of cores, because the split is the unit of output files."""
     split = max(1, int(ctx.args.split_mb)) << 20
     if file_size:
-        cores = max(1, ctx.spark.sparkContext.defaultParallelism)
-        split = min(split, max(1 << 20, -(-file_size // (3 * cores))))
+        split = min(split, max(1 << 20, -(-file_size // SPLITS_WANTED)))
     return split
 
 
+SPLITS_WANTED = 32
+
+
 def python_splits(ctx, path: str) -> bool:
-    """Local UTF-8 dumps (.xml, .xml.bz2) are split in Python with --dump-reader python.
-    auto = hadoop: on the 200 MB benchmark the Python reader spent ~15% more CPU-seconds in
-    total (C bz2 is faster than Hadoop's Java codec, but building Arrow batches in Python
-    costs more than it saves in the JVM)."""
+    """Whether a UTF-8 dump is split in Python (byte ranges of bzip2 blocks, C bz2): a local
+    .xml/.xml.bz2 file with a local master (`auto`, or `--dump-reader python`). Hadoop's
+    splittable bzip2 reads dumps on cluster file systems (`auto` there, or `hadoop`)."""
     mode = getattr(ctx.args, "dump_reader", "auto")
-    return mode == "python" and not _out.is_uri(path) and path.endswith((".xml", ".xml.bz2"))
+    if mode == "hadoop" or _out.is_uri(path) or not path.endswith((".xml", ".xml.bz2")):
+        return False
+    return mode == "python" or ctx.spark.sparkContext.master.startswith("local")
+
+
+def writes_directly(ctx, spec, path: str) -> bool:
+    """Local dump, local master, local output: tasks write their Parquet files themselves."""
+    return (spec.format == "mediawiki" and not ctx.output_uri and python_splits(ctx, path)
+            and ctx.spark.sparkContext.master.startswith("local")
+            and local_encoding(path).startswith("utf-8"))
 
 
 def corpus_settings(ctx, spec, punkt: dict, schema) -> dict:
@@ -350,8 +434,9 @@ def corpus_settings(ctx, spec, punkt: dict, schema) -> dict:
     }
 
 
-def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict):
-    """The DataFrame of sentence rows + count rows of one corpus."""
+def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict, skip=frozenset()):
+    """The DataFrame of sentence rows + count rows of one corpus (without the dumps in
+    `skip`, which write their files directly)."""
     spark = ctx.spark
     settings = corpus_settings(ctx, spec, punkt, schema)
     for path in spec.paths:
@@ -359,6 +444,8 @@ def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict):
     if spec.format == "mediawiki":
         rdds, frames = [], []
         for path in spec.paths:
+            if path in skip:
+                continue
             rdd, how = wiki_records(ctx, spec, path)
             if rdd is None:  # python splits: rows leave the task as Arrow batches
                 size = Path(path).stat().st_size
@@ -516,6 +603,32 @@ def punkt_parameters(ctx) -> tuple[dict, dict]:
 
 # --------------------------------------------------------------------------- run
 
+def direct_counts(ctx, spec, path: str, index: int, punkt: dict, schema, table_dir: str, read_info: dict):
+    """The count rows of a local dump whose tasks write sentences/ files directly."""
+    check_local_file(path)
+    size = Path(path).stat().st_size
+    split = split_size(ctx, size)
+    n = max(1, -(-size // split))
+    read_info[path] = {"read": "python-splits", "partitions": n, "split_bytes": split, "write": "direct"}
+    settings = corpus_settings(ctx, spec, punkt, schema)
+    directory = f"{table_dir}/{_out.partition_dir('corpus', spec.name)}"
+    return ctx.spark.range(n, numPartitions=n).mapInArrow(
+        wiki_split_files(settings, str(Path(path).resolve()), split, size, directory, f"{index:03d}"), schema)
+
+
+def sum_counts(rows) -> tuple[list[dict], list[dict]]:
+    """Count rows (as collected) -> summed counts and the listed errors, like the Spark path."""
+    sums: Counter = Counter()
+    errors = []
+    for r in rows:
+        if r["count_kind"] == "error":
+            errors.append({"corpus": r["corpus"], "count_reason": r["count_reason"], "detail": r["detail"]})
+        else:
+            sums[r["corpus"], r["count_kind"], r["count_reason"]] += r["count"]
+    counted = [{"corpus": c, "count_kind": k, "count_reason": reason, "n": n} for (c, k, reason), n in sums.items()]
+    return counted, errors
+
+
 def run(ctx) -> None:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -528,17 +641,41 @@ def run(ctx) -> None:
     punkt_info["seconds"] = round(time.time() - t0, 3)
     _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s")
     read_info: dict = {}
-    rows = _union([corpus_rows(ctx, spec, punkt, schema, read_info) for spec in ctx.corpora])
-    # One pass over the input: rows kept on disk for both the counts and the table.
-    rows = rows.persist(StorageLevel.DISK_ONLY)
-    try:
-        counted = (rows.where(F.col("count_kind").isNotNull() & (F.col("count_kind") != "error"))
-                   .groupBy("corpus", "count_kind", "count_reason").agg(F.sum("count").alias("n")).collect())
-        errors = (rows.where(F.col("count_kind") == "error").select("corpus", "count_reason", "detail")
-                  .orderBy("corpus", "count_reason", "detail").limit(MAX_LISTED_ERRORS).collect())
+    for spec in ctx.corpora:
+        for path in spec.paths:
+            check_local_file(path)
+    direct = [(spec, path) for spec in ctx.corpora if spec.format == "mediawiki" for path in spec.paths
+              if writes_directly(ctx, spec, path)]
+    skip = {path for _, path in direct}
+    others = [spec for spec in ctx.corpora if any(path not in skip for path in spec.paths)]
+    counted: list = []
+    errors: list = []
+    overwrite = bool(getattr(ctx.args, "overwrite", False))
+    with _out.atomic_directory(ctx.spark, ctx.table_path(NAME), overwrite) as table_dir:
+        if others:
+            # One pass over the input: rows kept on disk for both the counts and the table.
+            rows = _union([corpus_rows(ctx, spec, punkt, schema, read_info, skip) for spec in others])
+            rows = rows.persist(StorageLevel.DISK_ONLY)
+            try:
+                counted += [r.asDict() for r in
+                            rows.where(F.col("count_kind").isNotNull() & (F.col("count_kind") != "error"))
+                            .groupBy("corpus", "count_kind", "count_reason").agg(F.sum("count").alias("n")).collect()]
+                errors += [r.asDict() for r in
+                           rows.where(F.col("count_kind") == "error").select("corpus", "count_reason", "detail")
+                           .orderBy("corpus", "count_reason", "detail").limit(MAX_LISTED_ERRORS).collect()]
+                sentences = rows.where(F.col("count_kind").isNull()).select(*SENTENCE_COLUMNS)
+                _out.write_parquet(ctx.spark, ctx.arrange(sentences, ["corpus"], ["doc_id", "para_idx", "sent_idx", "text"]),
+                                   table_dir, ["corpus"])
+            finally:
+                rows.unpersist()
+        if direct:
+            frames = [direct_counts(ctx, spec, path, i, punkt, schema, table_dir, read_info)
+                      for i, (spec, path) in enumerate(direct)]
+            more_counts, more_errors = sum_counts(_union(frames).collect())  # count rows only: a few per task
+            counted += more_counts
+            errors += more_errors
+        errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
         stats = build_stats(counted, errors, ctx.corpora)
-        t1 = time.time()
-        _log(f"read, cleaned and segmented in {t1 - t0 - punkt_info['seconds']:.1f}s")
         for spec in ctx.corpora:
             read = stats["corpora"].get(spec.name, {}).get("documents_read", 0)
             if read == 0:
@@ -546,14 +683,9 @@ def run(ctx) -> None:
                 raise InputError(f"{', '.join(spec.paths)}: {what} found (empty input?)")
             if stats["corpora"][spec.name].get("sentences", 0) == 0:
                 ctx.warn(f"corpus {spec.name}: {read} documents read but no sentence kept")
-        sentences = rows.where(F.col("count_kind").isNull()).select(*SENTENCE_COLUMNS)
-        ctx.write_table(sentences, NAME, partition_by=["corpus"],
-                        sort_by=["doc_id", "para_idx", "sent_idx", "text"])
-        stats["seconds"] = {"punkt": punkt_info["seconds"], "read_clean_segment": round(t1 - t0 - punkt_info["seconds"], 3),
-                            "write": round(time.time() - t1, 3)}
-        _log(f"sentences/ written in {stats['seconds']['write']:.1f}s")
-    finally:
-        rows.unpersist()
+    stats["seconds"] = {"punkt": punkt_info["seconds"],
+                        "read_clean_segment_write": round(time.time() - t0 - punkt_info["seconds"], 3)}
+    _log(f"sentences/ read, cleaned, segmented and written in {stats['seconds']['read_clean_segment_write']:.1f}s")
     stats["punkt"] = punkt_info
     stats["inputs"] = read_info
     stats["min_chars"] = int(ctx.args.min_chars)

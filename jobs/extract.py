@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import shlex
 import sys
@@ -67,6 +68,10 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
                    help="Parquet files per table (per partition); part of the deterministic layout")
     g.add_argument("--master", default=None,
                    help="Spark master when run with plain python (spark-submit's own --master wins)")
+    g.add_argument("--jvm-tuning", choices=("startup", "throughput"), default="startup",
+                   help="local mode only: 'startup' runs the driver JVM with C1 JIT and a class-data archive "
+                        "(half the JVM CPU on inputs up to a few GB); 'throughput' keeps the JVM defaults "
+                        "(long runs). See extractor/jvm.py")
     for module in modules.values():
         module.add_arguments(p)
     return p
@@ -80,9 +85,10 @@ def _fail(message: str) -> int:
 def _versions() -> dict:
     out = {"python": sys.version.split()[0]}
     for name in ("pyspark", "mwparserfromhell", "nltk", "spacy", "pyarrow"):
+        # from the installed metadata: importing spacy would import thinc and torch (~10 CPU-s)
         try:
-            out[name] = importlib.import_module(name).__version__
-        except Exception:  # not installed: the card says so
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:  # not installed: the card says so
             out[name] = None
     return out
 
@@ -130,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from extractor.spark import get_session
 
-    spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}")
+    spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
     # Input failures are reported as one line below; others are re-raised with their trace.
     spark.sparkContext.setLogLevel("FATAL")
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_output.resolve() if not output_uri else local_output,

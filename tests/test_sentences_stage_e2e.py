@@ -95,14 +95,45 @@ def test_enwiki_sentence_order_and_indices(enwiki):
         assert len(keys) == len(set(keys))
 
 
-def test_same_input_gives_byte_identical_table_whatever_the_splits_and_reader(enwiki, tmp_path):
+def _sorted_rows(out: Path) -> list:
+    return sorted(tuple(sorted(r.items())) for r in read_sentences(out))
+
+
+def test_same_rows_whatever_the_splits_and_reader(enwiki, tmp_path):
     dump, out, _, _ = enwiki
-    again = tmp_path / "again"
-    # Python byte-range splits with C bz2 vs Hadoop's bzip2 splits (the default reader)
-    assert main(["--lang", "en", "--input", str(dump), "--output", str(again), "--stages", "sentences",
-                 "--split-mb", "64", "--dump-reader", "python"]) == 0
-    assert file_digests(out / "sentences") == file_digests(again / "sentences")
-    assert (out / "punkt_params.json").read_bytes() == (again / "punkt_params.json").read_bytes()
+    # the default (local dump: Python byte-range splits, files written by the tasks) against
+    # Hadoop's bzip2 splits in the JVM with Spark's writer, and against other split sizes
+    for extra in (["--dump-reader", "hadoop", "--split-mb", "1"], ["--split-mb", "64", "--dump-reader", "python"]):
+        again = tmp_path / extra[1]
+        assert main(["--lang", "en", "--input", str(dump), "--output", str(again), "--stages", "sentences"] + extra) == 0
+        assert _sorted_rows(again) == _sorted_rows(out)
+        assert (out / "punkt_params.json").read_bytes() == (again / "punkt_params.json").read_bytes()
+    stats = json.loads((tmp_path / "hadoop" / "stats.json").read_text())["sentences"]
+    assert next(iter(stats["inputs"].values()))["read"] == "splittable"
+
+
+def test_direct_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
+    """The job's files against the same splits written by one task, outside Spark: the
+    bytes are a function of the dump and the split size, not of cores or scheduling."""
+    import pyarrow as pa
+
+    from extractor.lexicon import load_lexicon
+    from extractor.sentences_stage import row_schema, wiki_split_files
+    from extractor.segment import load_params, params_to_dict
+
+    dump, out, _, stats = enwiki
+    info = stats["sentences"]["inputs"][str(dump)]
+    assert info["write"] == "direct" and info["partitions"] == 2
+    settings = {"corpus": {"name": "enwiki-sample-206pages", "genre": "wikipedia", "lang": "en", "role": "train"},
+                "lexicon": load_lexicon("en"), "punkt": params_to_dict(load_params(out / "punkt_params.json")),
+                "min_chars": 50, "schema": row_schema()}
+    target = tmp_path / "one-task"
+    task = wiki_split_files(settings, str(dump.resolve()), info["split_bytes"], dump.stat().st_size,
+                            str(target), "000")
+    counts = list(task(iter([pa.record_batch({"id": pa.array([1, 0], pa.int64())})])))
+    assert sum(b.num_rows for b in counts) > 0
+    written = out / "sentences" / "corpus=enwiki-sample-206pages"
+    assert file_digests(target) == file_digests(written)
 
 
 def test_rerun_with_saved_punkt_params_and_existing_output(enwiki, tmp_path, capsys):
@@ -165,3 +196,15 @@ def test_bundled_samples(spark, tmp_path):
             assert not [r["text"] for r in rows if token in r["text"]], token
         dropped = stats["documents_dropped"]
         assert dropped.get("redirect", 0) >= 1 and dropped.get("disambiguation", 0) >= 1
+
+
+def test_corpus_name_with_path_characters_reads_back_unchanged(spark, tmp_path):
+    """Tasks that write their own files name the partition directory as Spark would."""
+    dump = shared_file("dumps/mwxml-tiny-export-0.8.xml")
+    out = tmp_path / "out"
+    name = "wiki: ro/2024 #1"
+    assert main(["--lang", "en", "--input", str(dump), "--corpus", name, "--output", str(out),
+                 "--stages", "sentences"]) == 0
+    assert [p.name for p in (out / "sentences").iterdir()] == ["corpus=wiki%3A ro%2F2024 %231"]
+    corpora = {r["corpus"] for r in spark.read.parquet(str(out / "sentences")).select("corpus").collect()}
+    assert corpora == {name}

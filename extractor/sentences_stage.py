@@ -17,6 +17,7 @@ land in stats["sentences"], without a second pass over the data.
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections import Counter
@@ -79,7 +80,7 @@ class DocumentProcessor:
 
         self.corpus = corpus
         self.lexicon = lexicon
-        self.segmenter = Segmenter(params_from_dict(punkt))
+        self.segmenter = _segmenter(punkt, Segmenter, params_from_dict)
         self.min_chars = min_chars
         self.counts: Counter = Counter()
         self.errors: list[tuple[str, str]] = []  # (page id, message), first MAX_LISTED_ERRORS
@@ -159,6 +160,21 @@ class DocumentProcessor:
         rows += [(name, None, None, None, None, None, None, None, None, None, None, "error", page_id, 1, message)
                  for page_id, message in self.errors]
         return rows
+
+
+_SEGMENTERS: dict = {}
+
+
+def _segmenter(punkt: dict, segmenter_cls, params_from_dict):
+    """One Segmenter per parameter set and Python worker process: a worker runs many tasks
+    one after another, and the Segmenter's memo of Punkt decisions stays warm."""
+    import json
+
+    key = hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
+    if key not in _SEGMENTERS:
+        _SEGMENTERS.clear()  # a new job's parameters: drop the old ones
+        _SEGMENTERS[key] = segmenter_cls(params_from_dict(punkt))
+    return _SEGMENTERS[key]
 
 
 def _processor(settings: dict) -> DocumentProcessor:

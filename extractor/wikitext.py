@@ -530,7 +530,9 @@ def _finish(text: str, drops: Counter) -> str:
             text = html.unescape(text)
     if "<" in text:
         text = _INLINE_TAG_RE.sub("", _BLOCK_TAG_RE.sub(" ", text))
-    if _RESIDUE_RE.search(text):
+    # (the `in` tests are C string searches; the alternation regex alone was 7% of the stage)
+    if ("{" in text or "}" in text or "[" in text or "]" in text or "|" in text or "''" in text or "<" in text
+            or "__" in text) and _RESIDUE_RE.search(text):
         drops["markup_residue"] += 1
         text = _RESIDUE_RE.sub(" ", text)
     text = " ".join(text.split())

@@ -278,7 +278,7 @@ def find_magic(data, patterns, magic: int, start_bit: int, end_bit: int) -> list
     return sorted(found)
 
 
-def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
+def block_stream(data, start_bit: int, end_bit: int) -> bytes:
     """One bzip2 block (from its magic to the next block or end-of-stream magic) as a
     stream of its own: header, the block's bits, end-of-stream magic, and the combined
     CRC, which for one block is the block's own CRC (the 32 bits after its magic)."""
@@ -290,41 +290,91 @@ def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
     crc = (bits >> (length - 80)) & 0xFFFFFFFF
     pad = (8 - (length + 80) % 8) % 8
     body = ((((bits << 48) | _EOS_MAGIC) << 32 | crc) << pad).to_bytes((length + 80 + pad) // 8, "big")
-    return bz2.decompress(b"BZh9" + body)
+    return b"BZh9" + body
 
 
-def _markers(data, start_bit: int, window_bytes: int = 4 << 20):
-    """(bit, is_block) of every block and end-of-stream magic from `start_bit` on, in file
-    order. The file is scanned once, one window at a time, and only as far as the caller
-    reads (a split reads past its end only to finish its last page)."""
+def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
+    return bz2.decompress(block_stream(data, start_bit, end_bit))
+
+
+def decompress_block_pieces(data, start_bit: int, end_bit: int, piece: int):
+    """The block's text in pieces of at most `piece` bytes: libbz2 runs its inverse BWT
+    only as far as output is asked for, so a reader that stops early (a split finishing its
+    last page in the next block) does not pay for the rest of the block."""
+    decompressor = bz2.BZ2Decompressor()
+    out = decompressor.decompress(block_stream(data, start_bit, end_bit), max_length=piece)
+    while out:
+        yield out
+        if decompressor.eof or decompressor.needs_input:
+            return
+        out = decompressor.decompress(b"", max_length=piece)
+
+
+def _block_starts(data, start_bit: int, window_bytes: int = 4 << 20):
+    """Bit offsets of the block magics from `start_bit` on, in file order. The file is
+    scanned once, one window at a time, and only as far as the caller reads (a split reads
+    past its end only to finish its last page)."""
     size_bits = len(data) * 8
     bit = start_bit
     while bit < size_bits:
         stop = min(size_bits, bit + window_bytes * 8)
-        found = [(b, True) for b in find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, bit, stop)]
-        found += [(b, False) for b in find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, bit, stop)]
-        yield from sorted(found)
+        yield from find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, bit, stop)
         bit = stop
 
 
-def _bz2_blocks(data, lo: int, hi: int):
+def _block_end(data, start_bit: int, next_start: int | None) -> int:
+    """Where the block at `start_bit` ends: at the next block's magic, or at an
+    end-of-stream magic. Between streams (multistream dumps) the layout is fixed: EOS
+    magic, stream CRC, 0-7 padding bits, the next stream's byte-aligned 'BZh1'..'BZh9',
+    then its first block, so the EOS magic is looked for only in those 8 bit positions
+    instead of scanning the whole file for it a second time."""
+    if next_start is None:  # the file's last block
+        ends = find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, start_bit + 48, len(data) * 8)
+        if not ends:
+            raise EOFError("bzip2 block without an end (truncated file?)")
+        return ends[0]
+    byte = next_start // 8
+    if next_start % 8 == 0 and byte >= 4 and data[byte - 4:byte - 1] == b"BZh" and 0x31 <= data[byte - 1] <= 0x39:
+        ends = find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, max(start_bit + 48, next_start - 119), next_start - 111)
+        if ends:
+            return ends[0]
+    return next_start
+
+
+def _decompress_between(data, start_bit: int, next_start: int | None, piece: int | None = None):
+    """The text of the block at `start_bit`, whole (piece=None) or in pieces."""
+    done = 0
+    try:
+        end = _block_end(data, start_bit, next_start)
+        if piece is None:
+            yield decompress_block(data, start_bit, end)
+            return
+        for out in decompress_block_pieces(data, start_bit, end, piece):
+            done += len(out)
+            yield out
+    except OSError:
+        # Not the common layout (e.g. an empty stream between two streams): the first EOS
+        # magic after the block, if any, ends it. Text already handed out is not repeated.
+        stop = len(data) * 8 if next_start is None else next_start
+        ends = find_magic(data, _EOS_PATTERNS, _EOS_MAGIC, start_bit + 48, stop)
+        if not ends:
+            raise
+        yield decompress_block(data, start_bit, ends[0])[done:]
+
+
+def _bz2_blocks(data, lo: int, hi: int, piece: int = 1 << 16):
     """(owned, following): decompressed blocks whose magic starts in bytes [lo, hi), and a
-    generator of the blocks after them. A block ends where the next block or end-of-stream
-    magic starts (multistream files have an end-of-stream marker between streams)."""
-    markers = _markers(data, lo * 8)
-    state = {"next": next(markers, None)}
+    generator of the text after them, in pieces (read only as far as the last page needs)."""
+    starts = _block_starts(data, lo * 8)
+    state = {"next": next(starts, None)}
 
-    def blocks(until_bit):
-        while state["next"] is not None and state["next"][0] < until_bit:
-            bit, is_block = state["next"]
-            state["next"] = next(markers, None)
-            if not is_block:
-                continue
-            if state["next"] is None:
-                raise EOFError("bzip2 block without an end (truncated file?)")
-            yield decompress_block(data, bit, state["next"][0])
+    def blocks(until_bit, piece):
+        while state["next"] is not None and state["next"] < until_bit:
+            bit = state["next"]
+            state["next"] = next(starts, None)
+            yield from _decompress_between(data, bit, state["next"], piece)
 
-    return blocks(hi * 8), blocks(len(data) * 8)
+    return blocks(hi * 8, None), blocks(len(data) * 8, piece)
 
 
 def _plain_chunks(data, lo: int, hi: int, chunk: int = 4 << 20):

@@ -37,12 +37,21 @@ def dumps(tmp_path_factory):
         data += bz2.compress("".join(pages[i:i + 9]).encode())
     data += bz2.compress(tail.encode())
     (root / "multistream.xml.bz2").write_bytes(data)
+    # Streams of several 100 kB blocks (level 1), with an empty stream among them: block
+    # ends at stream boundaries that are not the common EOS-then-next-header layout.
+    data = bz2.compress(head.encode(), 1)
+    for i in range(0, len(pages), 40):
+        data += bz2.compress("".join(pages[i:i + 40]).encode(), 1)
+        if i == 80:
+            data += bz2.compress(b"", 1)
+    data += bz2.compress(tail.encode(), 1)
+    (root / "multiblock.xml.bz2").write_bytes(data)
     expected = [p.page_id for p in (parse_page_record(r) for r in stream_page_records(open_binary(src), "utf-8")) if p]
     return {"bz2": str(src), "plain": str(root / "plain.xml"), "multistream": str(root / "multistream.xml.bz2"),
-            "expected": expected}
+            "multiblock": str(root / "multiblock.xml.bz2"), "expected": expected}
 
 
-@pytest.mark.parametrize("kind", ["bz2", "multistream", "plain"])
+@pytest.mark.parametrize("kind", ["bz2", "multistream", "multiblock", "plain"])
 @pytest.mark.parametrize("split_bytes", [7_000, 50_000, 1 << 20, 64 << 20])
 def test_python_byte_range_splits_lose_and_duplicate_no_page(dumps, kind, split_bytes):
     path = dumps[kind]

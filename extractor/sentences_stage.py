@@ -2,18 +2,22 @@
 and segment).
 
 How a corpus is read:
-- MediaWiki XML (.xml, .xml.bz2, multistream too), UTF-8: Hadoop's TextInputFormat with
-  the record delimiter `</page>`. bzip2 is splittable, so one dump is cut into
-  `--split-mb` pieces and read by every core; a page that crosses a split boundary is
-  read whole by the split where it starts. Each task parses its pages one at a time.
+- MediaWiki XML (.xml, .xml.bz2, multistream too), UTF-8, a local file in local mode (the
+  default): spark.range(n_splits), each task one byte range of bzip2 blocks read with the
+  C bz2 module (readers.split_records). With a local output the task writes its own
+  Parquet file (pyarrow, dump order) and returns only its counts: the rows never pass
+  through the JVM. With an output URI the rows go to Spark's writer as Arrow batches.
+- MediaWiki XML on a cluster file system (or --dump-reader hadoop): Hadoop's
+  TextInputFormat with the record delimiter `</page>` over splittable bzip2; a page that
+  crosses a split boundary is read whole by the split where it starts.
 - MediaWiki XML in UTF-16 (no byte-level split possible): one task streams the file and
   the pages are then spread over all cores for cleaning (a warning says so).
 - a directory of .txt files: Spark's binaryFile source, one document per file.
 - JSONL: TextInputFormat lines (the byte offset gives a stable id when a record has none).
 - Parquet: Spark's Parquet reader with the configured columns.
 
-Every task also emits count rows (reason, count), so that drops are summed by Spark and
-land in stats["sentences"], without a second pass over the data.
+Every task also emits count rows (reason, count), so that drops are summed and land in
+stats["sentences"] without a second pass over the data.
 """
 from __future__ import annotations
 

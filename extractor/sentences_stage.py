@@ -84,7 +84,7 @@ class DocumentProcessor:
 
         self.corpus = corpus
         self.lexicon = lexicon
-        self.segmenter = _segmenter(punkt, Segmenter, params_from_dict)
+        self.segmenter = _segmenter(punkt)
         self.min_chars = min_chars
         self.counts: Counter = Counter()
         self.errors: list[tuple[str, str]] = []  # (page id, message), first MAX_LISTED_ERRORS
@@ -169,15 +169,17 @@ class DocumentProcessor:
 _SEGMENTERS: dict = {}
 
 
-def _segmenter(punkt: dict, segmenter_cls, params_from_dict):
+def _segmenter(punkt: dict):
     """One Segmenter per parameter set and Python worker process: a worker runs many tasks
     one after another, and the Segmenter's memo of Punkt decisions stays warm."""
     import json
 
+    from extractor.segment import Segmenter, params_from_dict
+
     key = hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
     if key not in _SEGMENTERS:
         _SEGMENTERS.clear()  # a new job's parameters: drop the old ones
-        _SEGMENTERS[key] = segmenter_cls(params_from_dict(punkt))
+        _SEGMENTERS[key] = Segmenter(params_from_dict(punkt))
     return _SEGMENTERS[key]
 
 
@@ -195,21 +197,23 @@ def wiki_partition(settings: dict):
     return run
 
 
+def split_documents(proc: DocumentProcessor, path: str, k: int, split_bytes: int, size: int):
+    """The sentence rows of each page of split `k` (bytes [k*split_bytes, ...)) of a local dump."""
+    lo = k * split_bytes
+    try:
+        for record in split_records(path, lo, min(size, lo + split_bytes)):
+            yield proc.wiki_record(record)
+    except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
+        raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
+
+
 def wiki_split_arrow(settings: dict, path: str, split_bytes: int, size: int):
     """mapInArrow over spark.range(n_splits): each id is one byte range of a local dump."""
     def run(batches):
         proc = _processor(settings)
-
-        def documents():
-            for batch in batches:
-                for k in batch.column("id").to_pylist():
-                    lo = k * split_bytes
-                    try:
-                        for record in split_records(path, lo, min(size, lo + split_bytes)):
-                            yield proc.wiki_record(record)
-                    except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
-                        raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
-        return _in_batches(proc, documents(), settings["schema"])
+        documents = (rows for batch in batches for k in batch.column("id").to_pylist()
+                     for rows in split_documents(proc, path, k, split_bytes, size))
+        return _in_batches(proc, documents, settings["schema"])
     return run
 
 
@@ -224,7 +228,6 @@ class SentenceFileWriter:
         self.path = path
         self.rows: list = []
         self.writer = None
-        self.count = 0
 
     def add(self, rows: list) -> None:
         self.rows.extend(rows)
@@ -244,16 +247,14 @@ class SentenceFileWriter:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self.writer = pq.ParquetWriter(self.path + ".inprogress", schema, compression="snappy")
         self.writer.write_table(table, row_group_size=self.ROW_GROUP)
-        self.count += len(rows)
 
-    def close(self) -> int:
+    def close(self) -> None:
         if self.rows:
             self._flush(self.rows)
             self.rows = []
         if self.writer is not None:
             self.writer.close()
             Path(self.path + ".inprogress").replace(self.path)
-        return self.count
 
 
 def sentence_file_schema():
@@ -273,13 +274,9 @@ def wiki_split_files(settings: dict, path: str, split_bytes: int, size: int, dir
         proc = _processor(settings)
         for batch in batches:
             for k in batch.column("id").to_pylist():
-                lo = k * split_bytes
                 writer = SentenceFileWriter(f"{directory}/part-{prefix}-{k:05d}.parquet")
-                try:
-                    for record in split_records(path, lo, min(size, lo + split_bytes)):
-                        writer.add(proc.wiki_record(record))
-                except (EOFError, OSError, ValueError) as exc:  # bz2 data errors are OSError
-                    raise InputError(f"{ERROR_MARK}{path}: truncated or corrupt bz2 data near byte {lo}: {exc}") from None
+                for rows in split_documents(proc, path, k, split_bytes, size):
+                    writer.add(rows)
                 writer.close()
         yield from _batches(proc.count_rows(), settings["schema"])
     return run
@@ -427,6 +424,13 @@ def split_size(ctx, file_size: int | None) -> int:
 SPLITS_WANTED = 32
 
 
+def dump_splits(ctx, path: str) -> tuple[int, int, int]:
+    """(file size, bytes per split, number of splits) of a local dump."""
+    size = Path(path).stat().st_size
+    split = split_size(ctx, size)
+    return size, split, max(1, -(-size // split))
+
+
 def python_splits(ctx, path: str) -> bool:
     """Whether a UTF-8 dump is split in Python (byte ranges of bzip2 blocks, C bz2): a local
     .xml/.xml.bz2 file with a local master (`auto`, or `--dump-reader python`). Hadoop's
@@ -459,8 +463,6 @@ def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict, skip=frozenset(
     `skip`, which write their files directly)."""
     spark = ctx.spark
     settings = corpus_settings(ctx, spec, punkt, schema)
-    for path in spec.paths:
-        check_local_file(path)
     if spec.format == "mediawiki":
         rdds, frames = [], []
         for path in spec.paths:
@@ -468,9 +470,7 @@ def corpus_rows(ctx, spec, punkt: dict, schema, read_info: dict, skip=frozenset(
                 continue
             rdd, how = wiki_records(ctx, spec, path)
             if rdd is None:  # python splits: rows leave the task as Arrow batches
-                size = Path(path).stat().st_size
-                split = split_size(ctx, size)
-                n = max(1, -(-size // split))
+                size, split, n = dump_splits(ctx, path)
                 read_info[path] = {"read": how, "partitions": n}
                 frames.append(spark.range(n, numPartitions=n).mapInArrow(
                     wiki_split_arrow(settings, str(Path(path).resolve()), split, size), schema))
@@ -535,8 +535,7 @@ def sample_paragraphs(ctx, max_chars: int):
 
     seen = 0
     for spec in ctx.corpora:
-        for path in spec.paths:
-            check_local_file(path)
+        for path in spec.paths:  # run() has checked them
             if spec.format == "mediawiki":
                 if _is_streamed(path) or python_splits(ctx, path):
                     records = _local_head_records(path, 400)
@@ -625,10 +624,7 @@ def punkt_parameters(ctx) -> tuple[dict, dict]:
 
 def direct_counts(ctx, spec, path: str, index: int, punkt: dict, schema, table_dir: str, read_info: dict):
     """The count rows of a local dump whose tasks write sentences/ files directly."""
-    check_local_file(path)
-    size = Path(path).stat().st_size
-    split = split_size(ctx, size)
-    n = max(1, -(-size // split))
+    size, split, n = dump_splits(ctx, path)
     read_info[path] = {"read": "python-splits", "partitions": n, "split_bytes": split, "write": "direct"}
     settings = corpus_settings(ctx, spec, punkt, schema)
     directory = f"{table_dir}/{_out.partition_dir('corpus', spec.name)}"
@@ -637,7 +633,7 @@ def direct_counts(ctx, spec, path: str, index: int, punkt: dict, schema, table_d
 
 
 def sum_counts(rows) -> tuple[list[dict], list[dict]]:
-    """Count rows (as collected) -> summed counts and the listed errors, like the Spark path."""
+    """Collected count rows -> summed counts per (corpus, kind, reason), and the listed errors."""
     sums: Counter = Counter()
     errors = []
     for r in rows:
@@ -655,17 +651,16 @@ def run(ctx) -> None:
 
     if not ctx.corpora:
         raise InputError("no input corpora")
+    for spec in ctx.corpora:  # before any work, Punkt training included
+        for path in spec.paths:
+            check_local_file(path)
     schema = row_schema()
     t0 = time.time()
     punkt, punkt_info = punkt_parameters(ctx)
     punkt_info["seconds"] = round(time.time() - t0, 3)
     _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s")
     read_info: dict = {}
-    for spec in ctx.corpora:
-        for path in spec.paths:
-            check_local_file(path)
-    direct = [(spec, path) for spec in ctx.corpora if spec.format == "mediawiki" for path in spec.paths
-              if writes_directly(ctx, spec, path)]
+    direct = [(spec, path) for spec in ctx.corpora for path in spec.paths if writes_directly(ctx, spec, path)]
     skip = {path for _, path in direct}
     others = [spec for spec in ctx.corpora if any(path not in skip for path in spec.paths)]
     counted: list = []
@@ -677,12 +672,9 @@ def run(ctx) -> None:
             rows = _union([corpus_rows(ctx, spec, punkt, schema, read_info, skip) for spec in others])
             rows = rows.persist(StorageLevel.DISK_ONLY)
             try:
-                counted += [r.asDict() for r in
-                            rows.where(F.col("count_kind").isNotNull() & (F.col("count_kind") != "error"))
-                            .groupBy("corpus", "count_kind", "count_reason").agg(F.sum("count").alias("n")).collect()]
-                errors += [r.asDict() for r in
-                           rows.where(F.col("count_kind") == "error").select("corpus", "count_reason", "detail")
-                           .orderBy("corpus", "count_reason", "detail").limit(MAX_LISTED_ERRORS).collect()]
+                # count rows are a few per task (errors at most MAX_LISTED_ERRORS per task)
+                counted, errors = sum_counts(rows.where(F.col("count_kind").isNotNull())
+                                             .select("corpus", *COUNT_COLUMNS).collect())
                 sentences = rows.where(F.col("count_kind").isNull()).select(*SENTENCE_COLUMNS)
                 _out.write_parquet(ctx.spark, ctx.arrange(sentences, ["corpus"], ["doc_id", "para_idx", "sent_idx", "text"]),
                                    table_dir, ["corpus"])

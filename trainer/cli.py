@@ -18,6 +18,9 @@ COMMANDS = {
     "cartography": ("trainer.cartography", "data cartography from a run's training dynamics"),
     "compare": ("trainer.compare", "significance tests between two runs"),
     "experiment": ("trainer.experiment", "run a RoNLI-style line-up from a YAML file"),
+    "stress": ("trainer.stress", "stress tests (length mismatch, negation, overlap, spelling) of a run"),
+    "annotate": ("trainer.annotate", "human validation: export blind batches, import annotations, agreement"),
+    "consistency": ("trainer.consistency", "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
 }
 
 

@@ -31,7 +31,7 @@ for arg in "$@"; do
   prev="$arg"
 done
 if [ -n "$LANG_ARG" ] && [ -f "$REPO/phrase_lexicons/$LANG_ARG.yaml" ]; then
-  req="$(cd "$REPO" && "$NLI_PY" -m extractor.pos_filter "$LANG_ARG" 2>/dev/null || true)"
+  req="$(cd "$REPO" && "$NLI_PY" -m extractor.pairs.pos_filter "$LANG_ARG" 2>/dev/null || true)"
   if [ -n "$req" ]; then
     echo "[setup] installing the spaCy model of --lang $LANG_ARG: pip install $req" >&2
     "$NLI_PY" -m pip install -q "$req" >&2 || echo "[setup] could not install $req; the POS filter will be off" >&2
@@ -74,10 +74,10 @@ for arg in "$@"; do
   prev="$arg"
 done
 # Local mode: the driver JVM is the executor; start it for short jobs (C1 JIT and a
-# class-data archive, written at the exit of the first run). See extractor/jvm.py.
+# class-data archive, written at the exit of the first run). See extractor/spark/jvm.py.
 JVM_ARGS=()
 if [ "$LOCAL" = 1 ] && [ "$TUNING" = startup ]; then
-  opts="$(cd "$REPO" && "$NLI_PY" -m extractor.jvm --tuning startup --for-first-run)"
+  opts="$(cd "$REPO" && "$NLI_PY" -m extractor.spark.jvm --tuning startup --for-first-run)"
   [ -n "$opts" ] && JVM_ARGS=(--driver-java-options "$opts")
 fi
 SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"

@@ -18,7 +18,7 @@ divided by WikiExtractor's. CPU time is summed over the whole process tree (JVM,
 workers; WikiExtractor's own processes) by sampling with psutil, so "per core" means per
 CPU-second actually spent. Punkt is trained once beforehand and passed with
 --punkt-params, so that every run measures the same work (its training time is printed),
-and the JVM's class-data archive (extractor/jvm.py) is created before the first run.
+and the JVM's class-data archive (extractor/spark/jvm.py) is created before the first run.
 """
 from __future__ import annotations
 
@@ -221,7 +221,7 @@ def main() -> None:
                     help="rounds on the largest dump; each round runs ours local[1], WikiExtractor and ours "
                          "local[2] back to back, so that drifts in machine speed hit all three alike")
     ap.add_argument("--jvm-tuning", choices=("startup", "throughput"), default="startup",
-                    help="passed to the job (startup: C1 JIT + class-data archive; see extractor/jvm.py)")
+                    help="passed to the job (startup: C1 JIT + class-data archive; see extractor/spark/jvm.py)")
     ap.add_argument("--skip-wikiextractor", action="store_true")
     ap.add_argument("--skip-one-core", action="store_true")
     args = ap.parse_args()
@@ -239,7 +239,7 @@ def main() -> None:
     print(f"Punkt parameters: {params} (" + (f"trained once in {train_s:.1f}s on the driver" if train_s else "cached from an earlier run") + "; passed to every run)")
     if args.jvm_tuning == "startup":
         sys.path.insert(0, str(REPO))
-        from extractor.jvm import archive_path, create_archive
+        from extractor.spark.jvm import archive_path, create_archive
 
         existed = archive_path() is not None and archive_path().exists()
         t0 = time.time()

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/pairs_throughput.py --size 10 [--pos-sentences 3000]
 
 1. POS filter, one process (= one core): sentences per CPU-second of
-   `extractor.pos_filter.check_texts` (nlp.pipe, only tok2vec/tagger/attribute_ruler
+   `extractor.pairs.pos_filter.check_texts` (nlp.pipe, only tok2vec/tagger/attribute_ruler
    loaded) against the named peer, ESNLIR-style use of spaCy: the full pipeline
    (parser, NER, lemmatizer too) called sentence by sentence, `nlp(text)`.
 2. The pairs stage under `jobs/extract.py --start-at pairs --stages pairs` with
@@ -52,7 +52,7 @@ def pos_benchmark(table: Path, n: int) -> dict:
     import pyarrow.dataset as ds
     import spacy
 
-    from extractor import pos_filter as pf
+    from extractor.pairs import pos_filter as pf
     from extractor.lexicon import load_lexicon
 
     texts = [t for t in ds.dataset(table, format="parquet", partitioning="hive").to_table(columns=["text"])

@@ -48,10 +48,10 @@ CHILD = """
 import argparse, sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from extractor.spark import get_session
+from extractor.spark.session import get_session
 from extractor.job import JobContext
 from extractor.lexicon import load_lexicon
-from extractor import splits_stage
+from extractor.spark import splits_stage
 out = Path({out!r})
 spark = get_session(master={master!r}, shuffle_partitions=8, progress=False)
 spark.read.parquet({src!r}).write.parquet(str(out / "pairs"))

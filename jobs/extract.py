@@ -3,7 +3,7 @@
     spark-submit jobs/extract.py --lang ro [--input PATH ...] [--output output/ro] [--stages all]
 
 CLI and wiring only: flags, the JobContext, the stages in order, stats.json and the summary.
-Each stage module (extractor/<stage>_stage.py) adds its own flags and does its own work.
+Each stage module (extractor/spark/<stage>_stage.py) adds its own flags and does its own work.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def stage_modules() -> dict:
     import is an error only when its stage is asked for."""
     modules = {}
     for stage in STAGES:
-        name = f"extractor.{stage}_stage"
+        name = f"extractor.spark.{stage}_stage"
         try:
             modules[stage] = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -71,7 +71,7 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
     g.add_argument("--jvm-tuning", choices=("startup", "throughput"), default="startup",
                    help="local mode only: 'startup' runs the driver JVM with C1 JIT and a class-data archive "
                         "(half the JVM CPU on inputs up to a few GB); 'throughput' keeps the JVM defaults "
-                        "(long runs). See extractor/jvm.py")
+                        "(long runs). See extractor/spark/jvm.py")
     for module in modules.values():
         module.add_arguments(p)
     return p
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing and missing[0] in BROKEN:
         return _fail(BROKEN[missing[0]])
     if missing:
-        return _fail(f"stage(s) {', '.join(missing)} not available in this version (module extractor/{missing[0]}_stage.py)")
+        return _fail(f"stage(s) {', '.join(missing)} not available in this version (module extractor/spark/{missing[0]}_stage.py)")
 
     try:
         lexicon = load_lexicon(args.lang)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     local_output = Path(output) if not output_uri else Path(".")
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
 
-    from extractor.spark import get_session
+    from extractor.spark.session import get_session
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
     # Input failures are reported as one line below; others are re-raised with their trace.

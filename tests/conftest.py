@@ -24,7 +24,7 @@ def spark():
     pytest.importorskip("pyspark")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from extractor.spark import get_session
+    from extractor.spark.session import get_session
 
     session = get_session(master="local[2]", app_name="nli-tests", shuffle_partitions=4, progress=False)
     yield session

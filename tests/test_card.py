@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from extractor import card
+from extractor.splits import card
 from extractor import statistics as st
 
 

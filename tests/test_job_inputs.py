@@ -115,8 +115,8 @@ def test_truncated_bz2_is_a_one_line_error(spark, tmp_path, capsys):
 @pytest.mark.spark
 def test_truncated_bz2_read_by_spark_names_the_file(spark, tmp_path):
     """Where the driver cannot pre-check (a cluster URI), the Java failure is translated."""
-    from extractor.readers import PAGE_DELIMITER
-    from extractor.sentences_stage import _hadoop_text
+    from extractor.documents.readers import PAGE_DELIMITER
+    from extractor.spark.sentences_stage import _hadoop_text
 
     whole = shared_file("dumps/enwiki-sample-206pages.xml.bz2").read_bytes()
     cut = tmp_path / "cut.xml.bz2"
@@ -188,7 +188,7 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
     # Punkt learns nothing useful from three short documents: give it parameters that
     # hold only the lexicon's abbreviations (also tests --punkt-params).
     from extractor.lexicon import load_lexicon
-    from extractor.segment import save_params, train_punkt
+    from extractor.documents.segment import save_params, train_punkt
     params = save_params(train_punkt([], load_lexicon("ro").abbreviations), tmp_path / "punkt.json")
     out = tmp_path / "out"
     assert main(["--lang", "ro", "--manifest", str(tmp_path / "corpora.yaml"), "--output", str(out),
@@ -212,7 +212,7 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
 
 @pytest.mark.spark
 def test_pos_filter_on_without_the_model_fails_before_any_stage(spark, tmp_path, capsys):
-    from extractor.pos_filter import model_installed
+    from extractor.pairs.pos_filter import model_installed
 
     if model_installed("ro_core_news_sm"):
         pytest.skip("ro_core_news_sm is installed here")

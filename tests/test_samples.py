@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from extractor.lexicon import MARKED_LABELS, load_lexicon
-from extractor.segment import Segmenter, train_punkt
-from extractor.wikitext import clean_page, page_skip_reason
+from extractor.documents.segment import Segmenter, train_punkt
+from extractor.documents.wikitext import clean_page, page_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
 LANGS = ("ro", "es", "en")  # the English sample is a small extra (~1,000 words)
@@ -115,7 +115,7 @@ def test_cleaned_text_has_no_residue_and_enough_words(sample):
 def test_every_label_has_pairs_in_the_same_paragraph(sample):
     """Each language's sample yields several marked pairs of every label: a sentence opening
     with a lexicon phrase, after a sentence of the same paragraph, both >= 50 characters."""
-    matching = pytest.importorskip("extractor.matching")
+    matching = pytest.importorskip("extractor.pairs.matching")
     lang, lexicon, _, cleaned, segmenter = sample
     matcher = matching.matcher_for(lexicon)
     pairs = Counter()

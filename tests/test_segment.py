@@ -1,4 +1,4 @@
-"""Punkt segmentation (extractor.segment): abbreviations, ş/ș ţ/ț, parameter files, exactness."""
+"""Punkt segmentation (extractor.documents.segment): abbreviations, ş/ș ţ/ț, parameter files, exactness."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import pytest
 from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 from extractor.lexicon import load_lexicon
-from extractor.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
-from extractor.wikitext import clean_page
+from extractor.documents.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
+from extractor.documents.wikitext import clean_page
 
 RO = load_lexicon("ro")
 ES = load_lexicon("es")
@@ -160,7 +160,7 @@ def test_fast_decisions_equal_plain_nltk_punkt():
 
 def test_training_with_std_re_patterns_equals_nltk_training(monkeypatch):
     """train_punkt compiles NLTK's patterns with `re` instead of `nltk.redos`: same params."""
-    import extractor.segment as segment
+    import extractor.documents.segment as segment
     from nltk.tokenize.punkt import PunktTrainer
 
     paras = sample_paragraphs(RO) + sample_paragraphs(ES)

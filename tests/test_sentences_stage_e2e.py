@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from extractor.readers import open_binary, parse_page_record, stream_page_records
+from extractor.documents.readers import open_binary, parse_page_record, stream_page_records
 from jobs.extract import main
 from tests.conftest import REPO, shared_file
 
 pytestmark = pytest.mark.spark
 
-# Pinned on the current cleaning + Punkt rules; a change in extractor/wikitext.py or
-# extractor/segment.py that moves it must be deliberate (update the number and say why).
+# Pinned on the current cleaning + Punkt rules; a change in extractor/documents/wikitext.py or
+# extractor/documents/segment.py that moves it must be deliberate (update the number and say why).
 ENWIKI_SENTENCES = 18020
 RESIDUE = ("[[", "{{", "thumb|", "Category:", "|}", "<ref")
 DROPPED_SECTIONS = {"references", "external links", "see also", "notes", "further reading", "bibliography"}
@@ -130,8 +130,8 @@ def test_direct_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     import pyarrow as pa
 
     from extractor.lexicon import load_lexicon
-    from extractor.sentences_stage import row_schema, wiki_split_files
-    from extractor.segment import load_params, params_to_dict
+    from extractor.spark.sentences_stage import row_schema, wiki_split_files
+    from extractor.documents.segment import load_params, params_to_dict
 
     dump, out, _, stats = enwiki
     info = stats["sentences"]["inputs"][str(dump)]

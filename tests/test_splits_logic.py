@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from extractor import splits as sp
+from extractor.splits import assign as sp
 
 
 def test_parse_ratios_and_errors():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from extractor import splits_stage
+from extractor.spark import splits_stage
 from extractor.hashing import stable_hex, stable_unit
 from extractor.job import CorpusSpec, JobContext
 from extractor.lexicon import load_lexicon

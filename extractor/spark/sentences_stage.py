@@ -30,7 +30,7 @@ from pathlib import Path
 from extractor import output as _out
 from extractor.hashing import stable_hex
 from extractor.job import ERROR_MARK, InputError
-from extractor.readers import (PAGE_DELIMITER, Page, PageError, bz2_is_complete, decode_utf8, json_document,
+from extractor.documents.readers import (PAGE_DELIMITER, Page, PageError, bz2_is_complete, decode_utf8, json_document,
                                local_encoding, open_binary, parse_page_record, plain_paragraphs, split_records,
                                stream_page_records)
 
@@ -80,7 +80,7 @@ class DocumentProcessor:
     per task from picklable settings (the Segmenter from its parameter dict)."""
 
     def __init__(self, corpus: dict, lexicon, punkt: dict, min_chars: int):
-        from extractor.segment import Segmenter, params_from_dict
+        from extractor.documents.segment import Segmenter, params_from_dict
 
         self.corpus = corpus
         self.lexicon = lexicon
@@ -114,7 +114,7 @@ class DocumentProcessor:
         return rows
 
     def wiki_record(self, record: str) -> list[tuple]:
-        from extractor.wikitext import clean_page, page_skip_reason
+        from extractor.documents.wikitext import clean_page, page_skip_reason
 
         page = parse_page_record(record)
         if page is None:
@@ -174,7 +174,7 @@ def _segmenter(punkt: dict):
     one after another, and the Segmenter's memo of Punkt decisions stays warm."""
     import json
 
-    from extractor.segment import Segmenter, params_from_dict
+    from extractor.documents.segment import Segmenter, params_from_dict
 
     key = hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
     if key not in _SEGMENTERS:
@@ -531,7 +531,7 @@ def _union(frames):
 def sample_paragraphs(ctx, max_chars: int):
     """Cleaned paragraphs from the start of the inputs (in input order), for Punkt training.
     Only the first records are read (`take`), never the whole dump."""
-    from extractor.wikitext import clean_page, page_skip_reason
+    from extractor.documents.wikitext import clean_page, page_skip_reason
 
     seen = 0
     for spec in ctx.corpora:
@@ -605,7 +605,7 @@ def _local_head_records(path: str, n: int) -> list[str]:
 
 def punkt_parameters(ctx) -> tuple[dict, dict]:
     """Punkt parameters as a dict (for the executors) and how they were obtained."""
-    from extractor.segment import load_params, params_to_dict, save_params, train_punkt
+    from extractor.documents.segment import load_params, params_to_dict, save_params, train_punkt
 
     if ctx.args.punkt_params:
         params = load_params(ctx.args.punkt_params)

@@ -9,7 +9,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
                 shuffle_partitions: int | None = None, progress: bool = True, conf: dict | None = None,
                 jvm_tuning: str = "startup"):
     """The SparkSession. With a local master, the driver JVM (which is then the executor
-    too) gets `extractor.jvm.driver_java_options(jvm_tuning)`; under spark-submit the JVM
+    too) gets `extractor.spark.jvm.driver_java_options(jvm_tuning)`; under spark-submit the JVM
     already runs and spark-submit.sh passes the same options."""
     # Workers must run this interpreter, or they fail on imports (see README).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -20,7 +20,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     if master:  # under spark-submit the master comes from the command line
         builder = builder.master(master)
     if master and master.startswith("local"):
-        from extractor.jvm import driver_java_options
+        from extractor.spark.jvm import driver_java_options
 
         options = driver_java_options(jvm_tuning)
         if options:

@@ -12,7 +12,7 @@ times) than on the data. Two standard HotSpot features cut that:
   pre-parsed into a file that the JVM maps instead of reading ~10,000 classes from jars.
   A trivial job: 9.6 -> 5.1 JVM CPU-s. The archive is written at the exit of a JVM
   started with `-XX:ArchiveClassesAtExit` (spark-submit.sh does that on its first run,
-  `python -m extractor.jvm --create-archive` on demand); its name holds the pyspark
+  `python -m extractor.spark.jvm --create-archive` on demand); its name holds the pyspark
   version and the java binary, so an upgrade of either makes a new one. A JVM that
   cannot use an archive (other build, other class path) ignores it and starts normally.
 
@@ -92,7 +92,7 @@ def create_archive(repo: Path | None = None) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m extractor.jvm [--tuning T] [--create-archive]: print the driver options."""
+    """python -m extractor.spark.jvm [--tuning T] [--create-archive]: print the driver options."""
     import argparse
 
     ap = argparse.ArgumentParser(description=main.__doc__)

@@ -1,6 +1,6 @@
 """Stage 3 glue: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage.
 
-Thin Spark code around `extractor.splits` (assignment, quotas) and `extractor.statistics`
+Thin Spark code around `extractor.splits.assign` (assignment, quotas) and `extractor.statistics`
 (every number of the card). Text work runs in ``mapInPandas`` batches, joins and windows
 in Spark SQL; only aggregates (counts per document, per split/corpus/label, top words)
 reach the driver. The whole `splits/` folder is written under a temporary name and moved
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor import card as card_mod
+from extractor.splits import card as card_mod
 from extractor import output as _out
-from extractor import splits as sp
+from extractor.splits import assign as sp
 from extractor import statistics as st
 from extractor.hashing import stable_hash, stable_hex
 

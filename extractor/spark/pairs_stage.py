@@ -1,5 +1,5 @@
 """Stage 2 of the job: `sentences/` -> `pairs/` (Spark glue; the text logic lives in
-extractor.matching, extractor.neutral and extractor.pos_filter). See docs/pairs.md.
+extractor.pairs.matching, extractor.pairs.neutral and extractor.pairs.pos_filter). See docs/pairs.md.
 
 Plan, every step in Spark SQL or Arrow batches, nothing collected but aggregate counts:
 1. annotate each sentence (mapInPandas): the marker that opens it, the stripped
@@ -20,8 +20,8 @@ from collections import defaultdict
 
 import pandas as pd  # module level: pandas_udf resolves the 'pd.Series' hints here
 
-from extractor import neutral as nt
-from extractor import pos_filter as pf
+from extractor.pairs import neutral as nt
+from extractor.pairs import pos_filter as pf
 from extractor.hashing import stable_hash, stable_hex
 from extractor.lexicon import MARKED_LABELS
 
@@ -78,7 +78,7 @@ class PairsOptions:
 def _annotate_batches(lexicon, min_chars: int):
     """mapInPandas function: adds the marker match and neutral eligibility to sentences."""
     def run(batches):
-        from extractor.matching import matcher_for, recase_first_letter
+        from extractor.pairs.matching import matcher_for, recase_first_letter
 
         matcher = matcher_for(lexicon)
         for pdf in batches:
@@ -111,7 +111,7 @@ def _pos_batches(model: str, subject_pos, predicate_pos):
     def run(batches):
         import pandas as pd
 
-        from extractor.pos_filter import check_texts
+        from extractor.pairs.pos_filter import check_texts
 
         for pdf in batches:
             texts = pdf["text"].tolist()

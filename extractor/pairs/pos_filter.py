@@ -119,16 +119,16 @@ def pip_requirement(lexicon) -> str | None:
 
 
 def main(argv=None) -> int:
-    """`python -m extractor.pos_filter LANG`: prints the pip requirement of LANG's spaCy
+    """`python -m extractor.pairs.pos_filter LANG`: prints the pip requirement of LANG's spaCy
     model when it is pip-installable and not installed yet (nothing otherwise), for the
-    first-use setup of spark-submit.sh: `req=$(python -m extractor.pos_filter ro) && [ -n "$req" ] && pip install "$req"`."""
+    first-use setup of spark-submit.sh: `req=$(python -m extractor.pairs.pos_filter ro) && [ -n "$req" ] && pip install "$req"`."""
     import sys
 
     from extractor.lexicon import load_lexicon
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m extractor.pos_filter LANG", file=sys.stderr)
+        print("usage: python -m extractor.pairs.pos_filter LANG", file=sys.stderr)
         return 2
     lexicon = load_lexicon(args[0])
     req = pip_requirement(lexicon)

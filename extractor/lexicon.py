@@ -13,7 +13,8 @@ CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")
 MARKED_LABELS = ("contrasting", "entailment", "reasoning")
 LEXICON_DIR = Path(__file__).resolve().parents[1] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
-               "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests"}
+               "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
+               "annotation"}
 
 
 class LexiconError(ValueError):

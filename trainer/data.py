@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -194,8 +195,12 @@ def _read_files(files: list[Path]) -> tuple[pd.DataFrame, Path]:
 
 # ---------------------------------------------------------------------------- mapping
 
-def _map_labels(values: pd.Series, label_names: Sequence[str] | None, where: str) -> pd.Series:
-    """Labels as str names; ints by position in label_names; unlabeled -> None."""
+def _map_labels(values: pd.Series, label_names: Sequence[str] | None, where: str,
+                allow_unknown: bool = False) -> pd.Series:
+    """Labels as str names; ints by position in label_names; unlabeled -> None.
+
+    A string label outside ``label_names`` is an error unless ``allow_unknown``.
+    """
     def one(v):
         if v is None or (isinstance(v, float) and pd.isna(v)):
             return None
@@ -218,9 +223,33 @@ def _map_labels(values: pd.Series, label_names: Sequence[str] | None, where: str
         if label_names is not None and s not in label_names:
             if s.lstrip("-").isdigit():
                 return one(int(s))
-            raise NLIDataError(f"{where}: label {s!r} not in label names {list(label_names)}")
+            if allow_unknown:
+                return s
+            raise NLIDataError(f"{where}: label {s!r} not in label names {list(label_names)} "
+                               f"(fix the row, or pass --allow-new-labels to train it as a new class)")
         return s
     return values.map(one).astype(object)
+
+
+def text_kind(v) -> str:
+    """"text", or why a premise/hypothesis value is unusable: missing_text, empty_text, non_text."""
+    if v is None or (isinstance(v, float) and v != v) or v is pd.NA or v is pd.NaT:
+        return "missing_text"
+    if isinstance(v, str):
+        return "text" if v.strip() else "empty_text"
+    if isinstance(v, (bool, np.bool_)):
+        return "non_text"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "text"
+    return "non_text"  # lists, dicts, arrays, bytes
+
+
+def as_text(v) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def _missing(where: str, column: str, flag: str, df: pd.DataFrame) -> NLIDataError:
@@ -229,10 +258,14 @@ def _missing(where: str, column: str, flag: str, df: pd.DataFrame) -> NLIDataErr
 
 def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothesis: str = "hypothesis",
               label: str | None = "label", id_col: str | None = None,
-              label_names: Sequence[str] | None = None, require_label: bool = True) -> pd.DataFrame:
+              label_names: Sequence[str] | None = None, require_label: bool = True,
+              allow_unknown_labels: bool = False) -> pd.DataFrame:
     """Map a raw table to the canonical columns, keeping the others.
 
-    Rows without premise or hypothesis are dropped (counted in ``df.attrs["dropped"]``);
+    Rows whose premise or hypothesis is missing (None/NaN), empty or blank, or not text (a
+    list, a dict) are dropped, counted by reason in ``df.attrs["dropped"]``
+    (``missing_text``, ``empty_text``, ``non_text``); numbers are kept as their text.
+    No text is ever turned into the string "nan"/"None".
     rows whose gold label is missing/"-"/-1 keep ``label = None`` so `stats` can count
     them and `train` drops them with a logged count.
     """
@@ -249,7 +282,7 @@ def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothe
     out = df.reset_index(drop=True).copy()
     prem, hyp = out[premise], out[hypothesis]
     if has_label:
-        gold = _map_labels(out[label], label_names, where)
+        gold = _map_labels(out[label], label_names, where, allow_unknown_labels)
     id_source = id_col or next((c for c in ("pair_id", "id") if c in out.columns), None)
     if id_source is not None:
         ids = out[id_source].astype(str)
@@ -268,14 +301,18 @@ def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothe
     out["hypothesis"] = hyp.values
     if has_label:
         out["label"] = gold.values
-    bad = out["premise"].isna() | out["hypothesis"].isna()
+    kinds = pd.DataFrame({c: out[c].map(text_kind) for c in ("premise", "hypothesis")})
     dropped = {}
-    if bad.any():
-        dropped["missing_text"] = int(bad.sum())
-        log.warning("%s: dropped %d rows without premise or hypothesis", where, int(bad.sum()))
-        out = out[~bad].reset_index(drop=True)
-    out["premise"] = out["premise"].astype(str)
-    out["hypothesis"] = out["hypothesis"].astype(str)
+    # one reason per row: the first of missing, empty, non-text on the premise, then the hypothesis
+    row_reason = kinds["premise"].where(kinds["premise"] != "text", kinds["hypothesis"])
+    for reason, n in row_reason[row_reason != "text"].value_counts().items():
+        dropped[str(reason)] = int(n)
+    if dropped:
+        log.warning("%s: dropped %d rows without usable premise or hypothesis %s", where,
+                    sum(dropped.values()), dropped)
+        out = out[(row_reason == "text").to_numpy()].reset_index(drop=True)
+    out["premise"] = out["premise"].map(as_text)
+    out["hypothesis"] = out["hypothesis"].map(as_text)
     front = [c for c in CORE_COLUMNS if c in out.columns]
     out = out[front + [c for c in out.columns if c not in front]]
     out.attrs["dropped"] = dropped
@@ -285,14 +322,16 @@ def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothe
 
 def load_split_file(path, *, premise: str = "premise", hypothesis: str = "hypothesis",
                     label: str | None = "label", id_col: str | None = None,
-                    label_names: Sequence[str] | None = None, require_label: bool = True) -> pd.DataFrame:
+                    label_names: Sequence[str] | None = None, require_label: bool = True,
+                    allow_unknown_labels: bool = False) -> pd.DataFrame:
     """One file (or one split folder) as a canonical DataFrame."""
     path = Path(path)
     if not path.exists():
         raise NLIFileNotFound(f"{path}: no such file")
     if path.is_dir():
         splits = load_nli(path, premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                          label_names=label_names, require_label=require_label)
+                          label_names=label_names, require_label=require_label,
+                          allow_unknown_labels=allow_unknown_labels)
         if len(splits) != 1:
             raise NLIDataError(f"{path}: holds several splits ({', '.join(splits)}); name one file or split folder")
         return next(iter(splits.values()))
@@ -300,19 +339,19 @@ def load_split_file(path, *, premise: str = "premise", hypothesis: str = "hypoth
     if label_names is None and label and _data_suffix(path) == "parquet":
         label_names = _hf_label_names_from_parquet(path, label)
     return normalize(df, str(path), premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                     label_names=label_names, require_label=require_label)
+                     label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
 
 
 def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", label: str | None = "label",
              id_col: str | None = None, label_names: Sequence[str] | None = None,
-             require_label: bool = True) -> dict[str, pd.DataFrame]:
+             require_label: bool = True, allow_unknown_labels: bool = False) -> dict[str, pd.DataFrame]:
     """Split name -> canonical DataFrame for a file, several files, or a dataset folder.
 
     Columns: ``id`` (str), ``premise``, ``hypothesis``, ``label`` (str names, None where
     the data has no gold label), then the input's other columns.
     """
     mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                   label_names=label_names, require_label=require_label)
+                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
     if isinstance(path, (list, tuple)):
         out: dict[str, pd.DataFrame] = {}
         for p in path:
@@ -388,3 +427,125 @@ def column_mapping(args) -> dict:
         names = [n.strip() for n in names.split(",") if n.strip()]
     return dict(premise=args.premise, hypothesis=args.hypothesis, label=args.label,
                 id_col=getattr(args, "id_col", None), label_names=names or None)
+
+
+# ---------------------------------------------------------------------------- integrity and composition
+
+def check_ids(df: pd.DataFrame, where: str, policy: str = "error") -> tuple[pd.DataFrame, int]:
+    """Ids must be unique within a split: ``error`` (one line naming the id) or ``drop``
+    (keep each id's first row; returns how many rows went)."""
+    dup = df["id"].duplicated(keep="first")
+    n = int(dup.sum())
+    if not n:
+        return df, 0
+    first = df.loc[dup, "id"].iloc[0]
+    rows = [int(i) + 1 for i in df.index[df["id"] == first][:2]]
+    if policy != "drop":
+        raise NLIDataError(f"{where}: id {first!r} occurs more than once (rows {rows[0]} and {rows[1]}; "
+                           f"{n} duplicate rows in all); ids must be unique: fix the file, name a unique "
+                           f"column with --id-col, or pass --duplicate-ids drop to keep each id's first row")
+    log.warning("%s: dropped %d rows whose id was already used (first: %r)", where, n, first)
+    out = df[~dup].reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out, n
+
+
+def parse_label_map(text: str | None, flag: str = "--label-map") -> dict[str, str]:
+    """``a=b,c=d`` -> {"a": "b", "c": "d"}; many-to-one allowed, one source twice is an error."""
+    if not text:
+        return {}
+    out: dict[str, str] = {}
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" not in item:
+            raise NLIDataError(f"{flag} {text!r}: {item!r} is not SOURCE=TARGET (e.g. contradiction=contrasting)")
+        src, dst = (x.strip() for x in item.split("=", 1))
+        if not src or not dst:
+            raise NLIDataError(f"{flag} {text!r}: {item!r} has an empty label name")
+        if src in out and out[src] != dst:
+            raise NLIDataError(f"{flag} {text!r}: {src!r} is mapped twice ({out[src]!r} and {dst!r})")
+        out[src] = dst
+    return out
+
+
+SPEC_KEYS = ("premise", "hypothesis", "label", "id_col", "label_names", "label_map")
+
+
+def parse_file_spec(spec) -> tuple[Path, dict]:
+    """``FILE`` or ``FILE::premise=sentence1,hypothesis=sentence2,label=gold,label_map=a:b;c:d``.
+
+    Returns the path and the per-file overrides of the column mapping (``label_names``
+    separated by ``;``; ``label_map`` pairs ``source:target`` separated by ``;``).
+    """
+    text = str(spec)
+    if "::" not in text:
+        return Path(text), {}
+    path, opts = text.split("::", 1)
+    out: dict = {}
+    for item in filter(None, (x.strip() for x in opts.split(","))):
+        if "=" not in item:
+            raise NLIDataError(f"{text}: {item!r} is not KEY=VALUE (keys: {', '.join(SPEC_KEYS)})")
+        key, value = (x.strip() for x in item.split("=", 1))
+        key = key.replace("-", "_")
+        if key not in SPEC_KEYS:
+            raise NLIDataError(f"{text}: unknown key {key!r} (keys: {', '.join(SPEC_KEYS)})")
+        if key == "label_names":
+            out[key] = [v for v in value.split(";") if v]
+        elif key == "label_map":
+            out[key] = parse_label_map(value.replace(";", ",").replace(":", "="), f"{path}::label_map")
+        else:
+            out[key] = value
+    return Path(path), out
+
+
+def apply_label_map(df: pd.DataFrame, label_map: dict[str, str]) -> pd.DataFrame:
+    """Gold labels renamed through ``label_map`` (labels not in it stay); original kept in ``orig_label``."""
+    if not label_map or "label" not in df.columns:
+        return df
+    out = df.copy()
+    if "orig_label" not in out.columns:
+        out["orig_label"] = out["label"]
+    out["label"] = out["label"].map(lambda v: label_map.get(v, v) if v is not None else None).astype(object)
+    out.attrs = dict(df.attrs)
+    return out
+
+
+def merge_frames(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Several training files as one frame: ids become ``<name>:<id>`` and ``train_file`` names the file."""
+    if len(frames) == 1:
+        return frames[0][1]
+    parts = []
+    for name, df in frames:
+        part = df.copy()
+        part["id"] = name + ":" + part["id"].astype(str)
+        part["train_file"] = name
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs = {"source": " + ".join(n for n, _ in frames),
+                 "dropped": {n: d.attrs.get("dropped", {}) for n, d in frames if d.attrs.get("dropped")}}
+    return out
+
+
+def stratified_subsample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """``n`` rows with the label shares of ``df`` (largest remainder), chosen per label by a
+    stable hash of ``id`` and ``seed``: the same rows on every machine, independent of row order."""
+    if n >= len(df):
+        return df
+    counts = df["label"].value_counts().sort_index()
+    exact = counts / counts.sum() * n
+    take = exact.astype(int)
+    rest = n - int(take.sum())
+    # largest remainders first; ties by label name
+    order = sorted(counts.index, key=lambda lab: (-(exact[lab] - take[lab]), str(lab)))
+    for lab in order[:rest]:
+        take[lab] += 1
+    keep = []
+    for lab, k in take.items():
+        rows = df.index[df["label"] == lab]
+        ranked = sorted(rows, key=lambda i: stable_hex(str(df.at[i, "id"]), "train-size", str(seed)))
+        keep.extend(ranked[: int(k)])
+    out = df.loc[sorted(keep)].reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out

@@ -1,23 +1,52 @@
-"""`python -m trainer evaluate RUN_DIR --test FILE [FILE ...]`: a saved run on new data.
+"""`python -m trainer evaluate RUN_DIR --test FILE [--test FILE ...]`: a saved run on new data.
 
 Writes the same outputs as training (metrics.json keyed by each file's stem,
-predictions.parquet, confusion-matrix PNGs) to `--out` (default RUN_DIR/evaluation/).
-Column flags default to the mapping the run was trained with.
+predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--out` (default
+RUN_DIR/evaluation/), staged and published at the end. Column flags default to the mapping
+the run was trained with.
+
+- `--by COL` (repeatable): metrics per value of a column (genre, corpus, source, marker,
+  neutral strategy, or a list column of tags), in `slices.json` / `slices.md`.
+- `--label-map a=b,c=d`: cross-dataset evaluation. Label names of the data *and* of the
+  model are renamed through the map into one label space (many-to-one allowed); gold labels
+  the model cannot predict are reported (`unmapped`), kept as errors by default.
+- RUN_DIR may be a local Hugging Face sequence-classification checkpoint that the trainer
+  did not train (zero-shot): its `id2label` names are its labels.
 """
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, drop_unlabeled, load_nli
-from trainer.runs import check_labels, evaluate_splits, load_run, write_evaluation
+from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_nli,
+                          parse_label_map)
+from trainer.metrics import compute_metrics
+from trainer.runs import (check_labels, evaluate_splits, load_run, predictions_frame, staged_dir, with_row_columns,
+                          write_evaluation, write_json, write_slices)
+
+log = logging.getLogger("trainer")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--test", type=Path, nargs="+", required=True, help="labelled file(s) to evaluate on")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                   help="a run directory, or a local Hugging Face sequence-classification checkpoint")
+    p.add_argument("--test", type=Path, nargs="+", action="extend", required=True,
+                   help="labelled file(s) to evaluate on (repeatable)")
     p.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/evaluation)")
+    p.add_argument("--by", action="append", default=[], metavar="COL",
+                   help="metrics per value of column COL (repeatable; a list column counts each tag)")
+    p.add_argument("--label-map", metavar="A=B,...",
+                   help="rename labels of the data and of the model into one label space (many-to-one allowed)")
+    p.add_argument("--unmapped", choices=["keep", "drop", "error"], default="keep",
+                   help="gold labels the model cannot predict after --label-map: keep them as errors (default), "
+                        "drop those rows (counted), or stop")
+    p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
     add_column_arguments(p)
     for action in p._actions:  # None = "as in the run's config.json"
         if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
@@ -35,29 +64,134 @@ def run_mapping(args, run) -> dict:
             "label_names": names or saved.get("label_names")}
 
 
-def load_frames(files, mapping, labels) -> dict:
+def load_frames(files, mapping, labels, *, label_map: dict | None = None, duplicate_ids: str = "error",
+                check: bool = True) -> dict:
+    """{stem: frame} of labelled files; gold labels renamed through `label_map` (original in `orig_label`)."""
     frames = {}
     for f in files:
-        name = f.name.split(".")[0]
+        name = Path(f).name.split(".")[0]
         if name in frames:
             raise UserError(f"{f}: two test files share the name {name!r}")
-        df, _ = drop_unlabeled(load_nli(f, **mapping)["data"])
-        check_labels(df, labels, str(f))
+        df, n_unlabeled = drop_unlabeled(load_nli(f, **mapping)["data"])
+        dropped = dict(df.attrs.get("dropped") or {})
+        df, n_dup = check_ids(df, str(f), duplicate_ids)
+        dropped.update({k: v for k, v in (("unlabeled", n_unlabeled), ("duplicate_id", n_dup)) if v})
+        df = apply_label_map(df, label_map or {})
+        df.attrs["dropped"] = dropped
+        if check:
+            try:
+                check_labels(df, labels, str(f))
+            except ValueError as exc:
+                raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
         frames[name] = df
     return frames
 
 
+# ---------------------------------------------------------------------------- cross-dataset scoring
+
+def mapped_space(model_labels: list[str], label_map: dict[str, str]) -> tuple[list[str], np.ndarray]:
+    """The model's labels renamed through the map (order of first appearance) and the
+    (len(model_labels), len(space)) 0/1 matrix that sums probabilities into that space."""
+    space: list[str] = []
+    for lab in model_labels:
+        target = label_map.get(lab, lab)
+        if target not in space:
+            space.append(target)
+    merge = np.zeros((len(model_labels), len(space)), dtype=np.float32)
+    for i, lab in enumerate(model_labels):
+        merge[i, space.index(label_map.get(lab, lab))] = 1.0
+    return space, merge
+
+
+def score_mapped(gold: pd.Series, probs: np.ndarray, model_labels: list[str], label_map: dict[str, str],
+                 unmapped: str = "keep", where: str = "data") -> tuple[dict, np.ndarray, np.ndarray, list[str]]:
+    """Metrics of a model on gold labels (already renamed) in the mapped label space.
+
+    Probabilities of model labels mapped to the same name are summed. Gold labels outside
+    the model's mapped labels are "unmapped": reported, and kept as errors (`keep`), dropped
+    (`drop`, counted) or an error (`error`). Macro-F1 averages the gold labels present.
+    Returns (metrics, kept row mask, mapped probabilities, the label list of the metrics).
+    """
+    space, merge = mapped_space(model_labels, label_map)
+    mapped = probs @ merge if len(probs) else np.zeros((0, len(space)), dtype=np.float32)
+    gold = gold.astype(object)
+    counts = gold.value_counts()
+    outside = {str(k): int(v) for k, v in counts.items() if k not in space}
+    keep = np.ones(len(gold), dtype=bool)
+    if outside and unmapped == "error":
+        lab = next(iter(outside))
+        raise UserError(f"{where}: gold label {lab!r} ({outside[lab]} rows) is not a label of the model after "
+                        f"--label-map (model labels: {space}); extend --label-map or use --unmapped keep|drop")
+    if outside and unmapped == "drop":
+        keep = ~gold.isin(list(outside)).to_numpy()
+    labels = space + [lab for lab in outside if unmapped == "keep"]
+    g = gold[keep].tolist()
+    pred = np.asarray(space, dtype=object)[mapped[keep].argmax(1)] if keep.any() else np.asarray([], dtype=object)
+    present = [lab for lab in labels if lab in set(g)]
+    m = compute_metrics(g, list(pred), labels, average_labels=present or labels)
+    predicted = pd.Series(pred).value_counts()
+    m["label_map"] = {
+        "map": label_map, "model_labels": list(model_labels), "mapped_model_labels": space,
+        "averaged_over": present,
+        "unmapped_gold": outside,  # gold labels no model label maps to: rows counted as errors or dropped
+        "unmapped_policy": unmapped, "rows_dropped": int((~keep).sum()),
+        "predicted_outside_gold": {str(k): int(v) for k, v in predicted.items() if k not in set(g)},
+    }
+    return m, keep, mapped, labels
+
+
 def run(args) -> int:
     try:
+        label_map = parse_label_map(args.label_map)
         run_ = load_run(args.run_dir)
-        frames = load_frames(args.test, run_mapping(args, run_), run_.labels)
-        metrics, preds = evaluate_splits(run_.model, frames)
+        frames = load_frames(args.test, run_mapping(args, run_), run_.labels, label_map=label_map,
+                             duplicate_ids=args.duplicate_ids, check=not label_map)
+        for col in [c for item in args.by for c in item.split(",") if c]:
+            if not any(col in df.columns for df in frames.values()):
+                first = next(iter(frames.values()))
+                raise UserError(f"--by {col}: no test file has a column {col!r} "
+                                f"(columns: {', '.join(map(str, first.columns))})")
+        if label_map or run_.config.get("model") == "hf-checkpoint":
+            metrics, preds = _evaluate_mapped(run_, frames, label_map, args.unmapped)
+            labels = sorted({lab for m in metrics.values() for lab in m["confusion_matrix"]["labels"]})
+        else:
+            metrics, preds = evaluate_splits(run_.model, frames)
+            labels = run_.labels
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
+    for name, df in frames.items():
+        if df.attrs.get("dropped"):
+            metrics[name]["dropped"] = df.attrs["dropped"]
+            print(f"note: {name}: dropped {sum(df.attrs['dropped'].values())} rows {df.attrs['dropped']}",
+                  file=sys.stderr)
     out = args.out or Path(args.run_dir) / "evaluation"
-    write_evaluation(out, metrics, preds)
+    with staged_dir(out) as tmp:
+        write_evaluation(tmp, metrics, preds)
+        if args.by:
+            write_slices(tmp, preds, args.by, labels)
     for split, m in metrics.items():
         print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
               f"(n={m['n']})")
-    print(f"wrote {out}/metrics.json")
+        lm = m.get("label_map")
+        if lm and lm["unmapped_gold"]:
+            print(f"note: {split}: gold labels the model cannot predict after --label-map: {lm['unmapped_gold']} "
+                  f"({'counted as errors' if lm['unmapped_policy'] == 'keep' else 'rows dropped'})", file=sys.stderr)
+    print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
     return 0
+
+
+def _evaluate_mapped(run_, frames: dict, label_map: dict, unmapped: str) -> tuple[dict, pd.DataFrame]:
+    metrics, parts = {}, []
+    for split, df in frames.items():
+        probs = run_.predict_proba(df)
+        m, keep, mapped, labels = score_mapped(df["label"], probs, run_.labels, label_map, unmapped,
+                                               df.attrs.get("source", split))
+        metrics[split] = m
+        kept = df[keep].reset_index(drop=True)
+        space = m["label_map"]["mapped_model_labels"]
+        p = predictions_frame(kept, split, mapped[keep], space)
+        p.insert(4, "model_pred", np.asarray(run_.labels, dtype=object)[probs[keep].argmax(1)]
+                 if keep.any() else [])
+        parts.append(with_row_columns(p, kept))
+        log.info("%s: accuracy %.4f, macro-F1 %.4f (n=%d, label map)", split, m["accuracy"], m["macro_f1"], m["n"])
+    return metrics, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -81,9 +81,89 @@ class LoadedRun:
         return np.asarray(self.model.embed(list(texts)), dtype=np.float32)
 
 
+def is_hf_checkpoint(path) -> bool:
+    """A Hugging Face model directory (config.json with a model_type), not a run of ours."""
+    path = Path(path)
+    cfg = path / "config.json"
+    if not cfg.exists() or (path / "model").exists():
+        return False
+    try:
+        return "model_type" in json.loads(cfg.read_text())
+    except (json.JSONDecodeError, OSError):
+        return False
+
+
+class HFSequenceClassifier:
+    """A local Hugging Face sequence-classification checkpoint the trainer did not train
+    (zero-shot evaluation, e.g. an XNLI model): its own ``id2label`` names are its labels.
+
+    Pairs are encoded ``premise [SEP] hypothesis`` (the checkpoint's tokenizer template);
+    a tokenizer without a pad token (GPT-2 style) pads with its end-of-text token.
+    """
+
+    kind = "hf-checkpoint"
+
+    def __init__(self, path, *, input_mode: str = "pair", batch_size: int = 64, max_length: int = 256,
+                 device: str = "auto"):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.path = Path(path)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
+            self.model = AutoModelForSequenceClassification.from_pretrained(str(self.path))
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(f"{self.path}: cannot load as a sequence-classification checkpoint: {first}") from exc
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        if self.model.config.pad_token_id is None:
+            self.model.config.pad_token_id = self.tokenizer.pad_token_id
+        id2label = self.model.config.id2label or {}
+        self.labels = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}")))
+                       for i in range(self.model.config.num_labels)]
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"{self.path}: id2label names are not distinct: {self.labels}")
+        self.input_mode = input_mode
+        self.batch_size, self.max_length = batch_size, max_length
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.model.to(self.device).eval()
+
+    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
+        import torch
+
+        prem, hyp = df["premise"].astype(str).tolist(), df["hypothesis"].astype(str).tolist()
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(df), self.batch_size):
+                a, b = prem[i:i + self.batch_size], hyp[i:i + self.batch_size]
+                if self.input_mode == "hypothesis":
+                    enc = self.tokenizer(b, truncation=True, max_length=self.max_length, padding=True,
+                                         return_tensors="pt")
+                elif self.input_mode == "premise":
+                    enc = self.tokenizer(a, truncation=True, max_length=self.max_length, padding=True,
+                                         return_tensors="pt")
+                else:
+                    enc = self.tokenizer(a, b, truncation=True, max_length=self.max_length, padding=True,
+                                         return_tensors="pt")
+                logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits
+                out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, len(self.labels)), dtype=np.float32)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise ValueError(f"{self.path}: embeddings of an outside checkpoint are not supported")
+
+
 def load_run(run_dir) -> LoadedRun:
+    """A run directory of ours, or a local Hugging Face sequence-classification checkpoint."""
     from trainer.models import MODELS, model_class
 
+    if is_hf_checkpoint(run_dir):
+        model = HFSequenceClassifier(run_dir)
+        return LoadedRun(Path(run_dir), model, {"model": "hf-checkpoint", "pretrained": str(run_dir),
+                                                "labels": model.labels, "data": {}})
     base = resolve_run_dir(run_dir)
     model_dir = base / "model"
     meta_path = model_dir / "model.json"
@@ -108,12 +188,27 @@ def predictions_frame(df: pd.DataFrame, split: str, probs: np.ndarray, labels: l
     return out
 
 
-def evaluate_splits(model, frames: dict[str, pd.DataFrame]) -> tuple[dict, pd.DataFrame]:
-    """Metrics per split name and the predictions of every row."""
+def with_row_columns(preds: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """The prediction columns followed by the evaluated rows' own columns (premise, hypothesis,
+    genre, tags, ...), so that any slice can be recomputed from predictions.parquet. A data
+    column whose name is taken (``split``, ``pred``, ...) is kept as ``data_<name>``."""
+    out = preds.copy()
+    for c in df.columns:
+        if c in ("id", "label"):
+            continue
+        name = c if c not in out.columns else f"data_{c}"
+        out[name] = df[c].to_numpy()
+    return out
+
+
+def evaluate_splits(model, frames: dict[str, pd.DataFrame], keep_columns: bool = True) -> tuple[dict, pd.DataFrame]:
+    """Metrics per split name and the predictions of every row (with the rows' columns)."""
     metrics, preds = {}, []
     for split, df in frames.items():
         probs = np.asarray(model.predict_proba(df), dtype=np.float32)
         p = predictions_frame(df, split, probs, list(model.labels))
+        if keep_columns:
+            p = with_row_columns(p, df)
         metrics[split] = compute_metrics(p["gold"], p["pred"], model.labels)
         preds.append(p)
         log.info("%s: accuracy %.4f, macro-F1 %.4f (n=%d)", split, metrics[split]["accuracy"],
@@ -125,12 +220,91 @@ def write_evaluation(out_dir: Path, metrics: dict, preds: pd.DataFrame) -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "metrics.json", metrics)
-    tmp = out_dir / "predictions.parquet.tmp"
-    preds.to_parquet(tmp, index=False)
-    os.replace(tmp, out_dir / "predictions.parquet")
+    write_parquet(preds, out_dir / "predictions.parquet")
     for split, m in metrics.items():
         plot_confusion(m, out_dir / f"confusion_matrix_{split}.png", title=f"{split}: accuracy {m['accuracy']:.3f}, "
                                                                          f"macro-F1 {m['macro_f1']:.3f}")
+
+
+def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns pyarrow cannot type (mixed ints and strings, dicts of varying keys...) as JSON text."""
+    import pyarrow as pa
+
+    out = df
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        try:
+            pa.array(df[c].tolist(), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            if out is df:
+                out = df.copy()
+            out[c] = df[c].map(lambda v: None if v is None else json.dumps(v, default=str, ensure_ascii=False)
+                               if not isinstance(v, str) else v)
+    return out
+
+
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """A Parquet file via a temporary file (a reader never sees half a file)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    arrow_safe(df).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def write_slices(out_dir: Path, preds: pd.DataFrame, by: list[str], labels: list[str],
+                 train: pd.DataFrame | None = None) -> dict:
+    """``slices.json`` and ``slices.md``: metrics per value of each `--by` column, per evaluated split."""
+    from trainer.metrics import slice_metrics, slice_values, slices_markdown
+
+    columns = [c for item in by for c in str(item).split(",") if c]
+    result: dict = {}
+    for split, part in preds.groupby("split", sort=False):
+        for col in columns:
+            name = col if col in part.columns else f"data_{col}"
+            if name not in part.columns or part[name].isna().all():
+                continue
+            counts = None
+            if train is not None and col in train.columns:
+                counts = slice_values(train[col]).value_counts().to_dict()
+            result.setdefault(split, {})[col] = slice_metrics(part.reset_index(drop=True), name, labels, counts)
+    out_dir = Path(out_dir)
+    write_json(out_dir / "slices.json", result)
+    tmp = out_dir / "slices.md.tmp"
+    tmp.write_text(slices_markdown(result))
+    os.replace(tmp, out_dir / "slices.md")
+    return result
+
+
+class staged_dir:
+    """``with staged_dir(out) as tmp:`` write into ``tmp``; on success ``tmp`` replaces ``out``
+    (the old one removed only after), on failure ``out`` is left as it was."""
+
+    def __init__(self, out):
+        self.out = Path(out)
+        self.tmp = self.out.with_name(f"{self.out.name}.inprogress-{os.getpid()}")
+
+    def __enter__(self) -> Path:
+        import shutil
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(parents=True)
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb):
+        import shutil
+
+        if exc_type is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return False
+        old = None
+        if self.out.exists():
+            old = self.out.with_name(f"{self.out.name}.replaced-{os.getpid()}")
+            os.replace(self.out, old)
+        os.replace(self.tmp, self.out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return False
 
 
 def check_labels(df: pd.DataFrame, labels: list[str], where: str) -> None:

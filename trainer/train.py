@@ -1,9 +1,15 @@
 """`python -m trainer train`: baselines and transformers on any NLI data, one run directory.
 
 Protocols: `--seeds N` (RoNLI: best seed on validation, its test scores, mean ± std),
-`--grid` (RoNLI Appendix B ranges for shallow models), `--oversample` / `--class-weights`,
-`--input-mode hypothesis|premise` (artifact baselines). Hooks for data cartography and
-curriculum learning: `--subset`, `--cartography-from`, `--curriculum`, `--sts-from`.
+`--grid` (RoNLI Appendix B ranges), `--oversample` / `--class-weights`,
+`--input-mode hypothesis|premise` (artifact baselines), several `--train` files merged,
+`--train-size N`. Hooks for data cartography and curriculum learning: `--subset`,
+`--cartography-from`, `--curriculum`, `--sts-from`.
+
+Reliability by construction: every setting is checked before any data is read; the run is
+written into ``OUT.inprogress/`` and published as ``OUT`` only when it has finished, so a
+failed or killed run never damages the run it would replace (``--overwrite``); ``--resume``
+continues an unfinished run only under the same settings (``resume.json``).
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import itertools
 import json
 import logging
 import math
+import os
 import platform
 import shutil
 import sys
@@ -22,10 +29,13 @@ import numpy as np
 import pandas as pd
 
 from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, column_mapping, drop_unlabeled, load_nli
+from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, column_mapping,
+                          drop_unlabeled, load_nli, merge_frames, parse_file_spec, stratified_subsample)
 from trainer.models import INPUT_MODES, MODELS, TORCH_MODELS, FitContext, model_class
-from trainer.runs import check_labels, evaluate_splits, file_logger, write_evaluation, write_json
+from trainer.runs import (check_labels, evaluate_splits, file_logger, write_evaluation, write_json,
+                          write_slices)
 from trainer.metrics import mean_std
+from extractor.lexicon import CANONICAL_LABELS
 
 log = logging.getLogger("trainer")
 SUBSETS = ("e2l", "a", "h2l", "e2l+a")
@@ -35,9 +45,22 @@ CURRICULA = ("length", "sts", "cart", "cart++", "cart-stra++")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = p.add_argument_group("data")
     d.add_argument("--data", type=Path, help="splits folder (train/ validation/ test/) or any dataset folder")
-    d.add_argument("--train", type=Path, help="training file (instead of --data)")
-    d.add_argument("--validation", type=Path, help="validation file")
-    d.add_argument("--test", type=Path, nargs="+", default=[], help="test file(s), each reported under its stem")
+    d.add_argument("--train", nargs="+", action="extend", default=[], metavar="FILE[::KEY=VALUE,...]",
+                   help="training file(s) (instead of --data); repeatable; several are merged, each with its own "
+                        "column mapping after '::' (premise=, hypothesis=, label=, id_col=, label_names=a;b, "
+                        "label_map=src:dst;src:dst)")
+    d.add_argument("--validation", nargs="+", action="extend", default=[], metavar="FILE[::...]",
+                   help="validation file(s); repeatable; several are merged")
+    d.add_argument("--test", type=Path, nargs="+", action="extend", default=[],
+                   help="test file(s), each reported under its stem; repeatable (--test A --test B keeps both)")
+    d.add_argument("--train-size", type=int,
+                   help="stratified, seeded subsample of N training rows (label shares kept)")
+    d.add_argument("--allow-new-labels", action="store_true",
+                   help="train labels outside the dataset's declared label set as new classes (default: error)")
+    d.add_argument("--duplicate-ids", choices=["error", "drop"], default="error",
+                   help="ids repeated within a split: error (default) or drop all but the first row")
+    d.add_argument("--by", action="append", default=[], metavar="COL",
+                   help="also report metrics per value of test column COL (repeatable; list columns per tag)")
     add_column_arguments(p)
     m = p.add_argument_group("model")
     m.add_argument("--model", required=True, choices=sorted(MODELS))
@@ -48,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--seeds", type=int, default=1, help="train N runs (seeds seed..seed+N-1), select on validation")
     m.add_argument("--grid", action="store_true", help="grid search (RoNLI Appendix B ranges) on validation macro-F1")
+    m.add_argument("--grid-values", action="append", default=[], metavar="KEY=V1,V2",
+                   help="replace the grid of one hyper-parameter (repeatable), e.g. lr=1e-5,3e-5")
     m.add_argument("--oversample", action="store_true", help="copy minority-class examples up to the majority count")
     m.add_argument("--class-weights", action="store_true", help="weight the loss by inverse class frequency")
     m.add_argument("--C", type=float, help="regularisation of SVM / logistic regression")
@@ -99,43 +124,235 @@ def model_params(args) -> dict:
     return params
 
 
+# ---------------------------------------------------------------------------- settings
+
+# RoNLI Appendix B for the transformer: learning rate, mini-batch size, dropout and head size.
+# Dropout and head size shape only the separate encoding's MLP head; under --encoding cross
+# they are left out of the grid (they would train the same model twice).
+TRANSFORMER_GRID = {"lr": [1e-5, 2e-5, 5e-5], "batch_size": [16, 32], "dropout": [0.1, 0.3],
+                    "head_hidden": [256, 512]}
+TRANSFORMER_GRID_FROZEN = {**TRANSFORMER_GRID, "lr": [1e-2, 1e-3, 1e-4]}
+GRID_TYPES = {"lr": float, "batch_size": int, "dropout": float, "head_hidden": int, "C": float, "kernel": str,
+              "max_depth": int, "learning_rate": float, "epochs": int, "weight_decay": float}
+
+
+def parse_grid_values(items: list[str]) -> dict[str, list]:
+    """``["lr=1e-5,3e-5", "batch_size=16"]`` -> {"lr": [1e-05, 3e-05], "batch_size": [16]}."""
+    out: dict[str, list] = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--grid-values {item!r}: expected KEY=V1,V2 (keys: {', '.join(sorted(GRID_TYPES))})")
+        key, values = item.split("=", 1)
+        key = key.strip().replace("-", "_")
+        if key not in GRID_TYPES:
+            raise UserError(f"--grid-values {item!r}: unknown key {key!r} (keys: {', '.join(sorted(GRID_TYPES))})")
+        try:
+            out[key] = [GRID_TYPES[key](v) for v in values.split(",") if v.strip()]
+        except ValueError as exc:
+            raise UserError(f"--grid-values {item!r}: {exc}") from exc
+        if not out[key]:
+            raise UserError(f"--grid-values {item!r}: no values")
+    return out
+
+
+def model_grid(args) -> dict[str, list]:
+    """The grid `--grid` searches for this model: the model's RoNLI ranges, then --grid-values."""
+    if args.model == "transformer":
+        grid = dict(TRANSFORMER_GRID_FROZEN if args.freeze_encoder else TRANSFORMER_GRID)
+        if args.encoding == "cross":
+            grid = {k: v for k, v in grid.items() if k not in ("dropout", "head_hidden")}
+    else:
+        grid = dict(model_class(args.model).GRID)
+    grid.update(parse_grid_values(args.grid_values))
+    return grid
+
+
+POSITIVE = ("seeds", "epochs", "batch_size", "grad_accum", "max_length", "eval_batch_size", "vector_size",
+            "head_hidden", "train_size")
+
+
+def validate_args(args) -> None:
+    """Every setting checked before any data is read or any directory written: one line each."""
+    for name in POSITIVE:
+        v = getattr(args, name, None)
+        if v is not None and v < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1 (got {v})")
+    if args.lr is not None and not args.lr > 0:
+        raise UserError(f"--lr must be positive (got {args.lr})")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        raise UserError(f"--dropout must be in [0, 1) (got {args.dropout})")
+    if args.patience is not None and args.patience < 0:
+        raise UserError(f"--patience must be 0 (off) or more (got {args.patience})")
+    for name in ("warmup_ratio",):
+        v = getattr(args, name)
+        if v is not None and not 0 <= v <= 1:
+            raise UserError(f"--warmup-ratio must be in [0, 1] (got {v})")
+    if args.C is not None and not args.C > 0:
+        raise UserError(f"--C must be positive (got {args.C})")
+    if args.data and args.train:
+        raise UserError("give --data DIR or --train FILE, not both")
+    if not args.data and not args.train:
+        raise UserError("no data: give --data DIR or --train FILE [--validation FILE] [--test FILE ...]")
+    if args.resume and args.overwrite:
+        raise UserError("--resume continues an unfinished run and --overwrite starts again: give one of them")
+    if args.model == "transformer" and not args.pretrained:
+        raise UserError("--model transformer needs --pretrained NAME_OR_DIR")
+    if args.model == "transformer":
+        from trainer.models.transformer import check_pretrained
+
+        try:
+            check_pretrained(args.pretrained)
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    if args.curriculum and args.model not in TORCH_MODELS:
+        raise UserError(f"--curriculum needs a model trained by steps ({', '.join(sorted(TORCH_MODELS))})")
+    if args.curriculum in ("cart", "cart++", "cart-stra++") and not args.cartography_from:
+        raise UserError(f"--curriculum {args.curriculum} needs --cartography-from RUN_DIR")
+    if args.curriculum == "sts" and not args.sts_from:
+        raise UserError("--curriculum sts needs --sts-from RUN_DIR")
+    if args.subset and not args.cartography_from:
+        raise UserError("--subset needs --cartography-from RUN_DIR")
+    if args.grid:
+        grid = model_grid(args)
+        if not grid and args.grid_values:
+            raise UserError(f"--grid-values: {args.model} has no grid")
+    elif args.grid_values:
+        raise UserError("--grid-values needs --grid")
+    for flag, path in (("--cartography-from", args.cartography_from), ("--sts-from", args.sts_from),
+                       ("--vectors", args.vectors), ("--data", args.data)):
+        if path is not None and not Path(path).exists():
+            raise UserError(f"{path}: no such file or folder ({flag})")
+    for flag, specs in (("--train", args.train), ("--validation", args.validation)):
+        for spec in specs:
+            try:
+                path, _ = parse_file_spec(spec)
+            except NLIDataError as exc:
+                raise UserError(str(exc)) from exc
+            if not path.exists():
+                raise UserError(f"{path}: no such file or folder ({flag})")
+    names: dict[str, Path] = {}
+    for f in args.test:
+        if not Path(f).exists():
+            raise UserError(f"{f}: no such file or folder (--test)")
+        name = Path(f).name.split(".")[0]
+        if name in names and Path(names[name]).resolve() != Path(f).resolve():
+            raise UserError(f"{f}: two evaluation files share the name {name!r} ({names[name]}); rename one")
+        if name in ("train", "validation") and not args.data:
+            raise UserError(f"{f}: a test file may not be named {name!r} (the name of a split); rename it")
+        names[name] = Path(f)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: --out is a file, not a run directory")
+    parent = out.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"{parent}: not writable (--out {out})")
+
+
 # ---------------------------------------------------------------------------- data
 
+def _load_files(specs: list, mapping: dict, allow_new: bool, what: str) -> tuple[pd.DataFrame, list[str]]:
+    """One or several files (each ``FILE[::overrides]``) as one frame; names of the files."""
+    frames = []
+    for spec in specs:
+        path, over = parse_file_spec(spec)
+        label_map = over.pop("label_map", None)
+        df = load_nli(path, **{**mapping, **over}, allow_unknown_labels=allow_new)
+        if len(df) != 1:
+            raise UserError(f"{path}: holds several splits ({', '.join(df)}); give one file or split folder to {what}")
+        df = next(iter(df.values()))
+        frames.append((path.name.split(".")[0], apply_label_map(df, label_map)))
+    names = [n for n, _ in frames]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UserError(f"{what}: two files share the name {dup!r}; rename one")
+    return merge_frames(frames), [str(parse_file_spec(s)[0]) for s in specs]
+
+
 def load_data(args) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, pd.DataFrame], dict]:
+    """(train, validation or None, {test name: frame}, drops {split: {reason: n}})."""
     mapping = column_mapping(args)
+    allow_new = bool(getattr(args, "allow_new_labels", False))
     if args.data and args.train:
         raise UserError("give --data DIR or --train FILE, not both")
     if args.data:
-        splits = load_nli(args.data, **mapping)
+        splits = load_nli(args.data, **mapping, allow_unknown_labels=allow_new)
         if "train" not in splits:
             raise UserError(f"{args.data}: no train split (found: {', '.join(splits)})")
         train = splits.pop("train")
         val = splits.pop("validation", None)
         if args.validation:
-            val = load_nli(args.validation, **mapping)["data"]
+            val, _ = _load_files(args.validation, mapping, allow_new, "--validation")
         tests = splits
-        for f in args.test:
-            tests[f.name.split(".")[0]] = load_nli(f, **mapping)["data"]
     elif args.train:
-        train = load_nli(args.train, **mapping)["data"]
-        val = load_nli(args.validation, **mapping)["data"] if args.validation else None
+        train, _ = _load_files(args.train, mapping, allow_new, "--train")
+        val = _load_files(args.validation, mapping, allow_new, "--validation")[0] if args.validation else None
         tests = {}
-        for f in args.test:
-            name = f.name.split(".")[0]
-            if name in tests or name in ("train", "validation"):
-                raise UserError(f"{f}: two evaluation files share the name {name!r}")
-            tests[name] = load_nli(f, **mapping)["data"]
     else:
         raise UserError("no data: give --data DIR or --train FILE [--validation FILE] [--test FILE ...]")
-    dropped = {}
-    train, dropped["train_unlabeled"] = drop_unlabeled(train)
-    if val is not None:
-        val, dropped["validation_unlabeled"] = drop_unlabeled(val)
-    for name in list(tests):
-        tests[name], dropped[f"{name}_unlabeled"] = drop_unlabeled(tests[name])
+    for f in args.test:
+        name = Path(f).name.split(".")[0]
+        if name in tests and not args.data:
+            continue  # the same file twice: evaluated once
+        tests[name] = load_nli(Path(f), **mapping, allow_unknown_labels=allow_new)["data"]
+    dropped: dict[str, dict] = {}
+    frames = {"train": train, **({"validation": val} if val is not None else {}), **tests}
+    policy = getattr(args, "duplicate_ids", "error")
+    for name, df in frames.items():
+        d = dict(df.attrs.get("dropped") or {})
+        if name == "train" and len(args.train) > 1:  # merged: per-file drops summed
+            d = {}
+            for per_file in (df.attrs.get("dropped") or {}).values():
+                for k, v in per_file.items():
+                    d[k] = d.get(k, 0) + v
+        df2, d["unlabeled"] = drop_unlabeled(df)
+        df2, d["duplicate_id"] = check_ids(df2, df.attrs.get("source", name), policy)
+        frames[name] = df2
+        d = {k: int(v) for k, v in d.items() if v}
+        if d:
+            dropped[name] = d
+    train = frames.pop("train")
+    val = frames.pop("validation", None)
     if len(train) == 0:
-        raise UserError(f"{train.attrs.get('source', 'train')}: no labelled training rows")
-    return train, val, tests, {k: v for k, v in dropped.items() if v}
+        raise UserError(f"{train.attrs.get('source', 'train')}: no usable training rows "
+                        f"(dropped: {dropped.get('train', {})})")
+    return train, val, frames, dropped
+
+
+def declared_labels(args, train: pd.DataFrame, val, tests: dict) -> tuple[list[str], str]:
+    """The dataset's declared label set and where it comes from (docs/trainer.md, "Labels")."""
+    names = column_mapping(args)["label_names"]
+    if names:
+        return list(names), "--label-names"
+    seen = set(train["label"].dropna())
+    if len(seen & set(CANONICAL_LABELS)) >= 3:
+        return list(CANONICAL_LABELS), "the canonical labels (the training data uses at least 3 of them)"
+    held_out = set()
+    for df in ([val] if val is not None else []) + list(tests.values()):
+        held_out |= set(df["label"].dropna())
+    if held_out:
+        return sorted(held_out), "the labels of the validation and test data"
+    return sorted(seen), "the training labels (no other declaration: nothing to check against)"
+
+
+def check_train_labels(args, train: pd.DataFrame, val, tests: dict) -> tuple[list[str], dict]:
+    """The run's label list; training labels outside the declared set are an error unless allowed."""
+    declared, source = declared_labels(args, train, val, tests)
+    counts = train["label"].value_counts()
+    new = sorted(set(counts.index) - set(declared))
+    info = {"declared": declared, "declared_by": source, "new_labels": {}}
+    if new:
+        first = train.loc[train["label"] == new[0], "id"].iloc[0]
+        if not args.allow_new_labels:
+            where = train.attrs.get("source", "train")
+            raise UserError(f"{where}: label {new[0]!r} ({int(counts[new[0]])} rows, first id {first!r}) is not in "
+                            f"the dataset's label set {declared} (from {source.split(' (')[0]})"
+                            + (f" nor are {new[1:]}" if len(new) > 1 else "")
+                            + "; fix those rows, or pass --allow-new-labels to train it as a new class")
+        info["new_labels"] = {lab: int(counts[lab]) for lab in new}
+        log.warning("--allow-new-labels: %s trained as new classes", info["new_labels"])
+    return sorted(counts.index), info
 
 
 def oversample(df: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -170,17 +387,25 @@ def steps_for(model, n_train: int) -> tuple[int, int]:
 
 
 def grid_search(args, labels, train, val, params, seed) -> tuple[dict, list]:
+    """Every combination of the model's grid fitted on train, scored by validation macro-F1."""
     cls = model_class(args.model)
-    if not cls.GRID:
+    grid = model_grid(args)
+    if not grid:
         log.info("--grid: %s has no grid; defaults kept", args.model)
         return params, []
     if val is None or not len(val):
         raise UserError("--grid needs validation data (--validation FILE or a validation split)")
     from trainer.metrics import compute_metrics
 
-    keys = sorted(cls.GRID)
+    keys = sorted(grid)
+    combos = list(itertools.product(*(grid[k] for k in keys)))
     results = []
-    for values in itertools.product(*(cls.GRID[k] for k in keys)):
+    try:
+        from tqdm.auto import tqdm
+        bar = tqdm(combos, desc="grid", unit="fit", disable=params.get("progress") is False)
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        bar = combos
+    for values in bar:
         combo = dict(zip(keys, values))
         model = cls(labels, args.input_mode, {**params, **combo, "progress": False})
         model.fit(train, val, FitContext(seed=seed, class_weights=args.class_weights))
@@ -194,35 +419,63 @@ def grid_search(args, labels, train, val, params, seed) -> tuple[dict, list]:
     return {**params, **chosen}, results
 
 
+# settings that do not change the trained model (left out of the resume check)
+NOT_MODEL = {"progress", "device", "eval_batch_size"}
+
+
+def fingerprint(config: dict) -> dict:
+    """What a checkpoint must share with the command that resumes it."""
+    params = {k: v for k, v in (config.get("params") or {}).items() if k not in NOT_MODEL}
+    data = dict(config.get("data") or {})
+    return {"model": config.get("model"), "input_mode": config.get("input_mode"), "labels": config.get("labels"),
+            "seed": config.get("seed"), "params": params, "data": {k: data.get(k) for k in
+                                                                 ("data", "train", "validation", "columns")},
+            "n_train": config.get("n_train"), "label_counts_train": config.get("label_counts_train"),
+            "oversample": config.get("oversample"), "class_weights": config.get("class_weights"),
+            "subset": config.get("subset"), "curriculum": config.get("curriculum"),
+            "train_size": config.get("train_size")}
+
+
+def fingerprint_diff(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """Human-readable differences, e.g. ``params.lr 2e-05 -> 5e-05``."""
+    out = []
+    for k in sorted(set(old) | set(new), key=str):
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += fingerprint_diff(a, b, f"{prefix}{k}.")
+        elif a != b:
+            out.append(f"{prefix}{k} {json.dumps(a, default=str)} -> {json.dumps(b, default=str)}")
+    return out
+
+
 def train_one(args, seed: int, out: Path, train: pd.DataFrame, val, tests: dict, labels: list[str],
-              base_config: dict, callbacks=()) -> dict:
-    """Train and evaluate one seed into `out`; returns the metrics."""
+              base_config: dict, callbacks=(), final_out: Path | None = None) -> dict:
+    """Train and evaluate one seed into `out`; returns the metrics. `final_out`: where `out` will be published."""
     out.mkdir(parents=True, exist_ok=True)
     handler = file_logger(out)
     try:
-        return _train_one(args, seed, out, train, val, tests, labels, base_config, list(callbacks))
+        return _train_one(args, seed, out, train, val, tests, labels, base_config, list(callbacks),
+                          final_out or out)
     finally:
         logging.getLogger("trainer").removeHandler(handler)
         handler.close()
 
 
-def _train_one(args, seed, out, train, val, tests, labels, base_config, callbacks) -> dict:
+def _train_one(args, seed, out, train, val, tests, labels, base_config, callbacks, final_out) -> dict:
     t_start = time.perf_counter()
-    resume = False
-    if args.resume:
-        if (out / "checkpoint").exists():
-            resume = True
-        elif (out / "metrics.json").exists():  # finished before (e.g. an earlier seed of --seeds)
-            log.info("--resume: %s is complete; kept as it is", out)
-            return json.loads((out / "metrics.json").read_text())
-        else:
-            log.info("--resume: no checkpoint in %s; training from the start", out)
-    log.info("run %s: model %s, input mode %s, seed %d, %d training rows", out, args.model, args.input_mode,
+    if args.resume and (out / "metrics.json").exists() and (out / "config.json").exists():
+        log.info("--resume: %s is complete; kept as it is", out)  # e.g. an earlier seed of --seeds
+        return json.loads((out / "metrics.json").read_text())
+    log.info("run %s: model %s, input mode %s, seed %d, %d training rows", final_out, args.model, args.input_mode,
              seed, len(train))
-    config = {**base_config, "seed": seed, "out": str(out)}
+    config = {**base_config, "seed": seed, "out": str(final_out)}
+    if args.train_size:
+        n_before = len(train)
+        train = stratified_subsample(train, args.train_size, seed)
+        log.info("--train-size %d: %d of %d training rows (stratified, seed %d) %s", args.train_size, len(train),
+                 n_before, seed, train["label"].value_counts().sort_index().to_dict())
+        config["train_size"] = {"n": len(train), "n_before": n_before, "seed": seed}
     if args.subset:
-        if not args.cartography_from:
-            raise UserError("--subset needs --cartography-from RUN_DIR")
         from trainer.cartography import select_subset
 
         n_before = len(train)
@@ -249,8 +502,6 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
 
     schedule = None
     if args.curriculum:
-        if args.model not in TORCH_MODELS:
-            raise UserError(f"--curriculum needs a model trained by steps ({', '.join(sorted(TORCH_MODELS))})")
         from trainer.curriculum import make_schedule
 
         step_size, total = steps_for(model, len(train))
@@ -259,6 +510,22 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
         if len(schedule) != total:
             log.warning("--curriculum %s returned %d steps for %d expected", args.curriculum, len(schedule), total)
         config["curriculum"] = {"name": args.curriculum, "total_steps": len(schedule), "batch_size": step_size}
+
+    # the resume check: a checkpoint is continued only by the command that wrote it
+    print_fp = fingerprint(config)
+    fp_path = out / "resume.json"
+    resume = False
+    if args.resume and fp_path.exists():
+        diff = fingerprint_diff(json.loads(fp_path.read_text()), print_fp)
+        if diff:
+            raise UserError(f"--resume: {out} was started with other settings: {'; '.join(diff[:4])}"
+                            + (f" (+{len(diff) - 4} more)" if len(diff) > 4 else "")
+                            + "; give the original flags, or --overwrite to start again")
+        resume = (out / "checkpoint").exists()
+        log.info("--resume: %s", "continuing from the checkpoint" if resume else "no checkpoint yet; from the start")
+    elif args.resume:
+        log.info("--resume: nothing to resume in %s; training from the start", out)
+    write_json(fp_path, print_fp)
 
     ctx = FitContext(seed=seed, out_dir=out, class_weights=args.class_weights, params=params,
                      callbacks=callbacks, schedule=schedule,
@@ -279,12 +546,18 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
     model.save(out / "model")
     frames = ({"validation": val} if val is not None and len(val) else {}) | tests
     metrics, preds = evaluate_splits(model, frames)
+    for split, d in (config.get("data") or {}).get("dropped", {}).items():
+        if split in metrics:
+            metrics[split]["dropped"] = d
     write_evaluation(out, metrics, preds)
+    if args.by:
+        write_slices(out, preds, args.by, list(model.labels), train=distinct)
     config["versions"] = versions()  # after the model's libraries are imported
     config["total_seconds"] = round(time.perf_counter() - t_start, 3)
     write_json(out / "config.json", config)
     if (out / "checkpoint").exists() and not args.keep_checkpoint:
         shutil.rmtree(out / "checkpoint")
+    fp_path.unlink(missing_ok=True)
     return metrics
 
 
@@ -301,81 +574,165 @@ def versions() -> dict:
 
 def run(args, callbacks=()) -> int:
     """Entry point of `train`; `callbacks` (torch models) is for Python callers and tests."""
-    from trainer.distributed import setup_run
-
-    args.out = setup_run(args.out, args.device)  # torchrun: ranks > 0 write a scratch copy
     try:
         return _run(args, list(callbacks))
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
 
 
-def _run(args, callbacks) -> int:
-    if args.seeds < 1:
-        raise UserError("--seeds must be at least 1")
-    if args.model == "transformer" and not args.pretrained:
-        raise UserError("--model transformer needs --pretrained NAME_OR_DIR")
-    if args.model == "transformer":
-        from trainer.models.transformer import check_pretrained
+def stage_dir(out: Path) -> Path:
+    """Where a run is written until it is published as `out`."""
+    return out.with_name(out.name + ".inprogress")
 
-        check_pretrained(args.pretrained)
-    if args.curriculum in ("cart", "cart++", "cart-stra++") and not args.cartography_from:
-        raise UserError(f"--curriculum {args.curriculum} needs --cartography-from RUN_DIR")
-    if args.curriculum == "sts" and not args.sts_from:
-        raise UserError("--curriculum sts needs --sts-from RUN_DIR")
-    out: Path = args.out
-    if out.exists() and any(out.iterdir()) and not (args.resume or args.overwrite):
-        raise UserError(f"{out}: run directory exists and is not empty (use --overwrite or --resume)")
-    if out.exists() and args.overwrite and not args.resume:
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prepare_output(args) -> Path:
+    """Decide what happens to `--out` before any work; returns the staging directory (not created yet)."""
+    out = Path(args.out)
+    stage = stage_dir(out)
+    lock = stage / ".lock"
+    if lock.exists():
+        try:
+            pid = int(lock.read_text().split()[0])
+        except (ValueError, IndexError, OSError):
+            pid = -1
+        if pid > 0 and pid != os.getpid() and _pid_alive(pid):
+            raise UserError(f"{out}: another train (pid {pid}) is writing this run ({stage}); wait for it or "
+                            f"choose another --out")
+    if out.exists() and any(out.iterdir()):
+        is_run = (out / "config.json").exists()
+        if not (args.resume or args.overwrite):
+            raise UserError(f"{out}: run directory exists and is not empty (use --overwrite or --resume)")
+        if args.overwrite and not is_run:
+            raise UserError(f"{out}: not a run directory (no config.json); --overwrite replaces runs only: "
+                            f"choose another --out or remove it yourself")
+    if stage.exists():
+        if args.overwrite:
+            shutil.rmtree(stage)
+        elif not args.resume:
+            raise UserError(f"{stage}: an unfinished run is there (a failed or killed train): use --resume to "
+                            f"continue it, or --overwrite to start again")
+    return stage
+
+
+def publish(stage: Path, out: Path) -> None:
+    """Replace `out` by the finished `stage`: the old run is removed only after the new one is in place."""
+    (stage / ".lock").unlink(missing_ok=True)
+    old = None
+    if out.exists():
+        old = out.with_name(f"{out.name}.replaced-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(stage, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def note_validation(args, val) -> str | None:
+    """What the run does without validation data (printed, logged and stored in config.json)."""
+    if val is not None and len(val):
+        return None
+    if args.model in TORCH_MODELS:
+        return ("no validation data: no early stopping and no best-epoch selection; the last epoch's weights "
+                "are kept (give --validation FILE or a validation split)")
+    return "no validation data: no validation scores (give --validation FILE or a validation split)"
+
+
+def _run(args, callbacks) -> int:
+    validate_args(args)
+    out: Path = Path(args.out)
+    stage = prepare_output(args)
+    if args.resume and not stage.exists() and (out / "metrics.json").exists() and (out / "config.json").exists():
+        print(f"--resume: {out} is complete; kept as it is")
+        return 0
 
     train, val, tests, dropped = load_data(args)
-    labels = column_mapping(args)["label_names"] or sorted(train["label"].unique())
-    check_labels(train, labels, train.attrs.get("source", "train"))
+    labels, label_info = check_train_labels(args, train, val, tests)
     for name, df in (({"validation": val} if val is not None else {}) | tests).items():
         check_labels(df, labels, df.attrs.get("source", name))
     if args.seeds > 1 and (val is None or not len(val)):
         raise UserError("--seeds N selects on validation: give --validation FILE or a validation split")
+    if args.grid and (val is None or not len(val)) and model_grid(args):
+        raise UserError("--grid needs validation data (--validation FILE or a validation split)")
+    for col in args.by:
+        for c in col.split(","):
+            if c and not any(c in df.columns for df in tests.values()):
+                raise UserError(f"--by {c}: no test data has a column {c!r} "
+                                f"(columns: {', '.join(map(str, next(iter(tests.values())).columns)) if tests else 'no test data'})")
+    note = note_validation(args, val)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+        log.warning(note)
+    for split, d in dropped.items():
+        print(f"note: {split}: dropped {sum(d.values())} rows {d} (recorded in config.json)", file=sys.stderr)
     base_config = {
         "command": ["python", "-m", "trainer", "train", *sys.argv[2:]] if sys.argv[1:2] == ["train"] else sys.argv,
-        "model": args.model, "input_mode": args.input_mode, "labels": labels,
+        "model": args.model, "input_mode": args.input_mode, "labels": labels, "label_set": label_info,
         "encoding": args.encoding if args.model == "transformer" else None,
-        "data": {"data": str(args.data) if args.data else None, "train": str(args.train) if args.train else None,
-                 "validation": str(args.validation) if args.validation else None,
+        "data": {"data": str(args.data) if args.data else None,
+                 "train": [str(t) for t in args.train] if args.train else None,
+                 "validation": [str(v) for v in args.validation] if args.validation else None,
                  "test": [str(t) for t in args.test], "columns": column_mapping(args),
                  "n_validation": len(val) if val is not None else 0, "n_test": {k: len(v) for k, v in tests.items()},
-                 "dropped": dropped},
+                 "dropped": dropped, "duplicate_ids": args.duplicate_ids},
+        "validation": note or "used for early stopping / selection",
         "oversample": args.oversample, "class_weights": args.class_weights, "grid": None,
-        "versions": versions(),
+        "by": args.by, "versions": versions(),
     }
+
+    stage.mkdir(parents=True, exist_ok=True)
+    (stage / ".lock").write_text(f"{os.getpid()}\n")
+    try:
+        code = _train_all(args, stage, out, train, val, tests, labels, base_config, callbacks)
+    except BaseException:
+        (stage / ".lock").unlink(missing_ok=True)
+        log.error("train failed: %s keeps its previous state; the unfinished run is in %s (--resume continues it)",
+                  out, stage)
+        raise
+    publish(stage, out)
+    print(f"wrote {out}")
+    return code
+
+
+def _train_all(args, stage, out, train, val, tests, labels, base_config, callbacks) -> int:
     if args.seeds == 1:
-        metrics = train_one(args, args.seed, out, train, val, tests, labels, base_config, callbacks)
+        metrics = train_one(args, args.seed, stage, train, val, tests, labels, base_config, callbacks, final_out=out)
         _print_summary(metrics)
         return 0
 
     seeds = [args.seed + i for i in range(args.seeds)]
     per_seed = {}
     for s in seeds:
-        per_seed[str(s)] = train_one(args, s, out / f"seed_{s}", train, val, tests, labels, base_config, callbacks)
+        per_seed[str(s)] = train_one(args, s, stage / f"seed_{s}", train, val, tests, labels, base_config, callbacks,
+                                     final_out=out / f"seed_{s}")
     selected = max(seeds, key=lambda s: (per_seed[str(s)]["validation"]["macro_f1"], -s))
     summary_keys = ("accuracy", "micro_f1", "macro_f1")
     runs = {s: {split: {k: m[k] for k in summary_keys} for split, m in ms.items()} for s, ms in per_seed.items()}
     mean, std = mean_std(runs)
-    write_json(out / "seeds.json", {"selection": "validation macro_f1", "selected_seed": selected,
-                                    "seeds": seeds, "runs": runs, "mean": mean, "std": std})
-    sel = out / f"seed_{selected}"
-    for name in ["metrics.json", "predictions.parquet", *[p.name for p in sel.glob("confusion_matrix_*.png")]]:
-        shutil.copy2(sel / name, out / name)
+    write_json(stage / "seeds.json", {"selection": "validation macro_f1", "selected_seed": selected,
+                                      "seeds": seeds, "runs": runs, "mean": mean, "std": std})
+    sel = stage / f"seed_{selected}"
+    names = ["metrics.json", "predictions.parquet", *[p.name for p in sel.glob("confusion_matrix_*.png")],
+             *[p.name for p in sel.glob("slices.*")]]
+    for name in names:
+        shutil.copy2(sel / name, stage / name)
     if (sel / "dynamics").exists():
-        shutil.rmtree(out / "dynamics", ignore_errors=True)
-        shutil.copytree(sel / "dynamics", out / "dynamics")
+        shutil.rmtree(stage / "dynamics", ignore_errors=True)
+        shutil.copytree(sel / "dynamics", stage / "dynamics")
     selected_config = json.loads((sel / "config.json").read_text())
-    write_json(out / "config.json", {**selected_config, "out": str(out), "seeds": seeds, "selected_seed": selected})
-    with open(out / "train.log", "w", encoding="utf-8") as logf:
+    write_json(stage / "config.json", {**selected_config, "out": str(out), "seeds": seeds, "selected_seed": selected})
+    with open(stage / "train.log", "w", encoding="utf-8") as logf:
         for s in seeds:
             logf.write(f"==> seed_{s}/train.log\n")
-            logf.write((out / f"seed_{s}" / "train.log").read_text(encoding="utf-8"))
+            logf.write((stage / f"seed_{s}" / "train.log").read_text(encoding="utf-8"))
     print(f"selected seed {selected} (best validation macro-F1)")
     _print_summary(per_seed[str(selected)])
     for split in mean:

@@ -21,8 +21,8 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
-# First use for a language: install its spaCy model when it is pip-installable by name
-# (the lexicon's spacy_install); otherwise the job warns (--pos-filter auto) or fails (on).
+# First use for a language: install the first pip-installable spaCy model of its lexicon
+# (spacy_models); otherwise the job warns (--pos-filter auto) or fails (on).
 LANG_ARG=""
 prev=""
 for arg in "$@"; do
@@ -30,13 +30,7 @@ for arg in "$@"; do
   [ "$prev" = "--lang" ] && LANG_ARG="$arg"
   prev="$arg"
 done
-if [ -n "$LANG_ARG" ] && [ -f "$REPO/phrase_lexicons/$LANG_ARG.yaml" ]; then
-  req="$(cd "$REPO" && "$NLI_PY" -m extractor.pairs.pos_filter "$LANG_ARG" 2>/dev/null || true)"
-  if [ -n "$req" ]; then
-    echo "[setup] installing the spaCy model of --lang $LANG_ARG: pip install $req" >&2
-    "$NLI_PY" -m pip install -q "$req" >&2 || echo "[setup] could not install $req; the POS filter will be off" >&2
-  fi
-fi
+nli_setup_spacy_model "$LANG_ARG"
 
 # Executors on a cluster import the library from this zip; lexicons travel inside it too
 # (the driver loads them, executors get the loaded Lexicon pickled).

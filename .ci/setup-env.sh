@@ -80,3 +80,19 @@ nli_setup() {
     export JAVA_HOME
   fi
 }
+
+# First use of a language: when none of the spaCy models its lexicon lists (`spacy_models`,
+# in order of preference) is installed, pip-installs the first one that pip can install,
+# saying which and under which license. Usage (after nli_setup): nli_setup_spacy_model ro
+nli_setup_spacy_model() {
+  local lang="$1" name opts req license
+  [ -n "$lang" ] && [ -f "$NLI_REPO/phrase_lexicons/$lang.yaml" ] || return 0
+  while IFS=$'\t' read -r name opts req license; do
+    [ -n "$req" ] || continue
+    nli_log "installing the spaCy model of --lang $lang for the POS filter: $name (pip install $opts $req; license: $license)"
+    # shellcheck disable=SC2086  # opts is a list of pip options (e.g. --no-deps)
+    if "$NLI_PY" -m pip install -q $opts "$req" >&2; then return 0; fi
+    nli_log "could not install $req; trying the next model of phrase_lexicons/$lang.yaml"
+  done < <(cd "$NLI_REPO" && "$NLI_PY" -m extractor.pairs.pos_filter "$lang" 2>/dev/null)
+  return 0
+}

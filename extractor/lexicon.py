@@ -14,11 +14,29 @@ MARKED_LABELS = ("contrasting", "entailment", "reasoning")
 LEXICON_DIR = Path(__file__).resolve().parents[1] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
                "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
-               "annotation"}
+               "annotation", "spacy_models", "phrase_sets"}
+_MODEL_KEYS = {"name", "pip", "pip_options", "install", "license", "about"}
 
 
 class LexiconError(ValueError):
     """A lexicon file that does not follow the format; the message names the file."""
+
+
+@dataclass(frozen=True)
+class SpacyModel:
+    """One entry of a lexicon's `spacy_models` (in order of preference)."""
+    name: str                       # importable package name (spacy.load(name))
+    pip: str | None = None          # pip requirement when the model is on the package index
+    pip_options: tuple[str, ...] = ()  # e.g. ("--no-deps",) for a model that pins an older spaCy
+    install: str | None = None      # the command a person runs when pip cannot (spacy download)
+    license: str | None = None
+    about: str | None = None
+
+    @property
+    def install_command(self) -> str:
+        if self.pip:
+            return " ".join(["pip install", *self.pip_options, self.pip])
+        return self.install or f"python -m spacy download {self.name}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +62,16 @@ class Lexicon:
     subject_pos: tuple[str, ...] = ("NOUN", "PRON", "PROPN")
     predicate_pos: tuple[str, ...] = ("VERB", "AUX")
     stress_tests: dict = field(default_factory=dict)
+    # Every model of `spacy_models`, in order of preference; `spacy_model` above is the
+    # first of them that is installed (else the first listed), `spacy_install` its command.
+    spacy_models: tuple[SpacyModel, ...] = ()
+    # Named phrase sets of `phrase_sets` that were added to `phrases` (--phrase-set), and all
+    # the file offers.
+    phrase_set: tuple[str, ...] = ()
+    phrase_sets_available: tuple[str, ...] = ()
+
+    def model_info(self, name: str | None) -> SpacyModel | None:
+        return next((m for m in self.spacy_models if m.name == name), None)
 
     def normalize(self, text: str) -> str:
         """The matching key of a text: case-folded, cedillas folded, diacritics removed
@@ -90,8 +118,44 @@ def _strings(value, where: str, path: Path) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lexicon:
-    """Read and validate a lexicon by language code or by file path."""
+def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
+    models = []
+    for i, entry in enumerate(raw.get("spacy_models") or []):
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise LexiconError(f"{path}: spacy_models[{i}] must be a model name or a mapping with a 'name'")
+        unknown = set(entry) - _MODEL_KEYS
+        if unknown:
+            raise LexiconError(f"{path}: spacy_models[{i}]: unknown key(s) {sorted(unknown)}; known: {sorted(_MODEL_KEYS)}")
+        models.append(SpacyModel(name=entry["name"], pip=entry.get("pip"),
+                                 pip_options=_strings(entry.get("pip_options"), f"spacy_models[{i}].pip_options", path),
+                                 install=entry.get("install"), license=entry.get("license"), about=entry.get("about")))
+    if raw.get("spacy_model") and not any(m.name == raw["spacy_model"] for m in models):
+        models.insert(0, SpacyModel(name=raw["spacy_model"], install=raw.get("spacy_install")))
+    return tuple(models)
+
+
+def _installed(name: str) -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def preferred_model(models: tuple[SpacyModel, ...], installed=_installed) -> SpacyModel | None:
+    """The first model of the list that is installed, else the first listed (None if none)."""
+    for m in models:
+        if installed(m.name):
+            return m
+    return models[0] if models else None
+
+
+def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR,
+                 phrase_set: str | tuple[str, ...] | list[str] | None = None) -> Lexicon:
+    """Read and validate a lexicon by language code or by file path; ``phrase_set`` names
+    phrase sets of its `phrase_sets` to add to `phrases` (--phrase-set, repeatable)."""
     path = Path(lang_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = lexicon_path(str(lang_or_path), directory)
@@ -111,7 +175,23 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lex
     matching = raw.get("matching") or {}
     fold_cedilla = bool(matching.get("fold_cedilla", False))
     no_diacritics = bool(matching.get("match_without_diacritics", False))
-    phrases = _validate_phrases(raw["phrases"], raw.get("label_map") or {}, path, fold_cedilla, no_diacritics)
+    sets = raw.get("phrase_sets") or {}
+    if not isinstance(sets, dict):
+        raise LexiconError(f"{path}: 'phrase_sets' must map set names to {{label: [phrases]}}")
+    chosen = (phrase_set,) if isinstance(phrase_set, str) else tuple(phrase_set or ())
+    merged = {k: list(v or []) for k, v in raw["phrases"].items()} if isinstance(raw["phrases"], dict) else raw["phrases"]
+    for name in chosen:
+        if name not in sets:
+            raise LexiconError(f"{path}: no phrase set '{name}'; available: {', '.join(sorted(sets)) or 'none'}")
+        extra = sets[name] or {}
+        extra = {k: v for k, v in extra.items() if k != "description"} if isinstance(extra, dict) else extra
+        if not isinstance(extra, dict):
+            raise LexiconError(f"{path}: phrase set '{name}' must map labels to lists of phrases")
+        for label, items in extra.items():
+            merged.setdefault(label, []).extend(_strings(items, f"phrase_sets.{name}.{label}", path))
+    phrases = _validate_phrases(merged, raw.get("label_map") or {}, path, fold_cedilla, no_diacritics)
+    models = _spacy_models(raw, path)
+    preferred = preferred_model(models)
     wiki = raw.get("wiki") or {}
     seg = raw.get("segmentation") or {}
     pos = raw.get("pos_filter") or {}
@@ -124,7 +204,8 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lex
     return Lexicon(
         lang=str(raw["lang"]), name=str(raw.get("name", raw["lang"])), path=path,
         sha256=hashlib.sha256(raw_bytes).hexdigest(),
-        spacy_model=raw.get("spacy_model"), spacy_install=raw.get("spacy_install"),
+        spacy_model=preferred.name if preferred else None,
+        spacy_install=preferred.install_command if preferred else None,
         sample_input=(path.parents[1] / sample) if sample else None,
         phrases=phrases, fold_cedilla=fold_cedilla, match_without_diacritics=no_diacritics,
         open_endings=_strings(matching.get("open_endings"), "matching.open_endings", path),
@@ -137,6 +218,7 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR) -> Lex
         subject_pos=_strings(pos.get("subject_pos"), "pos_filter.subject_pos", path) or ("NOUN", "PRON", "PROPN"),
         predicate_pos=_strings(pos.get("predicate_pos"), "pos_filter.predicate_pos", path) or ("VERB", "AUX"),
         stress_tests=raw.get("stress_tests") or {},
+        spacy_models=models, phrase_set=chosen, phrase_sets_available=tuple(sorted(sets)),
     )
 
 

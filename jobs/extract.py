@@ -51,6 +51,9 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     g = p.add_argument_group("job")
     g.add_argument("--lang", required=True, help="language code of a lexicon in phrase_lexicons/ (ro, es, en, ...)")
+    g.add_argument("--phrase-set", action="append", default=None, metavar="NAME",
+                   help="add a named phrase set of the lexicon's phrase_sets to its phrases "
+                        "(e.g. --lang ro --phrase-set extended); repeatable")
     g.add_argument("--input", action="append", default=None, metavar="PATH",
                    help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
     g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"stage(s) {', '.join(missing)} not available in this version (module extractor/spark/{missing[0]}_stage.py)")
 
     try:
-        lexicon = load_lexicon(args.lang)
+        lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set)
         if args.manifest:
             if args.input or args.corpus:
                 raise InputError("--manifest and --input/--corpus exclude each other")

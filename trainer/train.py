@@ -574,6 +574,9 @@ def versions() -> dict:
 
 def run(args, callbacks=()) -> int:
     """Entry point of `train`; `callbacks` (torch models) is for Python callers and tests."""
+    from trainer.distributed import setup_run
+
+    args.out = setup_run(Path(args.out), args.device)  # torchrun: ranks > 0 write a scratch copy
     try:
         return _run(args, list(callbacks))
     except (NLIDataError, FileNotFoundError, ValueError) as exc:

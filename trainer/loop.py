@@ -22,6 +22,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from trainer import distributed as dist
+
 log = logging.getLogger("trainer")
 
 
@@ -51,6 +53,8 @@ class LoopConfig:
     seed: int = 0
     device: str = "auto"
     progress: bool = True
+    prefetch: int | None = None    # batches built ahead in a thread (pinned on CUDA); None: 4 on CUDA, 0 else
+    compile: bool = False          # torch.compile(dynamic=True) of the training forward
 
     @property
     def step_size(self) -> int:
@@ -113,6 +117,56 @@ def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
+def _pin(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.pin_memory() for k, v in batch.items()}
+
+
+def iter_batches(data: Encoded, row_lists: Iterable[Sequence[int]], *, ahead: int = 0, pin: bool = False):
+    """(rows, CPU batch) for each list of rows; with ahead > 0 a thread builds (and pins) them in advance."""
+    if ahead <= 0:
+        for rows in row_lists:
+            b = data.batch(list(rows)) if len(rows) else None
+            yield rows, (_pin(b) if pin and b is not None else b)
+        return
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+    done = object()
+
+    def produce():
+        try:
+            for rows in row_lists:
+                b = data.batch(list(rows)) if len(rows) else None
+                item = (rows, _pin(b) if pin and b is not None else b)
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # re-raised in the consumer
+            q.put(exc)
+            return
+        q.put(done)
+
+    thread = threading.Thread(target=produce, daemon=True, name="batch-prefetch")
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
 # ---------------------------------------------------------------------------- schedules
 
 def steps_per_epoch(n: int, step_size: int) -> int:
@@ -173,16 +227,27 @@ def predict_proba(model: nn.Module, data: Encoded, *, device: torch.device, batc
     n = len(data)
     order = np.argsort(-data.lengths, kind="stable") if data.lengths is not None else np.arange(n)
     dtype = autocast_dtype(device, precision)
-    chunks = []
-    for i in range(0, n, batch_size):
+    # under torchrun each rank scores every world-th batch; the shares are gathered in input order
+    world, rank = dist.world_size(), dist.rank()
+    starts = list(range(0, n, batch_size))[rank::world]
+    mine, chunks = [], []
+    for i in starts:
         idx = order[i:i + batch_size]
         with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             logits = model(**_to(data.batch(idx.tolist()), device))
         chunks.append(torch.softmax(logits.float(), dim=-1).cpu())
+        mine.append(idx)
     model.train(was_training)
-    probs = torch.cat(chunks).numpy() if chunks else np.zeros((0, 0), dtype=np.float32)
-    out = np.empty_like(probs)
-    out[order] = probs
+    probs = torch.cat(chunks).numpy() if chunks else np.zeros((0, getattr(data, "n_classes", 0)), dtype=np.float32)
+    rows = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
+    if world > 1:
+        shares = dist.all_gather_objects((rows, probs))
+        rows = np.concatenate([r for r, _ in shares])
+        probs = np.concatenate([p for _, p in shares]) if n else probs
+    if n == 0:
+        return np.zeros((0, getattr(data, "n_classes", 0)), dtype=np.float32)
+    out = np.empty((n, probs.shape[1]), dtype=probs.dtype)
+    out[rows] = probs
     return out
 
 
@@ -214,6 +279,8 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     model.to(device)
+    dist.broadcast_model(model)  # torchrun: every replica starts from rank 0's weights
+    world, rank = dist.world_size(), dist.rank()
     spe = steps_per_epoch(len(train), config.step_size)
     if schedule is None:
         schedule = default_schedule(len(train), step_size=config.step_size, epochs=config.epochs,
@@ -234,7 +301,7 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
     if resume:
         if ckpt is None or not ckpt.exists():
             raise FileNotFoundError(f"{ckpt or checkpoint_dir}: no checkpoint to resume from")
-        saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+        saved = torch.load(dist.main_path(ckpt), map_location="cpu", weights_only=False)  # rank 0's file
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
@@ -252,6 +319,10 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
     for cb in callbacks:
         cb.on_train_begin(state)
     model.train()
+    forward = torch.compile(model, dynamic=True) if config.compile else model
+    params = [p for p in model.parameters() if p.requires_grad]
+    ahead = config.prefetch if config.prefetch is not None else (4 if device.type == "cuda" else 0)
+    pin = device.type == "cuda"
     n_epochs = math.ceil(total / spe)
     try:
         from tqdm.auto import tqdm
@@ -261,26 +332,36 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
         epoch = state.epoch
         end = min(total, (epoch + 1) * spe)
         bar = tqdm(total=end - state.global_step, desc=f"epoch {epoch + 1}/{n_epochs}", leave=False,
-                   disable=not config.progress) if tqdm else None
+                   disable=not config.progress or rank != 0) if tqdm else None
         t0 = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
         n_seen = 0
-        while state.global_step < end:
-            step_rows = schedule[state.global_step]
-            micro = [m for m in np.array_split(np.asarray(step_rows), config.grad_accum) if len(m)]
-            for rows in micro:
-                batch = _to(train.batch(rows.tolist()), device)
-                y = torch.as_tensor(train.labels[rows], device=device)
+        # one entry per micro-batch: (step, this rank's share of its rows); the share is
+        # rows[rank::world], so the shares of all ranks are exactly the one-process batch
+        micro_list = []
+        for step in range(state.global_step, end):
+            step_rows = np.asarray(schedule[step])
+            parts = [m for m in np.array_split(step_rows, config.grad_accum) if len(m)]
+            for j, m in enumerate(parts):
+                micro_list.append((step, len(step_rows), j == len(parts) - 1, m[rank::world]))
+        batches = iter_batches(train, [m[3] for m in micro_list], ahead=ahead, pin=pin)
+        for (step, step_len, last, rows), (_, cpu_batch) in zip(micro_list, batches):  # noqa: B007
+            if cpu_batch is not None:
+                batch = _to(cpu_batch, device)
+                y = torch.as_tensor(train.labels[rows]).to(device, non_blocking=True)
                 with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                    logits = model(**batch)
-                # mean over the whole step, however it is split into micro-batches
-                loss = loss_fn(logits.float(), y) / len(step_rows)
+                    logits = forward(**batch)
+                # mean over the whole (global) step, however it is split into micro-batches and ranks
+                loss = loss_fn(logits.float(), y) / step_len
                 scaler.scale(loss).backward()
-                loss_sum += loss.detach() * len(step_rows)
-            n_seen += len(step_rows)
+                loss_sum += loss.detach() * step_len
+            if not last:
+                continue
+            n_seen += step_len
+            dist.all_reduce_grads(params)  # torchrun: the sum of the shares' gradients
             if config.max_grad_norm > 0:
                 scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             scaler.step(optimizer)
             scaler.update()
             optimizer.zero_grad(set_to_none=True)
@@ -292,12 +373,14 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
                 bar.update(1)
                 if state.global_step % 20 == 0:  # .item() syncs the GPU: not every step
                     bar.set_postfix(loss=f"{loss_sum.item() / max(1, n_seen):.4f}")
+        batches.close()
         if bar is not None:
             bar.close()
         if device.type == "cuda":
             torch.cuda.synchronize()
         state.epoch_seconds = time.perf_counter() - t0
         state.train_seconds += state.epoch_seconds
+        dist.all_reduce_sum(loss_sum)
         record = {"epoch": epoch, "step": state.global_step, "train_loss": loss_sum.item() / max(1, n_seen),
                   "seconds": round(state.epoch_seconds, 3)}
         if val is not None and len(val):
@@ -318,7 +401,7 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
         if state.should_stop:
             log.info("early stopping after epoch %d (best epoch %d, validation macro-F1 %.4f)",
                      epoch, state.best_epoch, state.best_score)
-        if ckpt is not None:
+        if ckpt is not None and rank == 0:  # other ranks resume from rank 0's file
             _save_checkpoint(ckpt, state, model, optimizer, scheduler, scaler, best_state)
         state.epoch += 1
     state.epoch -= 1  # the last epoch run

@@ -1,0 +1,429 @@
+"""`python -m trainer annotate export|import`: human validation of automatic NLI labels.
+
+export: a blind, seeded batch of items for every annotator (CSV) and for Label Studio
+        (tasks JSON + labeling config in the dataset's language).
+import: annotator CSVs and/or Label Studio exports, one or several rounds -> agreement
+        (Fleiss κ, pairwise Cohen κ, Krippendorff α), majority labels, automatic vs human
+        (Cohen κ, per-class P/R/F1, confusion matrix), per cartography group, and a
+        validated split with its dataset card section. See docs/annotation.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from trainer.cli import UserError
+
+# --------------------------------------------------------------------------- arguments
+
+
+def add_arguments(parser) -> None:
+    from trainer.data import add_column_arguments
+
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    e = sub.add_parser("export", help="write a blind annotation batch (annotator CSVs, Label Studio tasks)",
+                       description="Write a blind, seeded annotation batch: per-annotator CSVs and Label Studio "
+                                   "tasks + labeling config. Annotators never see the automatic label, the "
+                                   "linking phrase or the source.")
+    e.add_argument("--data", required=True, type=Path, help="our splits folder or any NLI file/folder")
+    e.add_argument("--split", action="extend", nargs="+", default=None,
+                   help="split(s) to draw from (repeatable; default: test, or the only split)")
+    e.add_argument("--n", type=int, default=None, help="items to annotate (default: all)")
+    e.add_argument("--sample", choices=["balanced", "natural"], default="balanced",
+                   help="balanced by automatic label (ESNLIR) or in the natural distribution (default balanced)")
+    e.add_argument("--seed", type=int, default=0, help="selection and order seed (default 0)")
+    e.add_argument("--annotators", action="extend", nargs="+", default=None,
+                   help="a number (default 3: annotator1..3) or names, comma-separated or repeated")
+    e.add_argument("--lang", default=None, help="language of the guidelines (default: the data's lang column, else en)")
+    e.add_argument("--labels", default=None, help="comma-separated label set (default: the canonical four)")
+    e.add_argument("--unresolved", type=Path, default=None, metavar="IMPORT_DIR",
+                   help="next round: only the items without a majority in this `annotate import` output")
+    e.add_argument("--round", type=int, default=None, help="round number (default 1, or the next after --unresolved)")
+    e.add_argument("--out", required=True, type=Path, help="batch folder to write")
+    e.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    add_column_arguments(e)
+
+    i = sub.add_parser("import", help="agreement, majority labels and a validated split from annotations",
+                       description="Read annotator CSVs and/or Label Studio exports (JSON, JSON_MIN, CSV) of one or "
+                                   "several rounds; write agreement.json, report.md, confusion_matrix.png and a "
+                                   "validated split.")
+    i.add_argument("files", nargs="+", type=Path, metavar="FILES", help="annotator CSVs and/or Label Studio exports")
+    i.add_argument("--data", required=True, type=Path, help="the data the batch was exported from")
+    i.add_argument("--split", action="extend", nargs="+", default=None,
+                   help="split(s) of --data (default: those of the batch manifests, else all)")
+    i.add_argument("--out", required=True, type=Path, help="output folder")
+    i.add_argument("--policy", choices=["majority", "agree"], default="majority",
+                   help="majority: drop items without a majority, gold = majority (RoNLI); agree: keep items "
+                        "whose majority equals the automatic label (ESNLIR). Default majority")
+    i.add_argument("--min-votes", type=int, default=2, help="votes an item needs for a majority (default 2)")
+    i.add_argument("--cartography", type=Path, default=None,
+                   help="a cartography run (RUN_DIR, its cartography/ folder or metrics.parquet): κ per group")
+    i.add_argument("--batch", action="extend", nargs="+", type=Path, default=None,
+                   help="batch folder(s) or manifest.json of `annotate export` (found next to the files otherwise)")
+    i.add_argument("--lang", default=None, help="language of the label names (default: the batch's, else the data's)")
+    i.add_argument("--labels", default=None, help="comma-separated label set (default: the batch's, else canonical)")
+    i.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    add_column_arguments(i)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _labels_arg(value) -> list[str] | None:
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
+def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test: bool) -> tuple[pd.DataFrame, list[str]]:
+    """The chosen splits of ``path`` as one frame with a ``split`` column (ids unique)."""
+    from trainer.data import NLIDataError, discover, load_nli, load_split_file
+
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder (--data)")
+    try:
+        if path.is_dir() and splits and all((path / s).is_dir() for s in splits):
+            # our splits folder: read only the splits asked for (not a large train split)
+            loaded = {s: load_split_file(path / s, **mapping) for s in splits}
+        else:
+            if path.is_dir():
+                available = list(discover(path))
+                if splits:
+                    missing = [s for s in splits if s not in available]
+                    if missing:
+                        raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(available)} (--split)")
+                elif default_test:
+                    splits = ["test"] if "test" in available else (available if len(available) == 1 else None)
+                    if splits is None:
+                        raise UserError(f"{path}: several splits ({', '.join(available)}) and no test; name one with --split")
+                if splits and all((path / s).is_dir() for s in splits):
+                    loaded = {s: load_split_file(path / s, **mapping) for s in splits}
+                else:
+                    loaded = load_nli(path, **mapping)
+            else:
+                loaded = load_nli(path, **mapping)
+    except NLIDataError as exc:
+        raise UserError(str(exc)) from None
+    if splits:
+        missing = [s for s in splits if s not in loaded]
+        if missing:
+            raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(loaded)} (--split)")
+        loaded = {s: loaded[s] for s in splits}
+    frames = [df.assign(split=name) for name, df in loaded.items()]
+    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    data["id"] = data["id"].astype(str)
+    dup = data["id"].duplicated(keep=False)
+    if dup.any():
+        first = data.loc[dup, "id"].iloc[0]
+        where = sorted(set(data.loc[data["id"] == first, "split"]))
+        raise UserError(f"{path}: item id {first!r} appears {int((data['id'] == first).sum())} times "
+                        f"(splits {', '.join(where)}); ids must be unique (--id-col, or name one --split)")
+    return data, list(loaded)
+
+
+def default_lang(data: pd.DataFrame) -> str:
+    if "lang" in data.columns:
+        values = data["lang"].dropna().astype(str)
+        if len(values):
+            return values.mode().iloc[0]
+    return "en"
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Move a finished staging folder into place (replacing ``out`` when --force was given)."""
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(staging, out)
+
+
+def stage_for(out: Path, force: bool) -> Path:
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise UserError(f"{out}: already exists; choose another --out or pass --force to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    return staging
+
+
+def _command_line() -> str:
+    return "python -m trainer " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("__main__.py") \
+        else "python -m trainer annotate"
+
+
+# --------------------------------------------------------------------------- export
+
+
+def run_export(args) -> int:
+    from trainer.annotation.batches import annotator_names, select_items, write_batch
+    from trainer.annotation.guidelines import label_set, load_guidelines
+    from trainer.data import column_mapping
+
+    mapping = {**column_mapping(args), "require_label": False}
+    data, splits = load_data(args.data, args.split, mapping, default_test=True)
+    labels = label_set(data["label"], _labels_arg(args.labels))
+    lang = args.lang or default_lang(data)
+    guidelines = load_guidelines(lang, labels)
+    round_no, start, previous = 1, 1, None
+    if args.unresolved is not None:
+        prev = Path(args.unresolved)
+        items_file, agreement_file = prev / "items.parquet", prev / "agreement.json"
+        if not items_file.exists() or not agreement_file.exists():
+            raise UserError(f"{prev}: not an `annotate import` output (no items.parquet/agreement.json) (--unresolved)")
+        prev_items = pd.read_parquet(items_file)
+        agreement = json.loads(agreement_file.read_text(encoding="utf-8"))
+        pending = set(prev_items.loc[prev_items["status"] != "majority", "item_id"].astype(str))
+        round_no = max((r["round"] for r in agreement.get("rounds", [])), default=0) + 1
+        start = len(agreement.get("annotators", [])) + 1
+        previous = {"import_dir": str(prev), "pending": len(pending)}
+        data = data[data["id"].isin(pending)].reset_index(drop=True)
+        if data.empty:
+            raise UserError(f"{prev}: every item has a majority; there is nothing for another round")
+    if args.round is not None:
+        if args.round < 1:
+            raise UserError("--round must be 1 or more")
+        round_no = args.round
+    names = annotator_names(args.annotators, start=start)
+    if args.n is not None and args.n < 1:
+        raise UserError("--n must be at least 1")
+    items, info = select_items(data, args.n, args.sample, args.seed, labels)
+    staging = stage_for(args.out, args.force)
+    try:
+        manifest = write_batch(staging, items, annotators=names, round_no=round_no, seed=args.seed,
+                               guidelines=guidelines, manifest={
+                                   "data": str(args.data), "splits": splits, "lang": lang,
+                                   "guidelines": guidelines.source, "guidelines_fallback": guidelines.fallback,
+                                   "labels": list(labels), "selection": info, "previous_round": previous,
+                                   "command": _command_line()})
+        publish(staging, Path(args.out))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    out = Path(args.out)
+    print(f"batch of {len(items)} items (round {round_no}, {args.sample}, seed {args.seed}) from "
+          f"{', '.join(splits)} of {args.data}; automatic labels: "
+          + ", ".join(f"{k} {v}" for k, v in info["label_counts"].items()))
+    for note in filter(None, [info.get("note")] + [f"label {k} has only {v} items" for k, v in
+                                                    (info.get("short_labels") or {}).items()]):
+        print(f"note: {note}")
+    if guidelines.fallback:
+        print(f"note: phrase_lexicons/{lang}.yaml has no annotation guidelines; English ones were used")
+    print(f"annotators: {', '.join(manifest['annotators'])} -> {out}/annotators/*.csv")
+    print(f"Label Studio: {out}/label_studio/tasks.json + config.xml (language {lang})")
+    print(f"coordinator only: {out}/manifest.json")
+    return 0
+
+
+# --------------------------------------------------------------------------- import
+
+
+def _find_manifests(files: list[Path], batch_dirs: list[Path]) -> list[dict]:
+    from trainer.annotation.batches import MANIFEST, manifest_near, read_manifest
+
+    found = {}
+    for d in batch_dirs:
+        p = Path(d) / MANIFEST if Path(d).is_dir() else Path(d)
+        m = read_manifest(p)
+        if m is None:
+            raise UserError(f"{p}: not a batch manifest written by annotate export (--batch)")
+        found[str(p)] = m
+    for f in files:
+        near = manifest_near(Path(f))
+        if near is not None:
+            found.setdefault(str(near[0]), near[1])
+    return list(found.values())
+
+
+def cartography_groups(path: Path, ids: pd.Index) -> tuple[pd.Series, dict]:
+    """item_id -> group name (E2L, A, H2L, no group; an item in two groups appears twice)."""
+    from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography
+
+    table = load_cartography(path)
+    table = table.assign(id=table["id"].astype(str)).drop_duplicates("id").set_index("id")
+    mapped = table.index.intersection(ids)
+    if len(mapped) == 0:
+        raise UserError(f"{path}: none of the {len(ids)} annotated items has cartography; run cartography on a "
+                        "model trained on these items (RoNLI trains Ro-BERT on the validation set)")
+    pairs = []
+    for item in mapped:
+        row = table.loc[item]
+        groups = [GROUP_NAMES[g] for g in GROUPS if bool(row[g])]
+        pairs += [(item, g) for g in (groups or ["no group"])]
+    order = {name: k for k, name in enumerate([*(GROUP_NAMES[g] for g in GROUPS), "no group"])}
+    pairs.sort(key=lambda p: order[p[1]])
+    series = pd.Series([g for _, g in pairs], index=pd.Index([i for i, _ in pairs], name="item_id"))
+    return series, {"source": str(path), "mapped": int(len(mapped)), "unmapped": int(len(ids) - len(mapped))}
+
+
+def run_import(args) -> int:
+    from trainer.annotation import agreement as ag
+    from trainer.annotation import outputs
+    from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
+    from trainer.annotation.readers import check_known, read_annotations
+    from trainer.data import column_mapping
+
+    t0 = time.perf_counter()
+    if args.min_votes < 1:
+        raise UserError("--min-votes must be at least 1")
+    manifests = _find_manifests(args.files, args.batch or [])
+    splits = args.split
+    if not splits and manifests:
+        splits = list(dict.fromkeys(s for m in manifests for s in m.get("splits", []))) or None
+    mapping = {**column_mapping(args), "require_label": False}
+    data, splits = load_data(args.data, splits, mapping, default_test=False)
+    manifest_labels = {tuple(m["labels"]) for m in manifests if m.get("labels")}
+    if len(manifest_labels) > 1:
+        raise UserError(f"the batch manifests disagree on the label set: {sorted(manifest_labels)}; pass --labels")
+    labels = label_set(data["label"], _labels_arg(args.labels) or (list(next(iter(manifest_labels)))
+                                                                    if manifest_labels else None))
+    lang = args.lang or next((m["lang"] for m in manifests if m.get("lang")), None) or default_lang(data)
+    guidelines = load_guidelines(lang, labels)
+    ann = read_annotations(args.files, label_lookup(guidelines), labels, args.batch or [])
+    check_known(ann, set(data["id"]), f"{args.data} (splits {', '.join(splits)})")
+    batch = list(dict.fromkeys([*ann.batch_items, *ann.seen]))
+    if not batch:
+        raise UserError("no items in the annotation files")
+    rows = data.set_index("id").loc[batch]
+    table = ann.table
+    auto = rows["label"].where(rows["label"].isin(labels), None) if "label" in rows else pd.Series(None, index=rows.index)
+    off_set = rows["label"].notna() & ~rows["label"].isin(labels)
+    if off_set.any():
+        raise UserError(f"{args.data}: automatic label {rows.loc[off_set, 'label'].iloc[0]!r} of item "
+                        f"{rows.index[off_set][0]!r} is not in the label set {', '.join(labels)} (--labels)")
+    if args.policy == "agree" and auto.isna().all():
+        raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); use --policy majority")
+
+    counts = ag.vote_counts(table, labels, batch)
+    maj = ag.majority(counts, args.min_votes)
+    items = pd.DataFrame(index=pd.Index(batch, name="item_id"))
+    items["split"] = rows["split"].to_numpy()
+    items["auto_label"] = auto.to_numpy()
+    items["votes"] = [json.dumps({l: int(v) for l, v in r.items() if v}, ensure_ascii=False)
+                      for r in counts.to_dict("records")]
+    items = items.join(maj)
+    rounds_of = table.groupby("item_id")["round"].agg(lambda s: ",".join(map(str, sorted(set(s)))))
+    items["rounds"] = rounds_of.reindex(items.index).fillna("")
+    if args.policy == "majority":
+        items["kept"] = items["status"] == "majority"
+    else:
+        items["kept"] = (items["status"] == "majority") & (items["majority"] == items["auto_label"])
+
+    first_round = int(table["round"].min()) if len(table) else 1
+    fl = ag.fleiss(table[table["round"] == first_round], labels)
+    ka = ag.krippendorff_alpha(table, labels)
+    gold = items[items["majority"].notna() & items["auto_label"].notna()]
+    avm = ag.auto_vs_majority(gold["auto_label"], gold["majority"], labels)
+    status = items["status"].value_counts()
+    c = {
+        "items_in_batch": int(len(items)),
+        "items_labelled": int((items["n_votes"] > 0).sum()),
+        "unlabelled": int(status.get("unlabelled", 0)),
+        "with_majority": int(status.get("majority", 0)),
+        "without_majority": int(status.get("no_majority", 0)),
+        "too_few_votes": int(status.get("too_few_votes", 0)),
+        "annotations": int(len(table)),
+        "annotators": int(table["annotator"].nunique()) if len(table) else 0,
+        "empty_labels": ann.counts["empty_labels"],
+        "cancelled_label_studio": ann.counts["cancelled"],
+        "duplicates_identical": ann.counts["duplicates_identical"],
+        "kept": int(items["kept"].sum()),
+        "dropped": int((~items["kept"]).sum()),
+    }
+    bad = []
+    if c["empty_labels"]:
+        bad.append(f"{c['empty_labels']} empty labels (an annotator skipped the item)")
+    if c["cancelled_label_studio"]:
+        bad.append(f"{c['cancelled_label_studio']} skipped (cancelled) Label Studio annotations")
+    for d in ann.duplicates[:5]:
+        bad.append(f"item {d['item_id']} labelled {d['times']} times ({d['label']}) by {d['annotator']}: "
+                   + "; ".join(d["where"]) + " (kept once)")
+    if len(ann.duplicates) > 5:
+        bad.append(f"... {len(ann.duplicates) - 5} more identical repeats")
+    if c["unlabelled"]:
+        ids = items.index[items["status"] == "unlabelled"]
+        bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+
+    by_split = ag.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
+    by_genre = []
+    if "genre" in rows.columns and rows["genre"].notna().any():
+        by_genre = ag.group_table(table, items, rows["genre"].fillna("(none)").astype(str), labels)
+    carto_rows, carto_info = [], None
+    if args.cartography is not None:
+        group_of, carto_info = cartography_groups(args.cartography, items.index)
+        carto_rows = ag.group_table(table, items, group_of, labels)
+
+    kept_by_split = {("test" if s == "data" else s): int(n) for s, n in
+                     items[items["kept"]].groupby("split", sort=False).size().items()}
+    summary = {
+        "data": str(args.data), "splits": splits, "labels": list(labels), "lang": lang,
+        "policy": args.policy, "min_votes": args.min_votes,
+        "fleiss_kappa": fl["kappa"],
+        "cohen_kappa_auto_vs_majority": avm["cohen_kappa"],
+        "krippendorff_alpha": ka["alpha"],
+        "per_class": avm["per_class"],
+        "counts": c,
+        "fleiss": fl, "fleiss_round": first_round, "krippendorff": ka,
+        "cohen_pairwise": ag.cohen_pairwise(table, labels) if len(table) else [],
+        "auto_vs_majority": avm,
+        "consensus": ag.consensus_table(table, items),
+        "rounds": ag.rounds_table(table, batch, labels, args.min_votes),
+        "annotators": sorted(table["annotator"].unique().tolist()) if len(table) else [],
+        "annotators_table": ag.annotator_table(table, items, labels) if len(table) else [],
+        "by_split": by_split, "by_genre": by_genre,
+        "by_cartography_group": carto_rows, "cartography": carto_info,
+        "kept_by_split": kept_by_split,
+        "bad_input": bad, "duplicates": ann.duplicates,
+        "files": ann.files, "manifests": ann.manifests,
+        "command": _command_line(),
+    }
+    frames = outputs.validated_frames(data, items, args.policy)
+    section = outputs.card_section(summary)
+
+    staging = stage_for(args.out, args.force)
+    try:
+        outputs.write_json(staging / "agreement.json", {k: v for k, v in summary.items() if k != "command"}
+                           | {"command": summary["command"], "seconds": round(time.perf_counter() - t0, 2)})
+        (staging / "report.md").write_text(outputs.report(summary), encoding="utf-8")
+        (staging / "human_validation.md").write_text(section, encoding="utf-8")
+        outputs.plot_confusion(avm["confusion_matrix"], staging / "confusion_matrix.png",
+                               f"automatic vs human majority ({avm['items']} items), Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
+        flat = items.reset_index()
+        flat.to_parquet(staging / "items.parquet", index=False)
+        flat.to_csv(staging / "items.csv", index=False)
+        flat[flat["status"] != "majority"][["item_id", "split", "status", "n_votes", "votes"]].to_csv(
+            staging / "unresolved.csv", index=False)
+        table.to_parquet(staging / "annotations.parquet", index=False)
+        outputs.write_validated(staging / "validated", frames, section, labels)
+        publish(staging, Path(args.out))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+    out = Path(args.out)
+    print(f"{c['annotations']} labels by {c['annotators']} annotators on {c['items_in_batch']} items "
+          f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, {c['without_majority']} without, "
+          f"{c['too_few_votes']} with too few votes, {c['unlabelled']} unlabelled")
+    print(f"Fleiss kappa {outputs.fmt(fl['kappa'])} ({fl['items']} items x {fl['raters_per_item']} labels, round "
+          f"{first_round}); Krippendorff alpha {outputs.fmt(ka['alpha'])}; automatic vs majority: Cohen kappa "
+          f"{outputs.fmt(avm['cohen_kappa'])}, micro F1 {outputs.fmt(avm['micro_f1'])}, macro F1 {outputs.fmt(avm['macro_f1'])}")
+    for line in bad:
+        print(f"counted: {line}")
+    print(f"validated ({args.policy}): {c['kept']} kept, {c['dropped']} dropped -> {out}/validated")
+    print(f"wrote {out}/agreement.json, report.md, confusion_matrix.png, human_validation.md, items.parquet, "
+          f"unresolved.csv ({c['items_in_batch'] - c['with_majority']} items for another round)")
+    return 0
+
+
+def run(args) -> int:
+    if args.action == "export":
+        return run_export(args)
+    return run_import(args)

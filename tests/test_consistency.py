@@ -415,6 +415,39 @@ def test_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert "nothing to test" in capsys.readouterr().err
 
 
+def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import trainer.runs
+
+    text = ["Orașul are un port mare la Dunăre și o gară nouă.",
+            "Cu alte cuvinte, orașul este un nod important de transport.",
+            "Prin urmare, comerțul a crescut repede în anii următori.",
+            "În contrast, satele din jur au rămas sărace și izolate.",
+            "Mulți locuitori au plecat spre capitală după război."]
+    folder = tmp_path / "sentences" / "corpus=rowiki"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"doc_id": ["d1"] * 5, "para_idx": pa.array([0] * 5, pa.int32()),
+                             "sent_idx": pa.array(range(5), pa.int32()), "text": text,
+                             "short": [False] * 5}), folder / "part-0.parquet")
+    # consecutive pairs: entailment, reasoning, contrasting, neutral; everything else entailment
+    table = {(text[0], text[1]): "entailment", (text[1], text[2]): "reasoning",
+             (text[2], text[3]): "contrasting", (text[3], text[4]): "neutral"}
+    model = _LookupModel(table, "entailment", labels=("contrasting", "entailment", "reasoning", "neutral"))
+    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    out = tmp_path / "out"
+    assert main(["consistency", "RUN", "--sentences", str(tmp_path / "sentences"), "--out", str(out),
+                 "--label-map", "contrasting=N", "reasoning=-", "--no-progress"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["counts"]["sentence_table"]["chains_used"] == 3
+    assert m["counts"]["items_per_kind"] == {"swap": 0, "chain_ac": 3, "chain_ca": 3, "shared": 0}
+    assert m["counts"]["items_with_non_nli_source_label"] == 4  # the chains through the reasoning pair
+    rows = m["views"]["unfiltered"]["rows"]
+    assert [(r["kind"], r["letters"], r["count"]) for r in rows] == [("chain_ac", "NN", 1), ("chain_ca", "NN", 1)]
+    assert m["label_map"] == {"contrasting": "N", "entailment": "E", "reasoning": "-", "neutral": "N"}
+
+
 @pytest.mark.parametrize("model", ["tfidf-lr", "cbow-softmax"])
 def test_trained_run_end_to_end(tmp_path, model, capsys):
     pytest.importorskip("sklearn")

@@ -295,7 +295,7 @@ def allowed_columns(items: pd.DataFrame, letters_col: str, readings) -> pd.DataF
 def score_rows(items: pd.DataFrame, letters_col: str, readings) -> list[dict]:
     """One row per (kind, c, source letters): counts, prediction shares, constraint and score per reading."""
     rows = []
-    valid = items[items[letters_col].map(_usable)]
+    valid = items[items[letters_col].map(_usable).astype(bool)]
     for (kind, c, letters), part in valid.groupby(["kind", "c", letters_col], sort=False):
         n = len(part)
         pred = part["pred_letter"]
@@ -322,7 +322,7 @@ def summarize(items: pd.DataFrame, letters_col: str, readings) -> dict:
     """Per reading: share of allowed predictions over the items it constrains, overall and per kind,
     and over the items where the modal readings (SC, EI) allow different sets."""
     out: dict = {}
-    usable = items[letters_col].map(_usable)
+    usable = items[letters_col].map(_usable).astype(bool)
     sub = items[usable]
     for r in readings:
         allowed = allowed_columns(sub, letters_col, [r])[f"allowed_{r}"]
@@ -569,7 +569,7 @@ def run(args) -> int:
     for r in readings:
         items[f"ok_{r}"] = [a is not None and p in a for p, a in zip(items["pred_letter"], items[f"allowed_{r}"])]
 
-    views = {"unfiltered": (items, base), "filtered": (items[items["filtered"]], "source_pred")}
+    views = {"unfiltered": (items, base), "filtered": (items[items["filtered"].astype(bool)], "source_pred")}
     result = {"run_dir": str(args.run_dir), "data": str(args.data) if args.data else None,
               "split": args.split, "generated": [str(p) for p in args.generated],
               "sentences": str(args.sentences) if args.sentences else None,

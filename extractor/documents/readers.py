@@ -1,19 +1,30 @@
-"""Readers: the pure-Python halves of turning input files into documents.
+"""Readers: the pure-Python halves of turning input files into documents, one work unit
+at a time (see `extractor/documents/units.py` for how the driver lists the units).
 
-MediaWiki dumps are read as one record per page: Hadoop's TextInputFormat with the record
-delimiter `</page>` (splittable over bzip2, so one dump is read by every core) hands each
-record here, and `parse_page_record` parses that page's XML alone, so memory is bounded by
-the largest page. UTF-16 dumps (which that byte-level split cannot handle) are streamed
-through `stream_page_records`, which yields the same records. Text, JSONL and Parquet
-corpora become documents with `plain_paragraphs`.
+A MediaWiki dump is read as page records: bytes from `<page` up to `</page>`. A work unit
+of a UTF-8 dump is a byte range: of bzip2 blocks (`.xml.bz2`, multistream too; each block
+is decompressed on its own with the C bz2 module) or of the plain file (`.xml`). A unit
+keeps the pages whose `<page` starts in its range and reads on only to finish its last
+page, so no page is lost or read twice whatever the unit size. Each record is parsed on
+its own (`parse_page_record`), so memory is bounded by the largest page. A UTF-16 dump, or
+a gzip one, is one unit read as a stream (`stream_page_records`, `stream_pages`).
 
-Every function here is Spark-free and unit-tested on its own.
+The readers know where a page, a stream and a document end, and say what they could not
+read instead of dropping it silently: a page cut off by the end of the data is a
+`PageError("truncated")`, a page that is not UTF-8 a `PageError("invalid_utf8")` with the
+byte offset, a page that is not well-formed XML a `PageError("malformed_xml")`; a corrupt
+bzip2 block raises `CorruptData` naming its byte offset; `dump_end_is_closed` checks for
+the closing `</mediawiki>`. Text, JSONL and Parquet corpora become documents with
+`plain_paragraphs` and `json_document`.
+
+Every file is opened through `extractor.fs` (local paths and URIs alike). Every function
+here is Spark-free and unit-tested on its own.
 """
 from __future__ import annotations
 
 import bz2
 import codecs
-import gzip
+import html
 import io
 import json
 import re
@@ -21,12 +32,16 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from extractor import fs
+
 PAGE_DELIMITER = "</page>"
 _PAGE_START = re.compile(r"<page[\s>]")
 _ID = re.compile(r"<id>\s*(\d+)\s*</id>")
+_ID_BYTES = re.compile(rb"<id>\s*(\d+)\s*</id>")
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _REDIRECT_TEXT = re.compile(r"^\s*#\s*(REDIRECT|REDIRECTARE|REDIRECCIÓN|REDIRECCION|REDIRECCIÓ|ПРЕНАСОЧВАНЕ)\b",
                             re.I)
+END_TAG = b"</mediawiki>"
 
 
 @dataclass
@@ -40,10 +55,19 @@ class Page:
 
 @dataclass
 class PageError:
-    """A record that is not a well-formed page: counted and skipped, with its page id."""
+    """A record that is not a readable page: counted and skipped, with its page id."""
     page_id: str | None
-    reason: str         # 'malformed_xml' | 'no_page_element'
+    reason: str         # 'malformed_xml' | 'no_page_element' | 'truncated' | 'invalid_utf8'
     detail: str
+    offset: int | None = None   # byte offset in the file (plain files) or of the bzip2 block
+
+
+class CorruptData(OSError):
+    """Compressed data that cannot be decompressed; `byte` is where the bad block starts."""
+
+    def __init__(self, message: str, byte: int):
+        super().__init__(message)
+        self.byte = byte
 
 
 def _local(tag: str) -> str:
@@ -63,10 +87,10 @@ def parse_page_record(record: str) -> Page | PageError | None:
     xml = record[match.start():] + PAGE_DELIMITER
     try:
         elem = ET.fromstring(xml)
-    except ET.ParseError as exc:
+        return page_from_element(elem)
+    except (ET.ParseError, ValueError) as exc:  # ValueError: <ns>abc</ns>
         idm = _ID.search(xml)
         return PageError(idm.group(1) if idm else None, "malformed_xml", str(exc))
-    return page_from_element(elem)
 
 
 def page_from_element(elem) -> Page:
@@ -100,6 +124,99 @@ def page_from_element(elem) -> Page:
     return Page(page_id=page_id, title=title, ns=ns, redirect=redirect, text=best_text)
 
 
+def page_from_bytes(raw: bytes, offset: int, where) -> Page | PageError | None:
+    """A page record as bytes (from `<page` to before `</page>`) -> Page, or a PageError
+    when it is not UTF-8 (`where(offset)` words the position of the first bad byte)."""
+    try:
+        record = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        idm = _ID_BYTES.search(raw)
+        at = offset + exc.start
+        return PageError(idm.group(1).decode() if idm else None, "invalid_utf8",
+                         f"not valid UTF-8 at {where(at)} ({raw[exc.start:exc.start + 4]!r})", at)
+    return parse_page_record(record)
+
+
+# --------------------------------------------------------------------------- siteinfo
+
+# Canonical (English) namespace names, which every wiki accepts besides its own.
+CANONICAL_NAMESPACES = {
+    -2: ("Media",), -1: ("Special",), 1: ("Talk",), 2: ("User",), 3: ("User talk",), 4: ("Project",),
+    5: ("Project talk",), 6: ("File", "Image"), 7: ("File talk", "Image talk"), 8: ("MediaWiki",),
+    9: ("MediaWiki talk",), 10: ("Template",), 11: ("Template talk",), 12: ("Help",), 13: ("Help talk",),
+    14: ("Category",), 15: ("Category talk",),
+}
+_NAMESPACE_RE = re.compile(r"<namespace\b([^>]*?)(?:/>|>(.*?)</namespace>)", re.S)
+_KEY_RE = re.compile(r'\bkey="(-?\d+)"')
+
+
+def site_namespaces(head: str) -> dict[int, tuple[str, ...]]:
+    """Namespace key -> names, from a dump's `<siteinfo><namespaces>` (the wiki's own
+    names) plus the canonical English names; {} when the head has no namespace list."""
+    end = head.find("</namespaces>")
+    block = head[:end] if end >= 0 else head
+    out: dict[int, list[str]] = {}
+    for m in _NAMESPACE_RE.finditer(block):
+        key = _KEY_RE.search(m.group(1))
+        if key is None:
+            continue
+        k = int(key.group(1))
+        names = out.setdefault(k, [])
+        name = html.unescape(m.group(2) or "").strip()
+        if name and name not in names:
+            names.append(name)
+    if not out:
+        return {}
+    for k, names in CANONICAL_NAMESPACES.items():
+        out.setdefault(k, [])
+        out[k] += [n for n in names if n not in out[k]]
+    return {k: tuple(v) for k, v in sorted(out.items())}
+
+
+def read_head(path: str, max_bytes: int = 1 << 20) -> bytes:
+    """The first bytes of a dump's text (decompressed), up to `</siteinfo>` or `max_bytes`.
+    A corrupt first bzip2 block raises CorruptData with its byte offset."""
+    if str(path).endswith(".bz2"):
+        out = b""
+        with fs.FileBytes(path) as data:
+            _, following = _bz2_blocks(data, 0, 0)
+            for piece in following:
+                out += piece
+                if b"</siteinfo>" in out or len(out) >= max_bytes:
+                    break
+        return out
+    with fs.open_stream(path) as fh:
+        out = b""
+        while len(out) < max_bytes:
+            chunk = fh.read(64 << 10)
+            if not chunk:
+                break
+            out += chunk
+            if b"</siteinfo>" in out:
+                break
+        return out
+
+
+def dump_end_is_closed(path: str, window: int = 2 << 20) -> bool | None:
+    """Whether the dump's text ends with `</mediawiki>` (None: could not tell, e.g. a
+    corrupt last bzip2 block, which its reader reports). A .bz2 file: its last block is
+    decompressed; a plain file: its last bytes are read."""
+    size = fs.size(path)
+    if str(path).endswith(".bz2"):
+        with fs.FileBytes(path) as data:
+            lo = max(0, size - window)
+            starts = find_magic(data, _BLOCK_PATTERNS, _BLOCK_MAGIC, lo * 8, size * 8)
+            if not starts:
+                return None
+            try:
+                tail = b"".join(_decompress_between(data, starts[-1], None))
+            except (OSError, EOFError):
+                return None
+    else:
+        tail = fs.read_range(path, max(0, size - 4096), 4096)
+    return tail.rstrip().endswith(END_TAG)
+
+
 # --------------------------------------------------------------------------- encodings
 
 BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
@@ -120,13 +237,9 @@ def encoding_from_head(head: bytes) -> str:
 
 
 def open_binary(path: str | Path):
-    """A local file, decompressed when it ends in .bz2 or .gz (multistream bz2 included)."""
-    path = str(path)
-    if path.endswith(".bz2"):
-        return bz2.open(path, "rb")
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+    """A file (local path or URI), decompressed when it ends in .bz2 or .gz (multistream
+    bz2 included)."""
+    return fs.open_stream(str(path))
 
 
 def local_encoding(path: str | Path) -> str:
@@ -140,13 +253,10 @@ _BZ2_EOS = 0x177245385090  # bzip2 end-of-stream magic (48 bits, not byte-aligne
 def bz2_is_complete(path: str | Path) -> bool:
     """Whether a .bz2 file ends with a bzip2 end-of-stream marker. A download cut short
     does not; checking the last 11 bytes is cheap and spares a failed cluster job."""
-    with open(path, "rb") as fh:
-        fh.seek(0, io.SEEK_END)
-        size = fh.tell()
-        if size < 14:
-            return False
-        fh.seek(size - 11)
-        tail = int.from_bytes(fh.read(11), "big")
+    size = fs.size(str(path))
+    if size < 14:
+        return False
+    tail = int.from_bytes(fs.read_range(str(path), size - 11, 11), "big")
     # marker (48 bits) + combined CRC (32 bits) + 0..7 padding bits end the stream
     for pad in range(8):
         if (tail >> (32 + pad)) & ((1 << 48) - 1) == _BZ2_EOS:
@@ -154,12 +264,14 @@ def bz2_is_complete(path: str | Path) -> bool:
     return False
 
 
-def stream_page_records(binary, encoding: str, chunk_chars: int = 1 << 20):
+def stream_page_records(binary, encoding: str, chunk_chars: int = 1 << 20, state: dict | None = None):
     """Yield `</page>`-delimited records (delimiter removed) from a binary stream, decoding
-    as it goes: the fallback for encodings that Hadoop's byte splitting cannot read
-    (UTF-16). Memory is bounded by the largest page plus one chunk."""
+    as it goes: how a UTF-16 dump (one work unit) is read. Memory is bounded by the largest
+    page plus one chunk. `state`, when given, receives `closed`: whether the text ended
+    with `</mediawiki>`, and `open_page`: whether the last record is a page cut off."""
     text = io.TextIOWrapper(binary, encoding=encoding, newline="")
     buf = ""
+    consumed = 0  # characters before buf[0]
     while True:
         chunk = text.read(chunk_chars)
         if not chunk:
@@ -173,8 +285,55 @@ def stream_page_records(binary, encoding: str, chunk_chars: int = 1 << 20):
             yield buf[start:end]
             start = end + len(PAGE_DELIMITER)
         buf = buf[start:]
+        consumed += start
+    if state is not None:
+        state["closed"] = buf.rstrip().endswith("</mediawiki>")
+        m = _PAGE_START.search(buf)
+        state["open_page"] = None if m is None else consumed + m.start()
+        if m is not None:  # a page cut off by the end of the data: the caller reports it
+            state["open_head"] = buf[m.start():m.start() + 4096].encode("utf-8", "replace")
+            return
     if buf.strip():
         yield buf
+
+
+def stream_pages(path: str, encoding: str, state: dict):
+    """Pages of a dump read whole as one stream (UTF-16, gzip): Page | PageError, the last
+    page cut off by the end of the data as PageError('truncated'). `state['closed']` tells
+    whether `</mediawiki>` ends it."""
+    with open_binary(path) as fh:
+        if encoding.startswith("utf-8"):
+            chunks = iter(lambda: fh.read(1 << 20), b"")
+            bom = [True]
+
+            def owned():
+                for c in chunks:
+                    if bom[0]:
+                        bom[0] = False
+                        if c.startswith(codecs.BOM_UTF8):
+                            c = c[3:]
+                    yield c
+            for offset, raw in records_from_chunks(owned(), (), state):
+                yield page_from_bytes(raw, offset, lambda at: f"byte {at} of the decompressed text")
+            if state.get("open_page") is not None:
+                yield _truncated(state, lambda at: f"byte {at} of the decompressed text")
+            return
+        try:
+            for record in stream_page_records(fh, encoding, state=state):
+                yield parse_page_record(record)
+        except UnicodeDecodeError as exc:
+            raise UnicodeError(f"{path}: not valid {encoding} near byte {exc.start} of a decoded chunk; "
+                               f"convert it to UTF-8: iconv -f {encoding.upper()} -t UTF-8") from None
+        if state.get("open_page") is not None:
+            yield _truncated(state, lambda at: f"character {at} of the decoded text")
+
+
+def _truncated(state: dict, where) -> PageError:
+    head = state.get("open_head", b"")
+    idm = _ID_BYTES.search(head)
+    at = state["open_page"]
+    return PageError(idm.group(1).decode() if idm else None, "truncated",
+                     f"the data ends inside this page (it starts at {where(at)})", at)
 
 
 # --------------------------------------------------------------------------- plain text
@@ -217,22 +376,53 @@ def json_document(line: str, fields: dict):
     if not isinstance(record, dict):
         return "malformed_json"
     text = record.get(fields["text_field"])
-    if not isinstance(text, str):
+    if text is None:
         return "no_text_field"
+    if not isinstance(text, str):
+        return "text_not_a_string"
     def opt(key):
         value = record.get(fields[key]) if fields.get(key) else None
         return None if value is None else str(value)
     return opt("id_field"), opt("title_field"), opt("genre_field"), text
 
 
-# --------------------------------------------------------------------------- byte-range splits
+def jsonl_lines(path: str, lo: int, hi: int, compressed: bool):
+    """(byte offset, line bytes) of the lines of a JSONL file that start in [lo, hi); a
+    line that crosses `hi` is read whole. A compressed file is one unit (lo=0, hi=size):
+    offsets are then in the decompressed text."""
+    if compressed:
+        with open_binary(path) as fh:
+            offset = 0
+            for line in fh:
+                yield offset, line
+                offset += len(line)
+        return
+    with fs.FileBytes(path) as data:
+        pos = lo
+        if lo > 0:  # the line that starts before lo belongs to the previous unit
+            nl = data.find(b"\n", lo - 1)
+            if nl < 0:
+                return
+            pos = nl + 1
+        size = len(data)
+        while pos < hi and pos < size:
+            nl = data.find(b"\n", pos, min(size, max(hi, pos) + (1 << 20)))
+            while nl < 0 and pos < size:  # a line longer than the window
+                end = data.find(b"\n", pos)
+                nl = end if end >= 0 else size
+            end = nl + 1 if nl < size else size
+            yield pos, data[pos:end]
+            pos = end
+
+
+
+# --------------------------------------------------------------------------- work units of a dump
 #
-# Local dumps are split without the JVM: each task gets a byte range of the file, finds the
-# bzip2 blocks that start in it (a block starts with a 48-bit magic at any bit offset),
-# decompresses them with the C bz2 module and keeps the pages whose `<page` starts in its
-# blocks, reading on into the next blocks only to finish its last page. Hadoop's splittable
-# bzip2 does the same in Java, at about a fifth of the speed; it stays the reader for
-# cluster URIs.
+# A work unit of a UTF-8 dump is a byte range of the file. For .xml.bz2 the unit finds the
+# bzip2 blocks whose magic starts in its range (a block starts with a 48-bit magic at any
+# bit offset), decompresses each as a stream of its own with the C bz2 module and keeps
+# the pages whose `<page` starts in its blocks, reading on into the next blocks only to
+# finish its last page. For .xml it does the same on the plain bytes.
 
 _BLOCK_MAGIC = 0x314159265359
 _EOS_MAGIC = 0x177245385090
@@ -299,7 +489,7 @@ def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
 
 def decompress_block_pieces(data, start_bit: int, end_bit: int, piece: int):
     """The block's text in pieces of at most `piece` bytes: libbz2 runs its inverse BWT
-    only as far as output is asked for, so a reader that stops early (a split finishing its
+    only as far as output is asked for, so a reader that stops early (a unit finishing its
     last page in the next block) does not pay for the rest of the block."""
     decompressor = bz2.BZ2Decompressor()
     out = decompressor.decompress(block_stream(data, start_bit, end_bit), max_length=piece)
@@ -312,7 +502,7 @@ def decompress_block_pieces(data, start_bit: int, end_bit: int, piece: int):
 
 def _block_starts(data, start_bit: int, window_bytes: int = 4 << 20):
     """Bit offsets of the block magics from `start_bit` on, in file order. The file is
-    scanned once, one window at a time, and only as far as the caller reads (a split reads
+    scanned once, one window at a time, and only as far as the caller reads (a unit reads
     past its end only to finish its last page)."""
     size_bits = len(data) * 8
     bit = start_bit
@@ -362,17 +552,25 @@ def _decompress_between(data, start_bit: int, next_start: int | None, piece: int
         yield decompress_block(data, start_bit, ends[0])[done:]
 
 
-def _bz2_blocks(data, lo: int, hi: int, piece: int = 1 << 16):
+def _bz2_blocks(data, lo: int, hi: int, piece: int = 1 << 16, info: dict | None = None):
     """(owned, following): decompressed blocks whose magic starts in bytes [lo, hi), and a
-    generator of the text after them, in pieces (read only as far as the last page needs)."""
+    generator of the text after them, in pieces (read only as far as the last page needs).
+    A block that cannot be decompressed raises CorruptData with its byte offset; `info`
+    receives `first_block`, the byte offset of the unit's first block."""
     starts = _block_starts(data, lo * 8)
     state = {"next": next(starts, None)}
+    if info is not None:
+        info["first_block"] = None if state["next"] is None else state["next"] // 8
 
     def blocks(until_bit, piece):
         while state["next"] is not None and state["next"] < until_bit:
             bit = state["next"]
             state["next"] = next(starts, None)
-            yield from _decompress_between(data, bit, state["next"], piece)
+            try:
+                yield from _decompress_between(data, bit, state["next"], piece)
+            except (OSError, EOFError, ValueError) as exc:
+                raise CorruptData(f"corrupt bzip2 data in the block that starts at byte {bit // 8} "
+                                  f"(bit {bit % 8}): {exc}", bit // 8) from None
 
     return blocks(hi * 8, None), blocks(len(data) * 8, piece)
 
@@ -380,64 +578,107 @@ def _bz2_blocks(data, lo: int, hi: int, piece: int = 1 << 16):
 def _plain_chunks(data, lo: int, hi: int, chunk: int = 4 << 20):
     def owned():
         for start in range(lo, hi, chunk):
-            yield bytes(data[start:min(hi, start + chunk)])
+            yield data[start:min(hi, start + chunk)]
 
     def following():
         for start in range(hi, len(data), chunk):
-            yield bytes(data[start:start + chunk])
+            yield data[start:start + chunk]
     return owned(), following()
 
 
-def records_from_chunks(owned, following):
-    """Page records (`<page ...` up to, not including, `</page>`) whose `<page` starts in the
-    owned chunks; following chunks are read only to finish the last one."""
+def records_from_chunks(owned, following, state: dict | None = None):
+    """(offset, record) of the page records (bytes from `<page` up to, not including,
+    `</page>`) whose `<page` starts in the owned chunks; following chunks are read only to
+    finish the last one. `offset` counts from the start of the owned text. When the data
+    ends inside an owned page, `state['open_page']` is that page's offset (and
+    `state['open_head']` its first bytes); `state['closed']` tells whether the text after
+    the last page holds `</mediawiki>` (meaningful when the unit reads to the end)."""
+    state = {} if state is None else state
+    state["open_page"] = None
+    state["closed"] = False
     buf = b""
-    owned_end = None  # offset in the split's text where the owned chunks end
-    offset = 0        # offset of buf[0] in the split's text
+    base = 0            # offset of buf[0] in the unit's text
     pos = 0
-    chunks = iter(owned)
+    owned_end = None    # offset where the owned chunks end, once they are used up
+    sources = [iter(owned), iter(following)]
+
+    def more():
+        nonlocal owned_end
+        while sources:
+            chunk = next(sources[0], None)
+            if chunk is not None:
+                return chunk
+            if owned_end is None:
+                owned_end = base + len(buf)
+            sources.pop(0)
+        return None
+
     while True:
-        chunk = next(chunks, None)
-        if chunk is None:
-            if owned_end is not None:
-                return  # the following chunks ran out
-            owned_end = offset + len(buf)
-            chunks = iter(following)
-            chunk = next(chunks, None)
-            if chunk is None:
-                chunk = b""
-                following = ()
-        buf += chunk
-        while True:
-            m = _PAGE_OPEN.search(buf, pos)
-            if m is None:
-                pos = max(pos, len(buf) - 6)  # '<page' may straddle into the next chunk
-                break
-            if owned_end is not None and offset + m.start() >= owned_end:
+        m = _PAGE_OPEN.search(buf, pos)
+        if m is not None:
+            if owned_end is not None and base + m.start() >= owned_end:
                 return
             end = buf.find(_PAGE_CLOSE, m.end())
-            if end < 0:
-                pos = m.start()
-                break
-            yield buf[m.start():end].decode("utf-8", errors="replace")
-            pos = end + len(_PAGE_CLOSE)
-        if owned_end is not None and offset + pos >= owned_end and _PAGE_OPEN.search(buf, pos) is None \
-                and not chunk:
+            if end >= 0:
+                state["closed"] = False
+                yield base + m.start(), bytes(buf[m.start():end])
+                pos = end + len(_PAGE_CLOSE)
+                continue
+            chunk = more()
+            if chunk is None:
+                state["open_page"] = base + m.start()
+                state["open_head"] = bytes(buf[m.start():m.start() + 4096])
+                return
+            base += m.start()
+            buf = buf[m.start():] + chunk
+            pos = 0
+            continue
+        if END_TAG in buf[pos:]:
+            state["closed"] = True
+        if owned_end is not None and base + len(buf) >= owned_end + 6:
+            return  # no page can start in the owned text any more
+        keep = max(pos, len(buf) - 16)  # '<page' or '</mediawiki>' may straddle chunks
+        chunk = more()
+        if chunk is None:
             return
-        buf = buf[pos:]
-        offset += pos
+        base += keep
+        buf = buf[keep:] + chunk
         pos = 0
-        if owned_end is not None and offset >= owned_end + 0 and not chunk:
+
+
+def wiki_unit_pages(path: str, lo: int, hi: int, state: dict | None = None):
+    """Page | PageError of work unit [lo, hi) of a UTF-8 dump (.xml or .xml.bz2; a local
+    path or URI), in dump order; a page cut off by the end of the data comes last as
+    PageError('truncated'). Raises CorruptData for a bzip2 block that cannot be read."""
+    state = {} if state is None else state
+    with fs.FileBytes(str(path)) as data:
+        if len(data) == 0:
             return
+        if str(path).endswith(".bz2"):
+            info: dict = {}
+            owned, following = _bz2_blocks(data, lo, hi, info=info)
+
+            def where(at):
+                return f"byte {at} of the text of the bzip2 blocks from byte {info.get('first_block')}"
+        else:
+            owned, following = _plain_chunks(data, lo, hi)
+
+            def where(at):
+                return f"byte {at}"
+            # offsets count from lo: make them file offsets
+        base = 0 if str(path).endswith(".bz2") else lo
+        for offset, raw in records_from_chunks(owned, following, state):
+            yield page_from_bytes(raw, base + offset, where)
+        if state.get("open_page") is not None:
+            state["open_page"] += base
+            yield _truncated(state, where)
 
 
-def split_records(path: str, lo: int, hi: int):
-    """Page records of bytes [lo, hi) of a local UTF-8 dump (.xml or .xml.bz2)."""
-    import mmap
-
-    with open(path, "rb") as fh:
-        if fh.seek(0, io.SEEK_END) == 0:
+def unit_records(path: str, lo: int, hi: int):
+    """Page records (str) of work unit [lo, hi) of a UTF-8 dump, for tests and tools."""
+    with fs.FileBytes(str(path)) as data:
+        if len(data) == 0:
             return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            owned, following = (_bz2_blocks if str(path).endswith(".bz2") else _plain_chunks)(data, lo, hi)
-            yield from records_from_chunks(owned, following)
+        owned, following = (_bz2_blocks if str(path).endswith(".bz2") else _plain_chunks)(data, lo, hi)
+        for _, raw in records_from_chunks(owned, following):
+            yield raw.decode("utf-8", errors="replace")

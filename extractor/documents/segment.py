@@ -137,23 +137,30 @@ def params_from_dict(data: dict, source: str = "<dict>") -> PunktParameters:
     return params
 
 
-def save_params(params: PunktParameters, path: str | Path) -> Path:
-    """Write the parameters as JSON (sorted keys: the same params give the same bytes)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(params_to_dict(params), ensure_ascii=False, sort_keys=True, indent=0) + "\n",
-                   encoding="utf-8")
-    tmp.replace(path)
-    return path
+def save_params(params: PunktParameters, path: str | Path) -> str | Path:
+    """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
+    a local path or a URI (through extractor.fs)."""
+    from extractor import fs
+
+    data = (json.dumps(params_to_dict(params), ensure_ascii=False, sort_keys=True, indent=0) + "\n").encode("utf-8")
+    if fs.is_local(path):
+        path = Path(fs.local_path(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        return path
+    fs.write_bytes(str(path), data)
+    return str(path)
 
 
 def load_params(path: str | Path) -> PunktParameters:
-    path = Path(path)
-    if not path.exists():
+    from extractor import fs
+
+    if not fs.exists(str(path)):
         raise FileNotFoundError(f"{path}: Punkt parameter file not found")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(fs.read_bytes(str(path)).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a Punkt parameter file ({exc.__class__.__name__})") from None
     return params_from_dict(data, str(path))

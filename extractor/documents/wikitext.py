@@ -399,11 +399,18 @@ def _cut_links(text: str, start_re: re.Pattern, drops: Counter) -> str:
 
 # --- per-lexicon compiled rules ----------------------------------------------------------
 
+# Namespace keys whose links are hidden in the rendered page: Media (-2), File (6), Category (14).
+HIDDEN_NAMESPACE_KEYS = (-2, 6, 14)
+
+
 class _Rules:
-    def __init__(self, lexicon):
+    def __init__(self, lexicon, namespaces: dict | None = None):
+        """`namespaces`: key -> names from the dump's <siteinfo> (readers.site_namespaces);
+        the lexicon's file/category names add to them."""
         self.lexicon = lexicon
-        files = {"File", "Image", "Media", *lexicon.file_namespaces}
-        cats = {"Category", *lexicon.category_namespaces}
+        site = namespaces or {}
+        files = {"File", "Image", "Media", *lexicon.file_namespaces, *site.get(6, ()), *site.get(-2, ())}
+        cats = {"Category", *lexicon.category_namespaces, *site.get(14, ())}
         self.hidden_ns = {self._key(x) for x in files | cats}
         alias = "|".join(sorted((re.escape(x).replace(r"\ ", "[ _]+") for x in files | cats), key=len, reverse=True))
         # File/category/interlanguage links start a hidden link; a leading ':' makes a
@@ -438,11 +445,15 @@ class _Rules:
 _RULES: dict[tuple, _Rules] = {}
 
 
-def _rules(lexicon) -> _Rules:
-    key = (str(lexicon.path), lexicon.sha256)
+def _rules(lexicon, namespaces: dict | None = None) -> _Rules:
+    ns_key = tuple(sorted((k, tuple(v)) for k, v in namespaces.items() if k in HIDDEN_NAMESPACE_KEYS)) \
+        if namespaces else ()
+    key = (str(lexicon.path), lexicon.sha256, ns_key)
     rules = _RULES.get(key)
     if rules is None:
-        rules = _RULES[key] = _Rules(lexicon)
+        if len(_RULES) > 64:
+            _RULES.clear()
+        rules = _RULES[key] = _Rules(lexicon, dict(ns_key))
     return rules
 
 
@@ -659,11 +670,11 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter, full_parse: bool = Fa
 
 # --- the page ----------------------------------------------------------------------------
 
-def precut(wikitext: str, lexicon, drops: Counter | None = None) -> str:
+def precut(wikitext: str, lexicon, drops: Counter | None = None, namespaces: dict | None = None) -> str:
     """The cheap removals (comments, dropped tags, templates, file/category links), exposed
     for benchmarks and tests."""
     drops = Counter() if drops is None else drops
-    rules = _rules(lexicon)
+    rules = _rules(lexicon, namespaces)
     text = wikitext.replace("\r\n", "\n").replace("\r", "\n")
     text = _cut_comments(text, drops)
     text = _cut_tags(text, drops)
@@ -680,7 +691,7 @@ def precut(wikitext: str, lexicon, drops: Counter | None = None) -> str:
     return text
 
 
-def clean_page(wikitext: str, lexicon, *, full_parse: bool = False) -> CleanedPage:
+def clean_page(wikitext: str, lexicon, *, full_parse: bool = False, namespaces: dict | None = None) -> CleanedPage:
     """Split a page into sections of plain-text paragraphs.
 
     Headings start sections (the lead has title ''); sections named in the lexicon's
@@ -688,10 +699,13 @@ def clean_page(wikitext: str, lexicon, *, full_parse: bool = False) -> CleanedPa
     dropped; a blank line, a removed table or a removed list ends a paragraph.
 
     full_parse=True hands every paragraph with links to mwparserfromhell instead of the
-    regular-expression fast path (slower; the tests use it to check the fast path)."""
+    regular-expression fast path (slower; the tests use it to check the fast path).
+
+    namespaces: the dump's namespace names (key -> names, from <siteinfo>), so that file
+    and category links of any language are removed even when the lexicon lists none."""
     drops: Counter = Counter()
-    rules = _rules(lexicon)
-    text = precut(wikitext or "", lexicon, drops)
+    rules = _rules(lexicon, namespaces)
+    text = precut(wikitext or "", lexicon, drops, namespaces)
 
     sections: list[Section] = []
     current = Section("", [], 1)

@@ -448,41 +448,47 @@ def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
     assert m["label_map"] == {"contrasting": "N", "entailment": "E", "reasoning": "-", "neutral": "N"}
 
 
-@pytest.mark.parametrize("model", ["tfidf-lr", "cbow-softmax"])
+@pytest.mark.parametrize("model", ["tfidf-lr", "cbow-softmax", "transformer"])
 def test_trained_run_end_to_end(tmp_path, model, capsys):
+    """Every model family through `python -m trainer train` and the real `load_run`."""
     pytest.importorskip("sklearn")
-    if model == "cbow-softmax":
-        pytest.importorskip("torch")
-        pytest.importorskip("gensim")
     paths = write_dataset(tmp_path / "data")
     run_dir = tmp_path / "run"
     args = ["train", "--model", model, "--train", str(paths["train"]), "--validation", str(paths["validation"]),
             "--test", str(paths["test"]), "--out", str(run_dir)]
     if model == "cbow-softmax":
-        args += ["--epochs", "3", "--no-progress"] if "--no-progress" in _train_flags() else ["--epochs", "3"]
+        pytest.importorskip("torch")
+        pytest.importorskip("gensim")
+        args += ["--epochs", "3"]
+    if model == "transformer":
+        pytest.importorskip("transformers")
+        from tests.trainer_fixtures import TEST_DEVICE, make_tiny_bert
+
+        train = pd.read_json(paths["train"], lines=True)
+        bert = make_tiny_bert(tmp_path / "tiny-bert", train["premise"].tolist() + train["hypothesis"].tolist())
+        args += ["--pretrained", str(bert), "--epochs", "1", "--batch-size", "32", "--max-length", "32",
+                 "--no-progress", "--device", TEST_DEVICE]
     assert main(args) == 0
     capsys.readouterr()
     assert main(["consistency", str(run_dir), "--data", str(paths["test"]), "--generated", str(paths["generated"]),
-                 "--no-progress"]) == 0
+                 "--batch-size", "256", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     m = json.loads((run_dir / "consistency" / "metrics.json").read_text())
     assert m["counts"]["items_per_kind"]["shared"] == 420
-    assert m["data_items"]["n"] == 210
+    assert m["data_items"]["n"] == 210 and m["generated_items"]["n"] == 364
     for r in ("SC", "EI"):
         s = m["views"]["unfiltered"]["summary"][r]
         assert s["constrained_items"] > 0 and 0.0 <= s["score"] <= 100.0
     assert "| input items | item | c | count | E | C | N | MC | MC✓ | SC | SC✓ | EI | EI✓ |" in printed
-    assert len(pd.read_parquet(run_dir / "consistency" / "items.parquet")) == sum(m["counts"]["items_per_kind"].values())
-
-
-def _train_flags() -> str:
-    import argparse
-
-    from trainer import train
-
-    p = argparse.ArgumentParser()
-    train.add_arguments(p)
-    return " ".join(p.format_help().split())
+    items = pd.read_parquet(run_dir / "consistency" / "items.parquet")
+    assert len(items) == sum(m["counts"]["items_per_kind"].values())
+    # the scores are recomputable from the items file
+    swap_c = items[(items["kind"] == "swap") & (items["source_pred"] == "C")]
+    row = next(r for r in m["views"]["unfiltered"]["rows"] if r["kind"] == "swap" and r["letters"] == "C") \
+        if len(swap_c) else None
+    if row is not None:
+        assert row["count"] == len(swap_c)
+        assert row["SC_ok"] == round(100.0 * float((swap_c["pred_letter"] == "C").mean()), 1)
 
 
 if __name__ == "__main__":  # write the dataset for a manual run: python tests/test_consistency.py DIR

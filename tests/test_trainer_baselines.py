@@ -228,6 +228,7 @@ def test_cartography_and_curriculum_hooks(syn, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "trainer.cartography", types.SimpleNamespace(select_subset=select_subset))
     monkeypatch.setitem(sys.modules, "trainer.curriculum", types.SimpleNamespace(make_schedule=make_schedule))
     out = tmp_path / "cl"
+    (tmp_path / "carto").mkdir()  # --cartography-from must exist: checked before any work
     assert _train(syn, out, "cbow-softmax", "--epochs", "2", "--batch-size", "50", "--patience", "0",
                   "--subset", "e2l", "--cartography-from", str(tmp_path / "carto"),
                   "--curriculum", "cart++") == 0

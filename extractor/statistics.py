@@ -13,9 +13,16 @@ Three layers, each written once:
 
 Word definitions (documented in docs/stats.md):
 - *length* counts whitespace tokens of the raw text (RoNLI Table 2 "#words");
-- *overlap* statistics compare normalised words: case-folded whitespace tokens with
-  leading/trailing characters that are not letters or digits stripped, empty tokens
-  dropped ("Thus," == "thus", "(§4.3)" == "4.3").
+- *RoNLI overlap* (`overlap_jaccard_raw`, the overlap column of the RoNLI Table 2 layout)
+  is the Jaccard index of the two sentences' raw whitespace-token sets, case and
+  punctuation kept, as RoNLI's own code computes it ("Thus," != "thus");
+- the other *overlap* statistics (`overlap_jaccard`, IndoNLI style, LCS, new tokens)
+  compare normalised words: case-folded whitespace tokens with leading/trailing
+  characters that are not letters or digits stripped, empty tokens dropped
+  ("Thus," == "thus", "(§4.3)" == "4.3");
+- standard deviations (IndoNLI Table 4's numbers in brackets) are sample standard
+  deviations (n - 1 in the denominator; None below two rows), as pandas' ``std()`` and
+  Spark's ``stddev_samp``.
 """
 from __future__ import annotations
 
@@ -54,6 +61,14 @@ def norm_words(text: str) -> list[str]:
 def overlap_jaccard(premise: str, hypothesis: str) -> float:
     """Jaccard index of the two sentences' normalised word sets (0 when both are empty)."""
     p, h = set(norm_words(premise)), set(norm_words(hypothesis))
+    union = p | h
+    return len(p & h) / len(union) if union else 0.0
+
+
+def overlap_jaccard_raw(premise: str, hypothesis: str) -> float:
+    """RoNLI's word overlap: Jaccard index of the raw whitespace-token sets, case and
+    punctuation kept (0 when both are empty)."""
+    p, h = set(words(premise)), set(words(hypothesis))
     union = p | h
     return len(p & h) / len(union) if union else 0.0
 
@@ -108,7 +123,19 @@ def pair_text_key(premise: str, hypothesis: str, ordered: bool = True) -> str:
 
 # Row columns produced by row_statistics, in order.
 ROW_COLUMNS = ("premise_words", "hypothesis_words", "overlap_jaccard", "lcs_ratio",
-               "new_token_rate", "hypothesis_inner_capital")
+               "new_token_rate", "hypothesis_inner_capital", "overlap_jaccard_raw")
+# Their types (pandas dtype names; Spark types in spark_row_fields).
+ROW_DTYPES = {"premise_words": "int64", "hypothesis_words": "int64", "overlap_jaccard": "float64",
+              "lcs_ratio": "float64", "new_token_rate": "float64", "hypothesis_inner_capital": "bool",
+              "overlap_jaccard_raw": "float64"}
+
+
+def spark_row_fields(T=None) -> list:
+    """The :data:`ROW_COLUMNS` as Spark StructFields (``T`` is pyspark.sql.types)."""
+    if T is None:
+        from pyspark.sql import types as T
+    kinds = {"int64": T.LongType(), "float64": T.DoubleType(), "bool": T.BooleanType()}
+    return [T.StructField(c, kinds[ROW_DTYPES[c]]) for c in ROW_COLUMNS]
 
 
 def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
@@ -120,6 +147,8 @@ def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.Dat
         pn, hn = norm_words(p), norm_words(h)
         ps, hs = set(pn), set(hn)
         union = ps | hs
+        pr, hr = set(words(p)), set(words(h))
+        raw_union = pr | hr
         rows.append((
             word_count(p),
             word_count(h),
@@ -127,10 +156,10 @@ def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.Dat
             lcs_length(hn, pn) / len(hn) if hn else 0.0,
             sum(1 for w in hn if w not in ps) / len(hn) if hn else 0.0,
             inner_capital(h),
+            len(pr & hr) / len(raw_union) if raw_union else 0.0,
         ))
     df = pd.DataFrame.from_records(rows, columns=list(ROW_COLUMNS))
-    return df.astype({"premise_words": "int64", "hypothesis_words": "int64", "overlap_jaccard": "float64",
-                      "lcs_ratio": "float64", "new_token_rate": "float64", "hypothesis_inner_capital": "bool"})
+    return df.astype(ROW_DTYPES)
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -138,8 +167,13 @@ def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.Dat
 # output name -> (row column, reduction). "share" is the mean of a boolean.
 AGGREGATES: dict[str, tuple[str, str]] = {
     "premise_words_mean": ("premise_words", "mean"),
+    "premise_words_std": ("premise_words", "std"),
     "hypothesis_words_mean": ("hypothesis_words", "mean"),
+    "hypothesis_words_std": ("hypothesis_words", "std"),
+    "overlap_jaccard_raw_mean": ("overlap_jaccard_raw", "mean"),
+    "overlap_jaccard_raw_std": ("overlap_jaccard_raw", "std"),
     "overlap_jaccard_mean": ("overlap_jaccard", "mean"),
+    "overlap_jaccard_std": ("overlap_jaccard", "std"),
     "overlap_jaccard_median": ("overlap_jaccard", "median"),
     "lcs_ratio_median": ("lcs_ratio", "median"),
     "new_token_rate_median": ("new_token_rate", "median"),
@@ -157,7 +191,17 @@ def _reduce(values: pd.Series, how: str) -> float | None:
         return None
     if how == "median":
         return round(float(np.median(values.to_numpy(dtype="float64"))), DIGITS)
+    if how == "std":
+        return sample_std(values.to_numpy(dtype="float64"))
     return round(float(values.astype("float64").mean()), DIGITS)
+
+
+def sample_std(values) -> float | None:
+    """Sample standard deviation (n - 1), rounded like the means; None below two values."""
+    arr = np.asarray(values, dtype="float64")
+    if arr.size < 2:
+        return None
+    return round(float(np.std(arr, ddof=1)), DIGITS)
 
 
 def aggregate_pandas(stats: pd.DataFrame, labels: pd.Series | None = None) -> dict:
@@ -187,8 +231,9 @@ def spark_aggregate_columns():
     cols = [F.count(F.lit(1)).alias("count")]
     for name, (col, how) in AGGREGATES.items():
         c = F.col(col).cast("double")
-        # median() is exact (interpolated) in Spark >= 3.4, like numpy.median
-        expr = F.median(c) if how == "median" else F.avg(c)
+        # median() is exact (interpolated) in Spark >= 3.4, like numpy.median;
+        # stddev_samp is null below two rows, like sample_std
+        expr = F.median(c) if how == "median" else F.stddev_samp(c) if how == "std" else F.avg(c)
         cols.append(expr.alias(name))
     return cols
 
@@ -234,8 +279,12 @@ def pmi(count_word_label, count_word, count_label, total, n_labels: int,
 
 
 def hypothesis_word_set(text: str) -> set[str]:
-    """Words counted for PMI: the distinct normalised words of a hypothesis."""
+    """Words counted for PMI: the distinct normalised words of a hypothesis (or, for the
+    premise-side PMI, of a premise)."""
     return set(norm_words(text))
+
+
+word_set = hypothesis_word_set
 
 
 def top_pmi(hypotheses: Iterable[str], labels: Iterable, k: int = 10, min_count: int = PMI_MIN_COUNT,
@@ -317,6 +366,10 @@ def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN
         for label, words_ in top_pmi(df["hypothesis"], labels, k=top_k, min_count=min_count).items():
             if label in result["labels"]:
                 result["labels"][label]["top_pmi_words"] = words_
+        # premise side: a premise that announces its label is an artefact too
+        result["premise_top_pmi_words"] = {
+            label: words_ for label, words_ in
+            top_pmi(df["premise"], labels, k=top_k, min_count=min_count).items() if label in result["labels"]}
     result["duplicates"] = duplicate_counts(list(df["premise"]), list(df["hypothesis"]))
     return result
 
@@ -365,12 +418,30 @@ def class_distribution_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _mean_std(b: dict, key: str, digits: int) -> str:
+    """'mean (std)', IndoNLI Table 4 style; just the mean where the std is undefined."""
+    mean, std = b.get(f"{key}_mean"), b.get(f"{key}_std")
+    return _fmt(mean, digits) + (f" ({_fmt(std, digits)})" if mean is not None and std is not None else "")
+
+
+# (column group, statistic key, digits) of the RoNLI Table 2 layout.
+RONLI_GROUPS = (("#pairs", "count", 0), ("premise words", "premise_words", 1),
+                ("hypothesis words", "hypothesis_words", 1), ("overlap (RoNLI)", "overlap_jaccard_raw", 2),
+                ("overlap (normalised)", "overlap_jaccard", 2))
+
+RONLI_NOTE = ("Mean (sample standard deviation in brackets, as IndoNLI Table 4). Words are whitespace "
+              "tokens of the raw text. *overlap (RoNLI)* is RoNLI's own measure: the Jaccard index of the "
+              "two sentences' raw whitespace-token sets, case and punctuation kept, so its numbers compare "
+              "with RoNLI Table 2. *overlap (normalised)* is the Jaccard index of case-folded tokens with "
+              "edge punctuation stripped (IndoNLI style; higher on the same data).")
+
+
 def ronli_table(result: dict) -> str:
     """The layout of RoNLI Table 2: per label, count, mean premise and hypothesis words and
-    mean word overlap (Jaccard), one column per split for each."""
+    mean word overlap (RoNLI's raw-token Jaccard), one column per split for each, with
+    standard deviations in brackets, plus the normalised overlap as its own column group."""
     splits = list(result["splits"])
-    groups = [("#pairs", "count", 0), ("premise words", "premise_words_mean", 1),
-              ("hypothesis words", "hypothesis_words_mean", 1), ("overlap (Jaccard)", "overlap_jaccard_mean", 2)]
+    groups = RONLI_GROUPS
     head = "| label | " + " | ".join(f"{g} {s}" for g, _, _ in groups for s in splits) + " |"
     lines = [head, "|---|" + "---:|" * (len(groups) * len(splits))]
     for label in _label_order(result) + ["all"]:
@@ -379,7 +450,14 @@ def ronli_table(result: dict) -> str:
             for s in splits:
                 block = result["splits"][s]
                 b = block["all"] if label == "all" else block["labels"].get(label)
-                cells.append("-" if b is None else _fmt(b[key], digits))
+                if b is None:
+                    cells.append("-")
+                elif key == "count":
+                    cells.append(_fmt(b["count"]))
+                elif f"{key}_mean" not in b:  # statistics written before this column existed
+                    cells.append("-")
+                else:
+                    cells.append(_mean_std(b, key, digits))
         lines.append(f"| {label if label != 'all' else '**overall**'} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -397,11 +475,17 @@ def artefact_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def pmi_markdown(result: dict, k: int = 5) -> str:
-    lines = ["| split | label | top words by PMI (PMI, count/hypotheses with the word) |", "|---|---|---|"]
+def pmi_markdown(result: dict, k: int = 5, side: str = "hypothesis") -> str:
+    """Top PMI words per split and label, of hypotheses (``side="hypothesis"``, the label
+    blocks' ``top_pmi_words``) or of premises (``"premise"``, the split's
+    ``premise_top_pmi_words``)."""
+    lines = [f"| split | label | top {side} words by PMI (PMI, count/{side}s with the word) |", "|---|---|---|"]
     for s, block in result["splits"].items():
         for label, b in block["labels"].items():
-            tops = b.get("top_pmi_words") or []
+            if side == "premise":
+                tops = (block.get("premise_top_pmi_words") or {}).get(label) or []
+            else:
+                tops = b.get("top_pmi_words") or []
             cell = ", ".join(f"{t['word']} ({t['pmi']:.2f}, {t['count']}/{t['word_count']})" for t in tops[:k])
             lines.append(f"| {s} | {label} | {cell or '-'} |")
     return "\n".join(lines)
@@ -429,10 +513,11 @@ def markdown_report(result: dict, title: str = "NLI dataset statistics", source:
         parts += [f"Data: `{source}`", ""]
     parts += ["## Class distribution", "", class_distribution_table(result), "",
               "## Lengths and overlap (RoNLI Table 2 layout)", "",
-              "Words are whitespace tokens; overlap is the Jaccard index of the two sentences' word sets.", "",
+              RONLI_NOTE, "",
               ronli_table(result), "",
               "## Annotation-artefact indicators", "", artefact_table(result), "",
               "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", pmi_markdown(result), "",
+              "## Top PMI words of premises per label", "", pmi_markdown(result, side="premise"), "",
               "## Duplicates and leakage", "", leakage_markdown(result), ""]
     unl = {s: b.get("unlabeled", 0) for s, b in result["splits"].items() if b.get("unlabeled")}
     if unl:

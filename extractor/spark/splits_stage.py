@@ -69,6 +69,7 @@ def _row_stats_batches(batches):
         stats = st.row_statistics(df["premise"], df["hypothesis"])
         stats.insert(0, "pair_id", df["pair_id"].astype(str).to_numpy())
         stats["_words"] = [sorted(st.hypothesis_word_set(h or "")) for h in df["hypothesis"]]
+        stats["_pwords"] = [sorted(st.word_set(p or "")) for p in df["premise"]]
         yield stats
 
 
@@ -223,16 +224,14 @@ def _run(ctx) -> None:
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
 
     # 5. statistics (same row functions as `trainer stats`), aggregated in Spark SQL.
-    row_schema = T.StructType([T.StructField("pair_id", T.StringType()),
-                               T.StructField("premise_words", T.LongType()), T.StructField("hypothesis_words", T.LongType()),
-                               T.StructField("overlap_jaccard", T.DoubleType()), T.StructField("lcs_ratio", T.DoubleType()),
-                               T.StructField("new_token_rate", T.DoubleType()),
-                               T.StructField("hypothesis_inner_capital", T.BooleanType()),
-                               T.StructField("_words", T.ArrayType(T.StringType()))])
+    row_schema = T.StructType([T.StructField("pair_id", T.StringType()), *st.spark_row_fields(T),
+                               T.StructField("_words", T.ArrayType(T.StringType())),
+                               T.StructField("_pwords", T.ArrayType(T.StringType()))])
     rows = final.select("pair_id", "premise", "hypothesis").mapInPandas(_row_stats_batches, row_schema)
     rows = rows.join(final.select("pair_id", F.col("_split").alias("split"), "label"), "pair_id").cache()
     result = _aggregate(F, rows)
     _add_pmi(F, Window, rows, result)
+    _add_pmi(F, Window, rows, result, words_col="_pwords")  # premise side
     for split in result["splits"].values():
         split["duplicates"] = {"pairs": 0, "sentence_pairs": 0}  # removed above, checked below
     leakage = _leakage(F, final)
@@ -317,12 +316,15 @@ def _aggregate(F, rows) -> dict:
     return result
 
 
-def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> None:
-    """Top-k PMI words per split and label: counts in SQL, the one `st.pmi` formula as a column."""
+def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT,
+             words_col: str = "_words") -> None:
+    """Top-k PMI words per split and label: counts in SQL, the one `st.pmi` formula as a column.
+    ``words_col`` "_words" (hypotheses) fills each label block's ``top_pmi_words``; "_pwords"
+    (premises) fills the split's ``premise_top_pmi_words``, as `st.split_statistics` does."""
     label_n = rows.groupBy("split", "label").agg(F.count(F.lit(1)).alias("n_label"))
     split_n = rows.groupBy("split").agg(F.count(F.lit(1)).alias("n_total"),
                                         F.countDistinct("label").alias("n_labels"))
-    words = rows.select("split", "label", F.explode("_words").alias("word"))
+    words = rows.select("split", "label", F.explode(words_col).alias("word"))
     wl = words.groupBy("split", "word", "label").agg(F.count(F.lit(1)).alias("c_wl"))
     w = words.groupBy("split", "word").agg(F.count(F.lit(1)).alias("c_w")).filter(F.col("c_w") >= min_count)
     scored = wl.join(w, ["split", "word"]).join(label_n, ["split", "label"]).join(split_n, "split")
@@ -331,11 +333,19 @@ def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI
     scored = scored.filter(F.col("pmi") > 0)  # only words that point towards the label
     top = scored.withColumn("_r", F.row_number().over(
         Window.partitionBy("split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
+    if words_col != "_words":
+        for split in result["splits"].values():
+            split["premise_top_pmi_words"] = {label: [] for label in split["labels"]}
     for r in top.orderBy("split", "label", "_r").collect():
-        block = result["splits"][r["split"]]["labels"].get(r["label"])
+        entry = {"word": r["word"], "pmi": round(float(r["pmi"]), 4), "count": int(r["c_wl"]), "word_count": int(r["c_w"])}
+        split = result["splits"][r["split"]]
+        if words_col != "_words":
+            if r["label"] in split["premise_top_pmi_words"]:
+                split["premise_top_pmi_words"][r["label"]].append(entry)
+            continue
+        block = split["labels"].get(r["label"])
         if block is not None:
-            block.setdefault("top_pmi_words", []).append(
-                {"word": r["word"], "pmi": round(float(r["pmi"]), 4), "count": int(r["c_wl"]), "word_count": int(r["c_w"])})
+            block.setdefault("top_pmi_words", []).append(entry)
 
 
 def _leakage(F, final) -> dict:

@@ -63,17 +63,20 @@ def build_info(ctx) -> dict:
     pairs_stats = (ctx.stats or {}).get("pairs") or {}
     model = getattr(args, "spacy_model", None) or getattr(lex, "spacy_model", None)
     pos = pairs_stats.get("pos_filter")
+    info = lex.model_info(model) if hasattr(lex, "model_info") else None
     return {
         "command_line": ctx.command_line or "",
         "lexicon": _display_path(getattr(lex, "path", None)) or f"phrase_lexicons/{lex.lang}.yaml",
         "lexicon_sha256": getattr(lex, "sha256", None),
+        "phrase_set": list(getattr(lex, "phrase_set", ()) or ()),
         "lang": lex.lang,
         "seed": int(getattr(args, "seed", 0) or 0),
         "min_chars": getattr(args, "min_chars", None),
         "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role} for c in (ctx.corpora or [])],
         "versions": {"python": platform.python_version(), "pyspark": _version("pyspark"),
                      "spacy": _version("spacy"), "spacy_model": model,
-                     "spacy_model_version": _package_version(model), "nltk": _version("nltk"),
+                     "spacy_model_version": _package_version(model),
+                     "spacy_model_license": getattr(info, "license", None), "nltk": _version("nltk"),
                      "mwparserfromhell": _version("mwparserfromhell")},
         "pos_filter": pos if pos is not None else getattr(args, "pos_filter", None),
         "spark_master": ctx.spark.sparkContext.master if ctx.spark is not None else None,
@@ -163,14 +166,16 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += [f"| {s} | {n:,} |" for s, n in sizes.items()]
     lines += ["", "## How it was built", "",
               f"- command: `{build.get('command_line', '')}`",
-              f"- lexicon: `{build.get('lexicon')}` (sha256 `{build.get('lexicon_sha256')}`)",
+              f"- lexicon: `{build.get('lexicon')}` (sha256 `{build.get('lexicon_sha256')}`)"
+              + (f", phrase set(s) {', '.join(build['phrase_set'])} added" if build.get("phrase_set") else ""),
               f"- seed: {build.get('seed')}; minimum sentence length: {build.get('min_chars')} characters",
               f"- splits: ratios {stage_stats['settings']['split_ratios']}, balance `{stage_stats['settings']['balance']}`, "
               f"at most {stage_stats['settings']['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
               "documents assigned whole to one split, stratified by label, visited in the order of a hash of doc_id and seed",
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
               f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, spaCy {v.get('spacy') or 'not installed'}, "
-              f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}, "
+              f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}"
+              + (f" (license {v['spacy_model_license']})" if v.get("spacy_model_license") else "") + ", "
               f"nltk {v.get('nltk')}, mwparserfromhell {v.get('mwparserfromhell')}",
               f"- license: {license}. {LICENSE_NOTE}", ""]
     if build.get("corpora"):
@@ -181,8 +186,8 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     if chart:
         lines += [f"![class distribution per split]({chart})", ""]
     lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
-              "Mean premise and hypothesis length in whitespace words and mean word overlap "
-              "(Jaccard index of the two sentences' word sets), per label and split.", "",
+              "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
+              + st.RONLI_NOTE, "",
               st.ronli_table(dataset), "",
               "## Annotation-artefact indicators", "",
               "A hypothesis-only model exploits differences between labels in these numbers; "
@@ -190,6 +195,9 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               st.artefact_table(dataset), "",
               "## Most frequent markers", "", _markers_table(stage_stats.get("markers", {})), "",
               "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", st.pmi_markdown(dataset), "",
+              "## Top PMI words of premises per label", "",
+              "The same PMI over the premises: a premise whose words announce the label is an artefact too.", "",
+              st.pmi_markdown(dataset, side="premise"), "",
               "## Corpora per split", "", _corpora_table(stage_stats.get("corpora", {})), "",
               "## Leakage report", "", _leakage_text(leakage), "",
               "## Drop counts", "", "Stage 3 (splits):", "", _drops_table(stage_stats.get("dropped", {})), ""]

@@ -129,7 +129,8 @@ def test_run_resumes_from_its_checkpoint(cross_run, data, tmp_path):
     with pytest.raises(RuntimeError, match="simulated crash"):
         train_cmd.run(_args(_argv(data, out)), callbacks=[CrashAfter(1)])
     # the checkpoint is written after the callbacks: the crash leaves epoch 0's
-    assert (out / "checkpoint" / "state.pt").exists()
+    # runs are staged: the unfinished run (and its checkpoint) is in OUT.inprogress until published
+    assert (out.with_name(out.name + ".inprogress") / "checkpoint" / "state.pt").exists()
     assert not (out / "metrics.json").exists()
     assert train_cmd.run(_args(_argv(data, out, "--resume"))) == 0
     ref = pd.read_parquet(cross_run / "predictions.parquet")

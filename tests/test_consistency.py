@@ -396,6 +396,38 @@ def test_command_with_generated_items_builds_chains(tmp_path, monkeypatch):
     assert "MC" not in m["views"]["unfiltered"]["summary"]
 
 
+def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
+    import trainer.runs
+
+    paths = write_dataset(tmp_path / "data")
+    model = _LookupModel({}, "neutral")  # labels every pair neutral
+    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    views = {}
+    for how in ("pred", "gold"):
+        out = tmp_path / how
+        assert main(["consistency", "RUN", "--data", str(paths["test"]), "--out", str(out), "--no-progress",
+                     "--source-labels", how, "--max-items", "50"]) == 0
+        views[how] = json.loads((out / "metrics.json").read_text())
+    assert views["gold"]["counts"]["items_per_kind"] == {"swap": 50, "chain_ac": 0, "chain_ca": 0, "shared": 50}
+    assert views["gold"]["counts"]["items_left_out_by_max_items"] == {"swap": 160, "shared": 370}
+    pred_rows = {(r["kind"], r["letters"]) for r in views["pred"]["views"]["unfiltered"]["rows"]}
+    gold_rows = {(r["kind"], r["letters"]): r for r in views["gold"]["views"]["unfiltered"]["rows"]}
+    assert pred_rows == {("swap", "N"), ("shared", "NN")}  # the model's own labels: all N
+    assert {k for k in gold_rows if k[0] == "swap"} == {("swap", "E"), ("swap", "C"), ("swap", "N")}
+    assert gold_rows["swap", "C"]["SC"] == "Cba" and gold_rows["swap", "C"]["SC_ok"] == 0.0
+    assert gold_rows["swap", "C"]["EI_ok"] == 100.0  # N is allowed after Cab under EI
+    # the filtered view keeps only items whose sources the model got right: the neutral ones
+    filtered = views["gold"]["views"]["filtered"]
+    assert {r["letters"] for r in filtered["rows"]} <= {"N", "NN"}
+    # the same stable sample every time
+    out = tmp_path / "again"
+    assert main(["consistency", "RUN", "--data", str(paths["test"]), "--out", str(out), "--no-progress",
+                 "--source-labels", "gold", "--max-items", "50"]) == 0
+    a = pd.read_parquet(tmp_path / "gold" / "items.parquet")
+    b = pd.read_parquet(out / "items.parquet")
+    assert a[["kind", "source1", "source2"]].equals(b[["kind", "source1", "source2"]])
+
+
 def test_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
     import trainer.runs
 

@@ -565,6 +565,9 @@ def run(args) -> int:
     items["source_gold"] = [letters(r, gold_of) for r in items.itertuples()]
     items["filtered"] = [g is not None and g == p for g, p in zip(items["source_gold"], items["source_pred"])]
     base = "source_pred" if args.source_labels == "pred" else "source_gold"
+    if base == "source_gold" and items["source_gold"].isna().all():
+        raise UserError(f"{args.data or args.sentences}: --source-labels gold needs gold labels on the source items "
+                        "(none here); use --source-labels pred")
     items = pd.concat([items, allowed_columns(items, base, readings)], axis=1)
     for r in readings:
         items[f"ok_{r}"] = [a is not None and p in a for p, a in zip(items["pred_letter"], items[f"allowed_{r}"])]

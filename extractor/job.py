@@ -34,49 +34,98 @@ class CorpusSpec:
 
 @dataclass
 class JobContext:
+    """What a stage gets. Stages talk to the output only through these methods, so the same
+    stage code writes into a run's staging directory (the job: `run` is set, and the run is
+    published all at once at the end, extractor/output.py) or straight into `output` (tests
+    and benchmarks that build a context by hand):
+
+        ctx.table_path(name)                  where table `name` is (written by this run, or
+                                              reused from the published run with --start-at)
+        ctx.read_table(name)                  a DataFrame of it
+        ctx.write_table(df, name, partition_by, sort_by, num_files)
+                                              deterministic Parquet files, written by the tasks
+        ctx.put_file(local_path, "splits/README.md"), ctx.put_bytes(data, "punkt_params.json")
+                                              any other file of the run (card, PNG, JSON)
+        ctx.stats[stage], ctx.warn(msg)       counts for stats.json, warnings
+    """
     spark: object
     args: object                 # argparse.Namespace with every flag of every stage
     lexicon: object              # extractor.lexicon.Lexicon
-    output: Path                 # output root (local path; see output_uri for clusters)
+    output: Path                 # where this run writes (its staging directory) when local
     corpora: list[CorpusSpec]
     stats: dict = field(default_factory=dict)
     command_line: str = ""
     warnings: list[str] = field(default_factory=list)
-    output_uri: str | None = None  # set when --output is gs://, s3a://, hdfs://...
+    output_uri: str | None = None  # set when the output is a URI (gs://, s3a://, file://...)
+    run: object = None             # extractor.output.Run of the job; None: write into `output`
 
     @property
     def root(self) -> str:
-        """The output root as Spark/Hadoop wants it (a URI or an absolute local path)."""
+        """Where this run writes: its staging directory, or the output root without a run
+        (a URI or an absolute local path)."""
+        if self.run is not None:
+            return self.run.dir
         return self.output_uri or _out.path_str(self.output)
 
     def table_path(self, name: str) -> str:
+        if self.run is not None:
+            return self.run.table_path(name)
         return f"{self.root.rstrip('/')}/{name}"
 
+    def file_path(self, relative: str) -> str:
+        """Where a file of this run goes (e.g. 'punkt_params.json')."""
+        return f"{self.root.rstrip('/')}/{relative}"
+
     def arrange(self, df, partition_by=None, sort_by=None, num_files: int | None = None):
-        """`df` arranged for deterministic files: rows hashed into `num_files` files by
-        their first sort column and sorted within each file, so the bytes do not depend on
-        cores or input partitioning. `sort_by` defaults to every column (give a unique key
-        when there is one: it is cheaper)."""
-        partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-        sortable = [f.name for f in df.schema.fields if f.dataType.typeName() not in ("map",)]
-        sort_by = list(sort_by or [c for c in sortable if c not in partition_by])
+        """`df` arranged for deterministic files (extractor.output.arrange)."""
         files = num_files or int(getattr(self.args, "files_per_table", 0) or 4)
-        return df.repartition(files, *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
+        return _out.arrange(df, partition_by, sort_by, files)
 
     def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
-        """Write `df` (arranged as by `arrange`) as Parquet to <output>/<name>, through a
-        temporary directory that is moved into place only on success."""
+        """Write `df` as table `name` (arranged as by `arrange`): Parquet files written by
+        the Spark tasks with pyarrow and fixed settings, so the bytes depend on the rows only.
+        In a run the table goes to the staging directory; without one, through a temporary
+        directory moved into place only on success."""
+        from extractor import fs
+
         partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
         arranged = self.arrange(df, partition_by, sort_by, num_files)
+        target = self.table_path(name)
+        if self.run is not None:
+            if name in self.run.reused:
+                raise ValueError(f"{target}: table '{name}' is reused from the published run (--start-at); "
+                                 f"a stage cannot write it")
+            if fs.exists(target):
+                fs.delete(target)  # a retried stage of this same run
+            _out.write_table_files(arranged, target, partition_by)
+            return target
         overwrite = bool(getattr(self.args, "overwrite", False))
-        return _out.write_parquet_atomically(self.spark, arranged, self.table_path(name), partition_by, overwrite=overwrite)
+        with _out.atomic_directory(self.spark, target, overwrite) as tmp:
+            _out.write_table_files(arranged, tmp, partition_by)
+        return target
 
     def read_table(self, name: str):
+        from extractor import fs
+
         path = self.table_path(name)
-        if not _out.exists(self.spark, path):
+        if not fs.exists(path):
             raise InputError(f"{path}: no such table; run the stage that writes '{name}' first "
                              f"(--stages {name if name in ('sentences', 'pairs', 'splits') else 'all'})")
         return self.spark.read.parquet(path)
+
+    def put_bytes(self, data: bytes, relative: str) -> str:
+        """Write a file of this run (relative to the run's root, e.g. 'splits/README.md')."""
+        from extractor import fs
+
+        if self.run is not None:
+            return self.run.put_bytes(relative, data)
+        path = self.file_path(relative)
+        fs.write_bytes(path, data)
+        return path
+
+    def put_file(self, local_path, relative: str) -> str:
+        """Copy a local file (a card, a PNG) into this run, e.g. put_file(png, 'splits/x.png')."""
+        return self.put_bytes(Path(local_path).read_bytes(), relative)
 
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)
@@ -97,14 +146,23 @@ def guess_format(path: str) -> str:
         return "jsonl"
     if low.endswith(".parquet"):
         return "parquet"
-    if low.endswith(".txt") or os.path.isdir(path):
+    if low.endswith(".txt") or _is_dir(path):
         return "text"
     raise InputError(f"{path}: cannot tell the format from the name; use --manifest with "
                      f"format: one of {', '.join(FORMATS)}")
 
 
+def _is_dir(path: str) -> bool:
+    from extractor import fs
+
+    try:
+        return fs.is_dir(path)
+    except fs.FsError:
+        return False
+
+
 _EXTENSIONS = {
-    "mediawiki": (".xml", ".xml.bz2"),
+    "mediawiki": (".xml", ".xml.bz2", ".xml.gz"),
     "text": (".txt",),
     "jsonl": (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".jsonl.bz2"),
     "parquet": (".parquet",),
@@ -112,11 +170,11 @@ _EXTENSIONS = {
 
 
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
-    """Local files of a file, directory or glob, sorted (the order fixes doc order only
-    for sampling; tables are sorted anyway). URIs are passed to Spark as they are."""
-    if _out.is_uri(path):
-        return [path]
-    if any(ch in path for ch in "*?["):
+    """The files of a file, directory or glob, sorted (the order fixes the order of the work
+    units). Local paths and URIs alike (through extractor.fs); globs are local only."""
+    from extractor import fs
+
+    if not _out.is_uri(path) and any(ch in path for ch in "*?["):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:
             raise InputError(f"{path}: the glob matches no file")
@@ -124,32 +182,38 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
         for match in matches:
             out.extend(expand_paths(match, fmt))
         return out
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if p.is_dir():
-        fmt = fmt or "text"
-        files = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(_EXTENSIONS[fmt])
-                       and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
-        if fmt == "text":
-            return [str(p)] if files else _empty(p, fmt)
-        return files or _empty(p, fmt)
-    if p.stat().st_size == 0:
-        raise InputError(f"{path}: the file is empty")
-    return [str(p)]
+    try:
+        if not fs.exists(path):
+            raise InputError(f"{path}: no such file or directory")
+        if fs.is_dir(path):
+            fmt = fmt or "text"
+            files = [f for f, _ in fs.list_files(path) if f.lower().endswith(_EXTENSIONS[fmt])]
+            if fmt == "text":
+                return [path if _out.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
+            return files or _empty(path, fmt)
+        if fs.size(path) == 0:
+            raise InputError(f"{path}: the file is empty")
+    except fs.FsError as exc:
+        raise InputError(str(exc)) from None
+    return [path if _out.is_uri(path) else str(Path(path))]
 
 
-def _empty(p: Path, fmt: str):
+def _empty(p, fmt: str):
     raise InputError(f"{p}: the directory holds no {' / '.join(_EXTENSIONS[fmt])} file for the {fmt} reader")
 
 
 def _dir_format(path: str) -> str:
     """A directory's format: the one its files have (the bundled samples are folders of dumps)."""
-    p = Path(path)
-    if not p.is_dir():
-        return guess_format(path)
+    from extractor import fs
+
+    try:
+        if not fs.is_dir(path):
+            return guess_format(path)
+        names = [f.lower() for f, _ in fs.list_files(path)]
+    except fs.FsError as exc:
+        raise InputError(str(exc)) from None
     for fmt in ("mediawiki", "jsonl", "parquet", "text"):
-        if any(f.name.lower().endswith(_EXTENSIONS[fmt]) for f in p.rglob("*") if f.is_file()):
+        if any(name.endswith(_EXTENSIONS[fmt]) for name in names):
             return fmt
     return "text"
 
@@ -169,7 +233,7 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None, 
         raise InputError("--corpus names a single input; for several corpora use --manifest corpora.yaml")
     specs = []
     for raw in inputs:
-        fmt = _dir_format(raw) if not _out.is_uri(raw) and not any(c in raw for c in "*?[") else guess_format(raw)
+        fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or _out.is_uri(raw) else guess_format(raw)
         paths = expand_paths(raw, fmt)
         specs.append(CorpusSpec(name=corpus or corpus_name_for(raw), genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
                                 format=fmt, paths=paths, role="train", options=dict(options or {})))

@@ -132,58 +132,115 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, LexiconError, FileNotFoundError) as exc:
         return _fail(str(exc))
 
+    try:
+        check_settings(args, modules, to_run)
+    except ValueError as exc:
+        return _fail(str(exc).splitlines()[0])
+
     output = args.output or f"output/{args.lang}"
-    output_uri = output if out.is_uri(output) else None
-    local_output = Path(output) if not output_uri else Path(".")
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
+    # The lock first: a second job on this output is refused before Spark starts.
+    try:
+        run = out.Run.open(output, command_line)
+    except out.RunLockedError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(out.environment_failure_message(exc, output) or str(exc).splitlines()[0])
+    try:
+        return _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line)
+    except BaseException:
+        run.abort()  # the published output stays as it was; nothing staged is left
+        raise
+
+
+def check_settings(args, modules: dict, to_run: list) -> None:
+    """Every setting checked before any work (issue: bad --split-ratios found after two
+    stages): a stage module's `check_args(args)` when it has one, and the splits flags."""
+    for stage in to_run:
+        check = getattr(modules.get(stage), "check_args", None)
+        if check is not None:
+            check(args)
+    if "splits" in to_run:
+        from extractor.splits import assign
+
+        assign.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
+        assign.parse_balance(getattr(args, "balance", ["downsample"]))
+    if args.files_per_table < 1:
+        raise ValueError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
+
+
+def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line) -> int:
+    from extractor.job import InputError, JobContext, spark_failure_message
+    from extractor.lexicon import LexiconError
+    from extractor import output as out
+
+    output = run.root
+    earlier = [TABLES[s] for s in STAGES[:first]]
+    try:
+        for name in earlier:  # --start-at: the published run's earlier tables become part of this run
+            if run.reuse(name) is None and name == earlier[-1]:
+                raise InputError(f"{output}/{name}: no such table in the published output; run the stage "
+                                 f"that writes '{name}' first (--start-at {STAGES[first - 1]})")
+        for stage in to_run:  # fail before hours of work, not after
+            if run.published(TABLES[stage]) and not args.overwrite:
+                raise out.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
+    except (InputError, FileExistsError) as exc:
+        run.abort()
+        return _fail(str(exc))
+    dropped = [TABLES[s] for s in STAGES[last + 1:] if run.published(TABLES[s])]
 
     from extractor.spark.session import get_session
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
     # Input failures are reported as one line below; others are re-raised with their trace.
     spark.sparkContext.setLogLevel("FATAL")
-    ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_output.resolve() if not output_uri else local_output,
-                     corpora=corpora, stats={}, command_line=command_line, warnings=[], output_uri=output_uri)
-    stats_path = None if output_uri else ctx.output / "stats.json"
+    local_dir = Path(out.fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
+    ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
+                     corpora=corpora, stats={}, command_line=command_line, warnings=[],
+                     output_uri=None if local_dir else run.dir, run=run)
     # Earlier stages' counts survive a rerun that starts later.
-    if stats_path is not None and first > 0:
-        ctx.stats.update({k: v for k, v in out.read_stats(stats_path).items() if k in STAGES[:first]})
+    ctx.stats.update({k: v for k, v in run.published_stats().items() if k in STAGES[:first]})
+    for name in dropped:
+        ctx.warn(f"{name}/ of the previous run is not part of this run (it was built from the tables this "
+                 f"run replaces); run the later stages to rebuild it")
+    started = time.time()
+    timings = {}
     try:
-        for stage in to_run:  # fail before hours of work, not after
-            table = ctx.table_path(TABLES[stage])
-            if out.exists(spark, table) and not args.overwrite:
-                raise out.OutputExistsError(f"{table} already exists; pass --overwrite to replace it")
         for stage in to_run:  # settings a stage can check before any stage runs (e.g. a missing model)
             if hasattr(modules[stage], "check"):
                 modules[stage].check(ctx)
-        started = time.time()
-        timings = {}
         for stage in to_run:
             t0 = time.time()
             print(f"[extract] stage {stage} ...", file=sys.stderr, flush=True)
             modules[stage].run(ctx)
             timings[stage] = round(time.time() - t0, 3)
-    except (InputError, LexiconError, FileNotFoundError, FileExistsError, ValueError) as exc:
-        return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    except Exception as exc:  # Spark/Java failures: name the input, not the JVM stack
-        message = spark_failure_message(exc, ctx.corpora)
+            out.fault_point(f"after:{stage}")
+        ctx.stats["job"] = {
+            "command_line": command_line, "run_id": run.run_id, "lang": lexicon.lang,
+            "lexicon": str(Path(str(lexicon.path)).name), "lexicon_sha256": lexicon.sha256, "seed": args.seed,
+            "min_chars": args.min_chars, "stages_run": to_run, "seconds": timings,
+            "total_seconds": round(time.time() - started, 3),
+            "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role, "paths": c.paths}
+                        for c in corpora],
+            "versions": _versions(), "spark_master": spark.sparkContext.master,
+        }
+        run.put_bytes("stats.json", out.stats_bytes(ctx.stats))
+        manifest = run.publish({"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,
+                                "inputs": [out.fingerprint(p) for c in corpora for p in c.paths]})
+    except (InputError, LexiconError, FileNotFoundError, FileExistsError, ValueError, OSError) as exc:
+        run.abort()
+        message = out.environment_failure_message(exc, output) if isinstance(exc, OSError) else None
+        return _fail(message or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
+        run.abort()
+        message = out.environment_failure_message(exc, output) or spark_failure_message(exc, ctx.corpora)
         if message is None:
             raise
         return _fail(message)
-    ctx.stats["job"] = {
-        "command_line": command_line, "lang": lexicon.lang, "lexicon": str(lexicon.path.name),
-        "lexicon_sha256": lexicon.sha256, "seed": args.seed, "min_chars": args.min_chars,
-        "stages_run": to_run, "seconds": timings, "total_seconds": round(time.time() - started, 3),
-        "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role, "paths": c.paths}
-                    for c in corpora],
-        "versions": _versions(), "spark_master": spark.sparkContext.master,
-    }
-    if stats_path is not None:
-        out.write_stats(stats_path, ctx.stats)
     print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats]))
     for msg in ctx.warnings:
         print(f"warning: {msg}", file=sys.stderr)
-    print(f"[extract] done: {ctx.root}" + (f" (stats: {stats_path})" if stats_path else ""))
+    print(f"[extract] done: {output} (run {manifest['run_id']}; {output}/stats.json, {output}/manifest.json)")
     return 0
 
 

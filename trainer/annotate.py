@@ -402,7 +402,7 @@ def run_import(args) -> int:
         flat[flat["status"] != "majority"][["item_id", "split", "status", "n_votes", "votes"]].to_csv(
             staging / "unresolved.csv", index=False)
         table.to_parquet(staging / "annotations.parquet", index=False)
-        outputs.write_validated(staging / "validated", frames, section, labels)
+        outputs.write_validated(staging / "validated", frames, section, lang)
         publish(staging, Path(args.out))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

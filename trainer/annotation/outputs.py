@@ -89,25 +89,26 @@ def validated_frames(data: pd.DataFrame, items: pd.DataFrame, policy: str) -> di
     return frames
 
 
-def write_validated(folder: Path, frames: dict[str, pd.DataFrame], card_section: str, labels) -> list[str]:
-    """One Parquet file per split under ``folder/<split>/`` and a README.md whose YAML names them."""
+def write_validated(folder: Path, frames: dict[str, pd.DataFrame], card_section: str, lang: str) -> list[str]:
+    """One Parquet file per split under ``folder/<split>/`` (the layout `datasets` reads) and a README.md.
+
+    The card has no ``configs:`` block on purpose: with one, `datasets` (4.x) keys its cache
+    on the relative file patterns only, so a second validated folder (another round) would be
+    answered from the first one's cache. Split folders are found without it.
+    """
     folder.mkdir(parents=True)
     written = []
-    configs = []
     for split, df in frames.items():
         (folder / split).mkdir()
         path = folder / split / f"{split}-00000-of-00001.parquet"
         pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
         written.append(path.relative_to(folder).as_posix())
-        configs.append(f"  - split: {split}\n    path: {split}/*.parquet")
-    if not frames:  # nothing kept: still a card that says so
-        pass
-    header = "---\nconfigs:\n- config_name: default\n  data_files:\n" + "\n".join(configs) + "\n---\n" \
-        if configs else "---\n---\n"
-    body = ("# Human-validated NLI split\n\n"
-            "Written by `python -m trainer annotate import` (docs/annotation.md). `label` is the human "
-            "gold label; `auto_label` the distant-supervision label; `human_votes` the annotators' votes.\n\n"
-            + card_section)
+    header = f"---\nlanguage:\n- {lang}\ntask_categories:\n- text-classification\ntask_ids:\n- natural-language-inference\n---\n"
+    splits = ", ".join(f"`{s}` ({len(df)} pairs)" for s, df in frames.items()) or "none (no pair was kept)"
+    body = ("# Human-validated NLI pairs\n\n"
+            "Written by `python -m trainer annotate import` (docs/annotation.md). Splits: " + splits + ". "
+            "`label` is the human gold label; `auto_label` the distant-supervision label; `human_votes` the "
+            "annotators' votes; `human_agreement` the share of votes for the gold label.\n\n" + card_section)
     (folder / "README.md").write_text(header + "\n" + body, encoding="utf-8")
     return written
 

@@ -10,14 +10,14 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.trainer_fixtures import make_tiny_bert, synthetic_nli, write_jsonl  # noqa: E402
+from tests.trainer_fixtures import PROB_ATOL, TEST_DEVICE, make_tiny_bert, synthetic_nli, write_jsonl  # noqa: E402
 from trainer import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
 from trainer.loop import Callback  # noqa: E402
 from trainer.runs import load_run  # noqa: E402
 
 FAST = ["--epochs", "3", "--patience", "0", "--lr", "2e-3", "--batch-size", "16", "--max-length", "32",
-        "--no-progress", "--seed", "3"]
+        "--no-progress", "--seed", "3", "--device", TEST_DEVICE]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,9 @@ def test_run_resumes_from_its_checkpoint(cross_run, data, tmp_path):
     ref = pd.read_parquet(cross_run / "predictions.parquet")
     got = pd.read_parquet(out / "predictions.parquet")
     prob_cols = [c for c in ref.columns if c.startswith("prob_")]
-    np.testing.assert_allclose(ref[prob_cols].to_numpy(), got[prob_cols].to_numpy(), atol=1e-5)
+    diff = np.abs(ref[prob_cols].to_numpy() - got[prob_cols].to_numpy()).max()
+    print(f"resume: largest probability difference from the uninterrupted run {diff:.2e} on {TEST_DEVICE}")
+    assert diff <= PROB_ATOL
     history = json.loads((out / "config.json").read_text())["history"]
     assert [h["epoch"] for h in history] == [0, 1, 2]
     _check_dynamics(out, data, 3)

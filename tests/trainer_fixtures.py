@@ -1,9 +1,18 @@
 """Shared helpers of the trainer tests: a tiny BERT saved like a real checkpoint, NLI data."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
+
+# The device the trainer tests train on: `NLI_TEST_DEVICE=cuda pytest ...` on a GPU host puts
+# every test that allows it on the GPU (precision "auto": bf16 autocast there); default CPU.
+TEST_DEVICE = os.environ.get("NLI_TEST_DEVICE", "cpu")
+ON_GPU = TEST_DEVICE.startswith("cuda")
+# probabilities compared between two runs: equal up to rounding on CPU (fp32); on a GPU, bf16
+# autocast and non-deterministic kernels (atomic adds in the backward pass) move them a little
+PROB_ATOL = 2e-2 if ON_GPU else 1e-5
 
 NOUNS = ["model", "corpus", "parser", "encoder", "dataset", "baseline", "tagger", "metric", "sampler", "lexicon"]
 ADJS = ["robust", "slow", "accurate", "small", "noisy", "sparse", "stable", "large", "biased", "fast"]

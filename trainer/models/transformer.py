@@ -4,6 +4,10 @@
 - ``separate`` (RoNLI): each sentence encoded alone, the ``[CLS]`` vectors concatenated
   into an MLP head; ``--freeze-encoder`` trains the head only, as RoNLI did.
 
+Decoder checkpoints (GPT-2 style, RoNLI's RoGPT2) work in both: the end-of-text token pads
+when the tokenizer has no padding token, ``cross`` joins the sentences with it, and
+vectors are taken at the last non-padding token instead of the first (pooling ``last``).
+
 Texts are tokenized once (no padding); batches are padded to their longest row.
 """
 from __future__ import annotations
@@ -110,6 +114,34 @@ class TokenData:
         return {k: torch.stack(v) for k, v in out.items()}  # (sides, batch, width)
 
 
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """One vector per row: the first token (``cls``, encoders) or the last non-padding token
+    (``last``, decoders such as GPT-2, whose first token has seen nothing else); either
+    padding side."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    positions = torch.arange(hidden.shape[1], device=hidden.device)
+    last = (positions * attention_mask.to(positions.dtype)).argmax(-1)
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+
+def is_decoder_tokenizer(tok) -> bool:
+    """GPT-2-style tokenizers have no [CLS]/<s> classification token and no separator."""
+    return getattr(tok, "cls_token", None) is None and getattr(tok, "sep_token", None) is None
+
+
+def ensure_pad_token(tok) -> bool:
+    """Decoder tokenizers often have no padding token: use the end-of-text token (as is usual
+    for GPT-2), else the unknown token. Returns True when one was set."""
+    if tok.pad_token is not None:
+        return False
+    fallback = tok.eos_token or tok.unk_token or tok.bos_token
+    if fallback is None:
+        raise ValueError("the tokenizer has no padding, end-of-text or unknown token to pad with")
+    tok.pad_token = fallback
+    return True
+
+
 class CrossModel(nn.Module):
     def __init__(self, inner):
         super().__init__()
@@ -126,10 +158,12 @@ class CrossModel(nn.Module):
 class SeparateModel(nn.Module):
     """Each sentence through the encoder alone; [CLS] vectors concatenated into an MLP."""
 
-    def __init__(self, encoder, n_sides: int, n_classes: int, hidden: int, dropout: float, frozen: bool):
+    def __init__(self, encoder, n_sides: int, n_classes: int, hidden: int, dropout: float, frozen: bool,
+                 pooling: str = "cls"):
         super().__init__()
         self.enc = encoder
         self.frozen = frozen
+        self.pooling = pooling
         if frozen:
             self.enc.requires_grad_(False)
         dim = encoder.config.hidden_size
@@ -142,8 +176,9 @@ class SeparateModel(nn.Module):
         sides_, batch, width = input_ids.shape
         # all sides in one encoder call: better GPU use than one call per side
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
-            hidden = self.enc(input_ids=input_ids.reshape(-1, width),
-                              attention_mask=attention_mask.reshape(-1, width)).last_hidden_state[:, 0]
+            mask = attention_mask.reshape(-1, width)
+            hidden = pool(self.enc(input_ids=input_ids.reshape(-1, width), attention_mask=mask).last_hidden_state,
+                          mask, self.pooling)
         hidden = hidden.reshape(sides_, batch, -1).permute(1, 0, 2).reshape(batch, -1)
         return self.head(hidden)
 
@@ -158,7 +193,8 @@ class Transformer:
                 "epochs": 3, "batch_size": 32, "grad_accum": 1, "lr": None, "weight_decay": 0.01,
                 "warmup_ratio": 0.1, "max_grad_norm": 1.0, "patience": 2, "head_hidden": 256,
                 "dropout": 0.1, "precision": "auto", "group_by_length": True, "device": "auto",
-                "eval_batch_size": 128, "progress": True}
+                "eval_batch_size": 128, "progress": True, "pooling": "auto",
+                "prefetch": None, "compile": False}
 
     def __init__(self, labels: list[str], input_mode: str = "pair", params: dict | None = None):
         self.labels = list(labels)
@@ -178,12 +214,14 @@ class Transformer:
             self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
         except Exception as exc:
             raise ValueError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
+        self._prepare_tokenizer()
         n = len(self.labels)
         try:
             if self.params["encoding"] == "cross":
                 inner = AutoModelForSequenceClassification.from_pretrained(
                     pretrained, num_labels=n, id2label=dict(enumerate(self.labels)),
                     label2id={l: i for i, l in enumerate(self.labels)})
+                inner.config.pad_token_id = self.tokenizer.pad_token_id  # decoders pool at the last non-pad
                 if self.params["freeze_encoder"]:
                     inner.base_model.requires_grad_(False)
                 self.model = CrossModel(inner)
@@ -191,16 +229,47 @@ class Transformer:
                 enc = AutoModel.from_pretrained(pretrained)
                 self.model = SeparateModel(enc, 2 if self.input_mode == "pair" else 1, n,
                                            int(self.params["head_hidden"]), float(self.params["dropout"]),
-                                           bool(self.params["freeze_encoder"]))
+                                           bool(self.params["freeze_encoder"]), self.params["pooling"])
         except ValueError:
             raise
         except Exception as exc:
             raise ValueError(f"{pretrained}: cannot load the model: {_one_line(exc)}") from exc
 
+    def _prepare_tokenizer(self) -> None:
+        """Decoder checkpoints (GPT-2 style): a padding token and last-token pooling."""
+        decoder = is_decoder_tokenizer(self.tokenizer)
+        if ensure_pad_token(self.tokenizer):
+            log.info("the tokenizer has no padding token: padding with %r", self.tokenizer.pad_token)
+        if self.params.get("pooling", "auto") == "auto":
+            self.params["pooling"] = "last" if decoder else "cls"
+        self.decoder = decoder
+
+    def _decoder_pairs(self, premises: list[str], hypotheses: list[str], max_len: int) -> list[list[int]]:
+        """premise, end-of-text, hypothesis: a decoder tokenizer adds no separator of its own.
+        Longest side truncated first, as the tokenizers' "longest_first"."""
+        tok = self.tokenizer
+        sep = tok.eos_token_id if tok.eos_token_id is not None else tok.pad_token_id
+        ps = tok(premises, add_special_tokens=False)["input_ids"]
+        hs = tok(hypotheses, add_special_tokens=False)["input_ids"]
+        budget = max(2, max_len - 1)
+        out = []
+        for p, h in zip(ps, hs):
+            lp, lh = len(p), len(h)
+            if lp + lh > budget:
+                short = min(lp, lh, budget - budget // 2)  # the shorter side whole when it fits in half
+                if lp <= lh:
+                    lp, lh = short, budget - short
+                else:
+                    lp, lh = budget - short, short
+            out.append(p[:lp] + [sep] + h[:lh])
+        return out
+
     def encode(self, df: pd.DataFrame, with_labels: bool = True) -> TokenData:
         tok, max_len = self.tokenizer, int(self.params["max_length"])
         cols = sides(df, self.input_mode)
-        if self.params["encoding"] == "cross":
+        if self.params["encoding"] == "cross" and getattr(self, "decoder", False) and len(cols) > 1:
+            fields = [{"input_ids": self._decoder_pairs(cols[0], cols[1], max_len)}]
+        elif self.params["encoding"] == "cross":
             enc = tok(cols[0], cols[1] if len(cols) > 1 else None, truncation=True, max_length=max_len)
             fields = [{k: enc[k] for k in ("input_ids", "token_type_ids") if k in enc}]
         else:
@@ -223,7 +292,8 @@ class Transformer:
                           warmup_ratio=float(p["warmup_ratio"]), max_grad_norm=float(p["max_grad_norm"]),
                           patience=int(p["patience"]), eval_batch_size=int(p["eval_batch_size"]),
                           precision=p["precision"], group_by_length=bool(p["group_by_length"]), seed=seed,
-                          device=p["device"], progress=bool(p["progress"]))
+                          device=p["device"], progress=bool(p["progress"]), prefetch=p.get("prefetch"),
+                          compile=bool(p.get("compile", False)))
 
     # ------------------------------------------------------------------ interface
     def fit(self, train: pd.DataFrame, val: pd.DataFrame | None, ctx: FitContext) -> None:
@@ -265,8 +335,9 @@ class Transformer:
         for i in range(0, len(texts), bs):
             t = self.tokenizer(list(texts[i:i + bs]), truncation=True, max_length=int(self.params["max_length"]),
                                padding=True, return_tensors="pt")
-            h = enc(input_ids=t["input_ids"].to(device), attention_mask=t["attention_mask"].to(device))
-            out.append(h.last_hidden_state[:, 0].float().cpu())
+            mask = t["attention_mask"].to(device)
+            h = enc(input_ids=t["input_ids"].to(device), attention_mask=mask)
+            out.append(pool(h.last_hidden_state, mask, self.params.get("pooling", "cls")).float().cpu())
         return torch.cat(out).numpy() if out else np.zeros((0, 0), dtype=np.float32)
 
     def save(self, model_dir: Path) -> None:
@@ -291,13 +362,15 @@ class Transformer:
 
         m = cls(meta["labels"], meta["input_mode"], meta.get("params"))
         m.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        m._prepare_tokenizer()  # runs saved before pooling was recorded: "auto" resolves as in training
         if m.params["encoding"] == "cross":
             m.model = CrossModel(AutoModelForSequenceClassification.from_pretrained(str(model_dir)))
         else:
             enc = AutoModel.from_pretrained(str(model_dir / "encoder"))
             n_sides = 2 if m.input_mode == "pair" else 1
             m.model = SeparateModel(enc, n_sides, len(m.labels), int(m.params["head_hidden"]),
-                                    float(m.params["dropout"]), bool(m.params["freeze_encoder"]))
+                                    float(m.params["dropout"]), bool(m.params["freeze_encoder"]),
+                                    m.params["pooling"])
             m.model.head.load_state_dict(load_file(str(model_dir / "head.safetensors")))
         m.model.eval()
         return m

@@ -51,7 +51,7 @@ def _display_path(path) -> str | None:
         return None
     path = Path(path)
     try:
-        return path.resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
+        return path.resolve().relative_to(Path(__file__).resolve().parents[2]).as_posix()
     except ValueError:
         return str(path)
 

@@ -19,3 +19,45 @@ def stable_hex(*parts: object, length: int = 16) -> str:
     """A hex id of the parts (no seed): used for pair_id and doc ids."""
     text = "\x1f".join(str(p) for p in parts)
     return hashlib.blake2b(text.encode("utf-8"), digest_size=length // 2).hexdigest()
+
+
+def ref_key(ref) -> str:
+    """The text of a sentence location (doc_id, section, para_idx, sent_idx), fields joined
+    by \\x1e, None as the empty string: the form `pair_id` hashes."""
+    if isinstance(ref, dict):
+        ref = (ref.get("doc_id"), ref.get("section"), ref.get("para_idx"), ref.get("sent_idx"))
+    return "\x1e".join("" if v is None else str(v) for v in ref)
+
+
+def pair_id(premise_ref, hypothesis_ref, premise: str, hypothesis: str, label: str) -> str:
+    """THE key of a pair (pairs/ and splits/ tables, training dynamics, annotations,
+    predictions): 16 hex digits of blake2b over both locations, both texts and the label.
+    No seed in it, so the same pair has the same id in every run. Locations are
+    (doc_id, section, para_idx, sent_idx) tuples or dicts (`schemas.REF`)."""
+    return stable_hex(ref_key(premise_ref), ref_key(hypothesis_ref), premise, hypothesis, label)
+
+
+_M64 = (1 << 64) - 1
+
+
+def mix_hash(value: int, salt: int) -> int:
+    """A 63-bit hash of an integer (a `stable_hash`) and a salt: the splitmix64 finalizer.
+    Derives many hash orders from one `stable_hash` per item without another blake2b call
+    (the neutral draw orders every sentence once per strategy and role)."""
+    z = (value + (salt + 1) * 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return (z ^ (z >> 31)) >> 1
+
+
+def mix_hash_array(values, salt):
+    """`mix_hash` over a numpy uint64 array (element-wise, same results); `salt` an int or
+    an array of the same length."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        salt = np.asarray(salt, dtype=np.uint64) if not isinstance(salt, int) else np.uint64(salt & _M64)
+        z = values.astype(np.uint64) + (salt + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (z ^ (z >> np.uint64(31))) >> np.uint64(1)

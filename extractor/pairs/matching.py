@@ -90,10 +90,36 @@ class Matcher:
         self._strict = re.compile(r"^\s*(?:" + "|".join(strict) + ")") if strict else None
         self._loose = re.compile(r"^\s*(?:" + "|".join(loose) + r")(?!\w)") if loose else None
 
+        # Only the opening of a sentence can hold a phrase: the key is computed on a prefix
+        # (longest phrase + margin), with a per-character translation table cached per
+        # process, which gives `Lexicon.normalize()`'s characters at C speed.
+        self._prefix = 2 * max((len(k) for k in keys), default=0) + 16
+        self._table = _NormalizeTable(lexicon)
+
+    def key(self, sentence: str) -> str:
+        """`Lexicon.normalize()` of the opening of `sentence` (enough for any phrase and its
+        separator; the whole sentence when its opening holds runs of whitespace)."""
+        head = sentence[: self._prefix + len(sentence) - len(sentence.lstrip())]
+        if len(head) < len(sentence) and ("  " in head or "\t" in head or "\n" in head):
+            head = sentence
+        return head.translate(self._table)
+
+    def annotate(self, sentence: str) -> tuple[Match | None, bool]:
+        """(the strict match, whether the sentence opens with a phrase at all) in one pass:
+        a strict match implies a loose one, so the strict pattern runs only then."""
+        if not sentence or self._loose is None:
+            return None, False
+        key = self.key(sentence)
+        if self._loose.match(key) is None:
+            return None, False
+        return self._match_key(sentence, key), True
+
     def match(self, sentence: str) -> Match | None:
         if not sentence or self._strict is None:
             return None
-        key = self.lexicon.normalize(sentence)
+        return self._match_key(sentence, self.key(sentence))
+
+    def _match_key(self, sentence: str, key: str) -> Match | None:
         m = self._strict.match(key)
         if m is None:
             return None
@@ -112,7 +138,21 @@ class Matcher:
         hypothesis, marked or neutral, since its opening would tell the label."""
         if not sentence or self._loose is None:
             return False
-        return self._loose.match(self.lexicon.normalize(sentence)) is not None
+        return self._loose.match(self.key(sentence)) is not None
+
+
+class _NormalizeTable(dict):
+    """str.translate table: code point -> `Lexicon.normalize()` of that one character,
+    filled on first sight (normalize keeps one character per character, so it is a
+    per-character map)."""
+
+    def __init__(self, lexicon):
+        super().__init__()
+        self.lexicon = lexicon
+
+    def __missing__(self, code: int) -> str:
+        out = self[code] = self.lexicon.normalize(chr(code))
+        return out
 
 
 def build_matcher(lexicon) -> Matcher:

@@ -1,0 +1,260 @@
+"""Stage 2 over Arrow batches of document-contiguous sentences (pure Python + pyarrow).
+
+The two passes the stage runs in `mapInArrow` (and `extractor.pairs.plain` runs in one
+process, for tests and the engine-overhead benchmark):
+
+* pass 1 (`pass_one`): per document, the marked candidates with their rejections and the
+  POS filter (spaCy through `nlp.pipe` over each batch's texts, the model loaded once per
+  Python worker, verdicts cached by text), the kept marked pairs as rows, counts by
+  reason, and a 4096-bin histogram of the neutral candidates' selection hashes per
+  (corpus, strategy): the per-corpus quotas are computed from those aggregates;
+* pass 2 (`pass_two`): per document again, the neutral candidates whose selection hash
+  falls at or below the cut of their (corpus, strategy), POS-checked, as rows.
+
+Rows of a document must arrive together and a document must not be split over two
+partitions (stage 1 writes a document's sentences contiguously in one file; the stage
+reads whole files per task). A document that shows up again after another one is an
+error, not a silent half-document.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterable, Iterator
+
+import pyarrow as pa
+
+from extractor.pairs.pairing import (Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
+                                     neutral_pools, pos_texts, select_bin, _previous)
+from extractor.schemas import PAIRS, REF
+
+ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
+INPUT_COLUMNS = ("corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text", "short")
+# What the passes emit: pair rows (kind "pair") and aggregate rows (kind "marked", "pos",
+# "hist", "pos_neutral") in one schema.
+WORK = pa.schema(list(PAIRS) + [
+    pa.field("phrase", pa.string()),
+    pa.field("premise_stripped", pa.bool_()),
+    pa.field("reject", pa.string()),
+    pa.field("select", pa.int64()),
+    pa.field("kind", pa.string()),
+    pa.field("n", pa.int64()),
+    pa.field("bin", pa.int32()),
+])
+
+
+class DocumentOrderError(ValueError):
+    """The sentences of a document are not contiguous in the input."""
+
+
+def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterator[list[Document]]:
+    """Documents of a stream of sentence batches, one list per input batch (the documents
+    completed by it; a document running over a batch boundary is carried to the next)."""
+    carry: dict | None = None
+    done: set = set()
+    for batch in batches:
+        cols = {name: batch.column(batch.schema.get_field_index(name)).to_pylist()
+                if batch.schema.get_field_index(name) >= 0 else None for name in INPUT_COLUMNS}
+        n = batch.num_rows
+        if cols["short"] is None:
+            cols["short"] = [len(t or "") < min_chars for t in cols["text"]]
+        for name in ("corpus", "genre", "lang", "section"):
+            if cols[name] is None:
+                cols[name] = [None] * n
+        out = []
+        start = 0
+        keys = list(zip(cols["corpus"], cols["doc_id"]))
+        for i in range(1, n + 1):
+            if i < n and keys[i] == keys[start]:
+                continue
+            part = {name: cols[name][start:i] for name in INPUT_COLUMNS}
+            key = keys[start]
+            if carry is not None and carry["key"] == key:
+                for name in INPUT_COLUMNS:
+                    carry[name].extend(part[name])
+            else:
+                if carry is not None:
+                    out.append(_finish(carry, done))
+                carry = dict(part, key=key)
+            start = i
+        if out:
+            yield out
+    if carry is not None:
+        yield [_finish(carry, done)]
+
+
+def _finish(part: dict, done: set) -> Document:
+    key = part["key"]
+    if key in done:
+        raise DocumentOrderError(
+            f"{ERROR_MARK}sentences/: the sentences of document {key[1]!r} (corpus {key[0]!r}) are not contiguous "
+            f"in their file; rewrite the table with stage 1 (--stages sentences --overwrite)")
+    done.add(key)
+    order = sorted(range(len(part["text"])), key=lambda i: (part["para_idx"][i], part["sent_idx"][i]))
+    if order != list(range(len(order))):
+        part = {name: [part[name][i] for i in order] if name != "key" else part[name] for name in part}
+    return Document(corpus=part["corpus"][0], genre=part["genre"][0], lang=part["lang"][0], doc_id=key[1],
+                    section=part["section"], para_idx=part["para_idx"], sent_idx=part["sent_idx"],
+                    text=[t or "" for t in part["text"]], short=[bool(s) for s in part["short"]])
+
+
+# ---------------------------------------------------------------------------- POS verdicts
+
+class Verdicts:
+    """POS verdicts by text for one Python worker: spaCy (nlp.pipe) only on texts not seen
+    before; counts per text occurrence asked for, so the numbers do not depend on how rows
+    fall into tasks."""
+
+    MAX_CACHE = 200_000
+
+    def __init__(self, model: str | None, lexicon):
+        self.model, self.lexicon = model, lexicon
+        self.cache: dict = _CACHE.setdefault(model, {}) if model else {}
+        self.counts: Counter = Counter()
+
+    def prepare(self, texts: list[str]) -> None:
+        if not self.model:
+            return
+        from extractor.pairs import pos_filter as pf
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if not todo:
+            return
+        if len(self.cache) + len(todo) > self.MAX_CACHE:
+            self.cache.clear()
+        try:
+            pf.load_model(self.model)
+        except Exception as exc:  # any failure to load: one line for the driver, no worker trace
+            raise RuntimeError(
+                f"{ERROR_MARK}spaCy model '{self.model}' cannot be loaded where the tasks run "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); install it there "
+                f"({pf.install_hint(self.model, self.lexicon)}) or pass --pos-filter off") from None
+        tags = pf.pos_tags(todo, self.model)
+        for text, t in zip(todo, tags):
+            self.cache[text] = pf.is_complete(t, self.lexicon)
+
+    def __call__(self, text: str) -> tuple:
+        if not self.model:
+            return True, None
+        verdict = self.cache[text]
+        self.counts[verdict[1]] += 1
+        return verdict
+
+
+_CACHE: dict = {}  # model -> {text: (ok, reason)}, per Python worker
+
+
+# ---------------------------------------------------------------------------- rows
+
+class Rows:
+    """Columns of WORK being filled."""
+
+    def __init__(self):
+        self.cols = {f.name: [] for f in WORK}
+        self.refs = {"premise_ref": [[] for _ in REF], "hypothesis_ref": [[] for _ in REF]}
+
+    def __len__(self) -> int:
+        return len(self.cols["kind"])
+
+    def pair(self, doc: Document, pair: Pair, pid: str | None = None) -> None:
+        c = self.cols
+        for name, value in (("pair_id", pid or pair.pair_id(doc)), ("corpus", doc.corpus), ("genre", doc.genre),
+                            ("lang", doc.lang), ("doc_id", doc.doc_id), ("premise", pair.premise),
+                            ("hypothesis", pair.hypothesis), ("label", pair.label), ("marker", pair.marker),
+                            ("source", pair.source), ("phrase", pair.phrase),
+                            ("premise_stripped", pair.premise_stripped), ("reject", pair.reject),
+                            ("select", pair.select), ("kind", "pair"), ("n", 1), ("bin", None)):
+            c[name].append(value)
+        for col, idx in (("premise_ref", pair.p), ("hypothesis_ref", pair.h)):
+            for k, v in enumerate(doc.ref(idx)):
+                self.refs[col][k].append(v)
+
+    def count(self, kind: str, corpus, label, reject, n: int, bin_: int | None = None) -> None:
+        c = self.cols
+        values = dict.fromkeys(c)
+        values.update(kind=kind, corpus=corpus, label=label, source=label, reject=reject, n=n, bin=bin_)
+        for name in c:
+            c[name].append(values[name])
+        for col in self.refs:
+            for k in range(len(REF)):
+                self.refs[col][k].append(None)
+
+    def batch(self) -> pa.RecordBatch:
+        arrays = []
+        for f in WORK:
+            if f.name in self.refs:
+                arrays.append(pa.StructArray.from_arrays(
+                    [pa.array(v, type=rf.type) for v, rf in zip(self.refs[f.name], REF)], fields=list(REF)))
+            else:
+                arrays.append(pa.array(self.cols[f.name], type=f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=WORK)
+
+
+# ---------------------------------------------------------------------------- the passes
+
+def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
+             min_chars: int = 50) -> Iterator[pa.RecordBatch]:
+    """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
+    by reason, and the neutral selection-hash histogram per (corpus, strategy, bin)."""
+    verdicts = Verdicts(model, lexicon)
+    marked_counts: Counter = Counter()
+    hist: Counter = Counter()
+    for docs in documents(batches, min_chars):
+        rows = Rows()
+        found = []
+        for doc in docs:
+            ann = annotate(doc, matcher)
+            prev = _previous(doc)
+            marked = marked_pairs(doc, matcher, ann, prev)
+            found.append((doc, ann, marked))
+        verdicts.prepare([t for _, _, marked in found for t in pos_texts(marked)])
+        for doc, ann, marked in found:
+            apply_pos(marked, verdicts)
+            for pair in marked:
+                marked_counts[doc.corpus, pair.label, pair.reject] += 1
+                if pair.reject is None:
+                    rows.pair(doc, pair)
+            pools = neutral_pools(doc, matcher, marked, ann)
+            for cand in neutral_candidates(doc, pools, seed, strategies):
+                hist[doc.corpus, cand.source, select_bin(cand.select)] += 1
+        if len(rows):
+            yield rows.batch()
+    rows = Rows()
+    for (corpus, label, reject), n in sorted(marked_counts.items(), key=repr):
+        rows.count("marked", corpus, label, reject, n)
+    for reason, n in sorted(verdicts.counts.items(), key=repr):
+        rows.count("pos", None, None, reason, n)
+    for (corpus, source, b), n in sorted(hist.items(), key=repr):
+        rows.count("hist", corpus, source, None, n, b)
+    if len(rows):
+        yield rows.batch()
+
+
+def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
+             min_chars: int = 50) -> Iterator[pa.RecordBatch]:
+    """Neutral candidates at or below the cut bin of their (corpus, strategy) (`cuts`), with
+    the POS reason in `reject` (None when they pass), and POS verdict counts."""
+    verdicts = Verdicts(model, lexicon)
+    for docs in documents(batches, min_chars):
+        chosen = []
+        for doc in docs:
+            if not any(cuts.get((doc.corpus, s), -1) >= 0 for s in strategies):
+                continue
+            ann = annotate(doc, matcher)
+            marked = marked_pairs(doc, matcher, ann, _previous(doc))
+            pools = neutral_pools(doc, matcher, marked, ann)
+            for cand in neutral_candidates(doc, pools, seed, strategies):
+                if select_bin(cand.select) <= cuts.get((doc.corpus, cand.source), -1):
+                    chosen.append((doc, cand))
+        if not chosen:
+            continue
+        verdicts.prepare([t for _, c in chosen for t in (c.premise, c.hypothesis)])
+        rows = Rows()
+        for doc, cand in chosen:
+            apply_pos([cand], verdicts)
+            rows.pair(doc, cand)
+        yield rows.batch()
+    if verdicts.counts:
+        rows = Rows()
+        for reason, n in sorted(verdicts.counts.items(), key=repr):
+            rows.count("pos_neutral", None, None, reason, n)
+        yield rows.batch()

@@ -1,0 +1,207 @@
+"""What stage 2 decides over a whole corpus, from aggregates only, and a plain
+single-process run of the whole stage.
+
+The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
+`extractor.pairs.batches`). What is global is small and lives here as pure functions:
+
+* `plan_cuts`: per-corpus neutral targets from the marked counts (after identical pairs
+  are dropped), the split over strategies (`neutral.allocate`), and for each
+  (corpus, strategy) the selection-hash bin up to which pass 2 keeps candidates (the
+  allocation with a margin for the POS filter and for identical pairs, see
+  `neutral.oversample`);
+* `final_allocation`: the exact draw over what pass 2 kept;
+* `build_stats`: `stats.json` -> `pairs` from the aggregate rows.
+
+`run_plain(batches, ...)` chains pass 1, the plan, pass 2 and the exact draw in one
+Python process with the same functions; the Spark stage does the same steps with
+`mapInArrow` and Spark SQL, and a test checks both give the same rows.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pyarrow as pa
+
+from extractor.lexicon import MARKED_LABELS
+from extractor.pairs import neutral as nt
+from extractor.pairs.pairing import MARKED_REASONS
+from extractor.schemas import PAIRS
+
+
+def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):
+    """marked: {corpus: {label: kept marked pairs}}; hist: {(corpus, strategy): {bin: n}}.
+    Returns (targets {corpus: n}, available {corpus: {strategy: n}}, cuts {(corpus,
+    strategy): bin}; bin -1 = take nothing)."""
+    targets = {c: nt.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, ratio)
+               for c, labels in marked.items()}
+    available: dict = defaultdict(dict)
+    for (corpus, strategy), bins in hist.items():
+        available[corpus][strategy] = sum(bins.values())
+    cuts = {}
+    for corpus in sorted(set(targets) | set(available)):
+        first = nt.allocate(targets.get(corpus, 0), mix, {s: available[corpus].get(s, 0) for s in nt.STRATEGIES})
+        for strategy, n in first.items():
+            bins = hist.get((corpus, strategy), {})
+            wanted = nt.oversample(n, pass_rate, sum(bins.values()))
+            cuts[corpus, strategy] = nt.bin_cutoff(bins, wanted)[0] if wanted > 0 else -1
+    return targets, {c: dict(v) for c, v in available.items()}, cuts
+
+
+def final_allocation(targets: dict, mix: dict, available: dict) -> dict:
+    """{corpus: {strategy: n}} drawn from what is `available` after pass 2 ({corpus:
+    {strategy: n}}), as close to the targets as the candidates allow."""
+    return {c: nt.allocate(targets.get(c, 0), mix, {s: available.get(c, {}).get(s, 0) for s in nt.STRATEGIES})
+            for c in sorted(set(targets) | set(available))}
+
+
+def _nest(items, depth: int) -> dict:
+    out: dict = {}
+    for *keys, n in items:
+        if any(k is None for k in keys[:depth]):
+            continue
+        node = out
+        for k in keys[:depth - 1]:
+            node = node.setdefault(str(k), {})
+        last = str(keys[depth - 1])
+        node[last] = node.get(last, 0) + int(n)
+    return out
+
+
+def build_stats(*, status: dict, options, marked_counts: dict, duplicates: dict, kept: dict, pos: dict,
+                pos_neutral: dict | None, targets: dict, available: dict, allocated: dict,
+                neutral_rejected: dict, neutral_duplicates: int) -> dict:
+    """stats["pairs"]. marked_counts: {(corpus, label, reject): n} of pass 1;
+    duplicates: {(corpus, label): n} dropped as identical; kept: {(corpus, label, phrase,
+    premise_stripped): n} of the kept marked pairs; pos / pos_neutral: {reason: n} POS
+    verdicts (None = complete); allocated: {corpus: {strategy: n}} (the neutral pairs
+    written)."""
+    rejected = dict.fromkeys(MARKED_REASONS, 0)
+    if status["status"] == "on":
+        from extractor.pairs.pos_filter import REASONS
+        rejected.update(dict.fromkeys(REASONS, 0))
+    for (_, _, reason), n in marked_counts.items():
+        if reason is not None:
+            rejected[reason] = rejected.get(reason, 0) + int(n)
+    rejected["duplicate_pair"] += sum(duplicates.values())
+    labels: Counter = Counter()
+    corpora: dict = defaultdict(Counter)
+    markers: dict = defaultdict(Counter)
+    stripped: Counter = Counter()
+    for (corpus, label, phrase, was_stripped), n in kept.items():
+        labels[label] += n
+        corpora[corpus][label] += n
+        markers[label][phrase] += n
+        if was_stripped:
+            stripped[label] += n
+    sources: Counter = Counter({"marker": sum(labels.values())} if labels else {})
+    for corpus, per in allocated.items():
+        for strategy, n in per.items():
+            if n:
+                labels["neutral"] += n
+                corpora[corpus]["neutral"] += n
+                sources[strategy] += n
+    pos_block = dict(status)
+    if status["status"] == "on":
+        pos_block.update(sentences_checked=int(sum(pos.values())),
+                         sentences_rejected={r: int(n) for r, n in sorted(pos.items(), key=repr) if r is not None},
+                         neutral_sentences_checked=int(sum((pos_neutral or {}).values())),
+                         neutral_sentences_rejected={r: int(n) for r, n in sorted((pos_neutral or {}).items(), key=repr)
+                                                     if r is not None})
+    else:
+        pos_block.update(sentences_checked=0, sentences_rejected={})
+    return {
+        "labels": dict(sorted(labels.items())),
+        "markers": {l: dict(sorted(m.items())) for l, m in sorted(markers.items())},
+        "sources": dict(sorted(sources.items())),
+        "corpora": {c: dict(sorted(v.items())) for c, v in sorted(corpora.items())},
+        "total": int(sum(labels.values())),
+        "rejected": rejected,
+        "premise_phrase_stripped": dict(sorted(stripped.items())),
+        "candidates": {"marked_sentences": _nest([(l, n) for (_, l, _), n in marked_counts.items()], 1)},
+        "pos_filter": pos_block,
+        "neutral": {"ratio": options.neutral_ratio, "mix": options.neutral_mix, "target": targets,
+                    "candidates": available, "allocated": allocated,
+                    "shortfall": {c: max(0, targets.get(c, 0) - sum(per.values())) for c, per in allocated.items()},
+                    "pos_rejected_candidates": {r: int(n) for r, n in sorted(neutral_rejected.items())},
+                    "identical_candidates_dropped": int(neutral_duplicates)},
+    }
+
+
+# ---------------------------------------------------------------------------- one process
+
+def _aggregates(rows: pa.Table):
+    marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
+    d = rows.filter(pa.compute.not_equal(rows["kind"], "pair")).to_pydict()
+    for kind, corpus, label, reject, n, b in zip(d["kind"], d["corpus"], d["label"], d["reject"], d["n"], d["bin"]):
+        if kind == "marked":
+            marked_counts[corpus, label, reject] += n
+        elif kind in ("pos", "pos_neutral"):
+            pos[reject] += n
+        elif kind == "hist":
+            hist[corpus, label][b] += n
+    return marked_counts, pos, hist
+
+
+def _first_by(rows: list, key, order) -> tuple[list, list]:
+    """Rows kept (the lowest `order` per `key`) and dropped."""
+    best: dict = {}
+    for r in rows:
+        k = key(r)
+        if k not in best or order(r) < order(best[k]):
+            best[k] = r
+    keep = set(id(r) for r in best.values())
+    return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
+
+
+def run_plain(make_batches, lexicon, options, model: str | None, status: dict):
+    """The whole stage in this process: `make_batches()` gives the sentence batches (it is
+    called twice, once per pass). Returns (pyarrow Table of `PAIRS` rows sorted by
+    (label, pair_id), stats)."""
+    from extractor.pairs import batches as bt
+    from extractor.pairs.matching import matcher_for
+
+    matcher = matcher_for(lexicon)
+    strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
+    one = pa.Table.from_batches(list(bt.pass_one(make_batches(), matcher, options.seed, strategies, model,
+                                                 lexicon, options.min_chars)), schema=bt.WORK)
+    marked_counts, pos, hist = _aggregates(one)
+    marked = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
+    marked, dups = _first_by(marked, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
+    duplicates = Counter((r["corpus"], r["label"]) for r in dups)
+    kept = Counter((r["corpus"], r["label"], r["phrase"], bool(r["premise_stripped"])) for r in marked)
+    per_corpus: dict = defaultdict(Counter)
+    for (corpus, label, _, _), n in kept.items():
+        per_corpus[corpus][label] += n
+    for (corpus, _, _), _n in marked_counts.items():
+        per_corpus.setdefault(corpus, Counter())
+    checked = sum(pos.values())
+    pass_rate = pos.get(None, 0) / checked if model and checked else None
+    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+    two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
+                                                 lexicon, options.min_chars)), schema=bt.WORK)
+    _, pos_neutral, _ = _aggregates(two)
+    cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
+    neutral_rejected = Counter(r["reject"] for r in cands if r["reject"] is not None)
+    cands = [r for r in cands if r["reject"] is None]
+    seen = {(r["premise"], r["hypothesis"]) for r in marked}
+    n0 = len(cands)
+    cands = [r for r in cands if (r["premise"], r["hypothesis"]) not in seen]
+    cands, _ = _first_by(cands, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
+    avail2 = defaultdict(Counter)
+    for r in cands:
+        avail2[r["corpus"]][r["source"]] += 1
+    allocated = final_allocation(targets, options.neutral_mix, avail2)
+    groups = defaultdict(list)
+    for r in cands:
+        groups[r["corpus"], r["source"]].append(r)
+    chosen = []
+    for (corpus, source), rows in groups.items():
+        rows.sort(key=lambda r: (r["select"], r["pair_id"]))
+        chosen.extend(rows[: allocated.get(corpus, {}).get(source, 0)])
+    out = sorted(marked + chosen, key=lambda r: (r["label"], r["pair_id"]))
+    table = pa.Table.from_pylist([{f.name: r[f.name] for f in PAIRS} for r in out], schema=PAIRS)
+    stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
+                        kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
+                        available=available, allocated=allocated, neutral_rejected=neutral_rejected,
+                        neutral_duplicates=n0 - len(cands))
+    return table, stats

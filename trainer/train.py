@@ -35,7 +35,7 @@ from trainer.models import INPUT_MODES, MODELS, TORCH_MODELS, FitContext, model_
 from trainer.runs import (check_labels, evaluate_splits, file_logger, write_evaluation, write_json,
                           write_slices)
 from trainer.metrics import mean_std
-from extractor.lexicon import CANONICAL_LABELS
+CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")  # DESIGN.md, extractor.lexicon
 
 log = logging.getLogger("trainer")
 SUBSETS = ("e2l", "a", "h2l", "e2l+a")

@@ -11,7 +11,23 @@ import yaml
 
 CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")
 MARKED_LABELS = ("contrasting", "entailment", "reasoning")
-LEXICON_DIR = Path(__file__).resolve().parents[1] / "phrase_lexicons"
+
+
+def _lexicon_resources():
+    """The bundled lexicons: package data of `phrase_lexicons` (importlib.resources), so that
+    a wheel-installed engine, a --py-files zip and a checkout all find them."""
+    import importlib.resources
+
+    try:
+        return importlib.resources.files("phrase_lexicons")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[1] / "phrase_lexicons"
+
+
+LEXICON_RESOURCES = _lexicon_resources()  # a Traversable (a directory, or a folder inside a zip)
+# The same as a filesystem path where it is one (a checkout, an installed wheel).
+LEXICON_DIR = Path(str(LEXICON_RESOURCES)) if isinstance(LEXICON_RESOURCES, Path) else \
+    Path(__file__).resolve().parents[1] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
                "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
                "annotation", "spacy_models", "phrase_sets"}
@@ -98,13 +114,17 @@ def normalize_for_matching(text: str, fold_cedilla: bool, strip_diacritics: bool
     return "".join(out)
 
 
-def available_languages(directory: Path = LEXICON_DIR) -> list[str]:
-    return sorted(p.stem for p in directory.glob("*.yaml"))
+def available_languages(directory=LEXICON_RESOURCES) -> list[str]:
+    try:
+        return sorted(p.name[:-len(".yaml")] for p in directory.iterdir() if p.name.endswith(".yaml"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
-def lexicon_path(lang: str, directory: Path = LEXICON_DIR) -> Path:
+def lexicon_path(lang: str, directory=LEXICON_RESOURCES):
+    """The bundled lexicon of a language (a Path, or a Traversable inside a zip)."""
     path = directory / f"{lang}.yaml"
-    if not path.exists():
+    if not path.is_file():
         langs = ", ".join(available_languages(directory)) or "none"
         raise LexiconError(f"unknown language '{lang}': no {path}; available lexicons: {langs}")
     return path
@@ -152,14 +172,18 @@ def preferred_model(models: tuple[SpacyModel, ...], installed=_installed) -> Spa
     return models[0] if models else None
 
 
-def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR,
+def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
                  phrase_set: str | tuple[str, ...] | list[str] | None = None) -> Lexicon:
     """Read and validate a lexicon by language code or by file path; ``phrase_set`` names
     phrase sets of its `phrase_sets` to add to `phrases` (--phrase-set, repeatable)."""
     path = Path(lang_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = lexicon_path(str(lang_or_path), directory)
+    elif not path.is_file():
+        raise LexiconError(f"{path}: no such lexicon file; give --lang a language code "
+                           f"({', '.join(available_languages(directory)) or 'none bundled'}) or a YAML file")
     raw_bytes = path.read_bytes()
+    path = Path(str(path))
     try:
         raw = yaml.safe_load(raw_bytes)
     except yaml.YAMLError as exc:
@@ -203,10 +227,11 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR,
     sample = raw.get("sample_input")
     return Lexicon(
         lang=str(raw["lang"]), name=str(raw.get("name", raw["lang"])), path=path,
-        sha256=hashlib.sha256(raw_bytes).hexdigest(),
+        # a phrase set changes what the lexicon matches: it is part of the identity
+        sha256=hashlib.sha256(raw_bytes + (("\0phrase_set=" + ",".join(chosen)).encode() if chosen else b"")).hexdigest(),
         spacy_model=preferred.name if preferred else None,
         spacy_install=preferred.install_command if preferred else None,
-        sample_input=(path.parents[1] / sample) if sample else None,
+        sample_input=_sample_input(path, sample),
         phrases=phrases, fold_cedilla=fold_cedilla, match_without_diacritics=no_diacritics,
         open_endings=_strings(matching.get("open_endings"), "matching.open_endings", path),
         file_namespaces=_strings(wiki.get("file_namespaces"), "wiki.file_namespaces", path),
@@ -220,6 +245,15 @@ def load_lexicon(lang_or_path: str | Path, directory: Path = LEXICON_DIR,
         stress_tests=raw.get("stress_tests") or {},
         spacy_models=models, phrase_set=chosen, phrase_sets_available=tuple(sorted(sets)),
     )
+
+
+def _sample_input(path: Path, sample: str | None) -> Path | None:
+    """The lexicon's bundled sample corpus (relative to the repository: phrase_lexicons/..),
+    or None where it is not there (an installed wheel ships no samples)."""
+    if not sample:
+        return None
+    found = path.resolve().parents[1] / sample
+    return found if found.exists() else None
 
 
 def _validate_phrases(raw_phrases, label_map, path: Path, fold_cedilla: bool, no_diacritics: bool):

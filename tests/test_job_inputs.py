@@ -113,21 +113,6 @@ def test_truncated_bz2_is_a_one_line_error(spark, tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_truncated_bz2_read_by_spark_names_the_file(spark, tmp_path):
-    """Where the driver cannot pre-check (a cluster URI), the Java failure is translated."""
-    from extractor.documents.readers import PAGE_DELIMITER
-    from extractor.spark.sentences_stage import _hadoop_text
-
-    whole = shared_file("dumps/enwiki-sample-206pages.xml.bz2").read_bytes()
-    cut = tmp_path / "cut.xml.bz2"
-    cut.write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(Exception) as info:
-        _hadoop_text(spark.sparkContext, str(cut), PAGE_DELIMITER, 1 << 20).values().count()
-    spec = CorpusSpec("c", "wikipedia", "mediawiki", [str(cut)])
-    assert spark_failure_message(info.value, [spec]) == f"{cut}: truncated or corrupt compressed file (unexpected end of)"
-
-
-@pytest.mark.spark
 def test_malformed_page_is_a_counted_skip_with_its_id(spark, tmp_path):
     pages = [PAGE.format(title="Bun", id=11, text=PROSE),
              PAGE.format(title="Stricat", id=12, text=PROSE).replace("</title>", "", 1),
@@ -146,16 +131,19 @@ def test_malformed_page_is_a_counted_skip_with_its_id(spark, tmp_path):
 
 
 @pytest.mark.spark
-def test_non_utf8_text_corpus_names_the_file(spark, tmp_path, capsys):
+def test_non_utf8_text_file_is_a_counted_skip_naming_the_file_and_byte(spark, tmp_path, capsys):
     books = tmp_path / "books"
     books.mkdir()
     (books / "bun.txt").write_text(PROSE, encoding="utf-8")
     (books / "vechi.txt").write_bytes("Pădurea era liniştită.".encode("cp1250"))
-    assert main(["--lang", "ro", "--input", str(books), "--output", str(tmp_path / "out"), "--stages", "sentences"]) == 2
-    err = last_error(capsys)
-    assert "vechi.txt: not valid UTF-8 at byte" in err and "\n" not in err
-    assert not (tmp_path / "out" / "sentences").exists()
-    assert not list((tmp_path / "out").glob("_tmp-*"))  # no half-written table left behind
+    out = tmp_path / "out"
+    assert main(["--lang", "ro", "--input", str(books), "--output", str(out), "--stages", "sentences"]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["sentences"]["documents_dropped"] == {"invalid_utf8": 1}
+    assert stats["sentences"]["first_invalid_utf8"][str(books / "vechi.txt")]["offset"] == 1
+    warning = [w for w in stats["warnings"] if "vechi.txt" in w]
+    assert warning and "not valid UTF-8 at byte 1" in warning[0] and "\n" not in warning[0]
+    assert "warning: " + warning[0] in capsys.readouterr().err
 
 
 @pytest.mark.spark

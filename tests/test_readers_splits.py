@@ -1,24 +1,17 @@
-"""One dump read by many tasks: Hadoop splits over bzip2 (plain and multistream) and plain
-XML lose no page and duplicate none, whatever the split size."""
+"""One dump read by many work units: byte ranges of bzip2 blocks (plain and multistream)
+and of plain XML lose no page and duplicate none, whatever the unit size; files read
+through a URI (file://, and an fsspec filesystem) give the same pages."""
 from __future__ import annotations
 
 import bz2
+import os
 
 import pytest
 
-import os
-
-from extractor.documents.readers import (PAGE_DELIMITER, Page, open_binary, parse_page_record, split_records,
-                               stream_page_records)
-from extractor.spark.sentences_stage import _hadoop_text
+from extractor import fs
+from extractor.documents.readers import (PAGE_DELIMITER, Page, PageError, open_binary, parse_page_record,
+                                         stream_page_records, unit_records, wiki_unit_pages)
 from tests.conftest import shared_file
-
-
-
-def _ids(rdd):
-    def page_id(p):
-        return p.page_id if isinstance(p, Page) else f"error:{p.page_id}"
-    return rdd.map(parse_page_record).filter(lambda p: p is not None).map(page_id).collect()
 
 
 @pytest.fixture(scope="module")
@@ -52,35 +45,43 @@ def dumps(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["bz2", "multistream", "multiblock", "plain"])
-@pytest.mark.parametrize("split_bytes", [7_000, 50_000, 1 << 20, 64 << 20])
-def test_python_byte_range_splits_lose_and_duplicate_no_page(dumps, kind, split_bytes):
+@pytest.mark.parametrize("unit_bytes", [7_000, 50_000, 1 << 20, 64 << 20])
+def test_work_units_lose_and_duplicate_no_page(dumps, kind, unit_bytes):
     path = dumps[kind]
     size = os.path.getsize(path)
     ids = []
-    for lo in range(0, size, split_bytes):
-        for record in split_records(path, lo, min(size, lo + split_bytes)):
+    for lo in range(0, size, unit_bytes):
+        for record in unit_records(path, lo, min(size, lo + unit_bytes)):
             page = parse_page_record(record)
             ids.append(page.page_id if isinstance(page, Page) else "error")
-    assert ids == dumps["expected"] if split_bytes > size else sorted(ids) == sorted(dumps["expected"])
+    assert ids == dumps["expected"] if unit_bytes > size else sorted(ids) == sorted(dumps["expected"])
     assert len(ids) == 206
 
 
-def test_python_splits_report_a_truncated_bz2(tmp_path, dumps):
-    data = open(dumps["bz2"], "rb").read()
-    cut = tmp_path / "cut.xml.bz2"
+@pytest.mark.parametrize("kind", ["multistream", "plain"])
+def test_a_uri_reads_the_same_pages(dumps, kind):
+    path = dumps[kind]
+    size = os.path.getsize(path)
+    local = [p.page_id for lo in range(0, size, 200_000) for p in wiki_unit_pages(path, lo, min(size, lo + 200_000))]
+    via_uri = [p.page_id for lo in range(0, size, 200_000)
+               for p in wiki_unit_pages("file://" + path, lo, min(size, lo + 200_000))]
+    assert local == via_uri and len(local) == 206
+    pytest.importorskip("fsspec")
+    fs.write_bytes(f"memory://dumps/{kind}", open(path, "rb").read())
+    suffix = ".xml.bz2" if kind != "plain" else ".xml"
+    fs.move(f"memory://dumps/{kind}", f"memory://dumps/{kind}{suffix}")
+    in_memory = [p.page_id for lo in range(0, size, 200_000)
+                 for p in wiki_unit_pages(f"memory://dumps/{kind}{suffix}", lo, min(size, lo + 200_000))]
+    assert in_memory == local
+
+
+def test_a_cut_plain_dump_reports_its_last_page_as_truncated(dumps, tmp_path):
+    data = open(dumps["plain"], "rb").read()
+    cut = tmp_path / "cut.xml"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises((EOFError, OSError)):
-        for lo in range(0, len(data) // 2, 100_000):
-            list(split_records(str(cut), lo, min(len(data) // 2, lo + 100_000)))
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("kind,split_bytes", [("bz2", 32 << 10), ("bz2", 64 << 20), ("multistream", 40 << 10),
-                                              ("plain", 100 << 10)])
-def test_splits_lose_and_duplicate_no_page(spark, dumps, kind, split_bytes):
-    rdd = _hadoop_text(spark.sparkContext, dumps[kind], PAGE_DELIMITER, split_bytes).values()
-    if split_bytes < 1 << 20:
-        assert rdd.getNumPartitions() > 10  # really many tasks over one file
-    ids = _ids(rdd)
-    assert len(ids) == 206
-    assert sorted(ids) == sorted(dumps["expected"])
+    size = len(data) // 2
+    got = [p for lo in range(0, size, 300_000) for p in wiki_unit_pages(str(cut), lo, min(size, lo + 300_000))]
+    errors = [p for p in got if isinstance(p, PageError)]
+    assert [e.reason for e in errors] == ["truncated"]
+    assert errors[0].offset == data.rfind(b"<page", 0, size)  # the byte where the cut page starts
+    assert len(got) == data[:size].count(b"<page>")

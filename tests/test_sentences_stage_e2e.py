@@ -37,9 +37,9 @@ def file_digests(root: Path) -> dict:
 def enwiki(spark, tmp_path_factory):
     dump = shared_file("dumps/enwiki-sample-206pages.xml.bz2")
     out = tmp_path_factory.mktemp("enwiki")
-    # a small split size: the 1.7 MB dump is read by several tasks
+    # a small unit size: the 1.7 MB dump is read by several tasks
     assert main(["--lang", "en", "--input", str(dump), "--output", str(out), "--stages", "sentences",
-                 "--split-mb", "1", "--overwrite"]) == 0
+                 "--unit-mb", "1", "--overwrite"]) == 0
     return dump, out, read_sentences(out), json.loads((out / "stats.json").read_text())
 
 
@@ -99,53 +99,51 @@ def _sorted_rows(out: Path) -> list:
     return sorted(tuple(sorted(r.items())) for r in read_sentences(out))
 
 
-def test_same_rows_whatever_the_splits_and_reader(enwiki, tmp_path):
+def test_deprecated_split_mb_is_unit_mb(enwiki, tmp_path):
     dump, out, _, _ = enwiki
-    # the default (local dump: Python byte-range splits, files written by the tasks) against
-    # Hadoop's bzip2 splits in the JVM with Spark's writer, and against other split sizes
-    for extra in (["--dump-reader", "hadoop", "--split-mb", "1"], ["--split-mb", "64", "--dump-reader", "python"]):
-        again = tmp_path / extra[1]
-        assert main(["--lang", "en", "--input", str(dump), "--output", str(again), "--stages", "sentences"] + extra) == 0
-        assert _sorted_rows(again) == _sorted_rows(out)
-        assert (out / "punkt_params.json").read_bytes() == (again / "punkt_params.json").read_bytes()
-    stats = json.loads((tmp_path / "hadoop" / "stats.json").read_text())["sentences"]
-    assert next(iter(stats["inputs"].values()))["read"] == "splittable"
+    # a 1.7 MB dump is cut into units of 1 MB whatever --unit-mb above 1 (about 32 units of
+    # at least 1 MB per file); --split-mb is the old name of --unit-mb
+    again = tmp_path / "64"
+    assert main(["--lang", "en", "--input", str(dump), "--output", str(again), "--stages", "sentences",
+                 "--split-mb", "64"]) == 0
+    assert file_digests(again / "sentences") == file_digests(out / "sentences")
+    assert (out / "punkt_params.json").read_bytes() == (again / "punkt_params.json").read_bytes()
+    info = json.loads((again / "stats.json").read_text())["sentences"]["inputs"][str(dump)]
+    assert info == {"read": "byte-ranges", "units": 2, "unit_bytes": 1 << 20}
 
 
-def test_python_reader_with_an_output_uri_goes_through_spark_writer(enwiki, tmp_path):
-    """An output URI (gs://, s3a://..., here file://) is written by Spark, not by the tasks:
-    the Python byte-range reader then hands its rows to Spark as Arrow batches."""
+def test_uri_output_gives_the_same_bytes_as_a_local_one(enwiki, tmp_path):
+    """An output URI (gs://, s3a://..., here file://) takes the same path as a local one:
+    the tasks write their files through extractor/fs.py, with the same bytes."""
     dump, out, _, _ = enwiki
     target = tmp_path / "uri"
-    assert main(["--lang", "en", "--input", str(dump), "--output", f"file://{target}", "--stages", "sentences",
-                 "--dump-reader", "python", "--punkt-params", str(out / "punkt_params.json")]) == 0
-    files = sorted(p.name for p in (target / "sentences" / "corpus=enwiki-sample-206pages").glob("*.parquet"))
-    assert files == [f"part-{i:05d}.c000.snappy.parquet" for i in range(4)]  # Spark's deterministic layout
-    assert _sorted_rows(target) == _sorted_rows(out)
+    assert main(["--lang", "en", "--input", f"file://{dump}", "--output", f"file://{target}", "--stages", "sentences",
+                 "--unit-mb", "1", "--punkt-params", str(out / "punkt_params.json")]) == 0
+    assert file_digests(target / "sentences") == file_digests(out / "sentences")
+    assert sorted(p.name for p in (target / "sentences" / "corpus=enwiki-sample-206pages").iterdir()) == \
+        ["part-000-00000.parquet", "part-000-00001.parquet"]
 
 
-def test_direct_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
-    """The job's files against the same splits written by one task, outside Spark: the
-    bytes are a function of the dump and the split size, not of cores or scheduling."""
-    import pyarrow as pa
-
-    from extractor.lexicon import load_lexicon
-    from extractor.spark.sentences_stage import row_schema, wiki_split_files
+def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
+    """The job's files against the same units written by one process, outside Spark, in
+    reverse order: the bytes are a function of the dump and the unit size alone."""
     from extractor.documents.segment import load_params, params_to_dict
+    from extractor.documents.units import list_units
+    from extractor.job import CorpusSpec
+    from extractor.lexicon import load_lexicon
+    from extractor.spark.sentences_stage import process_unit
 
     dump, out, _, stats = enwiki
-    info = stats["sentences"]["inputs"][str(dump)]
-    assert info["write"] == "direct" and info["partitions"] == 2
-    settings = {"corpus": {"name": "enwiki-sample-206pages", "genre": "wikipedia", "lang": "en", "role": "train"},
+    spec = CorpusSpec("enwiki-sample-206pages", "wikipedia", "mediawiki", [str(dump)])
+    listing = list_units([spec], 1 << 20, lambda s: {"text_field": "text"})
+    assert len(listing.units) == stats["sentences"]["work_units"] == 2
+    settings = {"corpora": [{"name": spec.name, "genre": "wikipedia", "lang": "en", "role": "train",
+                             "partition": "corpus=enwiki-sample-206pages", "fields": {}}],
                 "lexicon": load_lexicon("en"), "punkt": params_to_dict(load_params(out / "punkt_params.json")),
-                "min_chars": 50, "schema": row_schema()}
-    target = tmp_path / "one-task"
-    task = wiki_split_files(settings, str(dump.resolve()), info["split_bytes"], dump.stat().st_size,
-                            str(target), "000")
-    counts = list(task(iter([pa.record_batch({"id": pa.array([1, 0], pa.int64())})])))
-    assert sum(b.num_rows for b in counts) > 0
-    written = out / "sentences" / "corpus=enwiki-sample-206pages"
-    assert file_digests(target) == file_digests(written)
+                "min_chars": 50, "namespaces": listing.namespaces, "table_dir": str(tmp_path / "one-task")}
+    counts = [row for unit in reversed(listing.units) for row in process_unit(unit, settings)]
+    assert sum(n for _, kind, reason, n, _ in counts if (kind, reason) == ("sentences", "total")) == ENWIKI_SENTENCES
+    assert file_digests(tmp_path / "one-task") == file_digests(out / "sentences")
 
 
 def test_rerun_with_saved_punkt_params_and_existing_output(enwiki, tmp_path, capsys):
@@ -183,7 +181,7 @@ def test_utf16_dump_is_read_with_a_warning(edge_dumps):
     assert len(bg) > 5 and len({r["doc_id"] for r in bg}) == 1  # its one ns-0 page
     assert any("\u0400" <= ch <= "\u04ff" for r in bg for ch in r["text"])
     assert any("utf-16" in w and "bgwiki-sample-utf16" in w for w in stats["warnings"])
-    assert stats["sentences"]["inputs"][str(shared_file("dumps/bgwiki-sample-utf16.xml.bz2"))]["read"].startswith("streamed")
+    assert stats["sentences"]["inputs"][str(shared_file("dumps/bgwiki-sample-utf16.xml.bz2"))]["read"] == "stream:utf-16"
     assert stats["sentences"]["corpora"]["bgwiki"]["documents_read"] == 3
 
 

@@ -137,12 +137,17 @@ def params_from_dict(data: dict, source: str = "<dict>") -> PunktParameters:
     return params
 
 
+def params_json(params: PunktParameters) -> bytes:
+    """The parameters as JSON bytes (sorted keys: the same params give the same bytes)."""
+    return (json.dumps(params_to_dict(params), ensure_ascii=False, sort_keys=True, indent=0) + "\n").encode("utf-8")
+
+
 def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
     a local path or a URI (through extractor.fs)."""
     from extractor import fs
 
-    data = (json.dumps(params_to_dict(params), ensure_ascii=False, sort_keys=True, indent=0) + "\n").encode("utf-8")
+    data = params_json(params)
     if fs.is_local(path):
         path = Path(fs.local_path(path))
         path.parent.mkdir(parents=True, exist_ok=True)

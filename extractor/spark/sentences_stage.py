@@ -408,7 +408,7 @@ def sample_paragraphs(ctx, settings: dict, units: list[WorkUnit], max_chars: int
 
 def punkt_parameters(ctx, settings: dict, units: list[WorkUnit]) -> tuple[dict, dict]:
     """Punkt parameters as a dict (for the executors) and how they were obtained."""
-    from extractor.documents.segment import load_params, params_to_dict, save_params, train_punkt
+    from extractor.documents.segment import load_params, params_json, params_to_dict, train_punkt
 
     if ctx.args.punkt_params:
         params = load_params(ctx.args.punkt_params)
@@ -418,8 +418,8 @@ def punkt_parameters(ctx, settings: dict, units: list[WorkUnit]) -> tuple[dict, 
     params = train_punkt(texts, ctx.lexicon.abbreviations, max_chars=max_chars)
     info = {"source": "trained", "sample_chars": sum(len(t) for t in texts), "sample_paragraphs": len(texts),
             "abbreviations_learnt": len(params.abbrev_types)}
-    target = fs.join(fs.parent(ctx.table_path(NAME)), "punkt_params.json")
-    info["saved"] = str(save_params(params, target))
+    info["saved"] = "punkt_params.json"
+    ctx.put_bytes(params_json(params), "punkt_params.json")
     return params_to_dict(params), info
 
 

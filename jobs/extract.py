@@ -50,7 +50,8 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
         prog="extract.py", description="Build an NLI corpus from text dumps by distant supervision.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     g = p.add_argument_group("job")
-    g.add_argument("--lang", required=True, help="language code of a lexicon in phrase_lexicons/ (ro, es, en, ...)")
+    g.add_argument("--lang", required=True, help="language code of a bundled lexicon (ro, es, en, ...), or the path of your own lexicon YAML file "
+                        "(format: phrase_lexicons/README.md)")
     g.add_argument("--phrase-set", action="append", default=None, metavar="NAME",
                    help="add a named phrase set of the lexicon's phrase_sets to its phrases "
                         "(e.g. --lang ro --phrase-set extended); repeatable")
@@ -124,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             inputs = args.input or ([str(lexicon.sample_input)] if lexicon.sample_input else [])
             if not inputs:
-                raise InputError(f"{lexicon.path}: no sample_input; give --input PATH")
+                raise InputError(f"{lexicon.path}: no bundled sample corpus here (an installed engine ships "
+                                 f"none); give --input PATH")
             corpora = corpora_from_args(inputs, args.corpus, args.genre)
             if not args.input:  # the bundled sample: a stable corpus name
                 for spec in corpora:
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         return _fail(str(exc).splitlines()[0])
 
-    output = args.output or f"output/{args.lang}"
+    output = args.output or f"output/{lexicon.lang}"
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:

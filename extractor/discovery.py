@@ -9,7 +9,9 @@ Candidates are grouped by their matching key (case-folded; cedillas folded and d
 ignored where the language's lexicon says so), so they are counted the way the matcher
 would match them.
 
-Each candidate gets (all documented in phrase_lexicons/README.md, "Discovering phrases"):
+Only sentences whose first letter is upper-case (or uncased) propose a candidate: one
+that opens in lower case is the tail of a split sentence ("zise el, ..." after a line of
+dialogue). Each candidate gets (all documented in phrase_lexicons/README.md, "Discovering phrases"):
 
 - ``count``: sentences that open with it; ``pairs``: those with a previous sentence in
   the same paragraph (the pairs a lexicon entry would yield);
@@ -22,8 +24,10 @@ Each candidate gets (all documented in phrase_lexicons/README.md, "Discovering p
   J the Jaccard index of normalised word sets (`extractor.statistics.norm_words`),
   ``rest`` the sentence after the phrase and separator, ``rand`` a sentence of the same
   document drawn by a hash of the sentence's location and the seed (never the sentence
-  itself or the previous one), eps = 0.01. Above 1: what follows the phrase continues the
-  previous sentence more than an arbitrary sentence of the same document (topic alone) does;
+  itself or the previous one), eps = 0.01; both means are shrunk towards the table's
+  baseline by 10 pseudo-pairs (`PRIOR_PAIRS`), so a phrase seen in one pair cannot top the
+  list. Above 1: what follows the phrase continues the previous sentence more than an
+  arbitrary sentence of the same document (topic alone) does;
   ``lift_all`` is the same ratio over every consecutive pair of the table, the baseline;
 - ``score`` = ln(1 + count) x spread x lift, the default order.
 
@@ -50,6 +54,7 @@ from extractor.statistics import norm_words
 SEPARATORS = ",:;\u2014\u2013"
 MAX_WORDS = 5
 EPS = 0.01
+PRIOR_PAIRS = 10  # pseudo-pairs at the table's baseline overlaps that shrink a candidate's lift
 TRANSLATIONS = LEXICON_DIR / "translations.tsv"
 
 _WORD = r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*"
@@ -58,15 +63,21 @@ _PREFIX = re.compile(rf"\s*({_WORD}(?:[ \t]+{_WORD})*)[ \t]*([{SEPARATORS}])")
 
 # ---------------------------------------------------------------------------- candidates
 
-def sentence_prefix(text: str, max_words: int = MAX_WORDS) -> tuple[str, str] | None:
+def sentence_prefix(text: str, max_words: int = MAX_WORDS,
+                    require_capital: bool = True) -> tuple[str, str] | None:
     """(phrase, rest) when ``text`` opens with 1..``max_words`` words (letters, inner
     hyphens and apostrophes: "Într-o", "l'altro") followed by a separator; ``rest`` is
     the text after the separator, stripped. None otherwise (digits, quotes or a dash
-    first, more words than ``max_words``, nothing after the separator)."""
+    first, more words than ``max_words``, nothing after the separator) and, with
+    ``require_capital``, when the first letter is lower-case: a sentence that opens in
+    lower case is the tail of a split sentence ("zise el, ..." after a line of dialogue),
+    not a sentence start (scripts without case always pass)."""
     if not text:
         return None
     m = _PREFIX.match(text)
     if not m:
+        return None
+    if require_capital and m.group(1)[0].islower():
         return None
     phrase = " ".join(m.group(1).split())
     if len(phrase.split()) > max_words:
@@ -131,7 +142,8 @@ def _random_other(doc: Sequence[Sentence], i: int, prev: int | None, seed: int) 
 
 
 def mine_documents(documents: Iterable[Sequence[Sentence]], key=None, max_words: int = MAX_WORDS,
-                   seed: int = 0, n_examples: int = 3) -> tuple[dict[str, Candidate], dict]:
+                   seed: int = 0, n_examples: int = 3,
+                   require_capital: bool = True) -> tuple[dict[str, Candidate], dict]:
     """One pass over documents (each a list of sentences in document order): the
     candidates by key and the table's totals (documents, sentences, consecutive pairs and
     their mean adjacent/random Jaccard, the baseline of ``lift``)."""
@@ -159,7 +171,7 @@ def mine_documents(documents: Iterable[Sequence[Sentence]], key=None, max_words:
                 if p.doc_id == s.doc_id and p.section == s.section and p.para_idx == s.para_idx \
                         and p.sent_idx == s.sent_idx - 1:
                     prev = i - 1
-            found = sentence_prefix(s.text or "", max_words)
+            found = sentence_prefix(s.text or "", max_words, require_capital)
             rand = _random_other(doc, i, prev, seed) if prev is not None else None
             if prev is not None and rand is not None:
                 totals["pairs"] += 1
@@ -203,18 +215,28 @@ def spread(doc_counts: Counter, n_documents: int) -> float:
 
 
 def rank(cands: dict[str, Candidate], totals: dict, min_count: int = 5, min_docs: int = 2,
-         sort: str = "score", n_examples: int = 3, exclude: Iterable[str] = ()) -> list[dict]:
+         sort: str = "score", n_examples: int = 3, exclude: Iterable[str] = (),
+         prior_pairs: float = PRIOR_PAIRS) -> list[dict]:
     """The candidates with at least ``min_count`` sentences in ``min_docs`` documents, as
-    rows sorted by ``sort`` (score, count, docs, lift, spread), highest first; ties by phrase."""
+    rows sorted by ``sort`` (score, count, docs, lift, spread), highest first; ties by phrase.
+
+    ``lift`` is shrunk towards the table's baseline: both mean overlaps are taken over the
+    candidate's pairs plus ``prior_pairs`` pseudo-pairs at the baseline means, so that a
+    phrase seen in one or two pairs cannot top the list by chance."""
     excluded = set(exclude)
     n_docs = totals["documents"]
+    n_base = totals["pairs"]
+    base_adj = totals["adj_sum"] / n_base if n_base else 0.0
+    base_rnd = totals["rand_sum"] / n_base if n_base else 0.0
     rows = []
     for k, c in cands.items():
         if c.count < min_count or len(c.doc_counts) < min_docs or k in excluded:
             continue
         adj = c.adj_sum / c.pairs if c.pairs else 0.0
         rnd = c.rand_sum / c.pairs if c.pairs else 0.0
-        lf = lift(adj, rnd) if c.pairs else 0.0
+        weight = c.pairs + prior_pairs
+        lf = lift((c.adj_sum + prior_pairs * base_adj) / weight,
+                  (c.rand_sum + prior_pairs * base_rnd) / weight) if weight else 0.0
         sp = spread(c.doc_counts, n_docs)
         examples = [(p, h) for _, p, h in sorted(c.examples, key=lambda e: e[0])[:n_examples]]
         rows.append({"phrase": c.phrase, "key": k, "count": c.count, "pairs": c.pairs,

@@ -29,6 +29,7 @@ from tests.conftest import REPO
     ("Unu doi trei patru cinci șase, x", None),            # more than five words
     ("Nimic aici.", None),
     ("Da,", None),                                          # nothing after the separator
+    ("zise el, și plecă.", None),                           # lower case: the tail of a split sentence
 ])
 def test_sentence_prefix(text, expected):
     assert dsc.sentence_prefix(text) == expected
@@ -56,12 +57,15 @@ def test_scores_by_hand():
     assert (base["documents"], base["sentences"], base["pairs"]) == (2, 6, 3)
     assert base["overlap_prev"] == pytest.approx(0.5) and base["overlap_random"] == pytest.approx(0.25)
     assert base["lift_all"] == pytest.approx(round(0.51 / 0.26, 4))
-    row = dsc.rank(cands, totals, min_count=1, min_docs=1)[0]
+    row = dsc.rank(cands, totals, min_count=1, min_docs=1, prior_pairs=0)[0]
     spread = -(1 / 3 * math.log(1 / 3) + 2 / 3 * math.log(2 / 3)) / math.log(2)
     assert row["phrase"] == "Totuși" and row["lift"] == pytest.approx(0.76 / 0.01)
     assert row["spread"] == pytest.approx(spread, abs=1e-4)
     assert row["score"] == pytest.approx(math.log(4) * spread * 76, rel=1e-4)
     assert len(row["examples"]) == 2  # only the two with a previous sentence
+    # shrunk by 10 pseudo-pairs at the baseline (0.5, 0.25): (1.5 + 5) / 12 vs (0 + 2.5) / 12
+    shrunk = dsc.rank(cands, totals, min_count=1, min_docs=1)[0]
+    assert shrunk["lift"] == pytest.approx(round((6.5 / 12 + 0.01) / (2.5 / 12 + 0.01), 4))
     assert dsc.rank(cands, totals, min_count=4) == [] and dsc.rank(cands, totals, min_docs=3) == []
     with pytest.raises(ValueError, match="--sort"):
         dsc.rank(cands, totals, sort="nope")

@@ -430,6 +430,7 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
     assert swap_c["count"] == 70 and swap_c["C"] == 100.0
     assert swap_c["SC"] == "Cba" and swap_c["SC_ok"] == 100.0
     assert swap_c["EI"] == "¬Eba" and swap_c["EI_ok"] == 100.0
+    assert swap_c["SC_chance"] == 33.3 and swap_c["EI_chance"] == 66.7  # a uniform random labeller
     assert swap_e["EI"] == "¬Cba" and swap_e["EI_ok"] == 0.0  # Eab then Cba: inconsistent under EI
     assert swap_n["SC"] == "¬Cba" and swap_n["SC_ok"] == 0.0 and swap_n["EI"] == "—"
     shared_en = rows["shared", "EN"]
@@ -437,6 +438,7 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
     summary = metrics["views"]["filtered"]["summary"]
     assert summary["EI"]["per_kind"]["swap"]["constrained_items"] == 2 * 70
     assert summary["EI"]["per_kind"]["swap"]["score"] == 50.0
+    assert summary["EI"]["per_kind"]["swap"]["chance"] == 66.7
     items = pd.read_parquet(out / "items.parquet")
     assert len(items) == 3 * n and items["filtered"].all()
     assert {"allowed_SC", "ok_EI", "prob_neutral", "source_pred"} <= set(items.columns)

@@ -183,7 +183,8 @@ def build_inferred(sources: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return items, counts
 
 
-def sentence_chains(sentences: pd.DataFrame, *, max_chains: int | None = None, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def sentence_chains(sentences: pd.DataFrame, *, max_chains: int | None = None,
+                    seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Consecutive sentences a, b, c of one paragraph -> source items (a, b), (b, c) and chains.
 
     ``sentences`` has our sentence-table columns (corpus, doc_id, para_idx, sent_idx, text,
@@ -310,6 +311,8 @@ def score_rows(items: pd.DataFrame, letters_col: str, readings) -> list[dict]:
             row[r] = text
             ok = [p in allowed for p in pred] if allowed is not None else []
             row[f"{r}_ok"] = round(100.0 * float(np.mean(ok)), 1) if allowed is not None else None
+            # what a model that labels uniformly at random would score on this row
+            row[f"{r}_chance"] = round(100.0 * len(allowed) / len(logic.LETTERS), 1) if allowed is not None else None
             row[f"{r}_constrains"] = text not in ("—", "∅")
         rows.append(row)
     kind_rank = {k: i for i, k in enumerate(KIND_ORDER)}
@@ -329,13 +332,15 @@ def summarize(items: pd.DataFrame, letters_col: str, readings) -> dict:
         texts = [logic.constraint_text(r, k, None if a is None else frozenset(a)) for k, a in zip(sub["kind"], allowed)]
         constrained = np.array([t not in ("—", "∅") for t in texts], dtype=bool)
         ok = np.array([a is not None and p in a for p, a in zip(sub["pred_letter"], allowed)], dtype=bool)
+        size = np.array([len(a) if a is not None else 0 for a in allowed], dtype=float) / len(logic.LETTERS)
         entry = {"constrained_items": int(constrained.sum()),
-                 "score": _pct(ok[constrained]), "vacuous_items": int(sum(a is None for a in allowed)),
-                 "per_kind": {}}
+                 "score": _pct(ok[constrained]), "chance": _mean_pct(size[constrained]),
+                 "vacuous_items": int(sum(a is None for a in allowed)), "per_kind": {}}
         for kind in KIND_ORDER:
             m = constrained & (sub["kind"] == kind).to_numpy()
             if m.any():
-                entry["per_kind"][kind] = {"constrained_items": int(m.sum()), "score": _pct(ok[m])}
+                entry["per_kind"][kind] = {"constrained_items": int(m.sum()), "score": _pct(ok[m]),
+                                           "chance": _mean_pct(size[m])}
         out[r] = entry
     modal = [r for r in ("SC", "EI") if r in readings]
     if len(modal) == 2:
@@ -343,15 +348,21 @@ def summarize(items: pd.DataFrame, letters_col: str, readings) -> dict:
         differ = (a["allowed_SC"] != a["allowed_EI"]).to_numpy()
         for r in modal:
             allowed = a[f"allowed_{r}"]
-            texts = [logic.constraint_text(r, k, None if x is None else frozenset(x)) for k, x in zip(sub["kind"], allowed)]
+            texts = [logic.constraint_text(r, k, None if x is None else frozenset(x))
+                     for k, x in zip(sub["kind"], allowed)]
             m = differ & np.array([t not in ("—", "∅") for t in texts], dtype=bool)
             ok = np.array([x is not None and p in x for p, x in zip(sub["pred_letter"], allowed)], dtype=bool)
-            out[r]["only_this_reading"] = {"items": int(m.sum()), "score": _pct(ok[m])}
+            size = np.array([len(x) if x is not None else 0 for x in allowed], dtype=float) / len(logic.LETTERS)
+            out[r]["only_this_reading"] = {"items": int(m.sum()), "score": _pct(ok[m]), "chance": _mean_pct(size[m])}
     return out
 
 
 def _pct(mask: np.ndarray) -> float | None:
     return round(100.0 * float(np.mean(mask)), 1) if len(mask) else None
+
+
+def _mean_pct(values: np.ndarray) -> float | None:
+    return round(100.0 * float(np.mean(values)), 1) if len(values) else None
 
 
 def markdown_table(rows: list[dict], readings, *, title: str = "") -> str:
@@ -507,7 +518,8 @@ def run(args) -> int:
     items = pd.DataFrame(columns=["kind", "c", "source1", "source2", "premise", "hypothesis"])
     if args.data is not None:
         try:
-            df = _choose_split(load_nli(args.data, **run_mapping(args, run_), require_label=False), args.split, args.data)
+            splits = load_nli(args.data, **run_mapping(args, run_), require_label=False)
+            df = _choose_split(splits, args.split, args.data)
         except (NLIDataError, FileNotFoundError) as exc:
             raise UserError(str(exc).splitlines()[0]) from exc
         parts.append(source_frame(df, "data", label_map, str(args.data)))
@@ -638,14 +650,18 @@ def run(args) -> int:
     print()
     print(table)
     for view in ("filtered", "unfiltered") if has_gold else ("unfiltered",):
-        summ = result["views"][view]["summary"]
-        line = "; ".join(f"{r} {_fmt(summ[r]['score'])} of {summ[r]['constrained_items']}"
-                         + (f" (only-{r} {_fmt(summ[r]['only_this_reading']['score'])} of "
-                            f"{summ[r]['only_this_reading']['items']})" if "only_this_reading" in summ[r] else "")
-                         for r in readings)
-        print(f"{view}: % allowed over constrained items: {line}")
+        print(f"{view}: % allowed over constrained items: "
+              + "; ".join(_summary_text(r, result["views"][view]["summary"][r]) for r in readings))
     print(f"wrote {out}/metrics.json, table.md, items.parquet")
     return 0
+
+
+def _summary_text(reading: str, s: dict) -> str:
+    text = f"{reading} {_fmt(s['score'])} of {s['constrained_items']} (chance {_fmt(s['chance'])})"
+    only = s.get("only_this_reading")
+    if only:
+        text += f", only-{reading} {_fmt(only['score'])} of {only['items']} (chance {_fmt(only['chance'])})"
+    return text
 
 
 def _fmt(x) -> str:

@@ -50,6 +50,8 @@ class SpacyModel:
 
     @property
     def install_command(self) -> str:
+        if self.name.startswith("rules:"):
+            return "nothing to install (rule-based tagger, extractor/pairs/rule_pos.py)"
         if self.pip:
             return " ".join(["pip install", *self.pip_options, self.pip])
         return self.install or f"python -m spacy download {self.name}"
@@ -158,6 +160,9 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
 
 def _installed(name: str) -> bool:
     import importlib.util
+    if name.startswith("rules:"):  # a rule-based tagger of extractor/pairs/rule_pos.py
+        from extractor.pairs.rule_pos import is_rule_model
+        return is_rule_model(name)
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):

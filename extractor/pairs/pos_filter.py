@@ -42,9 +42,13 @@ def is_complete(tokens_pos: Sequence[str], lexicon) -> tuple[bool, str | None]:
 
 
 def model_installed(name: str | None) -> bool:
-    """Whether a spaCy model package is importable (without loading it)."""
+    """Whether a spaCy model package is importable (without loading it); a rule-based
+    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is always there."""
     if not name:
         return False
+    from extractor.pairs import rule_pos
+    if name.startswith(rule_pos.PREFIX):
+        return rule_pos.is_rule_model(name)
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
@@ -89,6 +93,9 @@ def load_model(name: str):
     """The spaCy pipeline `name` with only the components POS tags need, loaded once per
     process (each Spark Python worker keeps its own copy; it is never pickled)."""
     nlp = _MODELS.get(name)
+    if nlp is None and name.startswith("rules:"):
+        from extractor.pairs import rule_pos
+        nlp = _MODELS[name] = rule_pos.RuleTagger(name)
     if nlp is None:
         import spacy
 

@@ -500,7 +500,7 @@ def run(ctx) -> None:
     stats["min_chars"] = int(ctx.args.min_chars)
     ctx.stats[NAME] = stats
     for row in errors[:5]:
-        print(f"[sentences] skipped page {row['count_reason']} of {row['corpus']}: {row['detail']}", file=sys.stderr)
+        print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}", file=sys.stderr)
 
 
 def check_corpora(ctx, stats: dict) -> None:

@@ -75,7 +75,8 @@ def build_info(ctx) -> dict:
         "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role} for c in (ctx.corpora or [])],
         "versions": {"python": platform.python_version(), "pyspark": _version("pyspark"),
                      "spacy": _version("spacy"), "spacy_model": model,
-                     "spacy_model_version": _package_version(model),
+                     "spacy_model_version": ("rule-based" if model and model.startswith("rules:")
+                                             else _package_version(model)),
                      "spacy_model_license": getattr(info, "license", None), "nltk": _version("nltk"),
                      "mwparserfromhell": _version("mwparserfromhell")},
         "pos_filter": pos if pos is not None else getattr(args, "pos_filter", None),

@@ -49,3 +49,22 @@ def test_body_and_chart(tmp_path):
     header = yaml.safe_load(text.split("---\n")[1])
     assert header["dataset_info"]["splits"] == [{"name": "train", "num_bytes": 0, "num_examples": 6},
                                                 {"name": "validation", "num_bytes": 0, "num_examples": 2}]
+
+
+def test_paper_statistics_model_and_phrase_set_in_the_card():
+    ds = _dataset()
+    stage = {"settings": {"split_ratios": [0.8, 0.1, 0.1], "balance": "none", "max_eval_per_corpus": 0}}
+    build = {"lexicon": "phrase_lexicons/ro.yaml", "lexicon_sha256": "abc", "phrase_set": ["extended"], "lang": "ro",
+             "versions": {"spacy_model": "ro_legal_fl", "spacy_model_version": "3.6.1", "spacy_model_license": "CC4R"},
+             "pos_filter": {"status": "on", "model": "ro_legal_fl", "sentences_checked": 12}}
+    body = card.card_body(dataset=ds, stage_stats=stage, build=build, leakage={"checks": {}}, license="cc-by-sa-4.0")
+    assert "phrase set(s) extended added" in body
+    assert "model ro_legal_fl 3.6.1 (license CC4R)" in body and "on; model ro_legal_fl; 12 sentences checked" in body
+    # RoNLI Table 2 layout: RoNLI's raw-token overlap and the normalised one, means (sample std)
+    assert "overlap (RoNLI) train" in body and "overlap (normalised) train" in body
+    # train: premises of 7 and 8 words, three times each -> mean 7.5, sample std 0.5477
+    assert "| **overall** | 6 | 2 | 0 | 7.5 (0.5) | 7.5 (0.7) | - |" in body
+    # "Rain fell on the old town all day." / "The river rose by a metre.": "The" != "the" for
+    # RoNLI (0), shared once normalised (1/12 = 0.08)
+    assert "| contrasting | 3 | 1 | - | 8.0 (0.0) | 8.0 | - | 6.0 (0.0) | 6.0 | - | 0.00 (0.00) | 0.00 | - | 0.08 (0.00) |" in body
+    assert "## Top PMI words of premises per label" in body

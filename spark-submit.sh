@@ -41,7 +41,7 @@ import sys, zipfile
 from pathlib import Path
 repo, target = Path(sys.argv[1]), Path(sys.argv[2])
 files = sorted(p for d in ("extractor", "phrase_lexicons") for p in (repo / d).rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".yaml", ".md", ".json"))
+               if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".yaml", ".md", ".json", ".tsv"))
 tmp = target.with_suffix(".tmp")
 with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
     for p in files:
@@ -54,15 +54,18 @@ PY
 MASTER_ARGS=(--master "local[*]")
 LOCAL=1
 TUNING=startup
+CLUSTER_DRIVER=0
 prev=""
 for arg in "$@"; do
   case "$arg" in
     --master=local*) MASTER_ARGS=() ;;
     --master|--master=*) MASTER_ARGS=(); LOCAL=0 ;;
+    --deploy-mode=cluster) CLUSTER_DRIVER=1 ;;
     --driver-java-options|--driver-java-options=*|--conf=spark.driver.extraJavaOptions=*) TUNING=yours ;;
     --jvm-tuning=*) TUNING="${arg#--jvm-tuning=}" ;;
   esac
   [ "$prev" = "--master" ] && case "$arg" in local*) LOCAL=1 ;; esac
+  [ "$prev" = "--deploy-mode" ] && [ "$arg" = cluster ] && CLUSTER_DRIVER=1
   [ "$prev" = "--jvm-tuning" ] && TUNING="$arg"
   [ "$prev" = "--conf" ] && case "$arg" in spark.driver.extraJavaOptions=*) TUNING=yours ;; esac
   prev="$arg"
@@ -74,9 +77,25 @@ if [ "$LOCAL" = 1 ] && [ "$TUNING" = startup ]; then
   opts="$(cd "$REPO" && "$NLI_PY" -m extractor.spark.jvm --tuning startup --for-first-run)"
   [ -n "$opts" ] && JVM_ARGS=(--driver-java-options "$opts")
 fi
+# Python on the executors. Local mode: this machine's .venv. Any other master: a packed copy
+# of the engine's dependencies (venv-pack, cached in .spark-deps/), shipped with --archives
+# and unpacked by every executor, so the nodes' own Python needs nothing installed
+# (NLI_PACK_ENV=0: the nodes already have everything, e.g. the images of docker/;
+# NLI_PACK_ENV=1: pack in local mode too). See extractor/spark/executor_env.py.
+PY_ARGS=(--conf "spark.pyspark.python=$PYSPARK_PYTHON")
+PACK="${NLI_PACK_ENV:-}"
+[ -z "$PACK" ] && { [ "$LOCAL" = 1 ] && PACK=0 || PACK=1; }
+if [ "$PACK" = 1 ]; then
+  ENV_ARCHIVE="$(cd "$REPO" && "$NLI_PY" -m extractor.spark.executor_env --dir "$DEPS")" || exit 2
+  DRIVER_PY="$NLI_PY"
+  [ "$CLUSTER_DRIVER" = 1 ] && DRIVER_PY=./environment/bin/python
+  PY_ARGS=(--archives "$ENV_ARCHIVE#environment" --conf "spark.pyspark.python=./environment/bin/python"
+           --conf "spark.pyspark.driver.python=$DRIVER_PY")
+elif [ "$LOCAL" = 0 ]; then
+  PY_ARGS=()  # the nodes' own Python (PYSPARK_PYTHON of their environment)
+fi
 SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
 cd "$REPO"
-exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" ${JVM_ARGS[@]+"${JVM_ARGS[@]}"} \
-  --conf "spark.pyspark.python=$PYSPARK_PYTHON" \
+exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" ${JVM_ARGS[@]+"${JVM_ARGS[@]}"} ${PY_ARGS[@]+"${PY_ARGS[@]}"} \
   --conf "spark.ui.showConsoleProgress=true" --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
   --py-files "$DEPS/nli_extractor.zip" "$@"

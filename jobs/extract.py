@@ -191,7 +191,7 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
         return _fail(str(exc))
     dropped = [TABLES[s] for s in STAGES[last + 1:] if run.published(TABLES[s])]
 
-    from extractor.spark.session import get_session
+    from extractor.spark.session import executor_python, get_session
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
     # Input failures are reported as one line below; others are re-raised with their trace.
@@ -225,6 +225,7 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
             "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role, "paths": c.paths}
                         for c in corpora],
             "versions": _versions(), "spark_master": spark.sparkContext.master,
+            "executor_python": executor_python(spark),
         }
         run.put_bytes("stats.json", out.stats_bytes(ctx.stats))
         manifest = run.publish({"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,

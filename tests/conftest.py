@@ -29,3 +29,85 @@ def spark():
     session = get_session(master="local[2]", app_name="nli-tests", shuffle_partitions=4, progress=False)
     yield session
     session.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StandaloneCluster:
+    def __init__(self, url: str, home: Path, workdir: Path, bare_python: Path, ui_port: int):
+        self.url, self.home, self.workdir, self.bare_python, self.ui_port = url, home, workdir, bare_python, ui_port
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A real Spark standalone cluster for the whole test run: one master and two workers of
+    one core and 1 GB each on 127.0.0.1, started from the pyspark install with spark-class
+    and stopped by their process ids. The workers' own Python (PYSPARK_PYTHON) is a bare
+    venv with none of the project's dependencies: a job must bring its own."""
+    import json
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    pyspark = pytest.importorskip("pyspark")
+    home = Path(pyspark.__file__).resolve().parent
+    spark_class = home / "bin" / "spark-class"
+    if not spark_class.exists():
+        pytest.skip(f"{spark_class} not found")
+    base = tmp_path_factory.mktemp("standalone")
+    bare = base / "bare-venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
+                   check=True)
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
+               PYSPARK_PYTHON=str(bare / "bin" / "python"), SPARK_LOG_DIR=str(base / "logs"),
+               SPARK_NO_DAEMONIZE="1")
+    env.pop("PYSPARK_DRIVER_PYTHON", None)
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs = []
+
+    def start(name, *args):
+        log = open(base / f"{name}.log", "wb")
+        procs.append(subprocess.Popen([str(spark_class), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      cwd=base, start_new_session=True))
+
+    def alive_workers():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
+                return int(json.load(r).get("aliveworkers", 0))
+        except Exception:
+            return -1
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+              "--webui-port", str(ui))
+        deadline = time.time() + 120
+        while alive_workers() < 0:
+            if time.time() > deadline or procs[0].poll() is not None:
+                pytest.fail(f"the standalone master did not start; see {base / 'master.log'}")
+            time.sleep(1)
+        for i in range(2):
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
+                  "--host", "127.0.0.1", "--webui-port", str(_free_port()), "--work-dir", str(base / f"work{i}"))
+        while alive_workers() < 2:
+            if time.time() > deadline or any(p.poll() is not None for p in procs):
+                pytest.fail(f"the standalone workers did not register; see {base}/worker*.log")
+            time.sleep(1)
+        yield StandaloneCluster(url, home, base, bare / "bin" / "python", ui)
+    finally:
+        for p in reversed(procs):  # by process id; each was started in its own session
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -34,3 +34,12 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def executor_python(spark) -> str | None:
+    """The Python an executor runs (one tiny task): recorded in stats.json, so a cluster run
+    shows whether the packed environment (./environment/bin/python) served the executors."""
+    try:
+        return spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).first()
+    except Exception:  # the stages will fail with their own message
+        return None

@@ -1,0 +1,114 @@
+"""The Python environment for cluster executors, packed the way Spark documents for YARN,
+Kubernetes and standalone clusters (docs: "Python Package Management"): a virtual
+environment with the engine's dependencies (without pyspark: the cluster's Spark brings
+it), packed with venv-pack, shipped with
+
+    spark-submit --archives nli-env-<key>.tar.gz#environment \\
+                 --conf spark.pyspark.python=./environment/bin/python \\
+                 --conf spark.pyspark.driver.python=$(which python) ...
+
+Every executor unpacks the archive in its working directory and runs
+`./environment/bin/python`, so its own Python needs none of the engine's dependencies.
+`./spark-submit.sh` does this for every non-local master (or `NLI_PACK_ENV=1`); by hand:
+
+    python -m extractor.spark.executor_env            # prints the archive's path
+
+The archive is cached under `.spark-deps/` by a key of the requirements, the Python version
+and the platform, so it is built once (a minute or two from pip's cache) and reused.
+venv-pack keeps the interpreter as a link to the Python that made the venv: the nodes need
+the same Python version at the same path (true on one image, e.g. a Dataproc or EMR node
+image built from docker/; otherwise use conda-pack, which packs the interpreter too).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DIST = "nli-corpus-engine"
+EXTRAS = ("extract",)
+# The cluster's Spark brings these; a second copy on the executors' path would shadow it.
+LEFT_OUT = {"pyspark", "py4j", "venv-pack"}
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def requirements(dist: str = DIST, extras=EXTRAS) -> list[str]:
+    """The engine's requirements for executors: base dependencies and those of `extras`,
+    without pyspark/py4j, from the installed distribution's metadata."""
+    out = []
+    for req in importlib.metadata.requires(dist) or []:
+        spec, _, marker = req.partition(";")
+        name = _NAME.match(spec).group(1).lower().replace("_", "-")
+        if name in LEFT_OUT:
+            continue
+        marker = marker.strip()
+        if marker:
+            wanted = re.findall(r'extra\s*==\s*["\']([^"\']+)["\']', marker)
+            if wanted and not any(e in extras for e in wanted):
+                continue
+        out.append(spec.strip())
+    return sorted(set(out))
+
+
+def archive_key(reqs: list[str]) -> str:
+    text = "\n".join(reqs) + f"\n{sys.version_info[:3]}\n{platform.machine()}\n{sys.base_prefix}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def build(directory: str | Path, reqs: list[str] | None = None, force: bool = False, log=print) -> Path:
+    """The packed environment's path, building it when it is not there yet."""
+    if reqs is None:  # plus what the user adds (a spaCy model for --pos-filter on, say)
+        reqs = requirements() + os.environ.get("NLI_EXECUTOR_REQUIREMENTS", "").split()
+    directory = Path(directory)
+    archive = directory / f"nli-env-{archive_key(reqs)}.tar.gz"
+    if archive.exists() and not force:
+        return archive
+    directory.mkdir(parents=True, exist_ok=True)
+    import venv_pack
+
+    with tempfile.TemporaryDirectory(dir=directory, prefix="_build-") as tmp:
+        env = Path(tmp) / "env"
+        log(f"[setup] packing the executors' Python environment ({len(reqs)} requirements) into {archive}")
+        base = getattr(sys, "_base_executable", None) or sys.executable
+        subprocess.run([base, "-m", "venv", str(env)], check=True)
+        subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
+                        "--disable-pip-version-check", *reqs], check=True, stdout=sys.stderr)
+        partial = archive.with_suffix(".partial")
+        venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
+        os.replace(partial, archive)
+    for old in directory.glob("nli-env-*.tar.gz"):  # archives of earlier requirements
+        if old != archive:
+            old.unlink()
+    return archive
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m extractor.spark.executor_env [--dir .spark-deps] [--force] [--requirements]"""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=str(Path.cwd() / ".spark-deps"), help="where the archive is cached")
+    ap.add_argument("--force", action="store_true", help="build it again")
+    ap.add_argument("--requirements", action="store_true", help="only print the executors' requirements")
+    args = ap.parse_args(argv)
+    if args.requirements:
+        print("\n".join(requirements()))
+        return 0
+    try:
+        print(build(args.dir, force=args.force, log=lambda m: print(m, file=sys.stderr)))
+    except (subprocess.CalledProcessError, ImportError, OSError) as exc:
+        print(f"error: could not pack the executors' environment into {args.dir}: {exc}; "
+              f"install venv-pack (pip install venv-pack) and check pip can install the requirements",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

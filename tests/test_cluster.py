@@ -1,0 +1,67 @@
+"""The job on a real Spark standalone cluster (tests/conftest.py::spark_cluster: one master,
+two one-core workers whose own Python has none of the project's dependencies), submitted
+with ./spark-submit.sh as the README says. spark-submit.sh packs the executors' Python
+environment (venv-pack, --archives ...#environment), so only that archive can serve the
+executors; the tables come out byte for byte as in local mode."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def table_digests(root: Path) -> dict:
+    """sha256 of every Parquet file of the published tables, by path inside the output."""
+    out = {}
+    for table in ("sentences", "pairs", "splits"):
+        base = root / table
+        for dirpath, _, files in os.walk(base, followlinks=True):
+            for name in files:
+                if name.endswith(".parquet"):
+                    path = Path(dirpath) / name
+                    out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_output(spark, tmp_path_factory):
+    from jobs.extract import main
+
+    out = tmp_path_factory.mktemp("local") / "ro"
+    assert main(["--lang", "ro", "--output", str(out)]) == 0
+    return out
+
+
+def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster, local_output, tmp_path):
+    out = tmp_path / "ro"
+    env = dict(os.environ)
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "NLI_PACK_ENV"):
+        env.pop(key, None)
+    t0 = time.time()
+    proc = subprocess.run(
+        ["./spark-submit.sh", "--master", spark_cluster.url, "--conf", "spark.executor.memory=768m",
+         "--conf", "spark.cores.max=2", "jobs/extract.py", "--lang", "ro", "--output", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    seconds = time.time() - t0
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text())
+    job = stats["job"]
+    assert job["spark_master"] == spark_cluster.url
+    # the executors ran the packed environment, not their own (bare) Python
+    assert job["executor_python"] is not None and "/environment/bin/python" in job["executor_python"]
+    cluster, local = table_digests(out), table_digests(local_output)
+    assert cluster and sorted(cluster) == sorted(local)
+    assert {k for k in cluster if cluster[k] != local[k]} == set()
+    assert (out / "punkt_params.json").read_bytes() == (local_output / "punkt_params.json").read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["tables"]) == {"sentences", "pairs", "splits"}
+    print(f"cluster run: {seconds:.0f} s, {len(cluster)} Parquet files identical to local mode")

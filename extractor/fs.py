@@ -349,6 +349,14 @@ class FileBytes:
         start = max(0, start)
         if end - start < len(sub):
             return -1
-        self._ensure(start, end)
-        at = self._buf.find(sub, start - self._lo, end - self._lo)
-        return at + self._lo if at >= 0 else -1
+        step = max(self._chunk, 4 * len(sub))
+        while start < end:  # window by window: memory stays bounded however far it looks
+            stop = min(end, start + step)
+            self._ensure(start, stop)
+            at = self._buf.find(sub, start - self._lo, stop - self._lo)
+            if at >= 0:
+                return at + self._lo
+            if stop >= end:
+                return -1
+            start = stop - len(sub) + 1
+        return -1

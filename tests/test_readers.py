@@ -142,3 +142,53 @@ def test_json_document_fields_and_skips():
     assert json_document('{"text": "wrong field"}', fields) == "no_text_field"
     assert json_document("   ", fields) == "empty_line"
     assert json_document("[1, 2]", fields) == "malformed_json"
+
+
+# --------------------------------------------------------------------------- work-unit readers
+
+def test_jsonl_byte_ranges_lose_and_duplicate_no_line(tmp_path):
+    from extractor.documents.readers import jsonl_lines
+
+    lines = [f'{{"id": {i}, "text": "{"x" * (i * 37 % 300)}"}}\n'.encode() for i in range(400)]
+    last = b'{"id": "last", "text": "no newline"}'
+    data = b"".join(lines) + last
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(data)
+    expected = [(data.index(line), line) for line in lines] + [(len(data) - len(last), last)]
+    for unit in (1, 50, 997, 10_000, 1 << 20):
+        got = [x for lo in range(0, len(data), unit) for x in jsonl_lines(str(path), lo, min(len(data), lo + unit), False)]
+        assert got == expected, unit
+
+
+def test_file_bytes_finds_across_windows_with_bounded_memory(tmp_path):
+    from extractor import fs
+
+    data = bytes(range(256)) * 40_000 + b"NEEDLE" + bytes(10)
+    (tmp_path / "f.bin").write_bytes(data)
+    with fs.FileBytes(str(tmp_path / "f.bin"), chunk=1 << 16, keep=1 << 16) as view:
+        assert view.find(b"NEEDLE", 5) == data.find(b"NEEDLE")
+        assert len(view._buf) <= 3 << 16  # never the whole file
+        assert view[100:110] == data[100:110] and view[-3] == data[-3]
+        assert view.find(b"NEEDLE", 0, 1000) == -1
+
+
+def test_records_report_a_page_cut_off_and_the_closing_tag():
+    from extractor.documents.readers import records_from_chunks
+
+    text = ("<mediawiki>" + page(id=1) + page(id=2)).encode()
+    state: dict = {}
+    got = list(records_from_chunks(iter([text, b"</mediawiki>\n"]), iter(()), state))
+    assert len(got) == 2 and state["open_page"] is None and state["closed"]
+    cut = text[: text.rindex(b"<page>") + 30]
+    got = list(records_from_chunks(iter([cut[i:i + 7] for i in range(0, len(cut), 7)]), iter(()), state))
+    assert len(got) == 1 and state["open_page"] == text.rindex(b"<page>") and not state["closed"]
+
+
+def test_dump_head_and_end_of_the_real_truncated_dumps():
+    from extractor.documents.readers import dump_end_is_closed, read_head, site_namespaces
+
+    for name in ("ukwiki", "viwiki"):
+        path = str(shared_file(f"dumps/{name}-truncated-100k.xml.bz2"))
+        assert dump_end_is_closed(path) is False  # cut off mid-page inside a valid bzip2 container
+        assert b"</siteinfo>" in read_head(path) and site_namespaces(read_head(path).decode())[6]
+    assert dump_end_is_closed(str(shared_file("dumps/enwiki-sample-206pages.xml.bz2"))) is True

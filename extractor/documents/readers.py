@@ -632,6 +632,19 @@ def records_from_chunks(owned, following, state: dict | None = None):
             base += m.start()
             buf = buf[m.start():] + chunk
             pos = 0
+            close_from = max(0, len(buf) - len(chunk) - len(_PAGE_CLOSE))  # a long page: search only the new part
+            end = buf.find(_PAGE_CLOSE, close_from)
+            while end < 0:
+                chunk = more()
+                if chunk is None:
+                    state["open_page"] = base
+                    state["open_head"] = bytes(buf[:4096])
+                    return
+                close_from = max(0, len(buf) - len(_PAGE_CLOSE))
+                if not isinstance(buf, bytearray):
+                    buf = bytearray(buf)  # appends amortised: a page of many chunks stays linear
+                buf += chunk
+                end = buf.find(_PAGE_CLOSE, close_from)
             continue
         if END_TAG in buf[pos:]:
             state["closed"] = True

@@ -401,7 +401,10 @@ def sample_paragraphs(ctx, settings: dict, units: list[WorkUnit], max_chars: int
             break
         sample = _Sample(settings["corpora"][unit.corpus], ctx.lexicon, settings["namespaces"].get(unit.path),
                          max_chars - sum(len(p) for p in out))
-        read_unit(unit, settings, sample, lambda: sample.chars >= sample.max_chars)
+        try:
+            read_unit(unit, settings, sample, lambda: sample.chars >= sample.max_chars)
+        except InputError as exc:  # on the driver: the message without the task mark
+            raise InputError(str(exc).replace(ERROR_MARK, "")) from None
         out += sample.paragraphs
     return out
 

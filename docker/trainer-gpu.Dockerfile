@@ -4,6 +4,16 @@
 #   docker run --gpus all -v $PWD/output/ro/splits:/data:ro -v $PWD/runs:/runs nli-trainer:0.1 \
 #     train --data /data --model transformer --pretrained /models/bert-base-romanian --out /runs/ro-bert
 #   (with -v ~/models:/models:ro holding the checkpoint)
+# 1. the wheel
+FROM python:3.11-slim AS wheel
+COPY pyproject.toml README.md /src/
+COPY extractor /src/extractor
+COPY jobs /src/jobs
+COPY trainer /src/trainer
+COPY phrase_lexicons /src/phrase_lexicons
+RUN pip wheel --no-cache-dir --no-deps -w /dist /src
+
+# 2. the image
 FROM nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1
@@ -18,12 +28,9 @@ ARG TORCH_SPEC="torch==2.13.0"
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
 RUN pip install --index-url "${TORCH_INDEX_URL}" "${TORCH_SPEC}"
 
-COPY pyproject.toml README.md /opt/nli/
-COPY extractor /opt/nli/extractor
-COPY jobs /opt/nli/jobs
-COPY phrase_lexicons /opt/nli/phrase_lexicons
-COPY trainer /opt/nli/trainer
-RUN pip install "/opt/nli[train]"
+# The engine's wheel with the train extra (the trainer never imports Spark).
+COPY --from=wheel /dist /dist
+RUN pip install "$(ls /dist/nli_corpus_engine-*.whl)[train]" && rm -rf /dist
 
 # Models are not downloaded at run time: mount a local model folder (e.g. -v ~/models:/models)
 # and pass --pretrained /models/NAME, or bake one in here with COPY.

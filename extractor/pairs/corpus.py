@@ -153,7 +153,7 @@ def _first_by(rows: list, key, order) -> tuple[list, list]:
     return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
 
 
-def run_plain(make_batches, lexicon, options, model: str | None, status: dict):
+def run_plain(make_batches, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
     """The whole stage in this process: `make_batches()` gives the sentence batches (it is
     called twice, once per pass). Returns (pyarrow Table of `PAIRS` rows sorted by
     (label, pair_id), stats)."""
@@ -163,7 +163,7 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict):
     matcher = matcher_for(lexicon)
     strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
     one = pa.Table.from_batches(list(bt.pass_one(make_batches(), matcher, options.seed, strategies, model,
-                                                 lexicon, options.min_chars)), schema=bt.WORK)
+                                                 lexicon, options.min_chars, without_torch)), schema=bt.WORK)
     marked_counts, pos, hist = _aggregates(one)
     marked = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     marked, dups = _first_by(marked, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
@@ -178,7 +178,7 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict):
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
     two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
-                                                 lexicon, options.min_chars)), schema=bt.WORK)
+                                                 lexicon, options.min_chars, without_torch)), schema=bt.WORK)
     _, pos_neutral, _ = _aggregates(two)
     cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     neutral_rejected = Counter(r["reject"] for r in cands if r["reject"] is not None)

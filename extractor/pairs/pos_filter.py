@@ -89,7 +89,24 @@ def resolve(mode: str, model: str | None, lexicon) -> tuple[bool, str, str | Non
 _MODELS: dict[str, object] = {}
 
 
-def load_model(name: str):
+def import_spacy_without_torch():
+    """Import spaCy in a process that has not imported torch, hiding torch from thinc
+    (which imports it when installed: 1-2 CPU-s per Spark Python worker). For the small
+    CNN pipelines the POS filter loads; a transformer pipeline (`*_trf`) needs torch and is
+    loaded normally. Spark workers only: the trainer, in the same venv, imports torch."""
+    import sys
+
+    if "spacy" in sys.modules or "torch" in sys.modules:
+        return
+    sys.modules["torch"] = None  # `import torch` raises ImportError while spaCy is imported
+    try:
+        import spacy  # noqa: F401
+    finally:
+        if sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
+def load_model(name: str, without_torch: bool = False):
     """The spaCy pipeline `name` with only the components POS tags need, loaded once per
     process (each Spark Python worker keeps its own copy; it is never pickled)."""
     nlp = _MODELS.get(name)
@@ -97,6 +114,8 @@ def load_model(name: str):
         from extractor.pairs import rule_pos
         nlp = _MODELS[name] = rule_pos.RuleTagger(name)
     if nlp is None:
+        if without_torch and not name.endswith("_trf"):
+            import_spacy_without_torch()
         import spacy
 
         with warnings.catch_warnings():

@@ -111,19 +111,14 @@ def _pass(fn_name: str, lexicon, options: PairsOptions, model, **extra):
 
         fn = getattr(bt, fn_name)
         yield from fn(batches, matcher_for(lexicon), seed, strategies, model=model, lexicon=lexicon,
-                      min_chars=min_chars, **extra)
+                      min_chars=min_chars, without_torch=True, **extra)
     return run
 
 
-def _largest_file(spark, path: str) -> int:
-    from extractor import output as _out
+def _largest_file(path: str) -> int:
+    from extractor import fs
 
-    fs, root = _out._fs(spark, path)
-    files = fs.listFiles(root, True)
-    largest = 0
-    while files.hasNext():
-        largest = max(largest, int(files.next().getLen()))
-    return largest
+    return max((size for _, size in fs.list_files(path)), default=0)
 
 
 class _WholeFiles:
@@ -140,7 +135,7 @@ class _WholeFiles:
     def __enter__(self):
         conf = self.spark.conf
         self.old = {k: conf.get(k, None) for k in self.KEYS}
-        largest = _largest_file(self.spark, self.path) + 1
+        largest = _largest_file(self.path) + 1
         conf.set("spark.sql.files.maxPartitionBytes", str(max(largest, 128 << 20)))
         conf.set("spark.sql.files.openCostInBytes", str(largest))
         return self
@@ -197,6 +192,12 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
             pos[reject] += n
         elif kind == "hist":
             hist[corpus, label][b] += n
+
+    split = (one.filter(F.col("kind") == "edge").groupBy("corpus", "doc_id").agg(F.sum("n").alias("n"))
+             .filter(F.col("n") > 1).limit(1).collect())
+    if split:
+        from extractor.pairs.batches import split_document_error
+        raise ValueError(split_document_error(split[0]["corpus"], split[0]["doc_id"]))
 
     # 2. identical marked pairs, counts, plan ----------------------------------------------
     w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")

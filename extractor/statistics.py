@@ -479,7 +479,8 @@ def pmi_markdown(result: dict, k: int = 5, side: str = "hypothesis") -> str:
     """Top PMI words per split and label, of hypotheses (``side="hypothesis"``, the label
     blocks' ``top_pmi_words``) or of premises (``"premise"``, the split's
     ``premise_top_pmi_words``)."""
-    lines = [f"| split | label | top {side} words by PMI (PMI, count/{side}s with the word) |", "|---|---|---|"]
+    plural = {"hypothesis": "hypotheses", "premise": "premises"}.get(side, side + "s")
+    lines = [f"| split | label | top {side} words by PMI (PMI, count/{plural} with the word) |", "|---|---|---|"]
     for s, block in result["splits"].items():
         for label, b in block["labels"].items():
             if side == "premise":

@@ -231,7 +231,7 @@ def test_selection_is_seeded_and_independent_of_row_order():
 
 def test_export_is_blind_seeded_and_in_romanian(splits, tmp_path, capsys):
     out = tmp_path / "batch"
-    code, stdout, err = run_cli(["annotate", "export", "--data", splits, "--split", "validation", "test",
+    code, stdout, err = run_cli(["annotate", "export", "--data", splits, "--split", "validation,test",
                                  "--n", "24", "--seed", "5", "--annotators", "ana,bogdan", "--annotators", "carmen",
                                  "--out", out], capsys)
     assert code == 0, err
@@ -262,7 +262,7 @@ def test_export_is_blind_seeded_and_in_romanian(splits, tmp_path, capsys):
     assert "dezvoltă sau precizează" in choices[1].get("hint")
     assert "Propoziția A" in (out / "instructions.md").read_text()
     # same data and seed -> byte-identical files
-    code, _, _ = run_cli(["annotate", "export", "--data", splits, "--split", "validation", "test", "--n", "24",
+    code, _, _ = run_cli(["annotate", "export", "--data", splits, "--split", "validation,test", "--n", "24",
                           "--seed", "5", "--annotators", "ana,bogdan,carmen", "--out", tmp_path / "again"], capsys)
     assert code == 0
     for rel in ("annotators/round1-ana.csv", "label_studio/tasks.json", "label_studio/config.xml"):
@@ -371,7 +371,7 @@ def test_known_disagreement_round_trip(splits, tmp_path, capsys):
 def test_policies_and_validated_split_loads_with_datasets(splits, tmp_path, capsys):
     datasets = pytest.importorskip("datasets")
     out = tmp_path / "r1"
-    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "test", "--out", out],
+    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "--split", "test", "--out", out],
                    capsys)[0] == 0
     auto = auto_labels(splits)
     num = lambda i: int(i[2:])  # noqa: E731

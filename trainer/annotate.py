@@ -34,13 +34,13 @@ def add_arguments(parser) -> None:
                                    "tasks + labeling config. Annotators never see the automatic label, the "
                                    "linking phrase or the source.")
     e.add_argument("--data", required=True, type=Path, help="our splits folder or any NLI file/folder")
-    e.add_argument("--split", action="extend", nargs="+", default=None,
-                   help="split(s) to draw from (repeatable; default: test, or the only split)")
+    e.add_argument("--split", action="append", default=None,
+                   help="split to draw from (repeatable or comma-separated; default: test, or the only split)")
     e.add_argument("--n", type=int, default=None, help="items to annotate (default: all)")
     e.add_argument("--sample", choices=["balanced", "natural"], default="balanced",
                    help="balanced by automatic label (ESNLIR) or in the natural distribution (default balanced)")
     e.add_argument("--seed", type=int, default=0, help="selection and order seed (default 0)")
-    e.add_argument("--annotators", action="extend", nargs="+", default=None,
+    e.add_argument("--annotators", action="append", default=None,
                    help="a number (default 3: annotator1..3) or names, comma-separated or repeated")
     e.add_argument("--lang", default=None, help="language of the guidelines (default: the data's lang column, else en)")
     e.add_argument("--labels", default=None, help="comma-separated label set (default: the canonical four)")
@@ -57,8 +57,9 @@ def add_arguments(parser) -> None:
                                    "validated split.")
     i.add_argument("files", nargs="+", type=Path, metavar="FILES", help="annotator CSVs and/or Label Studio exports")
     i.add_argument("--data", required=True, type=Path, help="the data the batch was exported from")
-    i.add_argument("--split", action="extend", nargs="+", default=None,
-                   help="split(s) of --data (default: those of the batch manifests, else all)")
+    i.add_argument("--split", action="append", default=None,
+                   help="split of --data (repeatable or comma-separated; default: those of the batch manifests, "
+                        "else all)")
     i.add_argument("--out", required=True, type=Path, help="output folder")
     i.add_argument("--policy", choices=["majority", "agree"], default="majority",
                    help="majority: drop items without a majority, gold = majority (RoNLI); agree: keep items "
@@ -66,8 +67,9 @@ def add_arguments(parser) -> None:
     i.add_argument("--min-votes", type=int, default=2, help="votes an item needs for a majority (default 2)")
     i.add_argument("--cartography", type=Path, default=None,
                    help="a cartography run (RUN_DIR, its cartography/ folder or metrics.parquet): κ per group")
-    i.add_argument("--batch", action="extend", nargs="+", type=Path, default=None,
-                   help="batch folder(s) or manifest.json of `annotate export` (found next to the files otherwise)")
+    i.add_argument("--batch", action="append", type=Path, default=None,
+                   help="batch folder or manifest.json of `annotate export` (repeatable; found next to the files "
+                        "otherwise)")
     i.add_argument("--lang", default=None, help="language of the label names (default: the batch's, else the data's)")
     i.add_argument("--labels", default=None, help="comma-separated label set (default: the batch's, else canonical)")
     i.add_argument("--force", action="store_true", help="replace an existing --out folder")
@@ -79,6 +81,12 @@ def add_arguments(parser) -> None:
 
 def _labels_arg(value) -> list[str] | None:
     return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
+def _splits_arg(values: list[str] | None) -> list[str] | None:
+    """--split a --split b or --split a,b -> [a, b] (order kept, no repeats)."""
+    out = [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+    return list(dict.fromkeys(out)) or None
 
 
 def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test: bool) -> tuple[pd.DataFrame, list[str]]:
@@ -169,7 +177,7 @@ def run_export(args) -> int:
     from trainer.data import column_mapping
 
     mapping = {**column_mapping(args), "require_label": False}
-    data, splits = load_data(args.data, args.split, mapping, default_test=True)
+    data, splits = load_data(args.data, _splits_arg(args.split), mapping, default_test=True)
     labels = label_set(data["label"], _labels_arg(args.labels))
     lang = args.lang or default_lang(data)
     guidelines = load_guidelines(lang, labels)
@@ -275,7 +283,7 @@ def run_import(args) -> int:
     if args.min_votes < 1:
         raise UserError("--min-votes must be at least 1")
     manifests = _find_manifests(args.files, args.batch or [])
-    splits = args.split
+    splits = _splits_arg(args.split)
     if not splits and manifests:
         splits = list(dict.fromkeys(s for m in manifests for s in m.get("splits", []))) or None
     mapping = {**column_mapping(args), "require_label": False}

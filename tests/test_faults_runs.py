@@ -27,7 +27,8 @@ from tests.conftest import REPO
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-OLD_FLAGS = ["--min-chars", "40"]  # the old output differs from the new one in every table
+# The old output differs from the new one in every table (another corpus name).
+OLD_FLAGS = ["--input", str(REPO / "samples" / "ro"), "--corpus", "old-sample"]
 
 
 def digests(root: Path, tables_only: bool = False) -> dict:
@@ -80,7 +81,7 @@ def subprocess_job(argv, env_extra=None, wait=True):
 
 @pytest.fixture(scope="module")
 def outputs(spark, tmp_path_factory):
-    """An old complete output (--min-chars 40) and an uninterrupted run of the new command."""
+    """An old complete output (OLD_FLAGS) and an uninterrupted run of the new command."""
     from jobs.extract import main
 
     base = tmp_path_factory.mktemp("faults")
@@ -195,16 +196,23 @@ def test_live_run_refuses_a_second_job_in_one_line(outputs, tmp_path, capsys):
         holder.wait()
 
 
+def sentences_of(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k.startswith("sentences/")}
+
+
 def test_lock_and_staging_of_a_dead_run_are_taken_over(outputs, tmp_path, capsys):
     root = copy_output(outputs["old"], tmp_path / "out")
     holder, dead = _hold_lock(root)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     (root / "_runs" / dead / "sentences").mkdir(parents=True, exist_ok=True)  # what it had staged
-    got, first, err = in_process(["--lang", "ro", "--output", str(root), "--overwrite"], capsys)
+    got, first, err = in_process(["--lang", "ro", "--output", str(root), "--overwrite", "--stages", "sentences"],
+                                 capsys)
     assert got == 0, err[-3000:]
     assert f"the lock of run {dead} " in err and "taken over" in err and f"removed _runs/{dead}" in err
-    assert digests(root, True) == outputs["new_tables"] and staged_litter(root) == []
+    assert first.startswith("warning: pairs/ of the previous run is not part of this run")
+    assert digests(root, True) == sentences_of(outputs["new_tables"]) and staged_litter(root) == []
+    assert not os.path.lexists(root / "pairs") and not os.path.lexists(root / "splits")
 
 
 def test_injected_failure_inside_a_stage_keeps_the_old_output(outputs, tmp_path, capsys, monkeypatch):
@@ -230,29 +238,38 @@ def test_start_at_pairs_keeps_the_sentences_table_and_counts(outputs, tmp_path, 
     assert sentences == {k: v for k, v in outputs["old_digests"].items() if k.startswith("sentences/")}
 
 
-# SIGKILL of an --overwrite run at three points before the publish, and one after it.
-KILLS = [("after:sentences", "old"), ("after:pairs", "old"), ("before-publish", "old"), ("after-swap", "new")]
+# SIGKILL of an --overwrite run at three points before the publish, one after another on the
+# same output (each killed run also has to clean up after the one before), then a rerun.
+KILLS = ["after:sentences", "after:pairs", "before-publish"]
 
 
-@pytest.mark.parametrize("point,state", KILLS, ids=[k[0] for k in KILLS])
-def test_sigkill_during_an_overwrite_run(point, state, outputs, tmp_path, capsys):
+def test_sigkill_at_three_points_keeps_the_old_output_and_the_rerun_equals_an_uninterrupted_run(
+        outputs, tmp_path, capsys):
     root = copy_output(outputs["old"], tmp_path / "out")
     old_run = published_run(root)
-    code, err = subprocess_job(["--lang", "ro", "--output", str(root), "--overwrite"], {"NLI_KILL_AT": point})
-    assert code == -signal.SIGKILL, err[-2000:]
-    if state == "old":
-        assert published_run(root) == old_run and digests(root) == outputs["old_digests"]
-    else:
-        assert published_run(root) != old_run and digests(root, True) == outputs["new_tables"]
-    # the rerun cleans up what the killed run left and equals an uninterrupted run
+    for point in KILLS:
+        code, err = subprocess_job(["--lang", "ro", "--output", str(root), "--overwrite"], {"NLI_KILL_AT": point})
+        assert code == -signal.SIGKILL, err[-2000:]
+        assert published_run(root) == old_run and digests(root) == outputs["old_digests"], point
+        assert len(staged_litter(root)) == 1  # what the killed run staged, until the next run
     got, _, err = in_process(["--lang", "ro", "--output", str(root), "--overwrite"], capsys)
     assert got == 0, err[-2000:]
+    assert "staged by a run that did not finish" in err
     assert digests(root, True) == outputs["new_tables"] and staged_litter(root) == []
+
+
+def test_sigkill_after_the_pointer_moved_leaves_the_new_run_published(outputs, tmp_path):
+    root = copy_output(outputs["old"], tmp_path / "out")
+    old_run = published_run(root)
+    code, err = subprocess_job(["--lang", "ro", "--output", str(root), "--overwrite"], {"NLI_KILL_AT": "after-swap"})
+    assert code == -signal.SIGKILL, err[-2000:]
+    assert published_run(root) not in (None, old_run) and digests(root, True) == outputs["new_tables"]
+    assert staged_litter(root) == []
 
 
 def test_two_concurrent_jobs_the_second_is_refused_and_the_first_completes(outputs, tmp_path, capsys):
     root = copy_output(outputs["old"], tmp_path / "out")
-    first = subprocess_job(["--lang", "ro", "--output", str(root), "--overwrite"], wait=False)
+    first = subprocess_job(["--lang", "ro", "--output", str(root), "--overwrite", "--stages", "sentences"], wait=False)
     try:
         deadline = time.time() + 120
         while not (root / "_lock").exists() or not (root / "_lock").read_text().strip():
@@ -266,4 +283,4 @@ def test_two_concurrent_jobs_the_second_is_refused_and_the_first_completes(outpu
     finally:
         if first.poll() is None:
             first.kill()
-    assert digests(root, True) == outputs["new_tables"] and staged_litter(root) == []
+    assert digests(root, True) == sentences_of(outputs["new_tables"]) and staged_litter(root) == []

@@ -632,3 +632,28 @@ def test_simulated_annotators_match_their_accuracy():
     others = pd.Series([g for g in got if g != "neutral"]).value_counts(normalize=True)
     assert set(others.index) == {"contrasting", "entailment", "reasoning"} and others.min() > 0.28
     assert got == [simulate_label(i, "a", "neutral", list(LABELS), 0.8, seed=1) for i in ids]
+
+
+def test_data_without_automatic_labels(tmp_path, capsys):
+    rows = [{"premise": RO[l][0] + f" ({i})", "hypothesis": RO[l][1]} for i, l in enumerate(LABELS * 3)]
+    data = tmp_path / "unlabelled.jsonl"
+    pd.DataFrame(rows).to_json(data, orient="records", lines=True, force_ascii=False)
+    code, _, err = run_cli(["annotate", "export", "--data", data, "--n", "6", "--lang", "ro", "--out", tmp_path / "b"],
+                           capsys)
+    _one_line_error(code, err)
+    assert "--sample natural" in err
+    code, _, err = run_cli(["annotate", "export", "--data", data, "--n", "6", "--sample", "natural", "--lang", "ro",
+                            "--annotators", "2", "--out", tmp_path / "b"], capsys)
+    assert code == 0, err
+    files = sorted((tmp_path / "b" / "annotators").glob("*.csv"))
+    for f in files:
+        write_labels(f, {r["item_id"]: "neutral" for r in read_csv_rows(f)})
+    code, stdout, err = run_cli(["annotate", "import", *files, "--data", data, "--out", tmp_path / "x"], capsys)
+    assert code == 0, err
+    s = json.loads((tmp_path / "x" / "agreement.json").read_text())
+    assert s["counts"]["with_majority"] == 6 and s["cohen_kappa_auto_vs_majority"] is None
+    assert s["auto_vs_majority"]["items"] == 0 and not (tmp_path / "x" / "confusion_matrix.png").exists()
+    code, _, err = run_cli(["annotate", "import", *files, "--data", data, "--policy", "agree", "--out", tmp_path / "y"],
+                           capsys)
+    _one_line_error(code, err)
+    assert "--policy agree needs the automatic labels" in err

@@ -127,6 +127,8 @@ def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test:
     frames = [df.assign(split=name) for name, df in loaded.items()]
     data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
     data["id"] = data["id"].astype(str)
+    if "label" not in data.columns:  # unlabelled data: no automatic label to compare with
+        data["label"] = None
     dup = data["id"].duplicated(keep=False)
     if dup.any():
         first = data.loc[dup, "id"].iloc[0]
@@ -302,7 +304,7 @@ def run_import(args) -> int:
         raise UserError("no items in the annotation files")
     rows = data.set_index("id").loc[batch]
     table = ann.table
-    auto = rows["label"].where(rows["label"].isin(labels), None) if "label" in rows else pd.Series(None, index=rows.index)
+    auto = rows["label"].where(rows["label"].isin(labels), None)
     off_set = rows["label"].notna() & ~rows["label"].isin(labels)
     if off_set.any():
         raise UserError(f"{args.data}: automatic label {rows.loc[off_set, 'label'].iloc[0]!r} of item "

@@ -300,7 +300,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("lineup", metavar="LINEUP.yaml", help="the line-up file (see examples/experiment-*.yaml)")
     parser.add_argument("--out", help="output folder (default: the file's 'out', else runs/<name>)")
     parser.add_argument("--seeds", type=int, help="override the file's number of seeds")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these entries (the reference is run if needed)")
+    parser.add_argument("--only", nargs="+", action="extend", metavar="NAME", help="run only these entries (the reference is run if needed)")
     parser.add_argument("--force", action="store_true", help="retrain runs that already have metrics.json")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--report-only", action="store_true", help="only rebuild results.md from finished runs")

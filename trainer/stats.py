@@ -15,7 +15,7 @@ from trainer.data import NLIDataError, add_column_arguments, column_mapping, loa
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--data", nargs="+", required=True, metavar="PATH",
+    parser.add_argument("--data", nargs="+", action="extend", required=True, metavar="PATH",
                         help="a splits folder, a dataset folder, or one or more files "
                              "(several files are compared as splits named after their stems)")
     add_column_arguments(parser)

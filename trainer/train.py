@@ -665,11 +665,12 @@ def _run(args, callbacks) -> int:
         raise UserError("--seeds N selects on validation: give --validation FILE or a validation split")
     if args.grid and (val is None or not len(val)) and model_grid(args):
         raise UserError("--grid needs validation data (--validation FILE or a validation split)")
+    evaluated = list(tests.values()) + ([val] if val is not None else [])
     for col in args.by:
         for c in col.split(","):
-            if c and not any(c in df.columns for df in tests.values()):
+            if c and not any(c in df.columns for df in evaluated):
                 raise UserError(f"--by {c}: no test data has a column {c!r} "
-                                f"(columns: {', '.join(map(str, next(iter(tests.values())).columns)) if tests else 'no test data'})")
+                                f"(columns: {', '.join(map(str, evaluated[0].columns)) if evaluated else 'no test data'})")
     note = note_validation(args, val)
     if note:
         print(f"note: {note}", file=sys.stderr)

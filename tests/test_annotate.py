@@ -436,9 +436,20 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
     assert sorted(it["item_id"] for it in m2["items"]) == pending
     label_batch(r2, {"annotator4": lambda i, a: a, "annotator5": lambda i, a: a}, auto)
     files = sorted((r1 / "annotators").glob("*.csv")) + sorted((r2 / "annotators").glob("*.csv"))
-    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, "--out", tmp_path / "imp2"], capsys)
+    groups = ["--annotator-group", "first=annotator1,annotator2,annotator3", "--annotator-group",
+              "second=annotator4,annotator5"]
+    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, *groups, "--out", tmp_path / "imp2"],
+                                capsys)
     assert code == 0, err
     s2 = json.loads((tmp_path / "imp2" / "agreement.json").read_text())
+    first, second = s2["by_annotator_group"]["groups"]
+    assert (first["items_labelled"], first["with_majority"]) == (40, pytest.approx(34 / 40))
+    assert (second["items_labelled"], second["with_majority"], second["fleiss_kappa"]) == (6, 1.0, pytest.approx(1.0))
+    assert s2["by_annotator_group"]["between_majorities"][0]["items"] == 0  # round 2 only saw round 1's open items
+    code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--annotator-group", "x=annotator9",
+                            "--out", tmp_path / "bad"], capsys)
+    _one_line_error(code, err)
+    assert "annotator 'annotator9' labelled nothing" in err
     assert s2["counts"]["with_majority"] == 40 and s2["counts"]["annotations"] == 40 * 3 - 2 + 2 * 6
     rounds = {r["round"]: r for r in s2["rounds"]}
     assert rounds[1]["cumulative_with_majority"] == 34 and rounds[2]["cumulative_with_majority"] == 40

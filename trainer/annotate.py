@@ -70,6 +70,9 @@ def add_arguments(parser) -> None:
     i.add_argument("--batch", action="append", type=Path, default=None,
                    help="batch folder or manifest.json of `annotate export` (repeatable; found next to the files "
                         "otherwise)")
+    i.add_argument("--annotator-group", action="append", default=None, metavar="NAME=A,B,...",
+                   help="a group of annotators, e.g. --annotator-group lay=a1,a2,a3 --annotator-group expert=e1,e2: "
+                        "agreement within each group and between their majorities (IndoNLI lay vs expert)")
     i.add_argument("--lang", default=None, help="language of the label names (default: the batch's, else the data's)")
     i.add_argument("--labels", default=None, help="comma-separated label set (default: the batch's, else canonical)")
     i.add_argument("--force", action="store_true", help="replace an existing --out folder")
@@ -253,6 +256,23 @@ def _find_manifests(files: list[Path], batch_dirs: list[Path]) -> list[dict]:
     return list(found.values())
 
 
+def parse_annotator_groups(specs: list[str] | None, known: set[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for spec in specs or []:
+        name, sep, members = spec.partition("=")
+        names = [m.strip() for m in members.split(",") if m.strip()]
+        if not sep or not name.strip() or not names:
+            raise UserError(f"--annotator-group {spec!r}: write NAME=ANNOTATOR,ANNOTATOR,...")
+        if name.strip() in groups:
+            raise UserError(f"--annotator-group: the group {name.strip()!r} is given twice")
+        unknown = [m for m in names if m not in known]
+        if unknown:
+            raise UserError(f"--annotator-group {name.strip()}: annotator {unknown[0]!r} labelled nothing; "
+                            f"annotators are: {', '.join(sorted(known))}")
+        groups[name.strip()] = names
+    return groups
+
+
 def cartography_groups(path: Path, ids: pd.Index) -> tuple[pd.Series, dict]:
     """item_id -> group name (E2L, A, H2L, no group; an item in two groups appears twice)."""
     from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography
@@ -371,6 +391,10 @@ def run_import(args) -> int:
         group_of, carto_info = cartography_groups(args.cartography, items.index)
         carto_rows = ag.group_table(table, items, group_of, labels)
 
+    annotator_groups = parse_annotator_groups(args.annotator_group, set(table["annotator"]))
+    by_annotator_group = ag.annotator_group_table(table, items["auto_label"], annotator_groups, labels,
+                                                  args.min_votes) if annotator_groups else None
+
     kept_by_split = {("test" if s == "data" else s): int(n) for s, n in
                      items[items["kept"]].groupby("split", sort=False).size().items()}
     summary = {
@@ -390,6 +414,7 @@ def run_import(args) -> int:
         "annotators_table": ag.annotator_table(table, items, labels) if len(table) else [],
         "by_split": by_split, "by_genre": by_genre,
         "by_cartography_group": carto_rows, "cartography": carto_info,
+        "by_annotator_group": by_annotator_group,
         "kept_by_split": kept_by_split,
         "bad_input": bad, "duplicates": ann.duplicates,
         "files": ann.files, "manifests": ann.manifests,

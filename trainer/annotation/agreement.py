@@ -251,3 +251,35 @@ def group_table(ann: pd.DataFrame, items: pd.DataFrame, group_of: pd.Series, lab
             if len(gold_auto) >= 2 else None,
         })
     return out
+
+
+def annotator_group_table(ann: pd.DataFrame, auto: pd.Series, groups: dict[str, list[str]],
+                          labels: tuple[str, ...], min_votes: int) -> dict:
+    """Agreement within each group of annotators (IndoNLI Table 3: lay vs expert), and Cohen's κ
+    between the groups' majority labels. ``auto``: item_id -> automatic label."""
+    rows, majorities = [], {}
+    items = list(auto.index)
+    for name, members in groups.items():
+        sub = ann[ann["annotator"].isin(members)]
+        st = majority(vote_counts(sub, labels, items), min_votes).join(auto.rename("auto_label"))
+        labelled = st[st["status"] != "unlabelled"]
+        gold = labelled[labelled["majority"].notna() & labelled["auto_label"].notna()]
+        first = sub[sub["round"] == sub["round"].min()] if len(sub) else sub
+        majorities[name] = st["majority"]
+        rows.append({
+            "group": name, "annotators": list(members), "labels": int(len(sub)),
+            "items_labelled": int(len(labelled)),
+            "fleiss_kappa": fleiss(first, labels)["kappa"],
+            "krippendorff_alpha": krippendorff_alpha(sub, labels)["alpha"],
+            "with_majority": _num(labelled["majority"].notna().mean()) if len(labelled) else None,
+            "majority_equals_automatic": _num((gold["majority"] == gold["auto_label"]).mean()) if len(gold) else None,
+            "cohen_kappa_auto_vs_majority": cohen(gold["auto_label"], gold["majority"], labels)
+            if len(gold) >= 2 else None,
+        })
+    between = []
+    for x, y in itertools.combinations(groups, 2):
+        both = pd.concat([majorities[x], majorities[y]], axis=1, keys=[x, y]).dropna()
+        between.append({"a": x, "b": y, "items": int(len(both)),
+                        "observed_agreement": _num((both[x] == both[y]).mean()) if len(both) else None,
+                        "cohen_kappa": cohen(both[x], both[y], labels) if len(both) >= 2 else None})
+    return {"groups": rows, "between_majorities": between}

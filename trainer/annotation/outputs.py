@@ -202,6 +202,19 @@ def report(summary: dict) -> str:
                               "κ automatic vs majority"],
                              [[r["group"], r["items"], r["fleiss_kappa"], r["krippendorff_alpha"], r["with_majority"],
                                r["majority_equals_automatic"], r["cohen_kappa_auto_vs_majority"]] for r in rows]), ""]
+    grp = summary.get("by_annotator_group")
+    if grp:
+        out += ["## Per annotator group (IndoNLI lay vs expert)", "",
+                md_table(["group", "annotators", "labels", "items", "Fleiss κ", "Krippendorff α", "with majority",
+                          "majority = automatic", "κ automatic vs majority"],
+                         [[r["group"], ", ".join(r["annotators"]), r["labels"], r["items_labelled"], r["fleiss_kappa"],
+                           r["krippendorff_alpha"], pct(r["with_majority"]), pct(r["majority_equals_automatic"]),
+                           r["cohen_kappa_auto_vs_majority"]] for r in grp["groups"]]), ""]
+        if grp["between_majorities"]:
+            out += ["Between the groups' majority labels:", "",
+                    md_table(["group A", "group B", "items", "observed agreement", "Cohen κ"],
+                             [[r["a"], r["b"], r["items"], r["observed_agreement"], r["cohen_kappa"]]
+                              for r in grp["between_majorities"]]), ""]
     out += ["## Validated split", "",
             f"Policy `{summary['policy']}`: {POLICIES[summary['policy']]}. Kept {c['kept']}, dropped {c['dropped']}. "
             "`validated/` loads with `datasets.load_dataset(\"<out>/validated\")`.", ""]

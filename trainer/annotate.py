@@ -100,26 +100,23 @@ def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test:
     if not path.exists():
         raise UserError(f"{path}: no such file or folder (--data)")
     try:
-        if path.is_dir() and splits and all((path / s).is_dir() for s in splits):
-            # our splits folder: read only the splits asked for (not a large train split)
-            loaded = {s: load_split_file(path / s, **mapping) for s in splits}
-        else:
-            if path.is_dir():
-                available = list(discover(path))
-                if splits:
-                    missing = [s for s in splits if s not in available]
-                    if missing:
-                        raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(available)} (--split)")
-                elif default_test:
-                    splits = ["test"] if "test" in available else (available if len(available) == 1 else None)
-                    if splits is None:
-                        raise UserError(f"{path}: several splits ({', '.join(available)}) and no test; name one with --split")
-                if splits and all((path / s).is_dir() for s in splits):
-                    loaded = {s: load_split_file(path / s, **mapping) for s in splits}
-                else:
-                    loaded = load_nli(path, **mapping)
+        if path.is_dir():
+            available = list(discover(path))
+            if splits:
+                missing = [s for s in splits if s not in available]
+                if missing:
+                    raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(available)} (--split)")
+            elif default_test:
+                splits = ["test"] if "test" in available else (available if len(available) == 1 else None)
+                if splits is None:
+                    raise UserError(f"{path}: several splits ({', '.join(available)}) and no test; name one with --split")
+            if splits and all((path / s).is_dir() for s in splits):
+                # split folders (our layout): read only the splits asked for, not a large train split
+                loaded = {s: load_split_file(path / s, **mapping) for s in splits}
             else:
                 loaded = load_nli(path, **mapping)
+        else:
+            loaded = load_nli(path, **mapping)
     except NLIDataError as exc:
         raise UserError(str(exc)) from None
     if splits:

@@ -294,3 +294,37 @@ def test_fault(case: Case, base, tmp_path, capsys):
 
 def test_table_has_at_least_twenty_cases():
     assert len(CASES) >= 20 and len({c.name for c in CASES}) == len(CASES)
+
+
+def test_killed_torch_run_keeps_the_old_run_and_resumes_only_under_its_settings(base, tmp_path, capsys):
+    """A cbow-softmax --overwrite run killed after epoch 1: the old run stays; --resume with
+    another --lr is refused with the difference; the same command continues and publishes."""
+    from trainer import train as train_cmd
+    from trainer.cli import build_parser
+    from trainer.loop import Callback
+
+    class Kill(Callback):
+        def on_epoch_end(self, state):
+            if state.epoch == 1:
+                raise KeyboardInterrupt
+
+    copy_good(base, tmp_path)
+    argv = T(base, tmp_path, "--overwrite", model="cbow-softmax") + ["--epochs", "3", "--patience", "0",
+                                                                    "--vector-size", "16", "--no-progress"]
+    args = build_parser(argv).parse_args(argv)
+    args.__dict__.pop("_given", None)
+    with pytest.raises(KeyboardInterrupt):
+        train_cmd.run(args, callbacks=[Kill()])
+    good_intact(base, tmp_path)
+    stage = tmp_path / "run.inprogress"
+    assert (stage / "checkpoint").exists() and (stage / "resume.json").exists() and not (stage / ".lock").exists()
+    resume = [a for a in argv if a != "--overwrite"] + ["--resume"]
+    capsys.readouterr()
+    assert main(resume + ["--lr", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "was started with other settings: params.lr" in err and "-> 0.5" in err
+    good_intact(base, tmp_path)
+    assert main(resume) == 0
+    cfg = config_of(tmp_path)
+    assert cfg["model"] == "cbow-softmax" and [h["epoch"] for h in cfg["history"]] == [0, 1, 2]
+    assert not stage.exists() and not (tmp_path / "run" / "checkpoint").exists()

@@ -214,4 +214,4 @@ def test_pass_one_rows_and_counts_do_not_depend_on_batch_size(en):
         outs.append(sorted(map(repr, table.to_pylist())))
     assert outs[0] == outs[1]
     kinds = {r["kind"] for r in table.to_pylist()}
-    assert kinds == {"pair", "marked", "hist", "edge"}
+    assert kinds == {"pair", "marked", "hist", "edge", "doc"}

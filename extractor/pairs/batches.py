@@ -21,16 +21,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 
-from extractor.pairs.pairing import (Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pos_texts, select_bin, _previous)
+from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, candidate_arrays, marked_pairs,
+                                     neutral_candidates, neutral_pools, pos_texts, _previous)
+from extractor.pairs.neutral import STRATEGIES
 from extractor.schemas import PAIRS, REF
 
 ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
 INPUT_COLUMNS = ("corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text", "short")
 # What the passes emit: pair rows (kind "pair") and aggregate rows (kind "marked", "pos",
-# "hist", "pos_neutral", "edge") in one schema.
+# "hist", "pos_neutral", "edge", "doc") in one schema.
 WORK = pa.schema(list(PAIRS) + [
     pa.field("phrase", pa.string()),
     pa.field("premise_stripped", pa.bool_()),
@@ -46,36 +48,49 @@ class DocumentOrderError(ValueError):
     """The sentences of a document are not contiguous in the input."""
 
 
+_PER_SENTENCE = ("section", "para_idx", "sent_idx", "text", "short")
+_PER_DOCUMENT = ("corpus", "genre", "lang", "doc_id")
+
+
 def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterator[list[Document]]:
     """Documents of a stream of sentence batches, one list per input batch (the documents
-    completed by it; a document running over a batch boundary is carried to the next)."""
+    completed by it; a document running over a batch boundary is carried to the next).
+    Document boundaries are found with Arrow kernels; only the per-sentence columns are
+    turned into Python lists, the per-document ones are read at each document's start."""
+    import pyarrow.compute as pc
+
     carry: dict | None = None
     done: set = set()
     for batch in batches:
-        cols = {name: batch.column(batch.schema.get_field_index(name)).to_pylist()
-                if batch.schema.get_field_index(name) >= 0 else None for name in INPUT_COLUMNS}
         n = batch.num_rows
-        if cols["short"] is None:
+        if not n:
+            continue
+        names = batch.schema.names
+
+        def column(name):
+            return batch.column(names.index(name)) if name in names else pa.nulls(n, pa.string())
+
+        doc_ids, corpora = column("doc_id"), column("corpus").cast(pa.string())
+        changed = pc.or_(pc.not_equal(doc_ids.slice(1), doc_ids.slice(0, n - 1)),
+                         pc.not_equal(corpora.fill_null("").slice(1), corpora.fill_null("").slice(0, n - 1)))
+        starts = [0] + [i + 1 for i in pc.indices_nonzero(changed.fill_null(True)).to_pylist()]
+        cols = {name: column(name).to_pylist() for name in _PER_SENTENCE if name != "short" or name in names}
+        if "short" not in names:
             cols["short"] = [len(t or "") < min_chars for t in cols["text"]]
-        for name in ("corpus", "genre", "lang", "section"):
-            if cols[name] is None:
-                cols[name] = [None] * n
+        at = pa.array(starts, type=pa.int64())
+        heads = {name: column(name).cast(pa.string()).take(at).to_pylist() for name in _PER_DOCUMENT}
         out = []
-        start = 0
-        keys = list(zip(cols["corpus"], cols["doc_id"]))
-        for i in range(1, n + 1):
-            if i < n and keys[i] == keys[start]:
-                continue
-            part = {name: cols[name][start:i] for name in INPUT_COLUMNS}
-            key = keys[start]
+        for k, begin in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else n
+            key = (heads["corpus"][k], heads["doc_id"][k])
             if carry is not None and carry["key"] == key:
-                for name in INPUT_COLUMNS:
-                    carry[name].extend(part[name])
-            else:
-                if carry is not None:
-                    out.append(_finish(carry, done))
-                carry = dict(part, key=key)
-            start = i
+                for name in _PER_SENTENCE:
+                    carry[name].extend(cols[name][begin:end])
+                continue
+            if carry is not None:
+                out.append(_finish(carry, done))
+            carry = {name: cols[name][begin:end] for name in _PER_SENTENCE}
+            carry.update(key=key, genre=heads["genre"][k], lang=heads["lang"][k])
         if out:
             yield out
     if carry is not None:
@@ -97,12 +112,13 @@ def _finish(part: dict, done: set) -> Document:
             f"{ERROR_MARK}sentences/: the sentences of document {key[1]!r} (corpus {key[0]!r}) are not contiguous "
             f"in their file; rewrite the table with stage 1 (--stages sentences --overwrite)")
     done.add(key)
-    order = sorted(range(len(part["text"])), key=lambda i: (part["para_idx"][i], part["sent_idx"][i]))
-    if order != list(range(len(order))):
-        part = {name: [part[name][i] for i in order] if name != "key" else part[name] for name in part}
-    return Document(corpus=part["corpus"][0], genre=part["genre"][0], lang=part["lang"][0], doc_id=key[1],
+    para, sent = part["para_idx"], part["sent_idx"]
+    if any((para[i], sent[i]) > (para[i + 1], sent[i + 1]) for i in range(len(para) - 1)):
+        order = sorted(range(len(para)), key=lambda i: (para[i], sent[i]))
+        part = dict(part, **{name: [part[name][i] for i in order] for name in _PER_SENTENCE})
+    return Document(corpus=key[0], genre=part["genre"], lang=part["lang"], doc_id=key[1],
                     section=part["section"], para_idx=part["para_idx"], sent_idx=part["sent_idx"],
-                    text=[t or "" for t in part["text"]], short=[bool(s) for s in part["short"]])
+                    text=[t or "" for t in part["text"]], short=[bool(x) for x in part["short"]])
 
 
 # ---------------------------------------------------------------------------- POS verdicts
@@ -154,14 +170,18 @@ _CACHE: dict = {}  # model -> {text: (ok, reason)}, per Python worker
 # ---------------------------------------------------------------------------- rows
 
 class Rows:
-    """Columns of WORK being filled."""
+    """Columns of WORK being filled: pair rows, then aggregate rows (kind, corpus, label
+    or strategy, reject, n, bin, doc_id) with every other column null."""
+
+    _COUNT = ("kind", "corpus", "label", "reject", "n", "bin", "doc_id")
 
     def __init__(self):
-        self.cols = {f.name: [] for f in WORK}
+        self.cols = {f.name: [] for f in WORK if f.name not in ("premise_ref", "hypothesis_ref")}
         self.refs = {"premise_ref": [[] for _ in REF], "hypothesis_ref": [[] for _ in REF]}
+        self.counts: list = []
 
     def __len__(self) -> int:
-        return len(self.cols["kind"])
+        return len(self.cols["kind"]) + len(self.counts)
 
     def pair(self, doc: Document, pair: Pair, pid: str | None = None) -> None:
         c = self.cols
@@ -176,24 +196,25 @@ class Rows:
             for k, v in enumerate(doc.ref(idx)):
                 self.refs[col][k].append(v)
 
-    def count(self, kind: str, corpus, label, reject, n: int, bin_: int | None = None) -> None:
-        c = self.cols
-        values = dict.fromkeys(c)
-        values.update(kind=kind, corpus=corpus, label=label, source=label, reject=reject, n=n, bin=bin_)
-        for name in c:
-            c[name].append(values[name])
-        for col in self.refs:
-            for k in range(len(REF)):
-                self.refs[col][k].append(None)
+    def count(self, kind: str, corpus, label, reject, n: int, bin_: int | None = None, doc_id=None) -> None:
+        self.counts.append((kind, corpus, label, reject, n, bin_, doc_id))
 
     def batch(self) -> pa.RecordBatch:
+        m = len(self.counts)
+        extra = dict(zip(self._COUNT, zip(*self.counts))) if m else {}
         arrays = []
         for f in WORK:
             if f.name in self.refs:
                 arrays.append(pa.StructArray.from_arrays(
-                    [pa.array(v, type=rf.type) for v, rf in zip(self.refs[f.name], REF)], fields=list(REF)))
-            else:
-                arrays.append(pa.array(self.cols[f.name], type=f.type))
+                    [pa.array(v + [None] * m, type=rf.type) for v, rf in zip(self.refs[f.name], REF)],
+                    fields=list(REF)))
+                continue
+            values = self.cols[f.name]
+            if m:
+                tail = list(extra[f.name]) if f.name in extra else (
+                    list(extra["label"]) if f.name == "source" else [None] * m)
+                values = values + tail
+            arrays.append(pa.array(values, type=f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=WORK)
 
 
@@ -205,7 +226,7 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
     by reason, and the neutral selection-hash histogram per (corpus, strategy, bin)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     marked_counts: Counter = Counter()
-    hist: Counter = Counter()
+    hist: dict = {}  # (corpus, strategy) -> counts per bin
     edges: list = []  # the first and last document of this task (see `split_documents`)
     for docs in documents(batches, min_chars):
         rows = Rows()
@@ -226,8 +247,14 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
                 if pair.reject is None:
                     rows.pair(doc, pair)
             pools = neutral_pools(doc, matcher, marked, ann)
-            for cand in neutral_candidates(doc, pools, seed, strategies):
-                hist[doc.corpus, cand.source, select_bin(cand.select)] += 1
+            lowest = {}
+            for strategy, (_, _, sel) in candidate_arrays(doc, pools, seed, strategies).items():
+                key = (doc.corpus, strategy)
+                bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
+                counts = np.bincount(bins, minlength=1 << BIN_BITS)
+                hist[key] = counts if key not in hist else hist[key] + counts
+                lowest[strategy] = int(bins.min())
+            rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), doc_id=doc.doc_id)
         if len(rows):
             yield rows.batch()
     rows = Rows()
@@ -235,31 +262,48 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
         rows.count("marked", corpus, label, reject, n)
     for reason, n in sorted(verdicts.counts.items(), key=repr):
         rows.count("pos", None, None, reason, n)
-    for (corpus, source, b), n in sorted(hist.items(), key=repr):
-        rows.count("hist", corpus, source, None, n, b)
+    for (corpus, source), counts in sorted(hist.items(), key=repr):
+        for b in np.flatnonzero(counts).tolist():
+            rows.count("hist", corpus, source, None, int(counts[b]), b)
     for corpus, doc_id in dict.fromkeys(edges):
-        rows.count("edge", corpus, None, None, 1)
-        rows.cols["doc_id"][-1] = doc_id
+        rows.count("edge", corpus, None, None, 1, doc_id=doc_id)
     if len(rows):
         yield rows.batch()
 
 
+def pack_lowest_bins(lowest: dict) -> int:
+    """The lowest selection-hash bin of a document's candidates per strategy, 12 bits each
+    in `neutral.STRATEGIES` order (4095: none below 4095), in one int64 ("doc" rows): pass 2
+    reads only the documents with a candidate under a cut (`needs_document`)."""
+    top = (1 << BIN_BITS) - 1
+    return sum(min(lowest.get(s, top), top) << (BIN_BITS * k) for k, s in enumerate(STRATEGIES))
+
+
+def needs_document(packed: int, cuts: dict) -> bool:
+    """Whether a document ("doc" row value) has a candidate at or below a cut ({strategy:
+    bin}); cuts of 4095 and more need every document (the caller reads them all)."""
+    top = (1 << BIN_BITS) - 1
+    return any((packed >> (BIN_BITS * k)) & top <= cuts.get(s, -1) for k, s in enumerate(STRATEGIES))
+
+
 def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
-             min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
+             min_chars: int = 50, without_torch: bool = False, needed: set | None = None) -> Iterator[pa.RecordBatch]:
     """Neutral candidates at or below the cut bin of their (corpus, strategy) (`cuts`), with
-    the POS reason in `reject` (None when they pass), and POS verdict counts."""
+    the POS reason in `reject` (None when they pass), and POS verdict counts. `needed`:
+    the (corpus, doc_id) worth pairing again (None: every document)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     for docs in documents(batches, min_chars):
         chosen = []
         for doc in docs:
             if not any(cuts.get((doc.corpus, s), -1) >= 0 for s in strategies):
                 continue
+            if needed is not None and (doc.corpus, doc.doc_id) not in needed:
+                continue
             ann = annotate(doc, matcher)
             marked = marked_pairs(doc, matcher, ann, _previous(doc))
             pools = neutral_pools(doc, matcher, marked, ann)
-            for cand in neutral_candidates(doc, pools, seed, strategies):
-                if select_bin(cand.select) <= cuts.get((doc.corpus, cand.source), -1):
-                    chosen.append((doc, cand))
+            max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
+            chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))
         if not chosen:
             continue
         verdicts.prepare([t for _, c in chosen for t in (c.premise, c.hypothesis)])

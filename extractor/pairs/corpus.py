@@ -177,8 +177,14 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict, w
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+    docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n"]).to_pydict()
+    needed = None
+    if max(cuts.values(), default=-1) < (1 << nt.BIN_BITS) - 1:
+        needed = {(c, d) for c, d, packed in zip(docs["corpus"], docs["doc_id"], docs["n"])
+                  if bt.needs_document(packed, {s: b for (cc, s), b in cuts.items() if cc == c})}
     two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
-                                                 lexicon, options.min_chars, without_torch)), schema=bt.WORK)
+                                                 lexicon, options.min_chars, without_torch, needed)),
+                                schema=bt.WORK)
     _, pos_neutral, _ = _aggregates(two)
     cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     neutral_rejected = Counter(r["reject"] for r in cands if r["reject"] is not None)

@@ -93,7 +93,7 @@ class Matcher:
         # Only the opening of a sentence can hold a phrase: the key is computed on a prefix
         # (longest phrase + margin), with a per-character translation table cached per
         # process, which gives `Lexicon.normalize()`'s characters at C speed.
-        self._prefix = 2 * max((len(k) for k in keys), default=0) + 16
+        self._prefix = max((len(k) for k in keys), default=0) + 24
         self._table = _NormalizeTable(lexicon)
 
     def key(self, sentence: str) -> str:
@@ -102,6 +102,8 @@ class Matcher:
         head = sentence[: self._prefix + len(sentence) - len(sentence.lstrip())]
         if len(head) < len(sentence) and ("  " in head or "\t" in head or "\n" in head):
             head = sentence
+        if head.isascii():  # ASCII: normalize() is lower() (no cedilla, no diacritics)
+            return head.lower()
         return head.translate(self._table)
 
     def annotate(self, sentence: str) -> tuple[Match | None, bool]:

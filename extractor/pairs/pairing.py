@@ -247,22 +247,80 @@ def _ordered(indices: list, hashes, salt: int) -> list:
     return idx[np.lexsort((idx, keys))].tolist()
 
 
-def _selection(hashes, pairs: list, salt: int) -> None:
-    """Selection hash of each candidate: mix_hash(h_premise XOR (h_hypothesis << 1), salt)."""
+def _pair_ranks(a, b, para, ptid, htid):
+    """Premise rank i with hypothesis rank (i + d) mod n_b for the first d < NEIGHBOURS with
+    another paragraph and another text; each hypothesis rank kept once (smallest d, then
+    i). Returns (premise indices, hypothesis indices) in hypothesis-rank order."""
     import numpy as np
 
-    if not pairs:
-        return
-    p = hashes[np.fromiter((c.p for c in pairs), dtype=np.int64, count=len(pairs))]
-    h = hashes[np.fromiter((c.h for c in pairs), dtype=np.int64, count=len(pairs))]
-    with np.errstate(over="ignore"):
-        sel = mix_hash_array(p ^ ((h << np.uint64(1)) & np.uint64(0x7FFFFFFFFFFFFFFF)), salt).tolist()
-    for c, v in zip(pairs, sel):
-        c.select = v
+    na, nb = len(a), len(b)
+    ar = np.arange(na)
+    chosen = np.full(na, -1, dtype=np.int64)
+    for d in range(NEIGHBOURS):
+        j = b[(ar + d) % nb]
+        ok = (chosen < 0) & (para[a] != para[j]) & (ptid[a] != htid[j])
+        chosen[ok] = d
+    ar = ar[chosen >= 0]
+    d = chosen[chosen >= 0]
+    br = (ar + d) % nb
+    order = np.lexsort((ar, d, br))
+    br_sorted = br[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = br_sorted[1:] != br_sorted[:-1]
+    keep = order[first]
+    return a[ar[keep]], b[br[keep]]
+
+
+def candidate_arrays(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,
+                     hashes=None) -> dict:
+    """{strategy: (premise indices, hypothesis indices, selection hashes)} as numpy arrays:
+    the neutral candidates of `neutral_candidates` without building a Python object per
+    candidate (pass 1 only needs their selection hashes, pass 2 the few under the cut)."""
+    import numpy as np
+
+    hashes = hashes if hashes is not None else sentence_hashes(doc, seed)
+    n = len(doc)
+    para_of: dict = {}
+    para = np.fromiter((para_of.setdefault(k, len(para_of)) for k in zip(doc.section, doc.para_idx)),
+                       dtype=np.int64, count=n)
+    text_of: dict = {}
+    ptid = np.full(n, -1, dtype=np.int64)
+    htid = np.full(n, -2, dtype=np.int64)
+    for i, t in pools.premise_text.items():
+        ptid[i] = text_of.setdefault(t, len(text_of))
+    for i, t in pools.hypothesis_text.items():
+        htid[i] = text_of.setdefault(t, len(text_of))
+    pools_of = {"unused": pools.unused, "marked_premise": pools.marked_premise,
+                "marked_hypothesis": pools.marked_hypothesis}
+    out = {}
+    for strategy in strategies:
+        if strategy == "adjacent_unmarked":
+            u = np.asarray(pools.unused, dtype=np.int64)
+            prev = np.asarray(_previous(doc), dtype=np.int64)
+            in_unused = np.zeros(n + 1, dtype=bool)
+            in_unused[u] = True
+            pi = prev[u] if len(u) else u
+            ok = (pi >= 0) & in_unused[pi] if len(u) else np.zeros(0, dtype=bool)
+            ok &= ptid[pi] != htid[u] if len(u) else ok
+            p_idx, h_idx = pi[ok], u[ok]
+        else:
+            a_pool, b_pool = POOLS[strategy]
+            a = np.asarray(_ordered(pools_of[a_pool], hashes, _ORDER_SALT[strategy, "premise"]), dtype=np.int64)
+            b = np.asarray(_ordered(pools_of[b_pool], hashes, _ORDER_SALT[strategy, "hypothesis"]), dtype=np.int64)
+            if not len(a) or not len(b):
+                continue
+            p_idx, h_idx = _pair_ranks(a, b, para, ptid, htid)
+        if not len(p_idx):
+            continue
+        with np.errstate(over="ignore"):
+            sel = mix_hash_array(hashes[p_idx] ^ ((hashes[h_idx] << np.uint64(1)) & np.uint64(0x7FFFFFFFFFFFFFFF)),
+                                 _SELECT_SALT[strategy])
+        out[strategy] = (p_idx, h_idx, sel)
+    return out
 
 
 def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,
-                       hashes=None) -> list[Pair]:
+                       hashes=None, max_bin: dict | None = None) -> list[Pair]:
     """Neutral candidates of the given strategies (docs/pairs.md "Neutral pairs"):
 
     * both_random, first_random, second_random, marked_different_paragraphs: each pool
@@ -272,51 +330,16 @@ def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Itera
     * adjacent_unmarked: two consecutive unused sentences of one paragraph.
 
     Pairs whose two texts are equal are left out. Each candidate carries its selection
-    hash (`select`), from both locations, the strategy and the seed."""
-    hashes = hashes if hashes is not None else sentence_hashes(doc, seed)
+    hash (`select`), from both locations, the strategy and the seed. With `max_bin`
+    ({strategy: bin}), only candidates whose `select_bin` is at most that bin."""
     out: list[Pair] = []
-    pools_of = {"unused": pools.unused, "marked_premise": pools.marked_premise,
-                "marked_hypothesis": pools.marked_hypothesis}
-    para = list(zip(doc.section, doc.para_idx))
-    ptexts, htexts = pools.premise_text, pools.hypothesis_text
-    for strategy in strategies:
-        if strategy == "adjacent_unmarked":
-            found = _adjacent(doc, pools)
-        else:
-            a_pool, b_pool = POOLS[strategy]
-            a = _ordered(pools_of[a_pool], hashes, _ORDER_SALT[strategy, "premise"])
-            b = _ordered(pools_of[b_pool], hashes, _ORDER_SALT[strategy, "hypothesis"])
-            found = []
-            if a and b:
-                n_b = len(b)
-                best: dict = {}  # hypothesis rank -> (d, premise rank)
-                for ar, i in enumerate(a):
-                    ptext, pi = ptexts[i], para[i]
-                    for d in range(NEIGHBOURS):
-                        br = (ar + d) % n_b
-                        j = b[br]
-                        if pi != para[j] and ptext != htexts[j]:
-                            if br not in best or (d, ar) < best[br]:
-                                best[br] = (d, ar)
-                            break
-                for br in sorted(best):
-                    i, j = a[best[br][1]], b[br]
-                    found.append(Pair(premise=ptexts[i], hypothesis=htexts[j], label="neutral", source=strategy,
-                                      p=i, h=j))
-        _selection(hashes, found, _SELECT_SALT[strategy])
-        out.extend(found)
-    return out
-
-
-def _adjacent(doc: Document, pools: Pools) -> list[Pair]:
-    unused = set(pools.unused)
-    prev = _previous(doc)
-    out = []
-    for j in pools.unused:
-        i = prev[j]
-        if i >= 0 and i in unused and pools.premise_text[i] != pools.hypothesis_text[j]:
+    for strategy, (p_idx, h_idx, sel) in candidate_arrays(doc, pools, seed, strategies, hashes).items():
+        if max_bin is not None:
+            keep = (sel >> (63 - BIN_BITS)).astype("int64") <= max_bin.get(strategy, -1)
+            p_idx, h_idx, sel = p_idx[keep], h_idx[keep], sel[keep]
+        for i, j, v in zip(p_idx.tolist(), h_idx.tolist(), sel.tolist()):
             out.append(Pair(premise=pools.premise_text[i], hypothesis=pools.hypothesis_text[j], label="neutral",
-                            source="adjacent_unmarked", p=i, h=j))
+                            source=strategy, p=i, h=j, select=v))
     return out
 
 

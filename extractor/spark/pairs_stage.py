@@ -184,20 +184,24 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     # 1. pass 1 -------------------------------------------------------------------------
     one = keep(src.mapInArrow(_pass("pass_one", lexicon, options, model), work_ddl))
     marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
-    for kind, corpus, label, reject, b, n in _counts(one.filter(F.col("kind") != "pair"),
-                                                     "kind", "corpus", "label", "reject", "bin"):
+    documents, split = 0, None
+    edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
+    for kind, corpus, label, reject, b, edge_doc, n, rows in [tuple(r) for r in (
+            one.filter(F.col("kind") != "pair").groupBy("kind", "corpus", "label", "reject", "bin", edge)
+            .agg(F.sum("n"), F.count(F.lit(1))).collect())]:
         if kind == "marked":
             marked_counts[corpus, label, reject] += n
         elif kind == "pos":
             pos[reject] += n
         elif kind == "hist":
             hist[corpus, label][b] += n
-
-    split = (one.filter(F.col("kind") == "edge").groupBy("corpus", "doc_id").agg(F.sum("n").alias("n"))
-             .filter(F.col("n") > 1).limit(1).collect())
+        elif kind == "doc":
+            documents += rows
+        elif kind == "edge" and n > 1:
+            split = split or (corpus, edge_doc)
     if split:
         from extractor.pairs.batches import split_document_error
-        raise ValueError(split_document_error(split[0]["corpus"], split[0]["doc_id"]))
+        raise ValueError(split_document_error(*split))
 
     # 2. identical marked pairs, counts, plan ----------------------------------------------
     w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
@@ -223,7 +227,8 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     allocated = final_allocation(targets, options.neutral_mix, {})
     chosen = None
     if any(b >= 0 for b in cuts.values()):
-        two = keep(src.mapInArrow(_pass("pass_two", lexicon, options, model, cuts=cuts), work_ddl))
+        two = keep(_needed(src, one, cuts, documents).mapInArrow(_pass("pass_two", lexicon, options, model, cuts=cuts),
+                                                                  work_ddl))
         for kind, reject, n in _counts(two.filter(F.col("kind") != "pair"), "kind", "reject"):
             pos_neutral[reject] += n
         cands = two.filter(F.col("kind") == "pair")
@@ -257,6 +262,32 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     if chosen is not None:
         pairs = pairs.unionByName(chosen.select(*OUTPUT_COLUMNS))
     return pairs, stats, cleanup
+
+
+MAX_BROADCAST_DOCUMENTS = 2_000_000
+
+
+def _needed(src, one, cuts: dict, documents: int):
+    """The sentences pass 2 reads: only the documents with a neutral candidate under a cut
+    (a broadcast semi-join on the "doc" rows of pass 1, which keeps the files' order and
+    partitioning: no shuffle), or all of them when a cut takes (nearly) every candidate or
+    the document list is too large to broadcast."""
+    from pyspark.sql import functions as F
+
+    top = (1 << nt.BIN_BITS) - 1
+    if max(cuts.values(), default=-1) >= top or documents > MAX_BROADCAST_DOCUMENTS:
+        return src
+    corpora = sorted({c for c, _ in cuts})
+    rows = [(c, *[int(cuts.get((c, s), -1)) for s in nt.STRATEGIES]) for c in corpora]
+    names = [f"_c{k}" for k in range(len(nt.STRATEGIES))]
+    cut_df = src.sparkSession.createDataFrame(rows, "corpus string, " + ", ".join(f"{n} int" for n in names))
+    docs = one.filter(F.col("kind") == "doc").select("corpus", "doc_id", "n").join(F.broadcast(cut_df), "corpus")
+    test = None
+    for k, name in enumerate(names):
+        cond = F.shiftright("n", nt.BIN_BITS * k).bitwiseAND(top) <= F.col(name)
+        test = cond if test is None else test | cond
+    needed = docs.filter(test).select("corpus", "doc_id")
+    return src.join(F.broadcast(needed), ["corpus", "doc_id"], "left_semi")
 
 
 def _take_lowest(spark, df, bins: dict, wanted: dict):

@@ -204,7 +204,8 @@ def test_pos_filter_on_without_the_model_fails_before_any_stage(spark, tmp_path,
 
     if model_installed("ro_core_news_sm"):
         pytest.skip("ro_core_news_sm is installed here")
-    assert main(["--lang", "ro", "--pos-filter", "on", "--output", str(tmp_path / "out")]) == 2
+    assert main(["--lang", "ro", "--pos-filter", "on", "--spacy-model", "ro_core_news_sm",
+                 "--output", str(tmp_path / "out")]) == 2
     err = last_error(capsys)
     assert err.startswith("error: --pos-filter on: spaCy model 'ro_core_news_sm' is not installed")
     assert "spacy download ro_core_news_sm" in err

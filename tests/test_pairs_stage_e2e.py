@@ -113,7 +113,10 @@ def test_romanian_sample_default_command_gives_four_labels(spark, tmp_path, caps
     pairs = read(out, "pairs")
     assert len(pairs) == stats["pairs"]["total"]
     from extractor.pairs import pos_filter as pf
-    if not pf.model_installed("ro_core_news_sm"):  # auto falls back cleanly, and says so
+    model = load_lexicon("ro").spacy_model  # the first installed of its spacy_models, else the first listed
+    if not pf.model_installed(model):  # auto falls back cleanly, and says so
         assert stats["pairs"]["pos_filter"]["status"].startswith("off")
-        assert any("ro_core_news_sm" in w for w in stats.get("warnings", []))
-        assert "ro_core_news_sm" in capsys.readouterr().err
+        assert any(model in w for w in stats.get("warnings", []))
+        assert model in capsys.readouterr().err
+    else:  # first-use setup installed it (ro_legal_fl): the default command filters
+        assert stats["pairs"]["pos_filter"]["status"] == "on" and stats["pairs"]["pos_filter"]["model"] == model

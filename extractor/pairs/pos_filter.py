@@ -56,6 +56,9 @@ def model_installed(name: str | None) -> bool:
 
 
 def install_hint(model: str, lexicon) -> str:
+    listed = lexicon.model_info(model) if hasattr(lexicon, "model_info") else None
+    if listed is not None:  # one of the lexicon's spacy_models
+        return listed.install_command
     if lexicon is not None and getattr(lexicon, "spacy_model", None) == model and lexicon.spacy_install:
         return lexicon.spacy_install
     return f"python -m spacy download {model}"

@@ -100,3 +100,26 @@ def test_every_lexicon_and_phrase_set_loads_and_matches_itself():
                                      for e in full.open_endings) else ", "
                     hit = m.match(f"{phrase}{sep}the sentence goes on here with enough words.")
                     assert hit is not None and hit.label == label, (lang, sets, phrase)
+
+
+def test_first_use_setup_lines(tmp_path, capsys):
+    """`python -m extractor.pairs.pos_filter LANG` tells .ci/setup-env.sh what to install:
+    one line per pip-installable model, in order of preference, none once one is installed."""
+    from extractor.pairs import pos_filter as pf
+
+    f = tmp_path / "zz.yaml"
+    f.write_text("lang: zz\nspacy_models:\n"
+                 "  - {name: zz_missing_a, install: python -m spacy download zz_missing_a}\n"
+                 "  - {name: zz_missing_b, pip: zz-missing-b==1.0, pip_options: [--no-deps], license: MIT}\n"
+                 "  - {name: zz_missing_c, pip: zz-missing-c==2.0}\n"
+                 "phrases:\n  contrasting: [However]\n", encoding="utf-8")
+    assert pf.main([str(f)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["zz_missing_b\t--no-deps\tzz-missing-b==1.0\tMIT",
+                                                    "zz_missing_c\t\tzz-missing-c==2.0\tunknown"]
+    zz = load_lexicon(f)
+    assert zz.spacy_model == "zz_missing_a"  # none installed: the first listed, and its command in hints
+    assert pf.install_hint("zz_missing_b", zz) == "pip install --no-deps zz-missing-b==1.0"
+    f.write_text(f.read_text().replace("zz_missing_c", "rules:uk"), encoding="utf-8")
+    assert pf.main([str(f)]) == 0 and capsys.readouterr().out == ""  # a listed model is there: nothing to do
+    assert load_lexicon(f).spacy_model == "rules:uk"
+    assert pf.main(["no_such_lang"]) == 2

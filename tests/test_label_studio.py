@@ -27,7 +27,6 @@ import pandas as pd
 import pytest
 
 from tests.test_annotate import LABELS, make_splits, run_cli, shift
-from trainer.cli import main
 
 pytest.importorskip("statsmodels")
 pytest.importorskip("krippendorff")

@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd

@@ -146,7 +146,7 @@ def read_csv(path: Path, col: _Collector, default_round: int) -> int:
 # --------------------------------------------------------------------------- Label Studio JSON
 
 
-def _choices(result, where: str) -> list[str]:
+def _choices(result) -> list[str]:
     out = []
     for r in result or []:
         if not isinstance(r, dict) or r.get("type") != "choices":
@@ -186,7 +186,7 @@ def read_label_studio_json(path: Path, col: _Collector, default_round: int) -> i
                 if ann.get("was_cancelled"):
                     col.counts["cancelled"] += 1
                     continue
-                choices = _choices(ann.get("result"), where)
+                choices = _choices(ann.get("result"))
                 if len(choices) > 1:
                     raise UserError(f"{where}: {len(choices)} choices {choices}; the labeling config asks for one")
                 col.add(task_data["item_id"], _ls_user(ann.get("completed_by")), choices[0] if choices else None,

@@ -18,7 +18,6 @@ import io
 import sys
 from pathlib import Path
 
-import pandas as pd
 
 from extractor.hashing import stable_hash, stable_unit
 from trainer.cli import UserError

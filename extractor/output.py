@@ -765,10 +765,11 @@ _ENVIRONMENT = (
 )
 
 
-def environment_failure_message(exc: BaseException, output: str) -> str | None:
+def environment_failure_message(exc: BaseException, output: str, any_error: bool = True) -> str | None:
     """One line for a write that failed because of the output's filesystem (full disk,
     read-only, permissions, size limit), wherever it happened (driver or task); None
-    otherwise. The published output is untouched (the run was staged)."""
+    otherwise. The published output is untouched (the run was staged). `any_error=False`:
+    an error that may be about an input, where "permission denied" is not the output's."""
     text = str(exc)
     java = getattr(exc, "java_exception", None)
     if java is not None:
@@ -781,7 +782,9 @@ def environment_failure_message(exc: BaseException, output: str) -> str | None:
             if exc.errno == code:
                 return f"{output}: {meaning} (the previous output is unchanged)"
     low = text.lower()
-    for needle, _, meaning in _ENVIRONMENT:
+    for needle, code, meaning in _ENVIRONMENT:
+        if not any_error and code == errno.EACCES:  # an input file may be the unreadable one
+            continue
         if needle in low:
             return f"{output}: {meaning} (the previous output is unchanged)"
     return None

@@ -232,7 +232,8 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
                                 "inputs": [out.fingerprint(p) for c in corpora for p in c.paths]})
     except (InputError, LexiconError, FileNotFoundError, FileExistsError, ValueError, OSError) as exc:
         run.abort()
-        message = out.environment_failure_message(exc, output) if isinstance(exc, OSError) else None
+        # a full disk met inside a reader's task may come back wrapped as an input error
+        message = out.environment_failure_message(exc, output, any_error=isinstance(exc, OSError))
         return _fail(message or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
     except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
         run.abort()

@@ -28,23 +28,6 @@ class UserError(Exception):
     """A problem with the user's input: printed as one line, exit status 2."""
 
 
-class Once(argparse._StoreAction):
-    """A single-valued flag: giving it twice with different values is an error, not "last one wins".
-
-    Repeatable flags (``--test``, ``--train``, ``--by``, ...) use ``action="extend"`` /
-    ``"append"`` and accumulate, the convention of the job's ``--input``. Every plain
-    ``store`` flag of every command is a ``Once`` (registered in :func:`build_parser`).
-    """
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        given = namespace.__dict__.setdefault("_given", {})
-        if self.dest in given and given[self.dest] != values:
-            raise argparse.ArgumentError(self, f"given twice ({given[self.dest]} and {values}); "
-                                               f"give it once (repeatable flags are --test, --train, --by)")
-        given[self.dest] = values
-        setattr(namespace, self.dest, values)
-
-
 class OneLineParser(argparse.ArgumentParser):
     """argparse errors as one line, ``error: ...``, exit 2 (the trainer's convention)."""
 
@@ -58,8 +41,6 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.register("action", None, Once)
-        p.register("action", "store", Once)
         if name == wanted:  # import only the module that will run
             importlib.import_module(module).add_arguments(p)
     return parser
@@ -69,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    args.__dict__.pop("_given", None)
     module = importlib.import_module(COMMANDS[args.command][0])
     try:
         return int(module.run(args) or 0)

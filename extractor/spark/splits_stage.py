@@ -18,11 +18,10 @@ from extractor.splits import card as card_mod
 from extractor import output as _out
 from extractor.splits import assign as sp
 from extractor import statistics as st
-from extractor.hashing import stable_hash, stable_hex
 
 STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
-_INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio")
+_INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio", "_cross")
 
 
 def add_arguments(parser) -> None:
@@ -44,33 +43,41 @@ KEY_FIELDS = ("_h", "_pkey", "_skey", "_hkey")
 
 
 def _keys_batches(seed: int):
-    """mapInArrow: append the hash order and the comparison keys to each batch, passing
-    every input column through untouched (no join back, struct columns stay Arrow)."""
+    """mapInArrow: append the hash order and the comparison keys to each batch
+    (`assign.pair_keys`), passing every input column through untouched (no join back,
+    struct columns stay Arrow)."""
     import pyarrow as pa
+
+    types = {"_h": pa.int64(), "_pkey": pa.string(), "_skey": pa.string(), "_hkey": pa.string()}
 
     def fn(batches):
         for batch in batches:
-            pids = [str(x) for x in batch.column(batch.schema.get_field_index("pair_id")).to_pylist()]
-            prem = [x or "" for x in batch.column(batch.schema.get_field_index("premise")).to_pylist()]
-            hyp = [x or "" for x in batch.column(batch.schema.get_field_index("hypothesis")).to_pylist()]
-            extra = [
-                pa.array([stable_hash(pid, seed=seed) for pid in pids], pa.int64()),
-                pa.array([stable_hex(st.pair_text_key(p, h)) for p, h in zip(prem, hyp)], pa.string()),
-                pa.array([stable_hex(st.pair_text_key(p, h, ordered=False)) for p, h in zip(prem, hyp)], pa.string()),
-                pa.array([stable_hex(" ".join(h.casefold().split())) for h in hyp], pa.string()),
-            ]
-            yield pa.RecordBatch.from_arrays(list(batch.columns) + extra,
+            col = batch.schema.get_field_index
+            keys = sp.pair_keys(batch.column(col("pair_id")).to_pylist(), batch.column(col("premise")).to_pylist(),
+                                batch.column(col("hypothesis")).to_pylist(), seed)
+            yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(keys[k], types[k]) for k in KEY_FIELDS],
                                              names=list(batch.schema.names) + list(KEY_FIELDS))
     return fn
 
 
+STAT_FIELDS = (*st.ROW_COLUMNS, "_words", "_pwords")
+
+
 def _row_stats_batches(batches):
-    for df in batches:
-        stats = st.row_statistics(df["premise"], df["hypothesis"])
-        stats.insert(0, "pair_id", df["pair_id"].astype(str).to_numpy())
-        stats["_words"] = [sorted(st.hypothesis_word_set(h or "")) for h in df["hypothesis"]]
-        stats["_pwords"] = [sorted(st.word_set(p or "")) for p in df["premise"]]
-        yield stats
+    """mapInArrow over the final rows: the card's per-row statistics (`extractor.statistics`,
+    as `trainer stats` computes them) appended to each batch, every column passed through
+    (no join back on pair_id)."""
+    import pyarrow as pa
+
+    for batch in batches:
+        col = batch.schema.get_field_index
+        prem = batch.column(col("premise")).to_pylist()
+        hyp = batch.column(col("hypothesis")).to_pylist()
+        stats = st.row_statistics(prem, hyp)
+        extra = [pa.array(stats[c].to_numpy()) for c in st.ROW_COLUMNS]
+        extra.append(pa.array([sorted(st.hypothesis_word_set(h or "")) for h in hyp], pa.list_(pa.string())))
+        extra.append(pa.array([sorted(st.word_set(p or "")) for p in prem], pa.list_(pa.string())))
+        yield pa.RecordBatch.from_arrays(list(batch.columns) + extra, names=list(batch.schema.names) + list(STAT_FIELDS))
 
 
 def _assign_group(ratios, seed):
@@ -111,12 +118,12 @@ def run(ctx) -> None:
         n = ctx.read_table("pairs").count()
         wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
         spark.conf.set(key, str(min(int(old), wanted)))
-        _run(ctx)
+        _run(ctx, n)
     finally:
         spark.conf.set(key, old)
 
 
-def _run(ctx) -> None:
+def _run(ctx, n_input: int) -> None:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -139,7 +146,6 @@ def _run(ctx) -> None:
     for needed in ("pair_id", "doc_id", "corpus", "premise", "hypothesis", "label"):
         if needed not in columns:
             raise ValueError(f"{ctx.table_path('pairs')}: the pairs table has no column '{needed}'")
-    n_input = pairs.count()
     stats["input_pairs"] = n_input
     # Rows the pairs stage kept only for inspection (rejected by a filter) are not data.
     for flag in ("pos_ok", "keep"):
@@ -177,31 +183,38 @@ def _run(ctx) -> None:
     doc_split = doc_split.select("doc_id", "split").cache()
     stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}
 
-    ds = doc_split
+    # The document -> split table is one row per document: broadcast, the pairs are not shuffled.
+    ds = F.broadcast(doc_split)
     pairs = (pairs.join(ds.withColumnRenamed("split", "_split"), "doc_id", "left")
              .join(ds.select(F.col("doc_id").alias("_pdoc"), F.col("split").alias("_ps")), "_pdoc", "left")
              .join(ds.select(F.col("doc_id").alias("_hdoc"), F.col("split").alias("_hs")), "_hdoc", "left"))
     # A pair whose sentences come from documents of two splits would carry a document into both.
     crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
-    pairs = pairs.withColumn("_cross", crosses).cache()
-    drops["pair_spans_documents_of_two_splits"] = pairs.filter(F.col("_cross")).count()
-    pairs = pairs.filter(~F.col("_cross")).drop("_ps", "_hs", "_cross")
     prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
-    pairs = pairs.withColumn("_prio", prio[F.col("_split")])
+    pairs = pairs.withColumn("_cross", crosses).withColumn("_prio", prio[F.col("_split")]).drop("_ps", "_hs")
 
     # 3. one copy of each sentence pair (either order, case/space-insensitive) in the whole
-    #    dataset: the copy in test, else validation, else train; then the lowest hash.
-    w_key = Window.partitionBy("_skey").orderBy("_prio", "_h", "pair_id")
-    ranked = pairs.withColumn("_rank", F.row_number().over(w_key)) \
-                  .withColumn("_best", F.min("_prio").over(Window.partitionBy("_skey")))
-    gone = ranked.filter(F.col("_rank") > 1).groupBy((F.col("_prio") > F.col("_best")).alias("cross")).count().collect()
-    for r in gone:
-        drops["identical_pair_in_other_split" if r["cross"] else "identical_pair_in_same_split"] = int(r["count"])
-    pairs = ranked.filter(F.col("_rank") == 1).drop("_rank", "_best").cache()
+    #    dataset: the copy in test, else validation, else train; then the lowest hash. Pairs
+    #    spanning two splits sort last and are dropped. One aggregate job gives the drops
+    #    and the counts per (split, corpus, label) the quotas come from.
+    w_key = Window.partitionBy("_skey").orderBy("_cross", "_prio", "_h", "pair_id")
+    ranked = (pairs.withColumn("_rank", F.row_number().over(w_key))
+              .withColumn("_best", F.min(F.when(~F.col("_cross"), F.col("_prio"))).over(Window.partitionBy("_skey")))
+              .withColumn("_why", F.when(F.col("_cross"), F.lit("pair_spans_documents_of_two_splits"))
+                          .when((F.col("_rank") > 1) & (F.col("_prio") > F.col("_best")),
+                                F.lit("identical_pair_in_other_split"))
+                          .when(F.col("_rank") > 1, F.lit("identical_pair_in_same_split"))).cache())
+    counts = {}
+    drops["pair_spans_documents_of_two_splits"] = 0
+    for why, split, corpus, label, n in [tuple(r) for r in ranked.groupBy("_why", "_split", "corpus", "label")
+                                         .count().collect()]:
+        if why is None:
+            counts[(split, corpus, label)] = int(n)
+        else:
+            drops[why] = drops.get(why, 0) + int(n)
+    pairs = ranked.filter(F.col("_why").isNull()).drop("_rank", "_best", "_why", "_cross")
 
     # 4. balance: quotas per (split, corpus, label) from counts, then the first pairs by hash.
-    counts = {(r["_split"], r["corpus"], r["label"]): int(r["count"])
-              for r in pairs.groupBy("_split", "corpus", "label").count().collect()}
     labels = sorted({k[2] for k in counts})
     quotas = sp.compute_quotas(counts, balance, labels, max_eval)
     drops["balance"] = sp.quota_drops(counts, quotas)
@@ -224,11 +237,13 @@ def _run(ctx) -> None:
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
 
     # 5. statistics (same row functions as `trainer stats`), aggregated in Spark SQL.
-    row_schema = T.StructType([T.StructField("pair_id", T.StringType()), *st.spark_row_fields(T),
+    row_schema = T.StructType([T.StructField("pair_id", T.StringType()), T.StructField("premise", T.StringType()),
+                               T.StructField("hypothesis", T.StringType()), T.StructField("split", T.StringType()),
+                               T.StructField("label", T.StringType()), *st.spark_row_fields(T),
                                T.StructField("_words", T.ArrayType(T.StringType())),
                                T.StructField("_pwords", T.ArrayType(T.StringType()))])
-    rows = final.select("pair_id", "premise", "hypothesis").mapInPandas(_row_stats_batches, row_schema)
-    rows = rows.join(final.select("pair_id", F.col("_split").alias("split"), "label"), "pair_id").cache()
+    rows = (final.select("pair_id", "premise", "hypothesis", F.col("_split").alias("split"), "label")
+            .mapInArrow(_row_stats_batches, row_schema).cache())
     result = _aggregate(F, rows)
     _add_pmi(F, Window, rows, result)
     _add_pmi(F, Window, rows, result, words_col="_pwords")  # premise side
@@ -244,14 +259,19 @@ def _run(ctx) -> None:
                                                                       F.countDistinct("doc_id").alias("documents")).collect()}
     stats["dropped"] = drops
     stats["leakage"] = leakage["checks"]
-    markers = {}
-    if "marker" in columns:
-        for r in final.filter(F.col("marker").isNotNull()).groupBy("label", "marker").count().collect():
-            markers.setdefault(r["label"], {})[r["marker"]] = int(r["count"])
+    markers, sources = {}, {}
+    if "marker" in columns or "source" in columns:  # one job for both
+        marker = F.col("marker") if "marker" in columns else F.lit(None).cast("string")
+        source = F.col("source") if "source" in columns else F.lit(None).cast("string")
+        for split, label, m, src, n in [tuple(r) for r in final.groupBy(
+                "_split", "label", marker.alias("m"), source.alias("s")).count().collect()]:
+            if m is not None:
+                markers.setdefault(label, {})[m] = markers.get(label, {}).get(m, 0) + int(n)
+            if src is not None:
+                sources[f"{split}|{src}"] = sources.get(f"{split}|{src}", 0) + int(n)
     stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15]) for l, m in sorted(markers.items())}
     if "source" in columns:
-        stats["sources"] = {f"{r['_split']}|{r['source']}": int(r["count"])
-                            for r in final.groupBy("_split", "source").count().collect()}
+        stats["sources"] = dict(sorted(sources.items()))
 
     # 6. write everything under a temporary folder, then move it into place.
     out_cols = [c for c in final.columns if c not in _INTERNAL]
@@ -284,7 +304,7 @@ def _run(ctx) -> None:
             raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
         _out.delete(spark, target)
     _out.rename(spark, ctx.table_path(tmp_name), target)
-    for df in (rows, final, doc_split):
+    for df in (rows, final, doc_split, ranked):
         df.unpersist()
     ctx.stats[STAGE] = stats
 

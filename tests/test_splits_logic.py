@@ -123,3 +123,11 @@ def test_per_label_ratios_hold_on_a_large_corpus():
     out = docs.merge(sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=7), on=["corpus", "doc_id"])
     rare = out.groupby("split")["n_rare"].sum() / out["n_rare"].sum()
     assert rare["test"] == pytest.approx(0.1, abs=0.02) and rare["train"] == pytest.approx(0.8, abs=0.02)
+
+
+def test_pair_keys_fold_case_space_and_order():
+    from extractor.splits.assign import pair_keys
+
+    k = pair_keys(["a", "b"], ["The  River", "the bridge"], ["the bridge", "The river"], seed=0)
+    assert k["_skey"][0] == k["_skey"][1] and k["_pkey"][0] != k["_pkey"][1]
+    assert k["_h"] != pair_keys(["a", "b"], ["x", "y"], ["z", "w"], seed=1)["_h"]

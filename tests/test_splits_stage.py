@@ -227,3 +227,18 @@ def test_string_and_struct_refs_name_their_document(spark):
                     splits_stage._ref_doc_expr(F, df, "hypothesis_ref").alias("h"),
                     splits_stage._ref_doc_expr(F, df, "no_such_ref").alias("n")).collect()
     assert [tuple(r) for r in got] == [("wiki:12", "wiki:7", "wiki:12"), ("news:1", "news:1", "news:1")]
+
+
+def test_plain_process_gives_the_splits_of_the_spark_stage(built):
+    """extractor.splits.plain (same functions, one process, no Spark) = the Spark stage."""
+    import pyarrow as pa
+
+    from extractor.splits.plain import run_plain
+
+    out, pdf, ctx = built
+    splits, stats = run_plain(pa.Table.from_pandas(pdf, preserve_index=False), seed=0, max_eval_per_corpus=200,
+                              test_only={"talks"})
+    spark_splits = read_splits(out / "splits")
+    assert {k: sorted(v["pair_id"]) for k, v in spark_splits.items()} == \
+        {k: sorted(v.column("pair_id").to_pylist()) for k, v in splits.items()}
+    assert stats["dropped"] == ctx.stats["splits"]["dropped"]

@@ -30,8 +30,20 @@ def data(tmp_path_factory):
 
 
 def _argv(data, out, *extra):
-    return ["train", "--train", str(data["train"]), "--validation", str(data["dev"]), "--test", str(data["dev"]),
-            "--model", "transformer", "--pretrained", str(data["bert"]), "--out", str(out), *FAST, *extra]
+    """The test's train command; a flag in `extra` replaces the same flag's value (flags are given once)."""
+    argv = ["train", "--train", str(data["train"]), "--validation", str(data["dev"]), "--test", str(data["dev"]),
+            "--model", "transformer", "--pretrained", str(data["bert"]), "--out", str(out), *FAST]
+    extra = list(extra)
+    i = 0
+    while i < len(extra):
+        flag = extra[i]
+        has_value = i + 1 < len(extra) and not extra[i + 1].startswith("--")
+        if flag in argv and has_value:
+            argv[argv.index(flag) + 1] = extra[i + 1]
+        else:
+            argv += extra[i:i + 1 + has_value]
+        i += 1 + has_value
+    return argv
 
 
 def _args(argv):
@@ -148,7 +160,7 @@ def test_pretrained_dir_without_weights_is_a_clear_error(data, tmp_path, capsys)
     empty = tmp_path / "no-weights"
     empty.mkdir()
     (empty / "config.json").write_text((data["bert"] / "config.json").read_text())
-    rc = main(_argv(data, tmp_path / "out").copy()[:-len(FAST)] + ["--pretrained", str(empty)])
+    rc = main(_argv(data, tmp_path / "out", "--pretrained", str(empty)))
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert err.startswith("error: ") and str(empty) in err and "no model weights" in err

@@ -268,3 +268,22 @@ def test_a_document_split_over_two_tasks_is_an_error(spark):
     two = spark.createDataFrame(spark.sparkContext.parallelize(sentence_rows(), 2), COLUMNS)
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
         ps.build_pairs(spark, two, load_lexicon("en"), options)
+
+
+def test_a_model_that_cannot_load_on_executors_is_one_line_and_leaves_nothing(spark, tmp_path, capsys):
+    """`json` is importable on the driver (so --pos-filter on accepts it) but is no spaCy
+    model: the tasks fail to load it, and the job says so in one line, exit 2."""
+    from jobs.extract import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("\n\n".join(" ".join(sents) for _, sents in DOCS["c1:A"]), encoding="utf-8")
+    out = tmp_path / "out"
+    rc = main(["--lang", "en", "--input", str(docs), "--output", str(out), "--stages", "pairs",
+               "--pos-filter", "on", "--spacy-model", "json"])
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    assert rc == 2 and len(lines) == 1, err[-2000:]
+    assert "spaCy model 'json' cannot be loaded where the tasks run" in lines[0]
+    assert "Traceback" not in err
+    assert not list(out.rglob("pairs")), "no pairs table is left behind"

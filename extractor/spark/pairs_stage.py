@@ -188,7 +188,8 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
     for kind, corpus, label, reject, b, edge_doc, n, rows in [tuple(r) for r in (
             one.filter(F.col("kind") != "pair").groupBy("kind", "corpus", "label", "reject", "bin", edge)
-            .agg(F.sum("n"), F.count(F.lit(1))).collect())]:
+            # "doc" rows carry packed bins in n (up to 60 bits): counted, never summed (int64 overflow)
+            .agg(F.sum(F.when(F.col("kind") == "doc", F.lit(0)).otherwise(F.col("n"))), F.count(F.lit(1))).collect())]:
         if kind == "marked":
             marked_counts[corpus, label, reject] += n
         elif kind == "pos":

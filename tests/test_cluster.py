@@ -43,7 +43,7 @@ def local_output(spark, tmp_path_factory):
 
 def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster, local_output, tmp_path):
     out = tmp_path / "ro"
-    env = dict(os.environ)
+    env = dict(os.environ, SPARK_HOME=str(spark_cluster.home))
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "NLI_PACK_ENV"):
         env.pop(key, None)
     t0 = time.time()
@@ -52,7 +52,8 @@ def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster
          "--conf", "spark.cores.max=2", "jobs/extract.py", "--lang", "ro", "--output", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     seconds = time.time() - t0
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    errors = [l for l in proc.stderr.splitlines() if l.startswith(("error", "Traceback")) or "Error" in l]
+    assert proc.returncode == 0, "\n".join(errors[:20]) or proc.stderr[-3000:]
     stats = json.loads((out / "stats.json").read_text())
     job = stats["job"]
     assert job["spark_master"] == spark_cluster.url

@@ -112,8 +112,8 @@ def umount(path: Path) -> None:
 # ---------------------------------------------------------------- the case table
 # (case, extra flags, expected exit code, regex of the one line, expected state)
 SIMPLE = [
-    ("bad-split-ratios", ["--split-ratios", "0.5,0.4"], 2,
-     r"^error: --split-ratios '0.5,0.4': .*sum to 1", "old"),
+    ("bad-split-ratios", ["--split-ratios", "0.5,0.4,0.3"], 2,
+     r"^error: --split-ratios '0.5,0.4,0.3': the three ratios must sum to 1", "old"),
     ("bad-balance", ["--balance", "sideways"], 2, r"^error: --balance 'sideways': expected downsample", "old"),
     ("bad-files-per-table", ["--files-per-table", "0"], 2, r"^error: --files-per-table 0: expected a number >= 1", "old"),
     ("exists-without-overwrite", [], 2, r"^error: .*/sentences already exists; pass --overwrite to replace it$", "old"),

@@ -69,7 +69,7 @@ def submit_probe(cluster, tmp_path, extra):
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env.update(SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=str(cluster.home))
     proc = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.url,
                            "--conf", "spark.executor.memory=512m", "--conf", f"spark.pyspark.driver.python={sys.executable}",
                            *extra, str(script)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)

@@ -317,13 +317,28 @@ def check_labels(df: pd.DataFrame, labels: list[str], where: str) -> None:
                          + (f" ({len(unknown)} unknown labels)" if len(unknown) > 1 else ""))
 
 
+class _CurrentStderr:
+    """sys.stderr as it is at each write (not when the handler was made): a caller that swaps
+    stderr (tests, notebooks) never gets a write to a closed stream."""
+
+    def write(self, text):
+        import sys
+
+        return sys.stderr.write(text)
+
+    def flush(self):
+        import sys
+
+        sys.stderr.flush()
+
+
 def file_logger(run_dir: Path) -> logging.Handler:
     """Send the trainer's log to RUN_DIR/train.log (and stderr at INFO)."""
     logger = logging.getLogger("trainer")
     logger.setLevel(logging.INFO)
     if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
                for h in logger.handlers):
-        console = logging.StreamHandler()
+        console = logging.StreamHandler(_CurrentStderr())
         console.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(console)
     handler = logging.FileHandler(Path(run_dir) / "train.log", encoding="utf-8")

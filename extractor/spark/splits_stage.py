@@ -60,7 +60,7 @@ def _keys_batches(seed: int):
     return fn
 
 
-STAT_FIELDS = (*st.ROW_COLUMNS, "_words", "_pwords")
+STAT_FIELDS = st.ROW_COLUMNS
 
 
 def _row_stats_batches(batches):
@@ -75,9 +75,34 @@ def _row_stats_batches(batches):
         hyp = batch.column(col("hypothesis")).to_pylist()
         stats = st.row_statistics(prem, hyp)
         extra = [pa.array(stats[c].to_numpy()) for c in st.ROW_COLUMNS]
-        extra.append(pa.array([sorted(st.hypothesis_word_set(h or "")) for h in hyp], pa.list_(pa.string())))
-        extra.append(pa.array([sorted(st.word_set(p or "")) for p in prem], pa.list_(pa.string())))
         yield pa.RecordBatch.from_arrays(list(batch.columns) + extra, names=list(batch.schema.names) + list(STAT_FIELDS))
+
+
+WORD_COUNT_SCHEMA = "side string, split string, label string, word string, c long"
+
+
+def _word_count_batches(batches):
+    """mapInArrow over (split, label, premise, hypothesis): how many hypotheses ("h",
+    `st.hypothesis_word_set`) and premises ("p", `st.word_set`) of each (split, label)
+    contain each word, counted per task (the PMI counts, summed in SQL afterwards)."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    counts: Counter = Counter()
+    for batch in batches:
+        col = batch.schema.get_field_index
+        for split, label, p, h in zip(*(batch.column(col(c)).to_pylist()
+                                        for c in ("split", "label", "premise", "hypothesis"))):
+            for w in st.hypothesis_word_set(h or ""):
+                counts["h", split, label, w] += 1
+            for w in st.word_set(p or ""):
+                counts["p", split, label, w] += 1
+    if counts:
+        keys = list(counts)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([k[i] for k in keys], pa.string()) for i in range(4)] + [pa.array(list(counts.values()), pa.int64())],
+            names=["side", "split", "label", "word", "c"])
 
 
 def _assign_group(ratios, seed):
@@ -239,14 +264,11 @@ def _run(ctx, n_input: int) -> None:
     # 5. statistics (same row functions as `trainer stats`), aggregated in Spark SQL.
     row_schema = T.StructType([T.StructField("pair_id", T.StringType()), T.StructField("premise", T.StringType()),
                                T.StructField("hypothesis", T.StringType()), T.StructField("split", T.StringType()),
-                               T.StructField("label", T.StringType()), *st.spark_row_fields(T),
-                               T.StructField("_words", T.ArrayType(T.StringType())),
-                               T.StructField("_pwords", T.ArrayType(T.StringType()))])
+                               T.StructField("label", T.StringType()), *st.spark_row_fields(T)])
     rows = (final.select("pair_id", "premise", "hypothesis", F.col("_split").alias("split"), "label")
             .mapInArrow(_row_stats_batches, row_schema).cache())
     result = _aggregate(F, rows)
-    _add_pmi(F, Window, rows, result)
-    _add_pmi(F, Window, rows, result, words_col="_pwords")  # premise side
+    _add_pmi(F, Window, final.select(F.col("_split").alias("split"), "label", "premise", "hypothesis"), result)
     for split in result["splits"].values():
         split["duplicates"] = {"pairs": 0, "sentence_pairs": 0}  # removed above, checked below
     leakage = _leakage(F, final)
@@ -336,30 +358,32 @@ def _aggregate(F, rows) -> dict:
     return result
 
 
-def _add_pmi(F, Window, rows, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT,
-             words_col: str = "_words") -> None:
-    """Top-k PMI words per split and label: counts in SQL, the one `st.pmi` formula as a column.
-    ``words_col`` "_words" (hypotheses) fills each label block's ``top_pmi_words``; "_pwords"
-    (premises) fills the split's ``premise_top_pmi_words``, as `st.split_statistics` does."""
-    label_n = rows.groupBy("split", "label").agg(F.count(F.lit(1)).alias("n_label"))
-    split_n = rows.groupBy("split").agg(F.count(F.lit(1)).alias("n_total"),
-                                        F.countDistinct("label").alias("n_labels"))
-    words = rows.select("split", "label", F.explode(words_col).alias("word"))
-    wl = words.groupBy("split", "word", "label").agg(F.count(F.lit(1)).alias("c_wl"))
-    w = words.groupBy("split", "word").agg(F.count(F.lit(1)).alias("c_w")).filter(F.col("c_w") >= min_count)
-    scored = wl.join(w, ["split", "word"]).join(label_n, ["split", "label"]).join(split_n, "split")
+def _add_pmi(F, Window, pairs, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> None:
+    """Top-k PMI words per split and label, of hypotheses (each label block's
+    ``top_pmi_words``) and of premises (the split's ``premise_top_pmi_words``), as
+    `st.split_statistics` computes them: word counts per task in Python
+    (`_word_count_batches`), summed and scored in SQL with the one `st.pmi` formula, one job."""
+    spark = pairs.sparkSession
+    sizes = [(split, label, int(b["count"]), int(block["all"]["count"]), len(block["labels"]))
+             for split, block in result["splits"].items() for label, b in block["labels"].items()]
+    n_df = spark.createDataFrame(sizes or [("", "", 1, 1, 1)],
+                                 "split string, label string, n_label long, n_total long, n_labels long")
+    counts = pairs.mapInArrow(_word_count_batches, WORD_COUNT_SCHEMA)
+    wl = counts.groupBy("side", "split", "word", "label").agg(F.sum("c").alias("c_wl"))
+    w_side = Window.partitionBy("side", "split", "word")
+    scored = (wl.withColumn("c_w", F.sum("c_wl").over(w_side)).filter(F.col("c_w") >= min_count)
+              .join(F.broadcast(n_df), ["split", "label"]))
     scored = scored.withColumn("pmi", st.pmi(F.col("c_wl"), F.col("c_w"), F.col("n_label"), F.col("n_total"),
                                              F.col("n_labels"), st.PMI_SMOOTHING, log=F.log))
     scored = scored.filter(F.col("pmi") > 0)  # only words that point towards the label
     top = scored.withColumn("_r", F.row_number().over(
-        Window.partitionBy("split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
-    if words_col != "_words":
-        for split in result["splits"].values():
-            split["premise_top_pmi_words"] = {label: [] for label in split["labels"]}
-    for r in top.orderBy("split", "label", "_r").collect():
+        Window.partitionBy("side", "split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
+    for split in result["splits"].values():
+        split["premise_top_pmi_words"] = {label: [] for label in split["labels"]}
+    for r in top.orderBy("side", "split", "label", "_r").collect():
         entry = {"word": r["word"], "pmi": round(float(r["pmi"]), 4), "count": int(r["c_wl"]), "word_count": int(r["c_w"])}
         split = result["splits"][r["split"]]
-        if words_col != "_words":
+        if r["side"] == "p":
             if r["label"] in split["premise_top_pmi_words"]:
                 split["premise_top_pmi_words"][r["label"]].append(entry)
             continue

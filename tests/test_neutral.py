@@ -76,3 +76,19 @@ def test_bin_cutoff_gives_exactly_the_n_lowest_hashes():
         below = [h for h in hashes if (h >> shift) < cut]
         in_cut = sorted(h for h in hashes if (h >> shift) == cut)[:extra]
         assert sorted(below + in_cut) == hashes[:min(n, len(hashes))]
+
+
+def test_neutral_flags_fail_when_the_command_line_is_parsed():
+    import argparse
+
+    import pytest
+
+    from extractor.spark import pairs_stage
+
+    parser = argparse.ArgumentParser()
+    pairs_stage.add_arguments(parser)
+    for bad in (["--neutral-mix", "both_random=x"], ["--neutral-mix", "nosuch=1"], ["--neutral-ratio", "-1"],
+                ["--neutral-ratio", "many"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(bad)
+    assert parser.parse_args(["--neutral-mix", "both_random=2"]).neutral_mix == "both_random=2"

@@ -131,3 +131,19 @@ def test_pair_keys_fold_case_space_and_order():
     k = pair_keys(["a", "b"], ["The  River", "the bridge"], ["the bridge", "The river"], seed=0)
     assert k["_skey"][0] == k["_skey"][1] and k["_pkey"][0] != k["_pkey"][1]
     assert k["_h"] != pair_keys(["a", "b"], ["x", "y"], ["z", "w"], seed=1)["_h"]
+
+
+def test_split_settings_fail_when_the_command_line_is_parsed():
+    import argparse
+    from types import SimpleNamespace
+
+    from extractor.spark import splits_stage
+
+    parser = argparse.ArgumentParser()
+    splits_stage.add_arguments(parser)
+    for bad in (["--split-ratios", "0.8,0.3,0.1"], ["--max-eval-per-corpus", "-3"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(bad)
+    args = parser.parse_args(["--balance", "cap", "zero"])
+    with pytest.raises(ValueError, match="--balance"):
+        splits_stage.check(SimpleNamespace(args=args))

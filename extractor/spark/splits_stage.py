@@ -24,14 +24,45 @@ PAIRS_PER_PARTITION = 100_000
 _INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio", "_cross")
 
 
+def _ratios(text: str) -> str:
+    """argparse type of --split-ratios: checked when the command line is parsed."""
+    import argparse
+
+    try:
+        sp.parse_ratios(text)
+    except sp.SplitsError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+    return text
+
+
+def _non_negative(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0 = no limit), not {text!r}")
+    return value
+
+
+def check(ctx) -> None:
+    """Before any stage runs (jobs/extract.py): the split settings, so that a bad
+    --balance fails in a second, not after stages 1 and 2."""
+    args = ctx.args
+    sp.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
+    sp.parse_balance(getattr(args, "balance", ["downsample"]))
+
+
 def add_arguments(parser) -> None:
     g = parser.add_argument_group("splits (stage 3)")
-    g.add_argument("--split-ratios", default="0.8,0.1,0.1",
+    g.add_argument("--split-ratios", default="0.8,0.1,0.1", type=_ratios,
                    help="train,validation,test shares of each corpus's pairs, assigned by whole documents")
     g.add_argument("--balance", nargs="+", default=["downsample"], metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
                         "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
-    g.add_argument("--max-eval-per-corpus", type=int, default=sp.DEFAULT_MAX_EVAL_PER_CORPUS,
+    g.add_argument("--max-eval-per-corpus", type=_non_negative, default=sp.DEFAULT_MAX_EVAL_PER_CORPUS,
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
     g.add_argument("--license", default="cc-by-sa-4.0",
                    help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")

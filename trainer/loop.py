@@ -6,6 +6,10 @@ weights restored, checkpoints for resume); everything else hooks in as a callbac
 (`DynamicsWriter` records training dynamics for cartography). The order of training
 examples is a *batch schedule*: one list of training-row indices per optimisation step.
 By default it is shuffled epochs from the seed; a curriculum passes its own.
+
+On CUDA a thread builds the next batches into pinned memory while the GPU works. Under
+`torchrun` each rank trains on its share of every step and predictions are gathered
+(`trainer.distributed`), so N processes give the one-process result (docs/gpu.md).
 """
 from __future__ import annotations
 

@@ -159,10 +159,10 @@ class TreeMonitor:
         return {k: round(v, 1) for k, v in sorted(out.items())}
 
 
-def run_monitored(cmd: list[str], log: Path, env: dict | None = None) -> tuple[float, TreeMonitor, int]:
+def run_monitored(cmd: list[str], log: Path, env: dict | None = None, cwd: Path = REPO) -> tuple[float, TreeMonitor, int]:
     with open(log, "w") as fh:
         t0 = time.time()
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env=env)
         mon = TreeMonitor(proc.pid).start()
         rc = proc.wait()
         wall = time.time() - t0
@@ -178,7 +178,8 @@ def run_ours(dump: Path, cores: int, params: Path, tag: str, extra: list[str] = 
            str(out), "--stages", "sentences", "--overwrite", "--master", f"local[{cores}]", "--punkt-params",
            str(params), *extra]
     env = dict(os.environ, PYTHONPATH=str(code)) if code else None
-    wall, mon, rc = run_monitored(cmd, WORK / f"log-{tag}-local{cores}.txt", env)
+    # the workers (python -m pyspark.daemon) put their working directory first on the path
+    wall, mon, rc = run_monitored(cmd, WORK / f"log-{tag}-local{cores}.txt", env, code or REPO)
     if rc != 0:
         raise SystemExit(f"our job failed (rc {rc}); see {WORK / f'log-{tag}-local{cores}.txt'}")
     stats = json.loads((out / "stats.json").read_text())

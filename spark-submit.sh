@@ -86,7 +86,7 @@ PY_ARGS=(--conf "spark.pyspark.python=$PYSPARK_PYTHON")
 PACK="${NLI_PACK_ENV:-}"
 [ -z "$PACK" ] && { [ "$LOCAL" = 1 ] && PACK=0 || PACK=1; }
 if [ "$PACK" = 1 ]; then
-  ENV_ARCHIVE="$(cd "$REPO" && "$NLI_PY" -m extractor.spark.executor_env --dir "$DEPS")" || exit 2
+  ENV_ARCHIVE="$(cd "$REPO" && "$NLI_PY" -m extractor.spark.executor_env --dir "$DEPS" ${LANG_ARG:+--lang "$LANG_ARG"})" || exit 2
   DRIVER_PY="$NLI_PY"
   [ "$CLUSTER_DRIVER" = 1 ] && DRIVER_PY=./environment/bin/python
   PY_ARGS=(--archives "$ENV_ARCHIVE#environment" --conf "spark.pyspark.python=./environment/bin/python"

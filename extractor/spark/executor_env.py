@@ -61,17 +61,38 @@ def requirements(dist: str = DIST, extras=EXTRAS, driver: bool = False) -> list[
     return sorted(set(out))
 
 
-def archive_key(reqs: list[str]) -> str:
-    text = "\n".join(reqs) + f"\n{sys.version_info[:3]}\n{platform.machine()}\n{sys.base_prefix}"
+def lexicon_models(lang: str | None) -> list[tuple[str, tuple[str, ...]]]:
+    """(pip requirement, pip options) of the spaCy model the job will use for `lang`: the
+    lexicon's first installed model (the POS filter then runs on the executors too), when
+    pip can install it by name. [] when none is installed here or the lexicon has none."""
+    if not lang:
+        return []
+    from extractor.lexicon import LexiconError, _installed, load_lexicon
+
+    try:
+        lexicon = load_lexicon(lang)
+    except (LexiconError, OSError):
+        return []
+    model = lexicon.model_info(lexicon.spacy_model)
+    if model is None or not model.pip or not _installed(model.name):
+        return []
+    return [(model.pip, tuple(model.pip_options))]
+
+
+def archive_key(reqs: list[str], models=()) -> str:
+    text = "\n".join(reqs) + f"\n{sorted(models)}\n{sys.version_info[:3]}\n{platform.machine()}\n{sys.base_prefix}"
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def build(directory: str | Path, reqs: list[str] | None = None, force: bool = False, log=print) -> Path:
-    """The packed environment's path, building it when it is not there yet."""
-    if reqs is None:  # plus what the user adds (a spaCy model for --pos-filter on, say)
+def build(directory: str | Path, reqs: list[str] | None = None, force: bool = False, log=print,
+          models=()) -> Path:
+    """The packed environment's path, building it when it is not there yet. `models`:
+    (requirement, pip options) of spaCy models to add (`lexicon_models(lang)`)."""
+    if reqs is None:  # plus what the user adds
         reqs = requirements() + os.environ.get("NLI_EXECUTOR_REQUIREMENTS", "").split()
+    models = [(spec, tuple(opts)) for spec, opts in models]
     directory = Path(directory)
-    archive = directory / f"nli-env-{archive_key(reqs)}.tar.gz"
+    archive = directory / f"nli-env-{archive_key(reqs, models)}.tar.gz"
     if archive.exists() and not force:
         return archive
     directory.mkdir(parents=True, exist_ok=True)
@@ -84,6 +105,10 @@ def build(directory: str | Path, reqs: list[str] | None = None, force: bool = Fa
         subprocess.run([base, "-m", "venv", str(env)], check=True)
         subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
                         "--disable-pip-version-check", *reqs], check=True, stdout=sys.stderr)
+        for spec, opts in models:  # each with its own options (a model may pin an older spaCy: --no-deps)
+            log(f"[setup] adding the spaCy model {spec} to the executors' environment")
+            subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
+                            "--disable-pip-version-check", *opts, spec], check=True, stdout=sys.stderr)
         partial = archive.with_suffix(".partial")
         venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
         os.chmod(partial, 0o644)
@@ -101,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=str(Path.cwd() / ".spark-deps"), help="where the archive is cached")
     ap.add_argument("--force", action="store_true", help="build it again")
+    ap.add_argument("--lang", default=None,
+                    help="add the spaCy model that the job uses for this lexicon (when installed here)")
     ap.add_argument("--requirements", action="store_true", help="only print the executors' requirements")
     ap.add_argument("--driver", action="store_true",
                     help="with --requirements: those of an image that runs the driver too (docker/)")
@@ -109,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(requirements(driver=args.driver)))
         return 0
     try:
-        print(build(args.dir, force=args.force, log=lambda m: print(m, file=sys.stderr)))
+        print(build(args.dir, force=args.force, log=lambda m: print(m, file=sys.stderr),
+                    models=lexicon_models(args.lang)))
     except (subprocess.CalledProcessError, ImportError, OSError) as exc:
         print(f"error: could not pack the executors' environment into {args.dir}: {exc}; "
               f"install venv-pack (pip install venv-pack) and check pip can install the requirements",

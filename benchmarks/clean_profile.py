@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.documents.segment import Segmenter, train_punkt  # noqa: E402
+from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.wikitext import clean_page, page_skip_reason, precut  # noqa: E402
 
 DEFAULT_DUMP = REPO.parent / "shared" / "data" / "dumps" / "enwiki-sample-206pages.xml.bz2"
@@ -80,10 +81,12 @@ def main(argv=None) -> int:
 
     lexicon = load_lexicon(args.lang)
     pages = read_pages(args.dump)
+    # the dump's own namespace names, as the job uses them (docs/cleaning.md)
+    ns = site_namespaces(read_head(str(args.dump)).decode("utf-8", errors="ignore"))
     mb = sum(len(text.encode("utf-8")) for _, _, text in pages) / 1e6
     print(f"dump: {args.dump.name}: {len(pages)} main-namespace pages, {mb:.2f} MB of wikitext")
 
-    training = [p for _, _, text in pages for p in clean_page(text, lexicon).paragraphs]
+    training = [p for _, _, text in pages for p in clean_page(text, lexicon, namespaces=ns).paragraphs]
     t0 = time.process_time()
     params = train_punkt(training, lexicon.abbreviations)
     train_cpu = time.process_time() - t0
@@ -92,12 +95,12 @@ def main(argv=None) -> int:
 
     def run_precut():
         for _, _, text in pages:
-            precut(text, lexicon)
+            precut(text, lexicon, namespaces=ns)
 
     def run_clean():
         for _, title, text in pages:
             if page_skip_reason(title, text, lexicon) is None:
-                clean_page(text, lexicon)
+                clean_page(text, lexicon, namespaces=ns)
 
     counts = {}
 
@@ -106,7 +109,7 @@ def main(argv=None) -> int:
         n = 0
         for _, title, text in pages:
             if page_skip_reason(title, text, lexicon) is None:
-                for section in clean_page(text, lexicon).sections:
+                for section in clean_page(text, lexicon, namespaces=ns).sections:
                     for para in section.paragraphs:
                         n += len(segmenter.split(para))
         counts["sentences"] = n

@@ -8,6 +8,7 @@ into place at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -91,49 +92,18 @@ def _keys_batches(seed: int):
     return fn
 
 
-STAT_FIELDS = st.ROW_COLUMNS
+def _split_statistics_group(pdf: pd.DataFrame) -> pd.DataFrame:
+    """applyInPandas per split: the card's statistics of the split, exactly as `trainer
+    stats` computes them (`st.split_statistics`), as one JSON row."""
+    split = str(pdf["split"].iloc[0])
+    pdf = pdf.sort_values("pair_id", kind="mergesort").reset_index(drop=True)
+    block = st.split_statistics(pdf[["premise", "hypothesis", "label"]])
+    return pd.DataFrame({"split": [split], "stats": [json.dumps(block, default=_plain)]})
 
 
-def _row_stats_batches(batches):
-    """mapInArrow over the final rows: the card's per-row statistics (`extractor.statistics`,
-    as `trainer stats` computes them) appended to each batch, every column passed through
-    (no join back on pair_id)."""
-    import pyarrow as pa
-
-    for batch in batches:
-        col = batch.schema.get_field_index
-        prem = batch.column(col("premise")).to_pylist()
-        hyp = batch.column(col("hypothesis")).to_pylist()
-        stats = st.row_statistics(prem, hyp)
-        extra = [pa.array(stats[c].to_numpy()) for c in st.ROW_COLUMNS]
-        yield pa.RecordBatch.from_arrays(list(batch.columns) + extra, names=list(batch.schema.names) + list(STAT_FIELDS))
-
-
-WORD_COUNT_SCHEMA = "side string, split string, label string, word string, c long"
-
-
-def _word_count_batches(batches):
-    """mapInArrow over (split, label, premise, hypothesis): how many hypotheses ("h",
-    `st.hypothesis_word_set`) and premises ("p", `st.word_set`) of each (split, label)
-    contain each word, counted per task (the PMI counts, summed in SQL afterwards)."""
-    from collections import Counter
-
-    import pyarrow as pa
-
-    counts: Counter = Counter()
-    for batch in batches:
-        col = batch.schema.get_field_index
-        for split, label, p, h in zip(*(batch.column(col(c)).to_pylist()
-                                        for c in ("split", "label", "premise", "hypothesis"))):
-            for w in st.hypothesis_word_set(h or ""):
-                counts["h", split, label, w] += 1
-            for w in st.word_set(p or ""):
-                counts["p", split, label, w] += 1
-    if counts:
-        keys = list(counts)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([k[i] for k in keys], pa.string()) for i in range(4)] + [pa.array(list(counts.values()), pa.int64())],
-            names=["side", "split", "label", "word", "c"])
+def _plain(value):
+    """numpy scalars in the statistics -> JSON numbers."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _assign_group(ratios, seed):
@@ -292,16 +262,16 @@ def _run(ctx, n_input: int) -> None:
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
 
-    # 5. statistics (same row functions as `trainer stats`), aggregated in Spark SQL.
-    row_schema = T.StructType([T.StructField("pair_id", T.StringType()), T.StructField("premise", T.StringType()),
-                               T.StructField("hypothesis", T.StringType()), T.StructField("split", T.StringType()),
-                               T.StructField("label", T.StringType()), *st.spark_row_fields(T)])
-    rows = (final.select("pair_id", "premise", "hypothesis", F.col("_split").alias("split"), "label")
-            .mapInArrow(_row_stats_batches, row_schema).cache())
-    result = _aggregate(F, rows)
-    _add_pmi(F, Window, final.select(F.col("_split").alias("split"), "label", "premise", "hypothesis"), result)
-    for split in result["splits"].values():
-        split["duplicates"] = {"pairs": 0, "sentence_pairs": 0}  # removed above, checked below
+    # 5. statistics: `st.split_statistics`, the function behind `trainer stats`, once per
+    #    split in applyInPandas; only the small result comes back to the driver.
+    result = {"splits": {}}
+    blocks = dict(final.select(F.col("_split").alias("split"), "pair_id", "premise", "hypothesis", "label")
+                  .groupBy("split").applyInPandas(_split_statistics_group, "split string, stats string")
+                  .collect())
+    for split in sp.SPLITS:
+        block = json.loads(blocks[split]) if split in blocks else {
+            "labels": {}, "all": {"count": 0, **{k: None for k in st.AGGREGATES}}}
+        result["splits"][split] = block
     leakage = _leakage(F, final)
     result["leakage"] = leakage["between_splits"]
 
@@ -357,7 +327,7 @@ def _run(ctx, n_input: int) -> None:
             raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
         _out.delete(spark, target)
     _out.rename(spark, ctx.table_path(tmp_name), target)
-    for df in (rows, final, doc_split, ranked):
+    for df in (final, doc_split, ranked):
         df.unpersist()
     ctx.stats[STAGE] = stats
 
@@ -369,58 +339,6 @@ def _put_file(spark, local: Path, dest: str) -> None:
     jvm = spark.sparkContext._jvm
     fs, hdest = _out._fs(spark, dest)
     fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(str(local)), hdest)
-
-
-def _aggregate(F, rows) -> dict:
-    aggs = st.spark_aggregate_columns()
-    both = rows.rollup("split", "label").agg(*aggs).filter(F.col("split").isNotNull()).collect()
-    per_label = [r for r in both if r["label"] is not None]
-    per_split = [r for r in both if r["label"] is None]
-    result = {"splits": {}}
-    for split in sp.SPLITS:
-        block_rows = [r.asDict() for r in per_label if r["split"] == split]
-        all_rows = [dict(r.asDict(), label=None) for r in per_split if r["split"] == split]
-        for r in block_rows + all_rows:
-            r.pop("split", None)
-        block = st.blocks_from_rows(block_rows + all_rows)
-        if block["all"] is None:
-            block["all"] = {"count": 0, **{k: None for k in st.AGGREGATES}}
-        result["splits"][split] = block
-    return result
-
-
-def _add_pmi(F, Window, pairs, result: dict, k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> None:
-    """Top-k PMI words per split and label, of hypotheses (each label block's
-    ``top_pmi_words``) and of premises (the split's ``premise_top_pmi_words``), as
-    `st.split_statistics` computes them: word counts per task in Python
-    (`_word_count_batches`), summed and scored in SQL with the one `st.pmi` formula, one job."""
-    spark = pairs.sparkSession
-    sizes = [(split, label, int(b["count"]), int(block["all"]["count"]), len(block["labels"]))
-             for split, block in result["splits"].items() for label, b in block["labels"].items()]
-    n_df = spark.createDataFrame(sizes or [("", "", 1, 1, 1)],
-                                 "split string, label string, n_label long, n_total long, n_labels long")
-    counts = pairs.mapInArrow(_word_count_batches, WORD_COUNT_SCHEMA)
-    wl = counts.groupBy("side", "split", "word", "label").agg(F.sum("c").alias("c_wl"))
-    w_side = Window.partitionBy("side", "split", "word")
-    scored = (wl.withColumn("c_w", F.sum("c_wl").over(w_side)).filter(F.col("c_w") >= min_count)
-              .join(F.broadcast(n_df), ["split", "label"]))
-    scored = scored.withColumn("pmi", st.pmi(F.col("c_wl"), F.col("c_w"), F.col("n_label"), F.col("n_total"),
-                                             F.col("n_labels"), st.PMI_SMOOTHING, log=F.log))
-    scored = scored.filter(F.col("pmi") > 0)  # only words that point towards the label
-    top = scored.withColumn("_r", F.row_number().over(
-        Window.partitionBy("side", "split", "label").orderBy(F.col("pmi").desc(), "word"))).filter(F.col("_r") <= k)
-    for split in result["splits"].values():
-        split["premise_top_pmi_words"] = {label: [] for label in split["labels"]}
-    for r in top.orderBy("side", "split", "label", "_r").collect():
-        entry = {"word": r["word"], "pmi": round(float(r["pmi"]), 4), "count": int(r["c_wl"]), "word_count": int(r["c_w"])}
-        split = result["splits"][r["split"]]
-        if r["side"] == "p":
-            if r["label"] in split["premise_top_pmi_words"]:
-                split["premise_top_pmi_words"][r["label"]].append(entry)
-            continue
-        block = split["labels"].get(r["label"])
-        if block is not None:
-            block.setdefault("top_pmi_words", []).append(entry)
 
 
 def _leakage(F, final) -> dict:

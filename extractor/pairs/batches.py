@@ -31,9 +31,9 @@ from extractor.schemas import PAIRS, REF
 
 ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
 INPUT_COLUMNS = ("corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text", "short")
-# What the passes emit: pair rows (kind "pair": kept marked pairs, and neutral candidates
-# with their bin and, in `n`, the POS verdicts they took) and aggregate rows (kind "marked",
-# "pos", "hist", "complete", "edge", "doc") in one schema.
+# What the passes emit: pair rows (kind "pair": kept marked pairs in pass 1, neutral
+# candidates with their bin and, in `n`, the POS verdicts they took in pass 2) and
+# aggregate rows (kind "marked", "pos", "hist", "edge", "doc") in one schema.
 WORK = pa.schema(list(PAIRS) + [
     pa.field("phrase", pa.string()),
     pa.field("premise_stripped", pa.bool_()),
@@ -221,46 +221,6 @@ class Rows:
 
 # ---------------------------------------------------------------------------- the passes
 
-TOP = (1 << BIN_BITS) - 1
-# Pass 1 keeps the neutral candidates up to these bins while it streams (the marked-pool
-# strategies: every candidate, they are few); at the end of the task it POS-checks and
-# emits those up to a bin estimated from the task's own counts (`complete` rows say up to
-# which bin the task emitted everything). When every cut of the plan falls within what all
-# tasks emitted, the stage needs no pass 2.
-EARLY_BINS = {"both_random": 63, "adjacent_unmarked": 63}
-EARLY_MARGIN = 3
-
-
-def _early_candidates(rows, early: dict, hist: dict, marked_counts, verdicts, strategies, ratio, mix) -> None:
-    from extractor.pairs import neutral as nt
-    from extractor.lexicon import MARKED_LABELS
-
-    if ratio is None or mix is None:
-        return
-    kept: dict = {}
-    for (corpus, label, reject), n in marked_counts.items():
-        if reject is None and label in MARKED_LABELS:
-            kept.setdefault(corpus, Counter())[label] += n
-    checked = sum(verdicts.counts.values())
-    pass_rate = verdicts.counts.get(None, 0) / checked if verdicts.model and checked else None
-    chosen = []
-    for corpus in sorted({c for c, _ in hist}, key=repr):
-        available = {s: int(hist[corpus, s].sum()) if (corpus, s) in hist else 0 for s in nt.STRATEGIES}
-        target = nt.neutral_target(kept.get(corpus, {}), ratio)
-        alloc = nt.allocate(target, mix, available)
-        for strategy in strategies:
-            if (corpus, strategy) not in hist:
-                continue
-            counts = hist[corpus, strategy]
-            wanted = EARLY_MARGIN * nt.oversample(alloc.get(strategy, 0), pass_rate, available[strategy])
-            cut = nt.bin_cutoff({b: int(counts[b]) for b in np.flatnonzero(counts).tolist()}, wanted)[0] \
-                if wanted > 0 else -1
-            cut = min(cut, EARLY_BINS.get(strategy, TOP))
-            rows.count("complete", corpus, strategy, None, 1, cut)
-            chosen.extend((doc, c) for doc, c in early.get((corpus, strategy), []) if c.select >> (63 - BIN_BITS) <= cut)
-    _emit_neutral(rows, chosen, verdicts)
-
-
 def _emit_neutral(rows, chosen: list, verdicts) -> None:
     """POS-check neutral candidates and add them as pair rows (`n`: POS verdicts asked)."""
     verdicts.prepare([t for _, c in chosen for t in (c.premise, c.hypothesis)])
@@ -271,16 +231,13 @@ def _emit_neutral(rows, chosen: list, verdicts) -> None:
 
 
 def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
-             min_chars: int = 50, without_torch: bool = False, ratio: float | None = None,
-             mix: dict | None = None) -> Iterator[pa.RecordBatch]:
+             min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
     """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
-    by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and (with
-    `ratio` and `mix`) the task's lowest neutral candidates, POS-checked, with "complete"
-    rows saying up to which bin they are all there."""
+    by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and per
+    document the lowest bin of each strategy ("doc" rows, for pass 2's document list)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     marked_counts: Counter = Counter()
     hist: dict = {}  # (corpus, strategy) -> counts per bin
-    early: dict = {}  # (corpus, strategy) -> [(doc, candidate)] with bin <= EARLY_BINS[strategy]
     edges: list = []  # the first and last document of this task (see `split_documents`)
     for docs in documents(batches, min_chars):
         rows = Rows()
@@ -302,26 +259,19 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
                     rows.pair(doc, pair)
             pools = neutral_pools(doc, matcher, marked, ann)
             lowest = {}
-            for strategy, (p_idx, h_idx, sel) in candidate_arrays(doc, pools, seed, strategies).items():
+            for strategy, (_, _, sel) in candidate_arrays(doc, pools, seed, strategies).items():
                 key = (doc.corpus, strategy)
                 bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
                 counts = np.bincount(bins, minlength=1 << BIN_BITS)
                 hist[key] = counts if key not in hist else hist[key] + counts
                 lowest[strategy] = int(bins.min())
-                for k in np.flatnonzero(bins <= EARLY_BINS.get(strategy, TOP)).tolist():
-                    i, j = int(p_idx[k]), int(h_idx[k])
-                    early.setdefault(key, []).append((doc, Pair(
-                        premise=pools.premise_text[i], hypothesis=pools.hypothesis_text[j], label="neutral",
-                        source=strategy, p=i, h=j, select=int(sel[k]))))
             rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), doc_id=doc.doc_id)
         if len(rows):
             yield rows.batch()
     rows = Rows()
-    marked_pos = Counter(verdicts.counts)
-    _early_candidates(rows, early, hist, marked_counts, verdicts, strategies, ratio, mix)
     for (corpus, label, reject), n in sorted(marked_counts.items(), key=repr):
         rows.count("marked", corpus, label, reject, n)
-    for reason, n in sorted(marked_pos.items(), key=repr):
+    for reason, n in sorted(verdicts.counts.items(), key=repr):
         rows.count("pos", None, None, reason, n)
     for (corpus, source), counts in sorted(hist.items(), key=repr):
         for b in np.flatnonzero(counts).tolist():

@@ -163,14 +163,9 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict, w
     matcher = matcher_for(lexicon)
     strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
     one = pa.Table.from_batches(list(bt.pass_one(make_batches(), matcher, options.seed, strategies, model,
-                                                 lexicon, options.min_chars, without_torch, options.neutral_ratio,
-                                                 options.neutral_mix)), schema=bt.WORK)
+                                                 lexicon, options.min_chars, without_torch)), schema=bt.WORK)
     marked_counts, pos, hist = _aggregates(one)
-    rows_one = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
-    marked = [r for r in rows_one if r["source"] == "marker"]
-    complete: dict = {}
-    for r in one.filter(pa.compute.equal(one["kind"], "complete")).to_pylist():
-        complete[r["corpus"], r["label"]] = min(complete.get((r["corpus"], r["label"]), r["bin"]), r["bin"])
+    marked = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     marked, dups = _first_by(marked, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
     duplicates = Counter((r["corpus"], r["label"]) for r in dups)
     kept = Counter((r["corpus"], r["label"], r["phrase"], bool(r["premise_stripped"])) for r in marked)
@@ -182,22 +177,15 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict, w
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    wanted_cuts = {k: b for k, b in cuts.items() if b >= 0}
-    if any(b > complete.get(k, -1) for k, b in wanted_cuts.items()):
-        docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n"]).to_pydict()
-        needed = None
-        if max(cuts.values(), default=-1) < (1 << nt.BIN_BITS) - 1:
-            needed = {(c, d) for c, d, packed in zip(docs["corpus"], docs["doc_id"], docs["n"])
-                      if bt.needs_document(packed, {s: b for (cc, s), b in cuts.items() if cc == c})}
-        two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
-                                                     lexicon, options.min_chars, without_torch, needed)),
-                                    schema=bt.WORK)
-        cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
-        drawn_from = "pass 2"
-    else:
-        cands = [r for r in rows_one if r["source"] != "marker"
-                 and r["bin"] <= wanted_cuts.get((r["corpus"], r["source"]), -1)]
-        drawn_from = "pass 1"
+    docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n"]).to_pydict()
+    needed = None
+    if max(cuts.values(), default=-1) < (1 << nt.BIN_BITS) - 1:
+        needed = {(c, d) for c, d, packed in zip(docs["corpus"], docs["doc_id"], docs["n"])
+                  if bt.needs_document(packed, {s: b for (cc, s), b in cuts.items() if cc == c})}
+    two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
+                                                 lexicon, options.min_chars, without_torch, needed)),
+                                schema=bt.WORK)
+    cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     pos_neutral = Counter()
     for r in cands:
         pos_neutral[None] += r["n"] - (1 if r["reject"] is not None else 0)
@@ -226,7 +214,4 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict, w
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=n0 - len(cands))
-    stats["neutral"]["drawn_from"] = drawn_from
-    if not model:
-        stats["pos_filter"].pop("neutral_sentences_checked", None)
     return table, stats

@@ -104,8 +104,6 @@ def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, d
 def _pass(fn_name: str, lexicon, options: PairsOptions, model, **extra):
     """The mapInArrow function of one pass (the matcher is built once per Python worker)."""
     strategies, seed, min_chars = options.strategies, options.seed, options.min_chars
-    if fn_name == "pass_one":
-        extra = dict(extra, ratio=options.neutral_ratio, mix=options.neutral_mix)
 
     def run(batches):
         from extractor.pairs import batches as bt
@@ -186,7 +184,7 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     # 1. pass 1 -------------------------------------------------------------------------
     one = keep(src.mapInArrow(_pass("pass_one", lexicon, options, model), work_ddl))
     marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
-    documents, split, complete = 0, None, {}
+    documents, split = 0, None
     edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
     for kind, corpus, label, reject, b, edge_doc, n, rows in [tuple(r) for r in (
             one.filter(F.col("kind") != "pair").groupBy("kind", "corpus", "label", "reject", "bin", edge)
@@ -200,8 +198,6 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
             hist[corpus, label][b] += n
         elif kind == "doc":
             documents += rows
-        elif kind == "complete":
-            complete[corpus, label] = min(complete.get((corpus, label), b), b)
         elif kind == "edge" and n > 1:
             split = split or (corpus, edge_doc)
     if split:
@@ -232,20 +228,10 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
     allocated = final_allocation(targets, options.neutral_mix, {})
     chosen = None
-    wanted_cuts = {k: b for k, b in cuts.items() if b >= 0}
-    pass_two_needed = any(b > complete.get(k, -1) for k, b in wanted_cuts.items())
-    stats_pass = "pass 2" if pass_two_needed else "pass 1"
-    if wanted_cuts:
-        if pass_two_needed:
-            two = keep(_needed(src, one, cuts, documents).mapInArrow(
-                _pass("pass_two", lexicon, options, model, cuts=cuts), work_ddl))
-            cands = two.filter(F.col("kind") == "pair")
-        else:  # every task emitted all its candidates up to the cuts already
-            under = None
-            for (corpus, strategy), b in sorted(wanted_cuts.items()):
-                cond = (F.col("corpus") == corpus) & (F.col("source") == strategy) & (F.col("bin") <= b)
-                under = cond if under is None else under | cond
-            cands = one.filter((F.col("kind") == "pair") & (F.col("source") != "marker") & under)
+    if any(b >= 0 for b in cuts.values()):
+        two = keep(_needed(src, one, cuts, documents).mapInArrow(
+            _pass("pass_two", lexicon, options, model, cuts=cuts), work_ddl))
+        cands = two.filter(F.col("kind") == "pair")
         # 4. identical pairs (with marked ones, then among themselves), the exact draw ----
         seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
         cands = cands.join(seen, ["premise", "hypothesis"], "left")
@@ -277,9 +263,6 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     pairs = marked.select(*OUTPUT_COLUMNS)
     if chosen is not None:
         pairs = pairs.unionByName(chosen.select(*OUTPUT_COLUMNS))
-    stats["neutral"]["drawn_from"] = stats_pass
-    if not model:
-        stats["pos_filter"].pop("neutral_sentences_checked", None)
     return pairs, stats, cleanup
 
 

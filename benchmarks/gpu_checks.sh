@@ -116,7 +116,7 @@ print(len(df) * $REPS, 'training rows')"
   done
   epoch_s=$(grep -o "epoch 0: .*seconds=[0-9.]*" "$stage/train.log" | grep -o "seconds=[0-9.]*" | cut -d= -f2)
   half=$($PY -c "print(max(0.5, float('${epoch_s:-2}') * 0.5))")
-  stamp "epoch 0 took ${epoch_s}s; SIGKILL in ${half}s, in the middle of epoch 1"
+  stamp "epoch 0 took ${epoch_s}s; SIGKILL in ${half}s (mid-epoch; the checkpoint below says which epoch finished last)"
   sleep "$half"
   kill -9 $pid 2>/dev/null && stamp "killed pid $pid"
   wait $pid; echo "exit status of the killed run: $?"

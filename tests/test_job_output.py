@@ -89,11 +89,12 @@ def _parquet_digests(root):
     import os
 
     out = {}
-    for dirpath, _, files in os.walk(root, followlinks=True):
-        for name in files:
-            if name.endswith(".parquet") and "/_runs/" not in dirpath:
-                path = os.path.join(dirpath, name)
-                out[os.path.relpath(path, root)] = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    for table in ("sentences", "pairs", "splits"):  # the published tables, through their links
+        for dirpath, _, files in os.walk(root / table, followlinks=True):
+            for name in files:
+                if name.endswith(".parquet"):
+                    path = os.path.join(dirpath, name)
+                    out[os.path.relpath(path, root)] = hashlib.sha256(open(path, "rb").read()).hexdigest()
     return out
 
 

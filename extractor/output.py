@@ -727,7 +727,8 @@ def _list_dirs(path: str) -> list[str]:
     return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
 
 
-def _fsync_dir(path: str) -> None:
+def _fsync_path(path: str) -> None:
+    """fsync one file or directory; filesystems that refuse it are left as they are."""
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -738,19 +739,15 @@ def _fsync_dir(path: str) -> None:
         pass
 
 
+_fsync_dir = _fsync_path
+
+
 def _fsync_tree(path: str) -> None:
     """Flush a run's files and directories before the pointer names it."""
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
-            try:
-                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass
-        _fsync_dir(dirpath)
+            _fsync_path(os.path.join(dirpath, name))
+        _fsync_path(dirpath)
 
 
 # --------------------------------------------------------------------------- environment faults

@@ -124,3 +124,42 @@ def test_scinli_negation_moves_predictions_more_than_spelling(tmp_path):
     # appending a phrase to every hypothesis moves a bag-of-words model far more than one typo
     assert m["negation"]["predictions_changed"] > 2 * m["spelling"]["predictions_changed"]
     assert m["spelling"]["changed_rows"] > 1900
+
+
+def test_stress_label_map_is_evaluate_s_repeatable_flag(tmp_path, capsys):
+    """A 4-label run stressed on a 3-label file: --label-map as `evaluate` parses it; repeated
+    flags add up, a label mapped to two names is an error, an unmapped label says --label-map."""
+    train = write_jsonl(synthetic_nli(200), tmp_path / "train.jsonl")
+    run = tmp_path / "run"
+    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--out", str(run)]) == 0
+    three = synthetic_nli(80, seed=1)
+    three = three[three.label != "reasoning"].copy()
+    three["label"] = three["label"].replace({"contrasting": "contradiction"})
+    data = write_jsonl(three, tmp_path / "three.jsonl")
+    base = ["stress", str(run), "--data", str(data), "--lang", "en"]
+    capsys.readouterr()
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "'contradiction'" in err and "--label-map" in err
+    assert main([*base, "--label-map", "contradiction=contrasting", "--label-map", "reasoning=entailment"]) == 0
+    metrics = json.loads((run / "stress" / "metrics.json").read_text())
+    lm = metrics["original"]["label_map"]
+    assert lm["map"] == {"contradiction": "contrasting", "reasoning": "entailment"}  # both flags kept
+    assert lm["mapped_model_labels"] == ["contrasting", "entailment", "neutral"] and lm["unmapped_gold"] == {}
+    for name in ("original", *TESTS):
+        assert set(metrics[name]["per_class_f1"]) == {"contrasting", "entailment", "neutral"}
+        assert metrics[name]["n"] == len(three)
+    assert metrics["original"]["accuracy"] > 0.9
+    config = json.loads((run / "stress" / "config.json").read_text())
+    assert config["label_map"] == lm["map"] and config["unmapped"] == "keep"
+    s = pd.read_parquet(run / "stress" / "sets" / "negation.parquet")
+    assert set(s["label"]) == {"contrasting", "entailment", "neutral"} and "orig_label" in s.columns
+    # gold labels no model label maps to: reported, and dropped on request
+    assert main([*base, "--label-map", "entailment=contrasting", "--unmapped", "drop"]) == 0
+    lm = json.loads((run / "stress" / "metrics.json").read_text())["original"]["label_map"]
+    assert lm["unmapped_gold"] == {"contradiction": int((three.label == "contradiction").sum())}
+    assert lm["rows_dropped"] == lm["unmapped_gold"]["contradiction"]
+    assert "note: original: gold labels the model cannot predict" in capsys.readouterr().err
+    assert main([*base, "--label-map", "contradiction=contrasting", "--label-map", "contradiction=neutral"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --label-map: 'contradiction' is mapped twice") and err.count("\n") == 1

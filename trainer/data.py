@@ -368,14 +368,63 @@ def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", 
     result = {}
     names_from_info = label_names or _hf_label_names_from_info(path, label)
     for split, files in discover(path).items():
-        df, first = _read_files(files)
-        names = names_from_info
-        if names is None and label and _data_suffix(first) == "parquet":
-            names = _hf_label_names_from_parquet(first, label)
-        where = str(first.parent if len(files) > 1 else first)
-        result[split] = normalize(df, where, **{**mapping, "label_names": names})
+        result[split] = _load_split_files(files, mapping, names_from_info)
     order = {"train": 0, "validation": 1, "test": 2}
     return dict(sorted(result.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
+
+
+def _load_split_files(files: list[Path], mapping: dict, label_names: Sequence[str] | None) -> pd.DataFrame:
+    """The files of one discovered split as one canonical frame (ClassLabel names from Parquet metadata)."""
+    df, first = _read_files(files)
+    names = label_names
+    if names is None and mapping.get("label") and _data_suffix(first) == "parquet":
+        names = _hf_label_names_from_parquet(first, mapping["label"])
+    where = str(first.parent if len(files) > 1 else first)
+    return normalize(df, where, **{**mapping, "label_names": names})
+
+
+def load_one_split(path, split: str | None = None, *, flag: str | None = "--split", premise: str = "premise",
+                   hypothesis: str = "hypothesis", label: str | None = "label", id_col: str | None = None,
+                   label_names: Sequence[str] | None = None, require_label: bool = True,
+                   allow_unknown_labels: bool = False) -> tuple[str, pd.DataFrame]:
+    """(split name, frame) of one evaluation input: a data file (split ``data``), a split folder,
+    or a dataset folder in any layout :func:`discover` reads (our extractor's splits folder,
+    ``test.parquet`` / ``test/*.parquet``, ``data/test-*.parquet``, a ``save_to_disk`` folder).
+
+    A dataset folder gives ``split`` when named, else its ``test`` split, else its only split;
+    only that split's files are read. Anything else is one-line :class:`NLIDataError` naming
+    the path and what is expected.
+    """
+    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
+    path = Path(path)
+    if not path.exists():
+        raise NLIFileNotFound(f"{path}: no such file or folder")
+    if path.is_file():
+        return "data", load_split_file(path, **mapping)
+    if not path.is_dir():
+        raise NLIDataError(f"{path}: not a data file or folder")
+    try:
+        found = discover(path)
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:  # a broken dataset_dict.json/state.json
+        raise NLIDataError(f"{path}: unreadable dataset folder ({type(exc).__name__}: {exc}); expected a data "
+                           f"file, a split folder or a dataset folder with a test split") from exc
+    how = f"name one with {flag} or give" if flag else "give"
+    if split is not None:
+        if split not in found:
+            raise NLIDataError(f"{path}: no split {split!r} (splits: {', '.join(found)}); {how} a split folder or file")
+        name = split
+    elif "test" in found:
+        name = "test"
+    elif len(found) == 1:
+        name = next(iter(found))
+    else:
+        raise NLIDataError(f"{path}: several splits ({', '.join(found)}) and none is 'test'; expected a data file, "
+                           f"a split folder or a dataset folder with a test split: {how} a split folder or file")
+    files = found[name]
+    if not files:
+        raise NLIDataError(f"{path}: split {name!r} has no data files")
+    return name, _load_split_files(files, mapping, label_names or _hf_label_names_from_info(path, label))
 
 
 def _hf_label_names_from_info(path: Path, label: str | None) -> list[str] | None:
@@ -450,8 +499,19 @@ def check_ids(df: pd.DataFrame, where: str, policy: str = "error") -> tuple[pd.D
     return out, n
 
 
-def parse_label_map(text: str | None, flag: str = "--label-map") -> dict[str, str]:
-    """``a=b,c=d`` -> {"a": "b", "c": "d"}; many-to-one allowed, one source twice is an error."""
+def parse_label_map(text, flag: str = "--label-map") -> dict[str, str]:
+    """``a=b,c=d`` -> {"a": "b", "c": "d"}; many-to-one allowed, one source twice is an error.
+
+    A list (a repeated flag, ``--label-map a=b --label-map c=d``) accumulates into one map.
+    """
+    if isinstance(text, (list, tuple)):
+        merged: dict[str, str] = {}
+        for item in text:
+            for src, dst in parse_label_map(item, flag).items():
+                if src in merged and merged[src] != dst:
+                    raise NLIDataError(f"{flag}: {src!r} is mapped twice ({merged[src]!r} and {dst!r})")
+                merged[src] = dst
+        return merged
     if not text:
         return {}
     out: dict[str, str] = {}

@@ -7,9 +7,10 @@ the run was trained with.
 
 - `--by COL` (repeatable): metrics per value of a column (genre, corpus, source, marker,
   neutral strategy, or a list column of tags), in `slices.json` / `slices.md`.
-- `--label-map a=b,c=d`: cross-dataset evaluation. Label names of the data *and* of the
-  model are renamed through the map into one label space (many-to-one allowed); gold labels
-  the model cannot predict are reported (`unmapped`), kept as errors by default.
+- `--label-map a=b,c=d` (repeatable, the maps add up): cross-dataset evaluation. Label names
+  of the data *and* of the model are renamed through the map into one label space
+  (many-to-one allowed); gold labels the model cannot predict are reported (`unmapped`),
+  kept as errors by default. `stress` takes the same flags.
 - RUN_DIR may be a local Hugging Face sequence-classification checkpoint that the trainer
   did not train (zero-shot): its `id2label` names are its labels.
 """
@@ -24,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from trainer.cli import UserError
-from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_nli,
-                          parse_label_map)
+from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
+                          load_one_split, parse_label_map)
 from trainer.metrics import compute_metrics
 from trainer.runs import (check_labels, evaluate_splits, load_run, predictions_frame, staged_dir, with_row_columns,
                           write_evaluation, write_json, write_slices)
@@ -37,20 +38,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="a run directory, or a local Hugging Face sequence-classification checkpoint")
     p.add_argument("--test", type=Path, nargs="+", action="extend", required=True,
-                   help="labelled file(s) to evaluate on (repeatable)")
+                   help="labelled file(s) or dataset folder(s) to evaluate on (repeatable): JSONL/JSON/CSV/TSV/"
+                        "Parquet files, a split folder, or a folder with split folders or test.* files "
+                        "(its test split, see --split)")
+    p.add_argument("--split", default=None,
+                   help="split of a dataset folder given to --test (default: test, or the folder's only split)")
     p.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/evaluation)")
     p.add_argument("--by", action="append", default=[], metavar="COL",
                    help="metrics per value of column COL (repeatable; a list column counts each tag)")
-    p.add_argument("--label-map", metavar="A=B,...",
-                   help="rename labels of the data and of the model into one label space (many-to-one allowed)")
-    p.add_argument("--unmapped", choices=["keep", "drop", "error"], default="keep",
-                   help="gold labels the model cannot predict after --label-map: keep them as errors (default), "
-                        "drop those rows (counted), or stop")
+    add_label_map_arguments(p)
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
     add_column_arguments(p)
     for action in p._actions:  # None = "as in the run's config.json"
         if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
             action.default = None
+
+
+def add_label_map_arguments(p: argparse.ArgumentParser) -> None:
+    """``--label-map`` and ``--unmapped``, as `evaluate` and `stress` take them."""
+    p.add_argument("--label-map", action="append", default=[], metavar="A=B,...",
+                   help="rename labels of the data and of the model into one label space (many-to-one allowed; "
+                        "repeatable: the maps add up, a label mapped to two names is an error)")
+    p.add_argument("--unmapped", choices=["keep", "drop", "error"], default="keep",
+                   help="gold labels the model cannot predict after --label-map: keep them as errors (default), "
+                        "drop those rows (counted), or stop")
 
 
 def run_mapping(args, run) -> dict:
@@ -65,14 +76,17 @@ def run_mapping(args, run) -> dict:
 
 
 def load_frames(files, mapping, labels, *, label_map: dict | None = None, duplicate_ids: str = "error",
-                check: bool = True) -> dict:
-    """{stem: frame} of labelled files; gold labels renamed through `label_map` (original in `orig_label`)."""
+                check: bool = True, split: str | None = None) -> dict:
+    """{stem: frame} of labelled files or folders; gold labels renamed through `label_map`
+    (original in `orig_label`). A dataset folder gives `split`, else its test split, else its
+    only split (:func:`trainer.data.load_one_split`)."""
     frames = {}
     for f in files:
         name = Path(f).name.split(".")[0]
         if name in frames:
             raise UserError(f"{f}: two test files share the name {name!r}")
-        df, n_unlabeled = drop_unlabeled(load_nli(f, **mapping)["data"])
+        _, df = load_one_split(f, split, **mapping)
+        df, n_unlabeled = drop_unlabeled(df)
         dropped = dict(df.attrs.get("dropped") or {})
         df, n_dup = check_ids(df, str(f), duplicate_ids)
         dropped.update({k: v for k, v in (("unlabeled", n_unlabeled), ("duplicate_id", n_dup)) if v})
@@ -145,18 +159,13 @@ def run(args) -> int:
         label_map = parse_label_map(args.label_map)
         run_ = load_run(args.run_dir)
         frames = load_frames(args.test, run_mapping(args, run_), run_.labels, label_map=label_map,
-                             duplicate_ids=args.duplicate_ids, check=not label_map)
+                             duplicate_ids=args.duplicate_ids, check=not label_map, split=args.split)
         for col in [c for item in args.by for c in item.split(",") if c]:
             if not any(col in df.columns for df in frames.values()):
                 first = next(iter(frames.values()))
                 raise UserError(f"--by {col}: no test file has a column {col!r} "
                                 f"(columns: {', '.join(map(str, first.columns))})")
-        if label_map or run_.config.get("model") == "hf-checkpoint":
-            metrics, preds = _evaluate_mapped(run_, frames, label_map, args.unmapped)
-            labels = sorted({lab for m in metrics.values() for lab in m["confusion_matrix"]["labels"]})
-        else:
-            metrics, preds = evaluate_splits(run_.model, frames)
-            labels = run_.labels
+        metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
     for name, df in frames.items():
@@ -172,12 +181,29 @@ def run(args) -> int:
     for split, m in metrics.items():
         print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
               f"(n={m['n']})")
+    note_unmapped(metrics)
+    print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
+    return 0
+
+
+def evaluate_frames(run_, frames: dict, label_map: dict, unmapped: str = "keep") -> tuple[dict, pd.DataFrame, list]:
+    """(metrics per frame, predictions, the label list of the metrics): in the model's own labels,
+    or through `label_map` (and always for an outside checkpoint) in the mapped label space."""
+    if label_map or run_.config.get("model") == "hf-checkpoint":
+        metrics, preds = _evaluate_mapped(run_, frames, label_map, unmapped)
+        labels = sorted({lab for m in metrics.values() for lab in m["confusion_matrix"]["labels"]})
+        return metrics, preds, labels
+    metrics, preds = evaluate_splits(run_.model, frames)
+    return metrics, preds, list(run_.labels)
+
+
+def note_unmapped(metrics: dict) -> None:
+    """A `note:` line on stderr per split with gold labels no model label maps to."""
+    for split, m in metrics.items():
         lm = m.get("label_map")
         if lm and lm["unmapped_gold"]:
             print(f"note: {split}: gold labels the model cannot predict after --label-map: {lm['unmapped_gold']} "
                   f"({'counted as errors' if lm['unmapped_policy'] == 'keep' else 'rows dropped'})", file=sys.stderr)
-    print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
-    return 0
 
 
 def _evaluate_mapped(run_, frames: dict, label_map: dict, unmapped: str) -> tuple[dict, pd.DataFrame]:

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, load_nli
+from trainer.data import NLIDataError, add_column_arguments, load_one_split
 from trainer.evaluate import run_mapping
 from trainer.runs import load_run, predictions_frame
 
@@ -18,7 +18,7 @@ FORMATS = (".parquet", ".jsonl", ".csv")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--input", type=Path, required=True, help="file to label")
+    p.add_argument("--input", type=Path, required=True, help="file to label, or a dataset folder (its test split, else its only split)")
     p.add_argument("--out", type=Path, required=True, help="output file: .parquet, .jsonl or .csv")
     add_column_arguments(p)
     for action in p._actions:
@@ -32,7 +32,7 @@ def run(args) -> int:
     try:
         run_ = load_run(args.run_dir)
         mapping = run_mapping(args, run_)
-        df = load_nli(args.input, **mapping, require_label=False)["data"]
+        df = load_one_split(args.input, flag=None, **mapping, require_label=False)[1]
         probs = run_.predict_proba(df)
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc

@@ -25,8 +25,10 @@ import pandas as pd
 
 from extractor.hashing import stable_hash
 from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, check_ids, drop_unlabeled, load_nli
-from trainer.runs import (check_labels, evaluate_splits, load_run, staged_dir, write_json, write_parquet)
+from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
+                          load_one_split, parse_label_map)
+from trainer.evaluate import add_label_map_arguments
+from trainer.runs import check_labels, load_run, staged_dir, write_json, write_parquet
 
 TESTS = ("length_mismatch", "negation", "overlap", "spelling")
 APPEND_TESTS = ("length_mismatch", "negation", "overlap")
@@ -151,7 +153,7 @@ def stress_report(metrics: dict[str, dict], labels: list[str]) -> dict:
         entry = {"n": m["n"], "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
                  "per_class_f1": {lab: m["per_class"][lab]["f1"] for lab in labels},
                  "per_class": m["per_class"], "confusion_matrix": m["confusion_matrix"]}
-        for k in ("changed_rows", "unchanged_rows", "predictions_changed"):
+        for k in ("changed_rows", "unchanged_rows", "predictions_changed", "label_map"):
             if k in m:
                 entry[k] = m[k]
         if name != "original":
@@ -181,13 +183,14 @@ def table_markdown(report: dict, labels: list[str], split: str = "test") -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN")
     p.add_argument("--data", type=Path, required=True, help="test file, or a dataset folder (see --split)")
-    p.add_argument("--split", default="test", help="split of a dataset folder (default: test)")
+    p.add_argument("--split", default=None, help="split of a dataset folder (default: test, or its only split)")
     p.add_argument("--lang", required=True,
                    help="lexicon whose stress_tests templates to use: a language code (ro, es, en) or a YAML path")
     p.add_argument("--tests", default=",".join(TESTS), help=f"comma-separated subset of {', '.join(TESTS)}")
     p.add_argument("--seed", type=int, default=0, help="seed of the spelling rule (default 0)")
     p.add_argument("--out", type=Path, help="output directory (default: RUN/stress)")
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
+    add_label_map_arguments(p)
     add_column_arguments(p)
     for action in p._actions:
         if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
@@ -195,7 +198,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from trainer.evaluate import run_mapping
+    from trainer.evaluate import evaluate_frames, note_unmapped, run_mapping
 
     tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     bad = [t for t in tests if t not in TESTS]
@@ -205,32 +208,31 @@ def run(args) -> int:
         raise UserError(f"{args.data}: no such file or folder (--data)")
     templates, lexicon = load_templates(args.lang)
     try:
+        label_map = parse_label_map(args.label_map)
         run_ = load_run(args.run_dir)
-        splits = load_nli(args.data, **run_mapping(args, run_))
-        if len(splits) == 1:
-            split, df = next(iter(splits.items()))
-            split = "test" if split == "data" else split
-        elif args.split in splits:
-            split, df = args.split, splits[args.split]
-        else:
-            raise UserError(f"{args.data}: no split {args.split!r} (found: {', '.join(splits)}); use --split")
+        split, df = load_one_split(args.data, args.split, **run_mapping(args, run_))
+        split = "test" if split == "data" else split
         df, n_unlabeled = drop_unlabeled(df)
         df, n_dup = check_ids(df, str(args.data), args.duplicate_ids)
-        check_labels(df, run_.labels, str(args.data))
+        df = apply_label_map(df, label_map)
+        if not label_map:
+            try:
+                check_labels(df, run_.labels, str(args.data))
+            except ValueError as exc:
+                raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
     except (NLIDataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
     if not len(df):
         raise UserError(f"{args.data}: no labelled rows to stress")
     sets = build_sets(df, templates, args.seed, tests)
     frames = {"original": df, **sets}
-    metrics, preds = evaluate_splits(run_.model, frames)
+    metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
     base_pred = preds.loc[preds["split"] == "original", "pred"].to_numpy()
     for name, s in sets.items():
         metrics[name]["changed_rows"] = int(s["changed"].sum())
         metrics[name]["unchanged_rows"] = int((~s["changed"]).sum())
         metrics[name]["predictions_changed"] = float(
             np.mean(preds.loc[preds["split"] == name, "pred"].to_numpy() != base_pred))
-    labels = run_.labels
     report = stress_report(metrics, labels)
     out = args.out or Path(args.run_dir) / "stress"
     with staged_dir(out) as tmp:
@@ -242,7 +244,8 @@ def run(args) -> int:
         (tmp / "table.md").write_text(table_markdown(report, labels, split))
         write_json(tmp / "config.json", {"run": str(args.run_dir), "data": str(args.data), "split": split,
                                          "lexicon": lexicon, "templates": {t: templates[t] for t in tests},
-                                         "seed": args.seed, "n": len(df),
+                                         "seed": args.seed, "n": len(df), "label_map": label_map,
+                                         "unmapped": args.unmapped if label_map else None,
                                          "dropped": {k: v for k, v in (("unlabeled", n_unlabeled),
                                                                       ("duplicate_id", n_dup)) if v}})
     print(table_markdown(report, labels, split), end="")
@@ -251,5 +254,6 @@ def run(args) -> int:
         print(f"{name}: accuracy {e['accuracy']:.4f} ({e['change']['accuracy']:+.4f}), macro-F1 {e['macro_f1']:.4f} "
               f"({e['change']['macro_f1']:+.4f}); {e['predictions_changed']:.1%} of predictions changed"
               + (f"; {e['unchanged_rows']} rows had no word to misspell" if e.get("unchanged_rows") else ""))
+    note_unmapped({"original": metrics["original"]})
     print(f"wrote {out}/metrics.json, {out}/table.md and {len(tests)} test sets in {out}/sets/", file=sys.stderr)
     return 0

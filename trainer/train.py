@@ -30,7 +30,8 @@ import pandas as pd
 
 from trainer.cli import UserError
 from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, column_mapping,
-                          drop_unlabeled, load_nli, merge_frames, parse_file_spec, stratified_subsample)
+                          drop_unlabeled, load_nli, load_one_split, merge_frames, parse_file_spec,
+                          stratified_subsample)
 from trainer.models import INPUT_MODES, MODELS, TORCH_MODELS, FitContext, model_class
 from trainer.runs import (check_labels, evaluate_splits, file_logger, write_evaluation, write_json,
                           write_slices)
@@ -52,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d.add_argument("--validation", nargs="+", action="extend", default=[], metavar="FILE[::...]",
                    help="validation file(s); repeatable; several are merged")
     d.add_argument("--test", type=Path, nargs="+", action="extend", default=[],
-                   help="test file(s), each reported under its stem; repeatable (--test A --test B keeps both)")
+                   help="test file(s) or dataset folder(s) (a folder's test split, else its only split), each "
+                        "reported under its stem; repeatable (--test A --test B keeps both)")
     d.add_argument("--train-size", type=int,
                    help="stratified, seeded subsample of N training rows (label shares kept)")
     d.add_argument("--allow-new-labels", action="store_true",
@@ -295,7 +297,7 @@ def load_data(args) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, pd.Dat
         name = Path(f).name.split(".")[0]
         if name in tests and not args.data:
             continue  # the same file twice: evaluated once
-        tests[name] = load_nli(Path(f), **mapping, allow_unknown_labels=allow_new)["data"]
+        tests[name] = load_one_split(Path(f), flag=None, **mapping, allow_unknown_labels=allow_new)[1]
     dropped: dict[str, dict] = {}
     frames = {"train": train, **({"validation": val} if val is not None else {}), **tests}
     policy = getattr(args, "duplicate_ids", "error")

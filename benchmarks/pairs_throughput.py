@@ -111,15 +111,7 @@ def plain(table: str, dest: str) -> None:
     lexicon = load_lexicon("en")
     options = PairsOptions(pos_filter="on")
     model, status = pos_status(options, lexicon)
-    data = ds.dataset(table, format="parquet", partitioning="hive")
-
-    def batches():
-        for frag in sorted(data.get_fragments(), key=lambda f: f.path):
-            for b in frag.to_batches(schema=data.schema):
-                cols = [c.cast(pa.string()) if n == "corpus" else c for n, c in zip(b.schema.names, b.columns)]
-                yield pa.RecordBatch.from_arrays(cols, names=b.schema.names)
-
-    result, stats = run_plain(batches, lexicon, options, model, status, without_torch=True)
+    result, stats = run_plain(table, lexicon, options, model, status, without_torch=True)
     pq.write_table(result, dest)
     print(json.dumps(stats["labels"]))
 

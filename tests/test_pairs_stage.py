@@ -91,24 +91,51 @@ def sentence_rows(min_chars: int = 50) -> list[tuple]:
     return rows
 
 
-def sentences_frame(spark, files: int = 1):
-    """The hand-made sentences as stage 1 lays them out: each document in one partition,
-    contiguous and in order (`files` partitions, documents hashed over them)."""
-    df = spark.createDataFrame(sentence_rows(), COLUMNS)
-    return df.repartition(files, "doc_id").sortWithinPartitions("doc_id", "para_idx", "sent_idx")
+def write_sentences(root, files: int = 1, rows: list | None = None, split: list | None = None) -> str:
+    """The hand-made sentences as stage 1 lays them out: `root/corpus=c1/` with `files`
+    Parquet files, each document contiguous and in order in one file (documents dealt over
+    the files by sorted doc_id). `split`: row counts of consecutive files instead (a
+    document may then lie in two files). Returns the table path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = rows if rows is not None else sentence_rows()
+    names = [c.split()[0] for c in COLUMNS.split(", ")]
+    types = {"para_idx": pa.int32(), "sent_idx": pa.int32(), "short": pa.bool_()}
+    schema = pa.schema([(n, types.get(n, pa.string())) for n in names if n != "corpus"])
+    dicts = [dict(zip(names, r)) for r in rows]
+    if split:
+        chunks, at = [], 0
+        for n in split:
+            chunks.append(dicts[at:at + n])
+            at += n
+    else:
+        docs = sorted({r["doc_id"] for r in dicts})
+        chunks = [[r for r in sorted(dicts, key=lambda r: (r["doc_id"], r["para_idx"], r["sent_idx"]))
+                   if docs.index(r["doc_id"]) % files == k] for k in range(files)]
+    table = os.path.join(str(root), "sentences")
+    part = os.path.join(table, "corpus=c1")
+    os.makedirs(part, exist_ok=True)
+    for k, chunk in enumerate(chunks):
+        pq.write_table(pa.Table.from_pylist([{n: r[n] for n in schema.names} for r in chunk], schema=schema),
+                       os.path.join(part, f"part-{k:05d}.parquet"))
+    return table
 
 
 def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: int = 0, files: int = 1):
     """The pairs of the hand-made corpus as sorted plain tuples (the table is tiny)."""
+    import tempfile
+
     options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
     warnings: list = []
-    pairs, stats, cleanup = ps.build_pairs(spark, sentences_frame(spark, files), load_lexicon("en"), options,
-                                           warn=warnings.append)
-    try:
-        rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c]) for c in ps.OUTPUT_COLUMNS)
-                for r in pairs.select(*ps.OUTPUT_COLUMNS).collect()]
-    finally:
-        cleanup()
+    with tempfile.TemporaryDirectory(prefix="pairs-test-") as tmp:
+        pairs, stats, cleanup = ps.build_pairs(spark, write_sentences(tmp, files), load_lexicon("en"), options,
+                                               warn=warnings.append)
+        try:
+            rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c]) for c in ps.OUTPUT_COLUMNS)
+                    for r in pairs.select(*ps.OUTPUT_COLUMNS).collect()]
+        finally:
+            cleanup()
     return sorted(rows), stats, warnings
 
 
@@ -245,29 +272,29 @@ def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_pat
     assert one == without_pos[0]
 
 
-def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos):
+def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
     """The stage in Spark and `corpus.run_plain` (same functions, one process) agree."""
-    import pyarrow as pa
-
     from extractor.pairs.corpus import run_plain
 
-    rows = [dict(zip([c.split()[0] for c in COLUMNS.split(", ")], r)) for r in sentence_rows()]
-    rows.sort(key=lambda r: (r["doc_id"], r["para_idx"], r["sent_idx"]))
-    table = pa.Table.from_pylist(rows)
     options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
     model, status = ps.pos_status(options, load_lexicon("en"))
-    plain, stats = run_plain(lambda: table.to_batches(max_chunksize=4), load_lexicon("en"), options, model, status)
+    plain, stats = run_plain(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
     got = sorted(tuple(tuple(v.values()) if isinstance(v, dict) else v for v in r.values()) for r in plain.to_pylist())
     assert got == without_pos[0]
 
 
-def test_a_document_split_over_two_tasks_is_an_error(spark):
-    """24 rows in two slices of 12: document c1:B starts in one task and ends in the other;
-    an error, not two half-documents paired on their own."""
+def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
+    """24 rows in two files of 12: document c1:B starts in one file and ends in the other;
+    an error, not two half-documents paired on their own (in Spark and in the plain run)."""
+    from extractor.pairs.corpus import run_plain
+
     options = ps.PairsOptions(min_chars=50, pos_filter="off")
-    two = spark.createDataFrame(spark.sparkContext.parallelize(sentence_rows(), 2), COLUMNS)
+    table = write_sentences(tmp_path, split=[12, 12])
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
-        ps.build_pairs(spark, two, load_lexicon("en"), options)
+        ps.build_pairs(spark, table, load_lexicon("en"), options)
+    model, status = ps.pos_status(options, load_lexicon("en"))
+    with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
+        run_plain(table, load_lexicon("en"), options, model, status)
 
 
 def test_a_model_that_cannot_load_on_executors_is_one_line_and_leaves_nothing(spark, tmp_path, capsys):

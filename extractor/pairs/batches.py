@@ -18,6 +18,7 @@ error, not a silent half-document.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 
@@ -53,11 +54,24 @@ _PER_SENTENCE = ("section", "para_idx", "sent_idx", "text", "short")
 _PER_DOCUMENT = ("corpus", "genre", "lang", "doc_id")
 
 
-def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterator[list[Document]]:
+def _pylist(array) -> list:
+    """Python values of an Arrow array (through numpy when there is no null: several times
+    faster than `to_pylist` for strings and integers)."""
+    t = array.type
+    if array.null_count == 0 and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                                  or pa.types.is_boolean(t)):
+        return array.to_numpy(zero_copy_only=False).tolist()
+    return array.to_pylist()
+
+
+def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50, corpus: str | None = None
+              ) -> Iterator[list[Document]]:
     """Documents of a stream of sentence batches, one list per input batch (the documents
     completed by it; a document running over a batch boundary is carried to the next).
     Document boundaries are found with Arrow kernels; only the per-sentence columns are
-    turned into Python lists, the per-document ones are read at each document's start."""
+    turned into Python lists, the per-document ones are read at each document's start.
+    `corpus`: the corpus of rows without a `corpus` column (a file of a table partitioned
+    by corpus)."""
     import pyarrow.compute as pc
 
     carry: dict | None = None
@@ -69,13 +83,17 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterato
         names = batch.schema.names
 
         def column(name):
-            return batch.column(names.index(name)) if name in names else pa.nulls(n, pa.string())
+            if name in names:
+                return batch.column(names.index(name))
+            if name == "corpus" and corpus is not None:
+                return pa.array([corpus] * n, pa.string())
+            return pa.nulls(n, pa.string())
 
         doc_ids, corpora = column("doc_id"), column("corpus").cast(pa.string())
         changed = pc.or_(pc.not_equal(doc_ids.slice(1), doc_ids.slice(0, n - 1)),
                          pc.not_equal(corpora.fill_null("").slice(1), corpora.fill_null("").slice(0, n - 1)))
         starts = [0] + [i + 1 for i in pc.indices_nonzero(changed.fill_null(True)).to_pylist()]
-        cols = {name: column(name).to_pylist() for name in _PER_SENTENCE if name != "short" or name in names}
+        cols = {name: _pylist(column(name)) for name in _PER_SENTENCE if name != "short" or name in names}
         if "short" not in names:
             cols["short"] = [len(t or "") < min_chars for t in cols["text"]]
         at = pa.array(starts, type=pa.int64())
@@ -99,11 +117,112 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50) -> Iterato
 
 
 def split_document_error(corpus, doc_id) -> str:
-    """The message when one document reached two tasks (found from the "edge" rows: a
-    document cut by a task boundary is the last of one task and the first of another)."""
+    """The message when one document lies in two files (found from the "edge" rows: each
+    file reports its first and last document; a document cut by a file boundary is the
+    last of one file and the first of another, and the two files are read by two tasks
+    or, in one task, as two streams)."""
     return (f"sentences/: document {doc_id!r} (corpus {corpus!r}) was read by two tasks, so it would be "
-            f"paired in two halves; the stage reads whole Parquet files per task: rewrite the table with "
-            f"stage 1 (--stages sentences --overwrite) so that a document lies in one file")
+            f"paired in two halves; the stage reads whole Parquet files, each on its own: rewrite the table "
+            f"with stage 1 (--stages sentences --overwrite) so that a document lies in one file")
+
+
+# ---------------------------------------------------------------------------- files
+
+def sentence_files(table: str) -> list[tuple[str, str | None, int]]:
+    """The files of a `sentences/` table, sorted by path: (path, the corpus its hive
+    directory `corpus=<name>` names (%XX-escaped as Spark writes it) or None, bytes). What
+    both passes read: a task reads its files with pyarrow, so the JVM never scans or
+    converts the sentences."""
+    from urllib.parse import unquote
+
+    from extractor import fs
+
+    base = fs.canonical(table).rstrip("/")
+    out = []
+    for path, size in fs.list_files(table):
+        corpus = None
+        for part in path[len(base):].strip("/").split("/")[:-1]:
+            if part.startswith("corpus="):
+                value = part[len("corpus="):]
+                corpus = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        out.append((path, corpus, size))
+    return out
+
+
+def read_sentences(path: str, part: int = 0, parts: int = 1, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+    """The stage's columns (`INPUT_COLUMNS` present in the file) of one sentence file, in
+    file order. With `parts` > 1, the documents whose first row lies in rows
+    [part * n / parts, (part + 1) * n / parts) of the file's n rows: a long file is read
+    by several tasks, never a document split between them (the cut points move to the
+    next change of `doc_id`)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from extractor import fs
+
+    try:
+        with fs.open_input(path) as fh:
+            pf = pq.ParquetFile(fh)
+            names = pf.schema_arrow.names
+            columns = [c for c in INPUT_COLUMNS if c in names]
+            if parts <= 1:
+                yield from pf.iter_batches(columns=columns, batch_size=batch_size)
+                return
+            n = pf.metadata.num_rows
+            ids = pf.read(columns=["doc_id"]).column(0).combine_chunks().cast(pa.string()).fill_null("")
+            starts = [0] + [i + 1 for i in pc.indices_nonzero(
+                pc.not_equal(ids.slice(1), ids.slice(0, n - 1))).to_pylist()] if n else []
+
+            def first_start(row):
+                k = bisect_left(starts, row)
+                return starts[k] if k < len(starts) else n
+            lo, hi = first_start(part * n // parts), first_start((part + 1) * n // parts)
+            if lo >= hi:
+                return
+            pos = 0
+            for g in range(pf.metadata.num_row_groups):
+                size = pf.metadata.row_group(g).num_rows
+                if pos + size > lo and pos < hi:
+                    table = pf.read_row_group(g, columns=columns)
+                    a, b = max(lo - pos, 0), min(hi - pos, size)
+                    yield from table.slice(a, b - a).to_batches(max_chunksize=batch_size)
+                pos += size
+    except (OSError, pa.ArrowException) as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ValueError(f"{ERROR_MARK}{path}: cannot read it as a sentences Parquet file ({first})") from None
+
+
+def file_units(files: list, total_parts: int) -> list[tuple]:
+    """Work units `(key, path, corpus, part, parts)` over `files` [(path, corpus, bytes)]:
+    about `total_parts` parts in all, a file cut into parts in proportion to its size (a
+    table of one long file is still read by several tasks)."""
+    total = sum(size for _, _, size in files) or 1
+    units = []
+    for path, corpus, size in files:
+        parts = max(1, round(total_parts * size / total))
+        units.extend((len(units), path, corpus, k, parts) for k in range(parts))
+    return units
+
+
+def file_streams(units, needed: dict | None = None) -> Iterator[tuple]:
+    """(unit key, corpus, batches) per unit `(key, path, corpus[, part, parts])`. `needed`:
+    {key: doc_ids} keeps only those documents' rows (pass 2), filtered with an Arrow kernel
+    before any row becomes a Python object."""
+    import pyarrow.compute as pc
+
+    for key, path, corpus, *split in units:
+        batches = read_sentences(path, *split)
+        if needed is not None:
+            ids = pa.array(sorted(needed.get(key, ())), pa.string())
+
+            def only(batches=batches, ids=ids):
+                for b in batches:
+                    mask = pc.is_in(b.column(b.schema.get_field_index("doc_id")).cast(pa.string()), value_set=ids)
+                    b = b.filter(mask)
+                    if b.num_rows:
+                        yield b
+            batches = only()
+        yield key, corpus, batches
 
 
 def _finish(part: dict, done: set) -> Document:
@@ -232,42 +351,55 @@ def _emit_neutral(rows, chosen: list, verdicts) -> None:
 
 def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
              min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
+    """`pass_one_streams` over one stream of sentence batches."""
+    yield from pass_one_streams([(None, None, batches)], matcher, seed, strategies, model, lexicon, min_chars,
+                                without_torch)
+
+
+def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None, lexicon,
+                     min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
     """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
     by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and per
-    document the lowest bin of each strategy ("doc" rows, for pass 2's document list)."""
+    document the lowest bin of each strategy ("doc" rows, with the file key in `bin`, for
+    pass 2's document list). `streams`: (file key, corpus, batches) per file; each file
+    reports its first and last document ("edge" rows: a document in two files is an
+    error)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     marked_counts: Counter = Counter()
     hist: dict = {}  # (corpus, strategy) -> counts per bin
-    edges: list = []  # the first and last document of this task (see `split_documents`)
-    for docs in documents(batches, min_chars):
-        rows = Rows()
-        found = []
-        if not edges:
-            edges.append((docs[0].corpus, docs[0].doc_id))
-        edges[1:] = [(docs[-1].corpus, docs[-1].doc_id)]
-        for doc in docs:
-            ann = annotate(doc, matcher)
-            prev = _previous(doc)
-            marked = marked_pairs(doc, matcher, ann, prev)
-            found.append((doc, ann, marked))
-        verdicts.prepare([t for _, _, marked in found for t in pos_texts(marked)])
-        for doc, ann, marked in found:
-            apply_pos(marked, verdicts)
-            for pair in marked:
-                marked_counts[doc.corpus, pair.label, pair.reject] += 1
-                if pair.reject is None:
-                    rows.pair(doc, pair)
-            pools = neutral_pools(doc, matcher, marked, ann)
-            lowest = {}
-            for strategy, (_, _, sel) in candidate_arrays(doc, pools, seed, strategies).items():
-                key = (doc.corpus, strategy)
-                bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
-                counts = np.bincount(bins, minlength=1 << BIN_BITS)
-                hist[key] = counts if key not in hist else hist[key] + counts
-                lowest[strategy] = int(bins.min())
-            rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), doc_id=doc.doc_id)
-        if len(rows):
-            yield rows.batch()
+    edges: list = []  # the first and last document of each file (see `split_document_error`)
+    for key, corpus, batches in streams:
+        ends: list = []
+        for docs in documents(batches, min_chars, corpus):
+            rows = Rows()
+            found = []
+            if not ends:
+                ends.append((docs[0].corpus, docs[0].doc_id))
+            ends[1:] = [(docs[-1].corpus, docs[-1].doc_id)]
+            for doc in docs:
+                ann = annotate(doc, matcher)
+                prev = _previous(doc)
+                marked = marked_pairs(doc, matcher, ann, prev)
+                found.append((doc, ann, marked))
+            verdicts.prepare([t for _, _, marked in found for t in pos_texts(marked)])
+            for doc, ann, marked in found:
+                apply_pos(marked, verdicts)
+                for pair in marked:
+                    marked_counts[doc.corpus, pair.label, pair.reject] += 1
+                    if pair.reject is None:
+                        rows.pair(doc, pair)
+                pools = neutral_pools(doc, matcher, marked, ann)
+                lowest = {}
+                for strategy, (_, _, sel) in candidate_arrays(doc, pools, seed, strategies).items():
+                    hkey = (doc.corpus, strategy)
+                    bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
+                    counts = np.bincount(bins, minlength=1 << BIN_BITS)
+                    hist[hkey] = counts if hkey not in hist else hist[hkey] + counts
+                    lowest[strategy] = int(bins.min())
+                rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), bin_=key, doc_id=doc.doc_id)
+            if len(rows):
+                yield rows.batch()
+        edges.extend(dict.fromkeys(ends))
     rows = Rows()
     for (corpus, label, reject), n in sorted(marked_counts.items(), key=repr):
         rows.count("marked", corpus, label, reject, n)
@@ -276,7 +408,7 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
     for (corpus, source), counts in sorted(hist.items(), key=repr):
         for b in np.flatnonzero(counts).tolist():
             rows.count("hist", corpus, source, None, int(counts[b]), b)
-    for corpus, doc_id in dict.fromkeys(edges):
+    for corpus, doc_id in edges:
         rows.count("edge", corpus, None, None, 1, doc_id=doc_id)
     if len(rows):
         yield rows.batch()
@@ -299,24 +431,52 @@ def needs_document(packed: int, cuts: dict) -> bool:
 
 def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
              min_chars: int = 50, without_torch: bool = False, needed: set | None = None) -> Iterator[pa.RecordBatch]:
+    """`pass_two_streams` over one stream of sentence batches."""
+    yield from pass_two_streams([(None, None, batches)], matcher, seed, strategies, cuts, model, lexicon, min_chars,
+                                without_torch, needed)
+
+
+def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
+                     min_chars: int = 50, without_torch: bool = False, needed: set | None = None
+                     ) -> Iterator[pa.RecordBatch]:
     """Neutral candidates at or below the cut bin of their (corpus, strategy) (`cuts`), with
     the POS reason in `reject` (None when they pass), and POS verdict counts. `needed`:
     the (corpus, doc_id) worth pairing again (None: every document)."""
     verdicts = Verdicts(model, lexicon, without_torch)
-    for docs in documents(batches, min_chars):
-        chosen = []
-        for doc in docs:
-            if not any(cuts.get((doc.corpus, s), -1) >= 0 for s in strategies):
+    for _, corpus, batches in streams:
+        for docs in documents(batches, min_chars, corpus):
+            chosen = []
+            for doc in docs:
+                if not any(cuts.get((doc.corpus, s), -1) >= 0 for s in strategies):
+                    continue
+                if needed is not None and (doc.corpus, doc.doc_id) not in needed:
+                    continue
+                ann = annotate(doc, matcher)
+                marked = marked_pairs(doc, matcher, ann, _previous(doc))
+                pools = neutral_pools(doc, matcher, marked, ann)
+                max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
+                chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))
+            if not chosen:
                 continue
-            if needed is not None and (doc.corpus, doc.doc_id) not in needed:
-                continue
-            ann = annotate(doc, matcher)
-            marked = marked_pairs(doc, matcher, ann, _previous(doc))
-            pools = neutral_pools(doc, matcher, marked, ann)
-            max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
-            chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))
-        if not chosen:
-            continue
-        rows = Rows()
-        _emit_neutral(rows, chosen, verdicts)
-        yield rows.batch()
+            rows = Rows()
+            _emit_neutral(rows, chosen, verdicts)
+            yield rows.batch()
+
+
+def needed_documents(doc_rows, cuts: dict) -> tuple[dict, set] | None:
+    """From pass 1's "doc" rows (corpus, doc_id, packed lowest bins, file key): the
+    documents pass 2 must pair again, as ({file key: doc_ids}, {(corpus, doc_id)}); None
+    when a cut takes (nearly) every candidate, so every document is read."""
+    top = (1 << BIN_BITS) - 1
+    if max(cuts.values(), default=-1) >= top:
+        return None
+    per_corpus: dict = {}
+    for (c, s), b in cuts.items():
+        per_corpus.setdefault(c, {})[s] = b
+    by_file: dict = {}
+    keys: set = set()
+    for corpus, doc_id, packed, key in doc_rows:
+        if needs_document(packed, per_corpus.get(corpus, {})):
+            by_file.setdefault(key, set()).add(doc_id)
+            keys.add((corpus, doc_id))
+    return by_file, keys

@@ -153,18 +153,25 @@ def _first_by(rows: list, key, order) -> tuple[list, list]:
     return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
 
 
-def run_plain(make_batches, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
-    """The whole stage in this process: `make_batches()` gives the sentence batches (it is
-    called twice, once per pass). Returns (pyarrow Table of `PAIRS` rows sorted by
-    (label, pair_id), stats)."""
+def run_plain(table: str, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
+    """The whole stage in this process over the `sentences/` table at `table` (its files
+    read with pyarrow, as the Spark tasks read them). Returns (pyarrow Table of `PAIRS`
+    rows sorted by (label, pair_id), stats)."""
     from extractor.pairs import batches as bt
     from extractor.pairs.matching import matcher_for
 
     matcher = matcher_for(lexicon)
     strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
-    one = pa.Table.from_batches(list(bt.pass_one(make_batches(), matcher, options.seed, strategies, model,
-                                                 lexicon, options.min_chars, without_torch)), schema=bt.WORK)
+    units = bt.file_units(bt.sentence_files(table), 1)
+    one = pa.Table.from_batches(list(bt.pass_one_streams(bt.file_streams(units), matcher, options.seed, strategies,
+                                                         model, lexicon, options.min_chars, without_torch)),
+                                schema=bt.WORK)
     marked_counts, pos, hist = _aggregates(one)
+    edges = Counter(zip(*[one.filter(pa.compute.equal(one["kind"], "edge"))[c].to_pylist()
+                          for c in ("corpus", "doc_id")]))
+    split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
+    if split:
+        raise ValueError(bt.split_document_error(*split))
     marked = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     marked, dups = _first_by(marked, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
     duplicates = Counter((r["corpus"], r["label"]) for r in dups)
@@ -177,13 +184,14 @@ def run_plain(make_batches, lexicon, options, model: str | None, status: dict, w
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n"]).to_pydict()
-    needed = None
-    if max(cuts.values(), default=-1) < (1 << nt.BIN_BITS) - 1:
-        needed = {(c, d) for c, d, packed in zip(docs["corpus"], docs["doc_id"], docs["n"])
-                  if bt.needs_document(packed, {s: b for (cc, s), b in cuts.items() if cc == c})}
-    two = pa.Table.from_batches(list(bt.pass_two(make_batches(), matcher, options.seed, strategies, cuts, model,
-                                                 lexicon, options.min_chars, without_torch, needed)),
+    docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
+    found = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
+    by_file, needed = found if found is not None else (None, None)
+    if by_file is not None:
+        units = [u for u in units if u[0] in by_file]
+    two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
+                                                         strategies, cuts, model, lexicon, options.min_chars,
+                                                         without_torch, needed)),
                                 schema=bt.WORK)
     cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     pos_neutral = Counter()

@@ -101,71 +101,45 @@ def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, d
 
 # --------------------------------------------------------------------------- Spark
 
-def _pass(fn_name: str, lexicon, options: PairsOptions, model, **extra):
-    """The mapInArrow function of one pass (the matcher is built once per Python worker)."""
+def _pass(fn_name: str, lexicon, options: PairsOptions, model, units: list, needed=None, **extra):
+    """The mapInArrow function of one pass over `spark.range(len(units))`: each id is one
+    sentence file `(key, path, corpus)`, read whole with pyarrow in the task (the JVM never
+    scans the sentences); the matcher is built once per Python worker. `needed`: a
+    broadcast {file key: doc_ids} (pass 2)."""
     strategies, seed, min_chars = options.strategies, options.seed, options.min_chars
 
     def run(batches):
         from extractor.pairs import batches as bt
         from extractor.pairs.matching import matcher_for
 
+        ids = [k for b in batches for k in b.column(0).to_pylist()]
+        by_file = needed.value if needed is not None else None
+        streams = bt.file_streams([units[k] for k in ids], by_file)
         fn = getattr(bt, fn_name)
-        yield from fn(batches, matcher_for(lexicon), seed, strategies, model=model, lexicon=lexicon,
+        yield from fn(streams, matcher_for(lexicon), seed, strategies, model=model, lexicon=lexicon,
                       min_chars=min_chars, without_torch=True, **extra)
     return run
 
 
-def _largest_file(path: str) -> int:
-    from extractor import fs
-
-    return max((size for _, size in fs.list_files(path)), default=0)
-
-
-class _WholeFiles:
-    """Spark splits a Parquet file larger than the split size over several tasks; pairing
-    needs a document's sentences in one task, so for the stage the split size is raised
-    above the largest file (one task reads one or more whole files; files are read in
-    order). Restored afterwards."""
-
-    KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-
-    def __init__(self, spark, path: str):
-        self.spark, self.path = spark, path
-
-    def __enter__(self):
-        conf = self.spark.conf
-        self.old = {k: conf.get(k, None) for k in self.KEYS}
-        largest = _largest_file(self.path) + 1
-        conf.set("spark.sql.files.maxPartitionBytes", str(max(largest, 128 << 20)))
-        conf.set("spark.sql.files.openCostInBytes", str(largest))
-        return self
-
-    def __exit__(self, *exc):
-        for k, v in self.old.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
+def _over_units(spark, n: int):
+    """The units' ids in contiguous ranges, about two tasks per core (few tasks: each
+    reports its own histogram rows), at most one per unit."""
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
 
 
-def _counts(df, *cols) -> list:
-    from pyspark.sql import functions as F
-
-    return [tuple(r) for r in df.groupBy(*cols).agg(F.sum("n").alias("n")).collect()]
-
-
-def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
-    """sentences DataFrame (as stage 1 wrote it) -> (pairs DataFrame, stats dict, cleanup
-    callable). Call the cleanup after writing the DataFrame."""
+def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
+    """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
+    one file) -> (pairs DataFrame, stats dict, cleanup callable). Call the cleanup after
+    writing the DataFrame."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from extractor.pairs.batches import INPUT_COLUMNS, WORK
+    from extractor.pairs.batches import WORK, file_units, sentence_files
 
     model, status = pos_status(options, lexicon, warn)
-    have = set(sentences.columns)
-    src = sentences.select(*[F.col(c) if c in have else F.lit(None).cast("string").alias(c)
-                             for c in INPUT_COLUMNS if c != "short" or c in have])
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    units = file_units(sentence_files(table), 2 * slots)
     work_ddl = spark_ddl(WORK)
     kept_frames = []
 
@@ -182,22 +156,21 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
                 pass
 
     # 1. pass 1 -------------------------------------------------------------------------
-    one = keep(src.mapInArrow(_pass("pass_one", lexicon, options, model), work_ddl))
+    one = keep(_over_units(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, model, units),
+                                                          work_ddl))
     marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
     documents, split = 0, None
     edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
-    for kind, corpus, label, reject, b, edge_doc, n, rows in [tuple(r) for r in (
-            one.filter(F.col("kind") != "pair").groupBy("kind", "corpus", "label", "reject", "bin", edge)
-            # "doc" rows carry packed bins in n (up to 60 bits): counted, never summed (int64 overflow)
-            .agg(F.sum(F.when(F.col("kind") == "doc", F.lit(0)).otherwise(F.col("n"))), F.count(F.lit(1))).collect())]:
+    for kind, corpus, label, reject, b, edge_doc, n, rows in sorted([tuple(r) for r in (
+            one.filter((F.col("kind") != "pair") & (F.col("kind") != "doc"))
+            .groupBy("kind", "corpus", "label", "reject", "bin", edge)
+            .agg(F.sum("n"), F.count(F.lit(1))).collect())], key=repr):
         if kind == "marked":
             marked_counts[corpus, label, reject] += n
         elif kind == "pos":
             pos[reject] += n
         elif kind == "hist":
             hist[corpus, label][b] += n
-        elif kind == "doc":
-            documents += rows
         elif kind == "edge" and n > 1:
             split = split or (corpus, edge_doc)
     if split:
@@ -229,8 +202,17 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     allocated = final_allocation(targets, options.neutral_mix, {})
     chosen = None
     if any(b >= 0 for b in cuts.values()):
-        two = keep(_needed(src, one, cuts, documents).mapInArrow(
-            _pass("pass_two", lexicon, options, model, cuts=cuts), work_ddl))
+        found = _needed(one, cuts)
+        needed = by_file = None
+        two_units = units
+        if found is not None:
+            by_file, _ = found
+            two_units = [u for u in units if u[0] in by_file]
+            needed = spark.sparkContext.broadcast(by_file)
+        two = keep(_over_units(spark, len(two_units)).mapInArrow(
+            _pass("pass_two_streams", lexicon, options, model, two_units, needed=needed, cuts=cuts), work_ddl))
+        if needed is not None:
+            kept_frames.append(_Broadcast(needed))
         cands = two.filter(F.col("kind") == "pair")
         # 4. identical pairs (with marked ones, then among themselves), the exact draw ----
         seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
@@ -266,30 +248,34 @@ def build_pairs(spark, sentences, lexicon, options: PairsOptions, warn=None):
     return pairs, stats, cleanup
 
 
-MAX_BROADCAST_DOCUMENTS = 2_000_000
+class _Broadcast:
+    """A broadcast variable released by the stage's cleanup (like the checkpoints)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def unpersist(self):
+        self.value.destroy()
 
 
-def _needed(src, one, cuts: dict, documents: int):
-    """The sentences pass 2 reads: only the documents with a neutral candidate under a cut
-    (a broadcast semi-join on the "doc" rows of pass 1, which keeps the files' order and
-    partitioning: no shuffle), or all of them when a cut takes (nearly) every candidate or
-    the document list is too large to broadcast."""
+MAX_NEEDED_DOCUMENTS = 2_000_000
+
+
+def _needed(one, cuts: dict):
+    """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
+    pass 1's "doc" rows ({unit key: doc_ids}, {(corpus, doc_id)}); None (every document)
+    when a cut takes (nearly) every candidate or there are too many documents to list."""
     from pyspark.sql import functions as F
 
-    top = (1 << nt.BIN_BITS) - 1
-    if max(cuts.values(), default=-1) >= top or documents > MAX_BROADCAST_DOCUMENTS:
-        return src
-    corpora = sorted({c for c, _ in cuts})
-    rows = [(c, *[int(cuts.get((c, s), -1)) for s in nt.STRATEGIES]) for c in corpora]
-    names = [f"_c{k}" for k in range(len(nt.STRATEGIES))]
-    cut_df = src.sparkSession.createDataFrame(rows, "corpus string, " + ", ".join(f"{n} int" for n in names))
-    docs = one.filter(F.col("kind") == "doc").select("corpus", "doc_id", "n").join(F.broadcast(cut_df), "corpus")
-    test = None
-    for k, name in enumerate(names):
-        cond = F.shiftright("n", nt.BIN_BITS * k).bitwiseAND(top) <= F.col(name)
-        test = cond if test is None else test | cond
-    needed = docs.filter(test).select("corpus", "doc_id")
-    return src.join(F.broadcast(needed), ["corpus", "doc_id"], "left_semi")
+    from extractor.pairs.batches import needed_documents
+
+    if max(cuts.values(), default=-1) >= (1 << nt.BIN_BITS) - 1:
+        return None
+    docs = one.filter(F.col("kind") == "doc").select("corpus", "doc_id", "n", "bin")
+    rows = docs.limit(MAX_NEEDED_DOCUMENTS + 1).collect()
+    if len(rows) > MAX_NEEDED_DOCUMENTS:
+        return None
+    return needed_documents([tuple(r) for r in rows], cuts)
 
 
 def _take_lowest(spark, df, bins: dict, wanted: dict):
@@ -303,9 +289,16 @@ def _take_lowest(spark, df, bins: dict, wanted: dict):
     for key in sorted(set(bins) | set(wanted)):
         cut, extra = nt.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0)))
         cuts.append((*key, int(cut), int(extra)))
-    cut_df = spark.createDataFrame(cuts or [("", "", -1, 0)], "corpus string, source string, _cut int, _extra int")
+    # the cuts as map literals (no createDataFrame: it verifies rows in extra Python workers)
+    key = F.concat_ws("\x1f", "corpus", "source")
+
+    def lookup(k: int):
+        if not cuts:
+            return F.lit(None).cast("int")
+        return F.create_map(*[F.lit(v) for c in cuts for v in (f"{c[0]}\x1f{c[1]}", c[k])])[key]
     binned = (df.withColumn("_bin", F.shiftright("select", 63 - nt.BIN_BITS).cast("int"))
-              .join(F.broadcast(cut_df), ["corpus", "source"]).filter(F.col("_bin") <= F.col("_cut")))
+              .withColumn("_cut", lookup(2)).withColumn("_extra", lookup(3))
+              .filter(F.col("corpus").isNotNull() & (F.col("_bin") <= F.col("_cut"))))
     w = Window.partitionBy("corpus", "source", "_bin").orderBy("select", "pair_id")
     ranked = binned.withColumn("_r", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))
     return ranked.filter((F.col("_bin") < F.col("_cut")) | (F.col("_r") <= F.col("_extra")))
@@ -320,11 +313,14 @@ def check(ctx) -> None:
 
 def run(ctx) -> None:
     options = PairsOptions.from_args(ctx.args)
-    sentences = ctx.read_table("sentences")
-    with _WholeFiles(ctx.spark, ctx.table_path("sentences")):
-        pairs, stats, cleanup = build_pairs(ctx.spark, sentences, ctx.lexicon, options, warn=ctx.warn)
-        try:
-            ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
-        finally:
-            cleanup()
+    from extractor import fs
+
+    table = ctx.table_path("sentences")
+    if not fs.exists(table):
+        ctx.read_table("sentences")  # its one-line error
+    pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn)
+    try:
+        ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
+    finally:
+        cleanup()
     ctx.stats[STAGE] = stats

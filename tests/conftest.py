@@ -111,3 +111,34 @@ def spark_cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+@pytest.fixture(scope="session")
+def tiny_nli_checkpoint(tmp_path_factory):
+    """Factory of the transformer tests' data: ``build(model, root_name, folder, n_train, n_dev)``
+    writes synthetic NLI ``train.jsonl`` (``synthetic_nli(n_train)``) and ``dev.jsonl``
+    (``synthetic_nli(n_dev, seed=1)``) to a fresh folder and a tiny checkpoint whose tokenizer is
+    trained on the training sentences: ``"bert"`` (2-layer BERT, WordPiece) or ``"gpt2"``
+    (2-layer GPT-2, byte-level BPE, no padding token). Returns {"root", model: checkpoint,
+    "train", "dev", "n_train"}. Nothing is downloaded."""
+
+    def build(model: str = "bert", root_name: str = "tiny", folder: str | None = None, n_train: int = 400,
+              n_dev: int = 80) -> dict:
+        from tests.trainer_fixtures import make_tiny_bert, synthetic_nli, write_jsonl
+
+        root = tmp_path_factory.mktemp(root_name)
+        train, dev = synthetic_nli(n_train), synthetic_nli(n_dev, seed=1)
+        texts = train["premise"].tolist() + train["hypothesis"].tolist()
+        path = root / (folder or f"tiny-{model}")
+        if model == "bert":
+            make_tiny_bert(path, texts)
+        elif model == "gpt2":
+            from trainer.models.transformer import build_untrained_gpt2
+
+            build_untrained_gpt2(path, texts)
+        else:
+            raise ValueError(f"unknown tiny model {model!r} (bert, gpt2)")
+        return {"root": root, model: path, "train": write_jsonl(train, root / "train.jsonl"),
+                "dev": write_jsonl(dev, root / "dev.jsonl"), "n_train": len(train)}
+
+    return build

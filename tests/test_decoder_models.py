@@ -1,7 +1,9 @@
 """Decoder checkpoints (GPT-2 style, RoNLI's RoGPT2) in both encodings.
 
 A 2-layer GPT-2 built from a config, with a byte-level BPE tokenizer trained here and no
-padding token, is saved like a real checkpoint and loaded by `from_pretrained`.
+padding token (`trainer.models.transformer.build_untrained_gpt2`, through the
+`tiny_nli_checkpoint` fixture of conftest.py), is saved like a real checkpoint and loaded by
+`from_pretrained`; a GPT-2 sequence classifier built the same way is evaluated zero-shot.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.trainer_fixtures import synthetic_nli, write_jsonl  # noqa: E402
 from trainer.cli import main  # noqa: E402
 from trainer.runs import load_run  # noqa: E402
 
@@ -24,35 +25,9 @@ FAST = ["--epochs", "3", "--patience", "0", "--lr", "3e-3", "--batch-size", "16"
         "--no-progress", "--seed", "0", "--device", DEVICE, "--precision", "fp32"]
 
 
-def make_tiny_gpt2(folder, texts):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = GPT2TokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                             unk_token="<|endoftext|>")
-    assert fast.pad_token is None  # as GPT-2 and RoGPT2 ship
-    import torch
-
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(fast), n_positions=64, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=fast.eos_token_id, eos_token_id=fast.eos_token_id)
-    GPT2LMHeadModel(config).save_pretrained(str(folder))
-    fast.save_pretrained(str(folder))
-    return folder
-
-
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gpt2")
-    train, dev = synthetic_nli(320), synthetic_nli(64, seed=1)
-    gpt2 = make_tiny_gpt2(root / "tiny-gpt2", train["premise"].tolist() + train["hypothesis"].tolist())
-    return {"root": root, "gpt2": gpt2, "train": write_jsonl(train, root / "train.jsonl"),
-            "dev": write_jsonl(dev, root / "dev.jsonl")}
+def data(tiny_nli_checkpoint):
+    return tiny_nli_checkpoint("gpt2", "gpt2", "tiny-gpt2", n_train=320, n_dev=64)
 
 
 def _train(data, out, *extra):
@@ -110,3 +85,60 @@ def test_separate_encoding_pools_the_last_token(data):
     assert not np.allclose(emb[0], emb[1], atol=1e-4)
     ref = m.embed(["the model is robust"])  # alone: no padding
     np.testing.assert_allclose(emb[0], ref[0], atol=1e-5)
+
+
+XNLI = ["entailment", "neutral", "contradiction"]
+
+
+@pytest.fixture(scope="module")
+def gpt2_classifier(data):
+    """An outside GPT-2 sequence classifier (XNLI's label names), no padding token, saved locally."""
+    from trainer.models.transformer import build_untrained_gpt2
+
+    train = pd.read_json(data["train"], lines=True)
+    return build_untrained_gpt2(data["root"] / "gpt2-xnli", train["premise"].tolist() + train["hypothesis"].tolist(),
+                                labels=XNLI)
+
+
+def test_outside_gpt2_classifier_pads_with_end_of_text(data, gpt2_classifier, tmp_path):
+    from transformers import AutoConfig, AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(str(gpt2_classifier)).pad_token is None  # as saved
+    assert AutoConfig.from_pretrained(str(gpt2_classifier)).pad_token_id is None
+    run = load_run(gpt2_classifier)
+    assert run.config["model"] == "hf-checkpoint" and run.labels == XNLI
+    tok, model = run.model.tokenizer, run.model.model
+    assert tok.pad_token == tok.eos_token == "<|endoftext|>"
+    assert model.config.pad_token_id == tok.eos_token_id
+    df = pd.read_json(data["dev"], lines=True)
+    lengths = {len(ids) for ids in tok(df["premise"].tolist(), df["hypothesis"].tolist())["input_ids"]}
+    assert len(lengths) > 1  # one padded batch of rows of different lengths
+    probs = run.predict_proba(df)
+    assert probs.shape == (len(df), 3) and np.allclose(probs.sum(1), 1, atol=1e-5)
+    # the classifier pools each row's last non-padding token: a row scores the same alone
+    for i in (0, 5, int(np.argmin([len(p) for p in df["premise"]]))):
+        np.testing.assert_allclose(run.predict_proba(df.iloc[[i]]), probs[[i]], atol=1e-5)
+    # zero-shot evaluation of our 4-label file through the label map
+    out = tmp_path / "ev"
+    assert main(["evaluate", str(gpt2_classifier), "--test", str(data["dev"]), "--label-map",
+                 "contradiction=contrasting", "--out", str(out)]) == 0
+    m = json.loads((out / "metrics.json").read_text())["dev"]
+    assert m["n"] == len(df) and m["label_map"]["unmapped_gold"] == {"reasoning": int((df.label == "reasoning").sum())}
+
+
+def test_outside_checkpoint_pad_id_follows_the_tokenizer(data, gpt2_classifier, tmp_path):
+    """A config whose pad_token_id is not the token the tokenizer pads with would pool at the
+    wrong position: the model is given the tokenizer's padding id."""
+    import shutil
+
+    from transformers import AutoConfig
+
+    copy = tmp_path / "other-pad"
+    shutil.copytree(gpt2_classifier, copy)
+    config = AutoConfig.from_pretrained(str(copy))
+    config.pad_token_id = 5
+    config.save_pretrained(str(copy))
+    run = load_run(copy)
+    assert run.model.model.config.pad_token_id == run.model.tokenizer.pad_token_id == run.model.tokenizer.eos_token_id
+    df = pd.read_json(data["dev"], lines=True)
+    np.testing.assert_allclose(run.predict_proba(df.iloc[[3]]), run.predict_proba(df)[[3]], atol=1e-5)

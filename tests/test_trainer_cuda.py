@@ -14,7 +14,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.trainer_fixtures import make_tiny_bert, synthetic_nli, write_jsonl  # noqa: E402
 from trainer import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
 from trainer.loop import Callback, iter_batches  # noqa: E402
@@ -51,12 +50,8 @@ def test_prefetch_thread_gives_the_same_batches_in_order():
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cuda")
-    train, dev = synthetic_nli(400), synthetic_nli(80, seed=1)
-    bert = make_tiny_bert(root / "bert", train["premise"].tolist() + train["hypothesis"].tolist())
-    return {"root": root, "bert": bert, "train": write_jsonl(train, root / "train.jsonl"),
-            "dev": write_jsonl(dev, root / "dev.jsonl")}
+def data(tiny_nli_checkpoint):
+    return tiny_nli_checkpoint("bert", "cuda", "bert")
 
 
 def _argv(data, out, *extra):

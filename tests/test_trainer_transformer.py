@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.trainer_fixtures import PROB_ATOL, TEST_DEVICE, make_tiny_bert, synthetic_nli, write_jsonl  # noqa: E402
+from tests.trainer_fixtures import PROB_ATOL, TEST_DEVICE  # noqa: E402
 from trainer import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
 from trainer.loop import Callback  # noqa: E402
@@ -21,12 +21,8 @@ FAST = ["--epochs", "3", "--patience", "0", "--lr", "2e-3", "--batch-size", "16"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tf")
-    train, dev = synthetic_nli(400), synthetic_nli(80, seed=1)
-    bert = make_tiny_bert(root / "tiny-bert", train["premise"].tolist() + train["hypothesis"].tolist())
-    return {"root": root, "bert": bert, "train": write_jsonl(train, root / "train.jsonl"),
-            "dev": write_jsonl(dev, root / "dev.jsonl"), "n_train": len(train)}
+def data(tiny_nli_checkpoint):
+    return tiny_nli_checkpoint("bert", "tf", "tiny-bert")
 
 
 def _argv(data, out, *extra):

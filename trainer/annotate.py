@@ -9,6 +9,7 @@ import: annotator CSVs and/or Label Studio exports, one or several rounds -> agr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -152,6 +153,20 @@ def publish(staging: Path, out: Path) -> None:
     os.replace(staging, out)
 
 
+@contextlib.contextmanager
+def staged_output(out: Path, force: bool):
+    """``with staged_output(out, force) as staging:`` write into a hidden staging folder beside
+    ``out``; when the block ends it replaces ``out``, and on any error it is removed (``out``
+    left as it was)."""
+    staging = stage_for(out, force)
+    try:
+        yield staging
+        publish(staging, Path(out))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def stage_for(out: Path, force: bool) -> Path:
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
@@ -205,18 +220,13 @@ def run_export(args) -> int:
     if args.n is not None and args.n < 1:
         raise UserError("--n must be at least 1")
     items, info = select_items(data, args.n, args.sample, args.seed, labels)
-    staging = stage_for(args.out, args.force)
-    try:
+    with staged_output(args.out, args.force) as staging:
         manifest = write_batch(staging, items, annotators=names, round_no=round_no, seed=args.seed,
                                guidelines=guidelines, manifest={
                                    "data": str(args.data), "splits": splits, "lang": lang,
                                    "guidelines": guidelines.source, "guidelines_fallback": guidelines.fallback,
                                    "labels": list(labels), "selection": info, "previous_round": previous,
                                    "command": _command_line()})
-        publish(staging, Path(args.out))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     out = Path(args.out)
     print(f"batch of {len(items)} items (round {round_no}, {args.sample}, seed {args.seed}) from "
           f"{', '.join(splits)} of {args.data}; automatic labels: "
@@ -233,23 +243,6 @@ def run_export(args) -> int:
 
 
 # --------------------------------------------------------------------------- import
-
-
-def _find_manifests(files: list[Path], batch_dirs: list[Path]) -> list[dict]:
-    from trainer.annotation.batches import MANIFEST, manifest_near, read_manifest
-
-    found = {}
-    for d in batch_dirs:
-        p = Path(d) / MANIFEST if Path(d).is_dir() else Path(d)
-        m = read_manifest(p)
-        if m is None:
-            raise UserError(f"{p}: not a batch manifest written by annotate export (--batch)")
-        found[str(p)] = m
-    for f in files:
-        near = manifest_near(Path(f))
-        if near is not None:
-            found.setdefault(str(near[0]), near[1])
-    return list(found.values())
 
 
 def parse_annotator_groups(specs: list[str] | None, known: set[str]) -> dict[str, list[str]]:
@@ -294,13 +287,13 @@ def run_import(args) -> int:
     from trainer.annotation import agreement as ag
     from trainer.annotation import outputs
     from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
-    from trainer.annotation.readers import check_known, read_annotations
+    from trainer.annotation.readers import check_known, find_manifests, read_annotations
     from trainer.data import column_mapping
 
     t0 = time.perf_counter()
     if args.min_votes < 1:
         raise UserError("--min-votes must be at least 1")
-    manifests = _find_manifests(args.files, args.batch or [])
+    manifests = list(find_manifests(args.files, args.batch or []).values())
     splits = _splits_arg(args.split)
     if not splits and manifests:
         splits = list(dict.fromkeys(s for m in manifests for s in m.get("splits", []))) or None
@@ -419,8 +412,7 @@ def run_import(args) -> int:
     frames = outputs.validated_frames(data, items, args.policy)
     section = outputs.card_section(summary)
 
-    staging = stage_for(args.out, args.force)
-    try:
+    with staged_output(args.out, args.force) as staging:
         outputs.write_json(staging / "agreement.json", {k: v for k, v in summary.items() if k != "command"}
                            | {"command": summary["command"], "seconds": round(time.perf_counter() - t0, 2)})
         (staging / "report.md").write_text(outputs.report(summary), encoding="utf-8")
@@ -434,10 +426,6 @@ def run_import(args) -> int:
             staging / "unresolved.csv", index=False)
         table.to_parquet(staging / "annotations.parquet", index=False)
         outputs.write_validated(staging / "validated", frames, section, lang)
-        publish(staging, Path(args.out))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
     out = Path(args.out)
     print(f"{c['annotations']} labels by {c['annotators']} annotators on {c['items_in_batch']} items "

@@ -212,17 +212,28 @@ def read_label_studio_json(path: Path, col: _Collector, default_round: int) -> i
 # --------------------------------------------------------------------------- all files
 
 
-def read_annotations(files: list[Path], lookup: dict[str, str], labels: tuple[str, ...],
-                     batch_dirs: list[Path] = ()) -> Annotations:
-    """Every file's annotations; duplicates and batch manifests resolved."""
-    col = _Collector(lookup, labels)
-    manifests: dict[str, dict] = {}
+def find_manifests(files: list[Path], batch_dirs: list[Path] = ()) -> dict[str, dict]:
+    """{path: manifest} of the ``--batch`` folders or manifest files (each must be one), then of
+    the batches the annotation files lie in (their folder or the one above); the first seen wins."""
+    found: dict[str, dict] = {}
     for d in batch_dirs:
         p = Path(d) / MANIFEST if Path(d).is_dir() else Path(d)
         m = read_manifest(p)
         if m is None:
             raise UserError(f"{p}: not a batch manifest written by annotate export (--batch)")
-        manifests[str(p)] = m
+        found[str(p)] = m
+    for f in files:
+        near = manifest_near(Path(f))
+        if near is not None:
+            found.setdefault(str(near[0]), near[1])
+    return found
+
+
+def read_annotations(files: list[Path], lookup: dict[str, str], labels: tuple[str, ...],
+                     batch_dirs: list[Path] = ()) -> Annotations:
+    """Every file's annotations; duplicates and batch manifests resolved."""
+    col = _Collector(lookup, labels)
+    manifests = find_manifests([], batch_dirs)
     file_info = []
     for f in files:
         f = Path(f)

@@ -186,8 +186,8 @@ def test_evaluate_label_map_flags_add_up(run, tmp_path, capsys):
     three["label"] = three["label"].replace({"contrasting": "contradiction", "neutral": "unrelated"})
     data = write_jsonl(three, tmp_path / "three.jsonl")
     out = tmp_path / "ev"
-    assert main(["evaluate", str(run), "--test", str(data), "--out", str(out), "--label-map", "contradiction=contrasting",
-                 "--label-map", "unrelated=neutral"]) == 0
+    assert main(["evaluate", str(run), "--test", str(data), "--out", str(out),
+                 "--label-map", "contradiction=contrasting", "--label-map", "unrelated=neutral"]) == 0
     lm = json.loads((out / "metrics.json").read_text())["three"]["label_map"]
     assert lm["map"] == {"contradiction": "contrasting", "unrelated": "neutral"} and lm["unmapped_gold"] == {}
     capsys.readouterr()

@@ -444,10 +444,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=1024, help="pairs per prediction batch")
     p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/consistency)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_column_arguments(p)
-    for action in p._actions:  # None = as in the run's config.json
-        if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
-            action.default = None
+    add_column_arguments(p, from_run=True)
 
 
 def read_generated(path: Path) -> pd.DataFrame:

@@ -457,16 +457,23 @@ def drop_unlabeled(df: pd.DataFrame, where: str = "") -> tuple[pd.DataFrame, int
 
 # ---------------------------------------------------------------------------- CLI glue
 
-def add_column_arguments(parser) -> None:
-    """The column and label flags shared by `stats`, `train`, `evaluate` and `predict`."""
+def add_column_arguments(parser, from_run: bool = False) -> None:
+    """The column and label flags shared by `stats`, `train`, `evaluate`, `predict`, `stress`...
+
+    With ``from_run`` (commands that read a saved run) every default is None, meaning "as the
+    run was trained" (:func:`trainer.evaluate.run_mapping`), then the canonical names.
+    """
     g = parser.add_argument_group("columns and labels")
-    g.add_argument("--premise", default="premise", help="premise column (default: premise)")
-    g.add_argument("--hypothesis", default="hypothesis", help="hypothesis column (default: hypothesis)")
-    g.add_argument("--label", default="label", help="gold label column (default: label)")
+    run = " as the run was trained, else" if from_run else ""
+    g.add_argument("--premise", default=None if from_run else "premise", help=f"premise column (default:{run} premise)")
+    g.add_argument("--hypothesis", default=None if from_run else "hypothesis",
+                   help=f"hypothesis column (default:{run} hypothesis)")
+    g.add_argument("--label", default=None if from_run else "label", help=f"gold label column (default:{run} label)")
     g.add_argument("--id-col", default=None,
-                   help="example id column (default: pair_id or id if present, else a hash of the pair)")
+                   help=f"example id column (default:{run} pair_id or id if present, else a hash of the pair)")
     g.add_argument("--label-names", default=None,
-                   help="comma-separated label names: integer labels map to them by position")
+                   help="comma-separated label names: integer labels map to them by position"
+                        + (" (default: as the run was trained)" if from_run else ""))
 
 
 def column_mapping(args) -> dict:

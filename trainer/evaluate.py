@@ -48,10 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="metrics per value of column COL (repeatable; a list column counts each tag)")
     add_label_map_arguments(p)
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
-    add_column_arguments(p)
-    for action in p._actions:  # None = "as in the run's config.json"
-        if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
-            action.default = None
+    add_column_arguments(p, from_run=True)
 
 
 def add_label_map_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,12 +18,10 @@ FORMATS = (".parquet", ".jsonl", ".csv")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--input", type=Path, required=True, help="file to label, or a dataset folder (its test split, else its only split)")
+    p.add_argument("--input", type=Path, required=True,
+                   help="file to label, or a dataset folder (its test split, else its only split)")
     p.add_argument("--out", type=Path, required=True, help="output file: .parquet, .jsonl or .csv")
-    add_column_arguments(p)
-    for action in p._actions:
-        if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
-            action.default = None
+    add_column_arguments(p, from_run=True)
 
 
 def run(args) -> int:

@@ -191,10 +191,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="output directory (default: RUN/stress)")
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
     add_label_map_arguments(p)
-    add_column_arguments(p)
-    for action in p._actions:
-        if action.dest in ("premise", "hypothesis", "label", "id_col", "label_names"):
-            action.default = None
+    add_column_arguments(p, from_run=True)
 
 
 def run(args) -> int:

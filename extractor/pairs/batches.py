@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, candidate_arrays, marked_pairs,
                                      neutral_candidates, neutral_pools, pos_texts, _previous)
-from extractor.pairs.neutral import STRATEGIES
+from extractor.pairs.neutral import STRATEGIES, hist_keys
 from extractor.schemas import PAIRS, REF
 
 ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
@@ -349,6 +349,39 @@ def _emit_neutral(rows, chosen: list, verdicts) -> None:
         rows.pair(doc, cand, n=sum(verdicts.counts.values()) - before, bin_=cand.select >> (63 - BIN_BITS))
 
 
+def pos_rows(batches: Iterable[pa.RecordBatch], model: str | None, lexicon, without_torch: bool = False
+             ) -> Iterator[pa.RecordBatch]:
+    """The POS filter over pair rows (any schema with `premise`, `hypothesis`, `reject` and
+    `n`): each row still without a `reject` gets the POS reason of its hypothesis, else of
+    its premise (`pairing.apply_pos`), and in `n` the verdicts it asked for (1 when the
+    hypothesis fails, else 2); other rows pass unchanged. spaCy runs once per batch over the
+    texts this Python worker has not judged yet. The stage runs it after grouping identical
+    pairs together, so each distinct text is tagged about once in the whole run, not once
+    per worker that meets it."""
+    verdicts = Verdicts(model, lexicon, without_torch)
+    for batch in batches:
+        if not batch.num_rows or not model:
+            yield batch
+            continue
+        names = batch.schema.names
+        premise = _pylist(batch.column(names.index("premise")))
+        hypothesis = _pylist(batch.column(names.index("hypothesis")))
+        reject = batch.column(names.index("reject")).to_pylist()
+        n = batch.column(names.index("n")).to_pylist()
+        todo = [i for i, r in enumerate(reject) if r is None]
+        verdicts.prepare([t for i in todo for t in (hypothesis[i], premise[i])])
+        for i in todo:
+            ok, reason = verdicts(hypothesis[i])
+            if not ok:
+                reject[i], n[i] = reason, 1
+                continue
+            reject[i], n[i] = verdicts(premise[i])[1], 2
+        arrays = list(batch.columns)
+        arrays[names.index("reject")] = pa.array(reject, batch.schema.field("reject").type)
+        arrays[names.index("n")] = pa.array(n, batch.schema.field("n").type)
+        yield pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
 def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
              min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
     """`pass_one_streams` over one stream of sentence batches."""
@@ -406,8 +439,8 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
     for reason, n in sorted(verdicts.counts.items(), key=repr):
         rows.count("pos", None, None, reason, n)
     for (corpus, source), counts in sorted(hist.items(), key=repr):
-        for b in np.flatnonzero(counts).tolist():
-            rows.count("hist", corpus, source, None, int(counts[b]), b)
+        for b, n in hist_keys(counts):
+            rows.count("hist", corpus, source, None, n, b)
     for corpus, doc_id in edges:
         rows.count("edge", corpus, None, None, 1, doc_id=doc_id)
     if len(rows):

@@ -43,7 +43,7 @@ def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: floa
         for strategy, n in first.items():
             bins = hist.get((corpus, strategy), {})
             wanted = nt.oversample(n, pass_rate, sum(bins.values()))
-            cuts[corpus, strategy] = nt.bin_cutoff(bins, wanted)[0] if wanted > 0 else -1
+            cuts[corpus, strategy] = nt.cut_bin(nt.bin_cutoff(bins, wanted)[0]) if wanted > 0 else -1
     return targets, {c: dict(v) for c, v in available.items()}, cuts
 
 
@@ -153,10 +153,88 @@ def _first_by(rows: list, key, order) -> tuple[list, list]:
     return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
 
 
+def tally_marked(groups, marked_counts: Counter, model: str | None):
+    """The counts of the marked pairs after identical pairs are grouped and the POS filter
+    has run over them. `groups`: (corpus, label, phrase, premise_stripped, reject, n
+    verdicts asked, duplicate, rows) per distinct value; `marked_counts` ({(corpus, label,
+    reject): n}, pass 1's, where every pair kept by the text rules is under None) gets the
+    POS reasons. Returns (duplicates {(corpus, label): n}, kept {(corpus, label, phrase,
+    premise_stripped): n}, pos {reason or None: verdicts}, per_corpus {corpus: {label:
+    n}}). Identical pairs have identical texts, hence identical verdicts: a group is
+    dropped whole by the filter, or keeps its lowest pair_id and counts the rest as
+    `duplicate_pair`, as when the filter ran before the grouping."""
+    duplicates, kept, pos = Counter(), Counter(), Counter()
+    per_corpus: dict = defaultdict(Counter)
+    for corpus, label, phrase, stripped, reject, asked, dup, n in groups:
+        if reject is not None:
+            marked_counts[corpus, label, None] -= n
+            marked_counts[corpus, label, reject] += n
+        elif dup:
+            duplicates[corpus, label] += n
+        else:
+            kept[corpus, label, phrase, bool(stripped)] += n
+            per_corpus[corpus][label] += n
+        if model and asked == 1:
+            pos[reject] += n
+        elif model and asked == 2:
+            pos[None] += n
+            pos[reject] += n
+    for key in [k for k, v in marked_counts.items() if v == 0]:
+        del marked_counts[key]
+    for corpus, _, _ in list(marked_counts):
+        per_corpus.setdefault(corpus, Counter())
+    return duplicates, kept, pos, per_corpus
+
+
+def tally_neutral(groups):
+    """The counts of the POS-checked neutral candidates. `groups`: (corpus, source, reject,
+    rank among identical pairs or None, bin, rows, verdicts asked). Returns (pos_neutral
+    {reason or None: verdicts}, neutral_rejected {reason: n}, identical dropped,
+    available {corpus: {strategy: n}}, bins {(corpus, strategy): {bin: n}})."""
+    pos_neutral, neutral_rejected, dropped = Counter(), Counter(), 0
+    available: dict = defaultdict(Counter)
+    bins: dict = defaultdict(Counter)
+    for corpus, source, reject, rn, b, n, asked in groups:
+        pos_neutral[None] += asked - (n if reject is not None else 0)
+        if reject is not None:
+            pos_neutral[reject] += n
+            neutral_rejected[reject] += n
+        elif rn != 1:
+            dropped += n
+        else:
+            available[corpus][source] += n
+            bins[corpus, source][int(b)] += n
+    return pos_neutral, neutral_rejected, dropped, available, bins
+
+
+def _ranked(rows: list) -> list:
+    """Rows sorted by (premise, hypothesis, pair_id), each with its rank among identical
+    pairs in `bin` (1: the lowest pair_id), as the stage's window function gives it."""
+    rows = sorted(rows, key=lambda r: (r["premise"], r["hypothesis"], r["pair_id"]))
+    for k, r in enumerate(rows):
+        same = k and (rows[k - 1]["premise"], rows[k - 1]["hypothesis"]) == (r["premise"], r["hypothesis"])
+        r["bin"] = rows[k - 1]["bin"] + 1 if same else 1
+    return rows
+
+
+def _pos_checked(rows: list, model, lexicon, without_torch: bool) -> list:
+    from extractor.pairs import batches as bt
+
+    if not rows:
+        return rows
+    table = pa.Table.from_pylist(rows, schema=pa.schema([f for f in bt.WORK if f.name in rows[0]]))
+    out = pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch)),
+                                schema=table.schema)
+    return [dict(r, **extra) for r, extra in zip(out.to_pylist(), [{k: v for k, v in r.items() if k not in
+                                                                   table.schema.names} for r in rows])]
+
+
 def run_plain(table: str, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
     """The whole stage in this process over the `sentences/` table at `table` (its files
-    read with pyarrow, as the Spark tasks read them). Returns (pyarrow Table of `PAIRS`
-    rows sorted by (label, pair_id), stats)."""
+    read with pyarrow, as the Spark tasks read them), in the stage's order: pass 1, identical
+    marked pairs grouped, the POS filter over them, the plan, pass 2, the POS filter over its
+    candidates, the draw. Returns (pyarrow Table of `PAIRS` rows sorted by (label,
+    pair_id), stats)."""
     from extractor.pairs import batches as bt
     from extractor.pairs.matching import matcher_for
 
@@ -164,23 +242,19 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
     strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
     units = bt.file_units(bt.sentence_files(table), 1)
     one = pa.Table.from_batches(list(bt.pass_one_streams(bt.file_streams(units), matcher, options.seed, strategies,
-                                                         model, lexicon, options.min_chars, without_torch)),
-                                schema=bt.WORK)
-    marked_counts, pos, hist = _aggregates(one)
+                                                         None, lexicon, options.min_chars)), schema=bt.WORK)
+    marked_counts, _, hist = _aggregates(one)
     edges = Counter(zip(*[one.filter(pa.compute.equal(one["kind"], "edge"))[c].to_pylist()
                           for c in ("corpus", "doc_id")]))
     split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
     if split:
         raise ValueError(bt.split_document_error(*split))
-    marked = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
-    marked, dups = _first_by(marked, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
-    duplicates = Counter((r["corpus"], r["label"]) for r in dups)
-    kept = Counter((r["corpus"], r["label"], r["phrase"], bool(r["premise_stripped"])) for r in marked)
-    per_corpus: dict = defaultdict(Counter)
-    for (corpus, label, _, _), n in kept.items():
-        per_corpus[corpus][label] += n
-    for (corpus, _, _), _n in marked_counts.items():
-        per_corpus.setdefault(corpus, Counter())
+    rows = _pos_checked(_ranked(one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()), model, lexicon,
+                        without_torch)
+    groups = Counter((r["corpus"], r["label"], r["phrase"], r["premise_stripped"], r["reject"], r["n"], r["bin"] > 1)
+                     for r in rows)
+    duplicates, kept, pos, per_corpus = tally_marked([(*k, n) for k, n in groups.items()], marked_counts, model)
+    marked = [r for r in rows if r["reject"] is None and r["bin"] == 1]
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
@@ -190,24 +264,19 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
     if by_file is not None:
         units = [u for u in units if u[0] in by_file]
     two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
-                                                         strategies, cuts, model, lexicon, options.min_chars,
-                                                         without_torch, needed)),
+                                                         strategies, cuts, None, lexicon, options.min_chars,
+                                                         needed=needed)),
                                 schema=bt.WORK)
-    cands = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
-    pos_neutral = Counter()
-    for r in cands:
-        pos_neutral[None] += r["n"] - (1 if r["reject"] is not None else 0)
-        if r["reject"] is not None:
-            pos_neutral[r["reject"]] += 1
-    neutral_rejected = Counter(r["reject"] for r in cands if r["reject"] is not None)
-    cands = [r for r in cands if r["reject"] is None]
     seen = {(r["premise"], r["hypothesis"]) for r in marked}
-    n0 = len(cands)
-    cands = [r for r in cands if (r["premise"], r["hypothesis"]) not in seen]
-    cands, _ = _first_by(cands, lambda r: (r["premise"], r["hypothesis"]), lambda r: r["pair_id"])
-    avail2 = defaultdict(Counter)
-    for r in cands:
-        avail2[r["corpus"]][r["source"]] += 1
+    cands = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen)
+             for r in _ranked(two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist())]
+    cands = _pos_checked(cands, model, lexicon, without_torch)
+    groups = Counter((r["corpus"], r["source"], r["reject"],
+                      r["bin"] if r["reject"] is None and not r["_seen"] else None,
+                      r["select"] >> (63 - nt.BIN_BITS), r["n"]) for r in cands)
+    pos_neutral, neutral_rejected, n_dropped, avail2, _ = tally_neutral(
+        [(c, s, rej, rn, b, n, n * asked) for (c, s, rej, rn, b, asked), n in groups.items()])
+    cands = [r for r in cands if r["reject"] is None and not r["_seen"] and r["bin"] == 1]
     allocated = final_allocation(targets, options.neutral_mix, avail2)
     groups = defaultdict(list)
     for r in cands:
@@ -221,5 +290,5 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
-                        neutral_duplicates=n0 - len(cands))
+                        neutral_duplicates=n_dropped)
     return table, stats

@@ -115,6 +115,32 @@ def oversample(wanted: int, pass_rate: float | None, available: int) -> int:
 BIN_BITS = 12  # stable_hash values are 63-bit: the top 12 bits give 4096 bins
 
 
+# Pass 1's histograms are exact (one row per bin) for the lowest HIST_FINE bins, where the
+# cuts of a corpus of any size fall (the neutral pairs wanted are a small share of the
+# candidates), and in blocks of HIST_BLOCK bins above (one row per block, keyed by its first
+# bin): 16x fewer rows for the JVM to carry. A cut in a block takes the whole block.
+HIST_FINE = 256
+HIST_BLOCK = 256
+
+
+def hist_keys(counts) -> list[tuple[int, int]]:
+    """(key, count) of the non-empty histogram rows of one 4096-bin count array (numpy):
+    the bin itself below HIST_FINE, else the first bin of its block."""
+    import numpy as np
+
+    fine = counts[:HIST_FINE]
+    out = [(int(b), int(fine[b])) for b in np.flatnonzero(fine)]
+    blocks = counts[HIST_FINE:].reshape(-1, HIST_BLOCK).sum(axis=1)
+    out += [(HIST_FINE + int(k) * HIST_BLOCK, int(blocks[k])) for k in np.flatnonzero(blocks)]
+    return out
+
+
+def cut_bin(key: int) -> int:
+    """The last bin a cut at histogram key `key` takes (`hist_keys`): the key itself below
+    HIST_FINE, the end of the block above."""
+    return key if key < HIST_FINE else key - (key - HIST_FINE) % HIST_BLOCK + HIST_BLOCK - 1
+
+
 def bin_cutoff(bin_counts: dict[int, int], n: int) -> tuple[int, int]:
     """For rows spread over hash bins, the bin where the `n` lowest hashes end and how
     many rows of that bin to take: rows in lower bins are all taken. (-1, 0) for n <= 0;

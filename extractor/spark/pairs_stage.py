@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
-from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts
+from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS, spark_ddl
 
@@ -101,7 +101,36 @@ def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, d
 
 # --------------------------------------------------------------------------- Spark
 
-def _pass(fn_name: str, lexicon, options: PairsOptions, model, units: list, needed=None, **extra):
+POS_ROWS_PER_TASK = 50_000
+
+
+def _pos_tasks(spark, rows: int) -> int:
+    """Tasks of a POS step over `rows` pair rows: one per core, more for more than
+    POS_ROWS_PER_TASK rows each. Both steps then run on every Python worker, each loading
+    spaCy once, at the same time (not one worker in the first step and another, loading it
+    again, in the second)."""
+    return max(1, spark.sparkContext.defaultParallelism, -(-int(rows) // POS_ROWS_PER_TASK))
+
+
+def allocated_first(targets: dict, available: dict, options) -> dict:
+    """The neutral pairs wanted before pass 2 ({corpus: {strategy: n}})."""
+    return final_allocation(targets, options.neutral_mix, available)
+
+
+def _pos_filtered(df, lexicon, model):
+    """`batches.pos_rows` over the rows of `df` (same schema out); `df` as it is without a
+    model."""
+    if not model:
+        return df
+
+    def run(batches):
+        from extractor.pairs import batches as bt
+
+        yield from bt.pos_rows(batches, model, lexicon, without_torch=True)
+    return df.mapInArrow(run, df.schema)
+
+
+def _pass(fn_name: str, lexicon, options: PairsOptions, units: list, needed=None, **extra):
     """The mapInArrow function of one pass over `spark.range(len(units))`: each id is one
     sentence file `(key, path, corpus)`, read whole with pyarrow in the task (the JVM never
     scans the sentences); the matcher is built once per Python worker. `needed`: a
@@ -116,8 +145,8 @@ def _pass(fn_name: str, lexicon, options: PairsOptions, model, units: list, need
         by_file = needed.value if needed is not None else None
         streams = bt.file_streams([units[k] for k in ids], by_file)
         fn = getattr(bt, fn_name)
-        yield from fn(streams, matcher_for(lexicon), seed, strategies, model=model, lexicon=lexicon,
-                      min_chars=min_chars, without_torch=True, **extra)
+        yield from fn(streams, matcher_for(lexicon), seed, strategies, model=None, lexicon=lexicon,
+                      min_chars=min_chars, **extra)
     return run
 
 
@@ -155,20 +184,17 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
             except Exception:  # a stopped session: nothing to release
                 pass
 
-    # 1. pass 1 -------------------------------------------------------------------------
-    one = keep(_over_units(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, model, units),
+    # 1. pass 1 (pairing only: the POS filter runs once identical pairs are together) -----
+    one = keep(_over_units(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, units),
                                                           work_ddl))
-    marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
-    documents, split = 0, None
+    marked_counts, hist = Counter(), defaultdict(Counter)
+    split = None
     edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
-    for kind, corpus, label, reject, b, edge_doc, n, rows in sorted([tuple(r) for r in (
+    for kind, corpus, label, reject, b, edge_doc, n in sorted([tuple(r) for r in (
             one.filter((F.col("kind") != "pair") & (F.col("kind") != "doc"))
-            .groupBy("kind", "corpus", "label", "reject", "bin", edge)
-            .agg(F.sum("n"), F.count(F.lit(1))).collect())], key=repr):
+            .groupBy("kind", "corpus", "label", "reject", "bin", edge).agg(F.sum("n")).collect())], key=repr):
         if kind == "marked":
             marked_counts[corpus, label, reject] += n
-        elif kind == "pos":
-            pos[reject] += n
         elif kind == "hist":
             hist[corpus, label][b] += n
         elif kind == "edge" and n > 1:
@@ -177,22 +203,17 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
         from extractor.pairs.batches import split_document_error
         raise ValueError(split_document_error(*split))
 
-    # 2. identical marked pairs, counts, plan ----------------------------------------------
+    # 2. identical marked pairs together (rank in `bin`), the POS filter, counts, plan -----
     w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
-    marked = keep(one.filter((F.col("kind") == "pair") & (F.col("source") == "marker"))
-                  .withColumn("_rn", F.row_number().over(w)))
-    duplicates, kept = Counter(), Counter()
-    per_corpus: dict = defaultdict(Counter)
-    for corpus, label, phrase, stripped, dup, n in [tuple(r) for r in marked.groupBy(
-            "corpus", "label", "phrase", "premise_stripped", (F.col("_rn") > 1).alias("dup")).count().collect()]:
-        if dup:
-            duplicates[corpus, label] += n
-        else:
-            kept[corpus, label, phrase, bool(stripped)] += n
-            per_corpus[corpus][label] += n
-    for corpus, _, _ in marked_counts:
-        per_corpus.setdefault(corpus, Counter())
-    marked = marked.filter(F.col("_rn") == 1).drop("_rn")
+    rows = sum(n for (_, _, reject), n in marked_counts.items() if reject is None)
+    marked = (one.filter(F.col("kind") == "pair").repartition(_pos_tasks(spark, rows), "premise", "hypothesis")
+              .withColumn("bin", F.row_number().over(w).cast("int")))
+    marked = keep(_pos_filtered(marked, lexicon, model))
+    duplicates, kept, pos, per_corpus = tally_marked(
+        [tuple(r) for r in marked.groupBy("corpus", "label", "phrase", "premise_stripped", "reject", "n",
+                                          (F.col("bin") > 1).alias("dup")).count().collect()],
+        marked_counts, model)
+    marked = marked.filter(F.col("reject").isNull() & (F.col("bin") == 1))
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
@@ -209,31 +230,24 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
             by_file, _ = found
             two_units = [u for u in units if u[0] in by_file]
             needed = spark.sparkContext.broadcast(by_file)
-        two = keep(_over_units(spark, len(two_units)).mapInArrow(
-            _pass("pass_two_streams", lexicon, options, model, two_units, needed=needed, cuts=cuts), work_ddl))
-        if needed is not None:
             kept_frames.append(_Broadcast(needed))
-        cands = two.filter(F.col("kind") == "pair")
-        # 4. identical pairs (with marked ones, then among themselves), the exact draw ----
+        two = keep(_over_units(spark, len(two_units)).mapInArrow(
+            _pass("pass_two_streams", lexicon, options, two_units, needed=needed, cuts=cuts), work_ddl))
+        # 4. identical pairs together, the POS filter, identical pairs dropped (with marked
+        # ones, then among themselves), the exact draw ---------------------------------------
         seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
-        cands = cands.join(seen, ["premise", "hypothesis"], "left")
         wn = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
+        asked = sum(sum(per.values()) for per in allocated_first(targets, available, options).values())
+        cands = (two.filter(F.col("kind") == "pair").join(seen, ["premise", "hypothesis"], "left")
+                 .repartition(_pos_tasks(spark, asked), "premise", "hypothesis")
+                 .withColumn("bin", F.row_number().over(wn).cast("int")))
+        cands = _pos_filtered(cands, lexicon, model)
         cands = keep(cands.withColumn("_rn", F.when(F.col("reject").isNull() & F.col("_seen").isNull(),
-                                                    F.row_number().over(wn))))
-        avail2: dict = defaultdict(Counter)
-        bins: dict = defaultdict(Counter)
-        for corpus, source, reject, rn, b, n, asked in [tuple(r) for r in cands.groupBy(
-                "corpus", "source", "reject", F.col("_rn"),
-                F.shiftright("select", 63 - nt.BIN_BITS).alias("b")).agg(F.count(F.lit(1)), F.sum("n")).collect()]:
-            pos_neutral[None] += asked - (n if reject is not None else 0)
-            if reject is not None:
-                pos_neutral[reject] += n
-                neutral_rejected[reject] += n
-            elif rn != 1:
-                dropped_identical += n
-            else:
-                avail2[corpus][source] += n
-                bins[corpus, source][int(b)] += n
+                                                    F.col("bin"))))
+        pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(
+            [tuple(r) for r in cands.groupBy("corpus", "source", "reject", F.col("_rn"),
+                                             F.shiftright("select", 63 - nt.BIN_BITS).alias("b"))
+             .agg(F.count(F.lit(1)), F.sum("n")).collect()])
         allocated = final_allocation(targets, options.neutral_mix, avail2)
         pool = cands.filter(F.col("_rn") == 1)
         chosen = _take_lowest(spark, pool, bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
@@ -311,16 +325,41 @@ def check(ctx) -> None:
     pf.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
 
 
+class _SmallShuffles:
+    """After pass 1 the stage shuffles only pairs and aggregate rows (a few percent of the
+    sentences): two shuffle partitions per core instead of the session's default (200
+    files per map task for a few thousand rows). Restored afterwards; the rows do not depend
+    on it (ties are broken by pair_id, the write arranges its own files)."""
+
+    KEY = "spark.sql.shuffle.partitions"
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def __enter__(self):
+        self.old = self.spark.conf.get(self.KEY, None)
+        slots = max(1, self.spark.sparkContext.defaultParallelism)
+        self.spark.conf.set(self.KEY, str(2 * slots))
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is None:
+            self.spark.conf.unset(self.KEY)
+        else:
+            self.spark.conf.set(self.KEY, self.old)
+
+
 def run(ctx) -> None:
-    options = PairsOptions.from_args(ctx.args)
     from extractor import fs
 
+    options = PairsOptions.from_args(ctx.args)
     table = ctx.table_path("sentences")
     if not fs.exists(table):
         ctx.read_table("sentences")  # its one-line error
-    pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn)
-    try:
-        ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
-    finally:
-        cleanup()
+    with _SmallShuffles(ctx.spark):
+        pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn)
+        try:
+            ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
+        finally:
+            cleanup()
     ctx.stats[STAGE] = stats

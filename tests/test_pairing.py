@@ -219,3 +219,28 @@ def test_pass_one_rows_and_counts_do_not_depend_on_batch_size(en):
     assert outs[0] == outs[1]
     kinds = {r["kind"] for r in table.to_pylist()}
     assert kinds == {"pair", "marked", "hist", "edge", "doc"}
+
+
+@pytest.mark.parametrize("ratio", [0.5, 3.0])
+def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio):
+    """Pass 1 emits the neutral candidates of the lowest EARLY_BINS bins; when every cut
+    falls below, they replace pass 2. Both ways give the same pairs and stats."""
+    from extractor.lexicon import load_lexicon
+    from extractor.pairs.corpus import run_plain
+    from extractor.spark import pairs_stage as ps
+    from tests.test_pairs_stage import sentence_rows, write_sentences
+
+    rows = []
+    for copy in range(40):  # enough candidates for cuts below EARLY_BINS at a low ratio
+        rows += [(c, g, l, f"{d}-{copy}", *rest) for c, g, l, d, *rest in sentence_rows()]
+    table = write_sentences(tmp_path, 3, rows=rows)
+    lexicon = load_lexicon("en")
+    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=ratio)
+    model, status = ps.pos_status(options, lexicon)
+    out = {}
+    for early in (0, 1 << nt.BIN_BITS):
+        monkeypatch.setattr(bt, "EARLY_BINS", early)
+        out[early] = run_plain(table, lexicon, options, model, status)
+    (a, sa), (b, sb) = out.values()
+    assert a.to_pylist() == b.to_pylist() and sa == sb
+    assert sa["labels"].get("neutral", 0) > 0

@@ -389,15 +389,23 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
                                 without_torch)
 
 
+# Pass 1 also emits the neutral candidates of the lowest EARLY_BINS selection-hash bins
+# (1/128 of them) as pair rows: when every cut falls below, no pass 2 is needed.
+EARLY_BINS = 32
+
+
 def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None, lexicon,
-                     min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
+                     min_chars: int = 50, without_torch: bool = False, early_bins: int | None = None
+                     ) -> Iterator[pa.RecordBatch]:
     """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
     by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and per
     document the lowest bin of each strategy ("doc" rows, with the file key in `bin`, for
-    pass 2's document list). `streams`: (file key, corpus, batches) per file; each file
-    reports its first and last document ("edge" rows: a document in two files is an
-    error)."""
+    pass 2's document list); and the neutral candidates in the lowest `early_bins` bins as
+    pair rows (their bin in `bin`), the rows pass 2 would give for a cut below
+    `early_bins`. `streams`: (file key, corpus, batches) per file; each file reports its
+    first and last document ("edge" rows: a document in two files is an error)."""
     verdicts = Verdicts(model, lexicon, without_torch)
+    early_bins = EARLY_BINS if early_bins is None else early_bins
     marked_counts: Counter = Counter()
     hist: dict = {}  # (corpus, strategy) -> counts per bin
     edges: list = []  # the first and last document of each file (see `split_document_error`)
@@ -423,12 +431,17 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                         rows.pair(doc, pair)
                 pools = neutral_pools(doc, matcher, marked, ann)
                 lowest = {}
-                for strategy, (_, _, sel) in candidate_arrays(doc, pools, seed, strategies).items():
+                arrays = candidate_arrays(doc, pools, seed, strategies)
+                for strategy, (_, _, sel) in arrays.items():
                     hkey = (doc.corpus, strategy)
                     bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
                     counts = np.bincount(bins, minlength=1 << BIN_BITS)
                     hist[hkey] = counts if hkey not in hist else hist[hkey] + counts
                     lowest[strategy] = int(bins.min())
+                if early_bins > 0 and any(b < early_bins for b in lowest.values()):
+                    for cand in neutral_candidates(doc, pools, seed, strategies, arrays=arrays,
+                                                   max_bin=dict.fromkeys(strategies, early_bins - 1)):
+                        rows.pair(doc, cand, n=0, bin_=cand.select >> (63 - BIN_BITS))
                 rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), bin_=key, doc_id=doc.doc_id)
             if len(rows):
                 yield rows.batch()

@@ -249,8 +249,8 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
     split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
     if split:
         raise ValueError(bt.split_document_error(*split))
-    rows = _pos_checked(_ranked(one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()), model, lexicon,
-                        without_torch)
+    pairs = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
+    rows = _pos_checked(_ranked([r for r in pairs if r["source"] == "marker"]), model, lexicon, without_torch)
     groups = Counter((r["corpus"], r["label"], r["phrase"], r["premise_stripped"], r["reject"], r["n"], r["bin"] > 1)
                      for r in rows)
     duplicates, kept, pos, per_corpus = tally_marked([(*k, n) for k, n in groups.items()], marked_counts, model)
@@ -258,18 +258,20 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
-    found = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
-    by_file, needed = found if found is not None else (None, None)
-    if by_file is not None:
-        units = [u for u in units if u[0] in by_file]
-    two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
-                                                         strategies, cuts, None, lexicon, options.min_chars,
-                                                         needed=needed)),
-                                schema=bt.WORK)
+    if max(cuts.values(), default=-1) < bt.EARLY_BINS:  # pass 1 gave every candidate under the cuts
+        two = [r for r in pairs if r["source"] != "marker" and r["bin"] <= cuts.get((r["corpus"], r["source"]), -1)]
+    else:
+        docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
+        found = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
+        by_file, needed = found if found is not None else (None, None)
+        if by_file is not None:
+            units = [u for u in units if u[0] in by_file]
+        two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
+                                                             strategies, cuts, None, lexicon, options.min_chars,
+                                                             needed=needed)), schema=bt.WORK)
+        two = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     seen = {(r["premise"], r["hypothesis"]) for r in marked}
-    cands = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen)
-             for r in _ranked(two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist())]
+    cands = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen) for r in _ranked(two)]
     cands = _pos_checked(cands, model, lexicon, without_torch)
     groups = Counter((r["corpus"], r["source"], r["reject"],
                       r["bin"] if r["reject"] is None and not r["_seen"] else None,

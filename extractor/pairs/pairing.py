@@ -320,7 +320,7 @@ def candidate_arrays(doc: Document, pools: Pools, seed: int, strategies: Iterabl
 
 
 def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,
-                       hashes=None, max_bin: dict | None = None) -> list[Pair]:
+                       hashes=None, max_bin: dict | None = None, arrays: dict | None = None) -> list[Pair]:
     """Neutral candidates of the given strategies (docs/pairs.md "Neutral pairs"):
 
     * both_random, first_random, second_random, marked_different_paragraphs: each pool
@@ -331,9 +331,12 @@ def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Itera
 
     Pairs whose two texts are equal are left out. Each candidate carries its selection
     hash (`select`), from both locations, the strategy and the seed. With `max_bin`
-    ({strategy: bin}), only candidates whose `select_bin` is at most that bin."""
+    ({strategy: bin}), only candidates whose `select_bin` is at most that bin. `arrays`:
+    `candidate_arrays` of the document when already computed."""
     out: list[Pair] = []
-    for strategy, (p_idx, h_idx, sel) in candidate_arrays(doc, pools, seed, strategies, hashes).items():
+    if arrays is None:
+        arrays = candidate_arrays(doc, pools, seed, strategies, hashes)
+    for strategy, (p_idx, h_idx, sel) in arrays.items():
         if max_bin is not None:
             keep = (sel >> (63 - BIN_BITS)).astype("int64") <= max_bin.get(strategy, -1)
             p_idx, h_idx, sel = p_idx[keep], h_idx[keep], sel[keep]

@@ -164,7 +164,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from extractor.pairs.batches import WORK, file_units, sentence_files
+    from extractor.pairs.batches import EARLY_BINS, WORK, file_units, sentence_files
 
     model, status = pos_status(options, lexicon, warn)
     slots = max(1, spark.sparkContext.defaultParallelism)
@@ -206,7 +206,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     # 2. identical marked pairs together (rank in `bin`), the POS filter, counts, plan -----
     w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
     rows = sum(n for (_, _, reject), n in marked_counts.items() if reject is None)
-    marked = (one.filter(F.col("kind") == "pair").repartition(_pos_tasks(spark, rows), "premise", "hypothesis")
+    marked = (one.filter((F.col("kind") == "pair") & (F.col("source") == "marker")).repartition(_pos_tasks(spark, rows), "premise", "hypothesis")
               .withColumn("bin", F.row_number().over(w).cast("int")))
     marked = keep(_pos_filtered(marked, lexicon, model))
     duplicates, kept, pos, per_corpus = tally_marked(
@@ -223,16 +223,20 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     allocated = final_allocation(targets, options.neutral_mix, {})
     chosen = None
     if any(b >= 0 for b in cuts.values()):
-        found = _needed(one, cuts)
-        needed = by_file = None
-        two_units = units
-        if found is not None:
-            by_file, _ = found
-            two_units = [u for u in units if u[0] in by_file]
-            needed = spark.sparkContext.broadcast(by_file)
-            kept_frames.append(_Broadcast(needed))
-        two = keep(_over_units(spark, len(two_units)).mapInArrow(
-            _pass("pass_two_streams", lexicon, options, two_units, needed=needed, cuts=cuts), work_ddl))
+        if max(cuts.values()) < EARLY_BINS:  # pass 1 gave every candidate under the cuts
+            two = one.filter((F.col("kind") == "pair") & (F.col("source") != "marker")
+                             & (F.col("bin") <= _by_group(cuts)))
+        else:
+            found = _needed(one, cuts)
+            needed = by_file = None
+            two_units = units
+            if found is not None:
+                by_file, _ = found
+                two_units = [u for u in units if u[0] in by_file]
+                needed = spark.sparkContext.broadcast(by_file)
+                kept_frames.append(_Broadcast(needed))
+            two = keep(_over_units(spark, len(two_units)).mapInArrow(
+                _pass("pass_two_streams", lexicon, options, two_units, needed=needed, cuts=cuts), work_ddl))
         # 4. identical pairs together, the POS filter, identical pairs dropped (with marked
         # ones, then among themselves), the exact draw ---------------------------------------
         seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
@@ -292,6 +296,18 @@ def _needed(one, cuts: dict):
     return needed_documents([tuple(r) for r in rows], cuts)
 
 
+def _by_group(values: dict):
+    """A column: `values[(corpus, source)]` of each row (null where absent), as a map
+    literal (no createDataFrame: it checks rows in extra Python workers)."""
+    from pyspark.sql import functions as F
+
+    if not values:
+        return F.lit(None).cast("int")
+    key = F.concat_ws("\x1f", "corpus", "source")
+    return F.create_map(*[F.lit(v) for (c, s), n in sorted(values.items(), key=repr)
+                          for v in (f"{c}\x1f{s}", int(n))])[key]
+
+
 def _take_lowest(spark, df, bins: dict, wanted: dict):
     """The `wanted[(corpus, source)]` rows with the lowest selection hash (ties: pair_id)
     per group, with no global sort: the histogram `bins` says in which bin each cut falls,
@@ -303,15 +319,9 @@ def _take_lowest(spark, df, bins: dict, wanted: dict):
     for key in sorted(set(bins) | set(wanted)):
         cut, extra = nt.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0)))
         cuts.append((*key, int(cut), int(extra)))
-    # the cuts as map literals (no createDataFrame: it verifies rows in extra Python workers)
-    key = F.concat_ws("\x1f", "corpus", "source")
-
-    def lookup(k: int):
-        if not cuts:
-            return F.lit(None).cast("int")
-        return F.create_map(*[F.lit(v) for c in cuts for v in (f"{c[0]}\x1f{c[1]}", c[k])])[key]
     binned = (df.withColumn("_bin", F.shiftright("select", 63 - nt.BIN_BITS).cast("int"))
-              .withColumn("_cut", lookup(2)).withColumn("_extra", lookup(3))
+              .withColumn("_cut", _by_group({(c[0], c[1]): c[2] for c in cuts}))
+              .withColumn("_extra", _by_group({(c[0], c[1]): c[3] for c in cuts}))
               .filter(F.col("corpus").isNotNull() & (F.col("_bin") <= F.col("_cut"))))
     w = Window.partitionBy("corpus", "source", "_bin").orderBy("select", "pair_id")
     ranked = binned.withColumn("_r", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))

@@ -43,6 +43,7 @@ WORK = pa.schema(list(PAIRS) + [
     pa.field("kind", pa.string()),
     pa.field("n", pa.int64()),
     pa.field("bin", pa.int32()),
+    pa.field("copies", pa.int64()),
 ])
 
 
@@ -303,14 +304,16 @@ class Rows:
     def __len__(self) -> int:
         return len(self.cols["kind"]) + len(self.counts)
 
-    def pair(self, doc: Document, pair: Pair, pid: str | None = None, n: int = 1, bin_: int | None = None) -> None:
+    def pair(self, doc: Document, pair: Pair, pid: str | None = None, n: int = 1, bin_: int | None = None,
+             copies: int = 1) -> None:
         c = self.cols
         for name, value in (("pair_id", pid or pair.pair_id(doc)), ("corpus", doc.corpus), ("genre", doc.genre),
                             ("lang", doc.lang), ("doc_id", doc.doc_id), ("premise", pair.premise),
                             ("hypothesis", pair.hypothesis), ("label", pair.label), ("marker", pair.marker),
                             ("source", pair.source), ("phrase", pair.phrase),
                             ("premise_stripped", pair.premise_stripped), ("reject", pair.reject),
-                            ("select", pair.select), ("kind", "pair"), ("n", n), ("bin", bin_)):
+                            ("select", pair.select), ("kind", "pair"), ("n", n), ("bin", bin_),
+                            ("copies", copies)):
             c[name].append(value)
         for col, idx in (("premise_ref", pair.p), ("hypothesis_ref", pair.h)):
             for k, v in enumerate(doc.ref(idx)):
@@ -397,7 +400,8 @@ EARLY_BINS = 32
 def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None, lexicon,
                      min_chars: int = 50, without_torch: bool = False, early_bins: int | None = None
                      ) -> Iterator[pa.RecordBatch]:
-    """Kept marked pairs (rows), marked candidates by (corpus, label, reason), POS verdicts
+    """Kept marked pairs (rows, identical ones of the task as one row with its `copies`),
+    marked candidates by (corpus, label, reason), POS verdicts
     by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and per
     document the lowest bin of each strategy ("doc" rows, with the file key in `bin`, for
     pass 2's document list); and the neutral candidates in the lowest `early_bins` bins as
@@ -407,6 +411,9 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
     verdicts = Verdicts(model, lexicon, without_torch)
     early_bins = EARLY_BINS if early_bins is None else early_bins
     marked_counts: Counter = Counter()
+    # kept marked pairs, one row per identical (texts, corpus, label, phrase, stripped) in
+    # this task: the lowest pair_id's row, with the number of `copies` (repeated pages)
+    kept: dict = {}
     hist: dict = {}  # (corpus, strategy) -> counts per bin
     edges: list = []  # the first and last document of each file (see `split_document_error`)
     for key, corpus, batches in streams:
@@ -428,7 +435,16 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                 for pair in marked:
                     marked_counts[doc.corpus, pair.label, pair.reject] += 1
                     if pair.reject is None:
-                        rows.pair(doc, pair)
+                        same = (pair.premise, pair.hypothesis, doc.corpus, pair.label, pair.phrase,
+                                pair.premise_stripped)
+                        pid = pair.pair_id(doc)
+                        held = kept.get(same)
+                        if held is None:
+                            kept[same] = [pid, doc, pair, 1]
+                        else:
+                            held[3] += 1
+                            if pid < held[0]:
+                                held[:3] = [pid, doc, pair]
                 pools = neutral_pools(doc, matcher, marked, ann)
                 lowest = {}
                 arrays = candidate_arrays(doc, pools, seed, strategies)
@@ -447,6 +463,8 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                 yield rows.batch()
         edges.extend(dict.fromkeys(ends))
     rows = Rows()
+    for pid, doc, pair, copies in kept.values():
+        rows.pair(doc, pair, pid, copies=copies)
     for (corpus, label, reject), n in sorted(marked_counts.items(), key=repr):
         rows.count("marked", corpus, label, reject, n)
     for reason, n in sorted(verdicts.counts.items(), key=repr):

@@ -156,24 +156,28 @@ def _first_by(rows: list, key, order) -> tuple[list, list]:
 def tally_marked(groups, marked_counts: Counter, model: str | None):
     """The counts of the marked pairs after identical pairs are grouped and the POS filter
     has run over them. `groups`: (corpus, label, phrase, premise_stripped, reject, n
-    verdicts asked, duplicate, rows) per distinct value; `marked_counts` ({(corpus, label,
-    reject): n}, pass 1's, where every pair kept by the text rules is under None) gets the
-    POS reasons. Returns (duplicates {(corpus, label): n}, kept {(corpus, label, phrase,
+    verdicts asked, duplicate (rank > 1 among identical pairs), rows, pairs) per distinct
+    value, where a row stands for its `copies` identical pairs of one task (a rank-1 row
+    keeps one pair and counts the rest of its copies as duplicates); `marked_counts`
+    ({(corpus, label, reject): n}, pass 1's, where every pair kept by the text rules is
+    under None) gets the POS reasons. Returns (duplicates {(corpus, label): n}, kept {(corpus, label, phrase,
     premise_stripped): n}, pos {reason or None: verdicts}, per_corpus {corpus: {label:
     n}}). Identical pairs have identical texts, hence identical verdicts: a group is
     dropped whole by the filter, or keeps its lowest pair_id and counts the rest as
     `duplicate_pair`, as when the filter ran before the grouping."""
     duplicates, kept, pos = Counter(), Counter(), Counter()
     per_corpus: dict = defaultdict(Counter)
-    for corpus, label, phrase, stripped, reject, asked, dup, n in groups:
+    for corpus, label, phrase, stripped, reject, asked, dup, rows, n in groups:
         if reject is not None:
             marked_counts[corpus, label, None] -= n
             marked_counts[corpus, label, reject] += n
         elif dup:
             duplicates[corpus, label] += n
         else:
-            kept[corpus, label, phrase, bool(stripped)] += n
-            per_corpus[corpus][label] += n
+            kept[corpus, label, phrase, bool(stripped)] += rows
+            per_corpus[corpus][label] += rows
+            if n > rows:
+                duplicates[corpus, label] += n - rows
         if model and asked == 1:
             pos[reject] += n
         elif model and asked == 2:
@@ -251,9 +255,12 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
         raise ValueError(bt.split_document_error(*split))
     pairs = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     rows = _pos_checked(_ranked([r for r in pairs if r["source"] == "marker"]), model, lexicon, without_torch)
-    groups = Counter((r["corpus"], r["label"], r["phrase"], r["premise_stripped"], r["reject"], r["n"], r["bin"] > 1)
-                     for r in rows)
-    duplicates, kept, pos, per_corpus = tally_marked([(*k, n) for k, n in groups.items()], marked_counts, model)
+    groups: dict = defaultdict(lambda: [0, 0])
+    for r in rows:
+        g = groups[r["corpus"], r["label"], r["phrase"], r["premise_stripped"], r["reject"], r["n"], r["bin"] > 1]
+        g[0] += 1
+        g[1] += r["copies"]
+    duplicates, kept, pos, per_corpus = tally_marked([(*k, *v) for k, v in groups.items()], marked_counts, model)
     marked = [r for r in rows if r["reject"] is None and r["bin"] == 1]
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None

@@ -211,7 +211,8 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     marked = keep(_pos_filtered(marked, lexicon, model))
     duplicates, kept, pos, per_corpus = tally_marked(
         [tuple(r) for r in marked.groupBy("corpus", "label", "phrase", "premise_stripped", "reject", "n",
-                                          (F.col("bin") > 1).alias("dup")).count().collect()],
+                                          (F.col("bin") > 1).alias("dup"))
+         .agg(F.count(F.lit(1)), F.sum("copies")).collect()],
         marked_counts, model)
     marked = marked.filter(F.col("reject").isNull() & (F.col("bin") == 1))
     checked = sum(pos.values())

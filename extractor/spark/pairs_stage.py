@@ -101,20 +101,11 @@ def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, d
 
 # --------------------------------------------------------------------------- Spark
 
-POS_ROWS_PER_TASK = 50_000
-
-
-def _pos_tasks(spark, rows: int) -> int:
-    """Tasks of a POS step over `rows` pair rows: one per core, more for more than
-    POS_ROWS_PER_TASK rows each. Both steps then run on every Python worker, each loading
-    spaCy once, at the same time (not one worker in the first step and another, loading it
-    again, in the second)."""
-    return max(1, spark.sparkContext.defaultParallelism, -(-int(rows) // POS_ROWS_PER_TASK))
-
-
-def allocated_first(targets: dict, available: dict, options) -> dict:
-    """The neutral pairs wanted before pass 2 ({corpus: {strategy: n}})."""
-    return final_allocation(targets, options.neutral_mix, available)
+def _pos_tasks(spark, units: int) -> int:
+    """Tasks of a POS step: one per core, and one per 16 units of pass 1 on a large table.
+    Both steps then run on every Python worker, each loading spaCy once, at the same time
+    (not one worker in the first step and another, loading it again, in the second)."""
+    return max(1, spark.sparkContext.defaultParallelism, units // 16)
 
 
 def _pos_filtered(df, lexicon, model):
@@ -187,33 +178,42 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     # 1. pass 1 (pairing only: the POS filter runs once identical pairs are together) -----
     one = keep(_over_units(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, units),
                                                           work_ddl))
+    # 2. identical marked pairs together (rank in `bin`), the POS filter; then one job
+    # collects pass 1's counts and the marked pairs' counts -----------------------------------
+    w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
+    marked = (one.filter((F.col("kind") == "pair") & (F.col("source") == "marker"))
+              .repartition(_pos_tasks(spark, len(units)), "premise", "hypothesis")
+              .withColumn("bin", F.row_number().over(w).cast("int")))
+    marked = keep(_pos_filtered(marked, lexicon, model))
+    null_s, null_i = F.lit(None).cast("string"), F.lit(None).cast("bigint")
+    counts = (one.filter((F.col("kind") != "pair") & (F.col("kind") != "doc"))
+              .groupBy("kind", "corpus", "label", "reject", "bin",
+                       F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge"))
+              .agg(F.sum("n").alias("a"))
+              .select("kind", "corpus", "label", null_s.alias("phrase"), F.lit(None).cast("boolean").alias("ps"),
+                      "reject", F.col("bin").cast("bigint").alias("b"), "edge", "a", null_i.alias("c")))
+    tallies = (marked.groupBy("corpus", "label", "phrase", "premise_stripped", "reject", "n",
+                              (F.col("bin") > 1).alias("dup"))
+               .agg(F.count(F.lit(1)).alias("a"), F.sum("copies").alias("c"))
+               .select(F.lit("tally").alias("kind"), "corpus", "label", "phrase",
+                       F.col("premise_stripped").alias("ps"), "reject", F.col("n").alias("b"),
+                       F.col("dup").cast("string").alias("edge"), "a", "c"))
     marked_counts, hist = Counter(), defaultdict(Counter)
-    split = None
-    edge = F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge")
-    for kind, corpus, label, reject, b, edge_doc, n in sorted([tuple(r) for r in (
-            one.filter((F.col("kind") != "pair") & (F.col("kind") != "doc"))
-            .groupBy("kind", "corpus", "label", "reject", "bin", edge).agg(F.sum("n")).collect())], key=repr):
+    groups, split = [], None
+    for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(
+            [tuple(r) for r in counts.unionByName(tallies).collect()], key=repr):
         if kind == "marked":
-            marked_counts[corpus, label, reject] += n
+            marked_counts[corpus, label, reject] += a
         elif kind == "hist":
-            hist[corpus, label][b] += n
-        elif kind == "edge" and n > 1:
+            hist[corpus, label][b] += a
+        elif kind == "edge" and a > 1:
             split = split or (corpus, edge_doc)
+        elif kind == "tally":
+            groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
     if split:
         from extractor.pairs.batches import split_document_error
         raise ValueError(split_document_error(*split))
-
-    # 2. identical marked pairs together (rank in `bin`), the POS filter, counts, plan -----
-    w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
-    rows = sum(n for (_, _, reject), n in marked_counts.items() if reject is None)
-    marked = (one.filter((F.col("kind") == "pair") & (F.col("source") == "marker")).repartition(_pos_tasks(spark, rows), "premise", "hypothesis")
-              .withColumn("bin", F.row_number().over(w).cast("int")))
-    marked = keep(_pos_filtered(marked, lexicon, model))
-    duplicates, kept, pos, per_corpus = tally_marked(
-        [tuple(r) for r in marked.groupBy("corpus", "label", "phrase", "premise_stripped", "reject", "n",
-                                          (F.col("bin") > 1).alias("dup"))
-         .agg(F.count(F.lit(1)), F.sum("copies")).collect()],
-        marked_counts, model)
+    duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
     marked = marked.filter(F.col("reject").isNull() & (F.col("bin") == 1))
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
@@ -242,9 +242,8 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
         # ones, then among themselves), the exact draw ---------------------------------------
         seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
         wn = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
-        asked = sum(sum(per.values()) for per in allocated_first(targets, available, options).values())
         cands = (two.filter(F.col("kind") == "pair").join(seen, ["premise", "hypothesis"], "left")
-                 .repartition(_pos_tasks(spark, asked), "premise", "hypothesis")
+                 .repartition(_pos_tasks(spark, len(units)), "premise", "hypothesis")
                  .withColumn("bin", F.row_number().over(wn).cast("int")))
         cands = _pos_filtered(cands, lexicon, model)
         cands = keep(cands.withColumn("_rn", F.when(F.col("reject").isNull() & F.col("_seen").isNull(),

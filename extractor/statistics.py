@@ -50,11 +50,20 @@ def word_count(text: str) -> int:
 
 def norm_words(text: str) -> list[str]:
     """Tokens for overlap statistics: case-folded, edge punctuation stripped, empties dropped."""
+    return _norm_tokens(text.casefold().split()) if text else []
+
+
+def _norm_tokens(folded: list[str]) -> list[str]:
+    """`norm_words` of already case-folded whitespace tokens. ``[\\W_]`` is exactly "not
+    str.isalnum()", so a token with alphanumeric ends is kept as is without the regex."""
     out = []
-    for tok in words(text):
-        tok = _EDGE_PUNCT.sub("", tok.casefold())
-        if tok:
+    for tok in folded:
+        if tok[0].isalnum() and tok[-1].isalnum():
             out.append(tok)
+        else:
+            tok = _EDGE_PUNCT.sub("", tok)
+            if tok:
+                out.append(tok)
     return out
 
 
@@ -109,7 +118,12 @@ def new_token_rate(premise: str, hypothesis: str) -> float:
 
 def inner_capital(text: str) -> bool:
     """A capital letter after the first character: the casing leak of the RoNLI release."""
-    return any(ch.isupper() for ch in text[1:]) if text else False
+    if not text:
+        return False
+    rest = text[1:]
+    if rest.islower():  # every cased character is lower case: no capital (fast path)
+        return False
+    return any(ch.isupper() for ch in rest)
 
 
 def pair_text_key(premise: str, hypothesis: str, ordered: bool = True) -> str:
@@ -138,28 +152,82 @@ def spark_row_fields(T=None) -> list:
     return [T.StructField(c, kinds[ROW_DTYPES[c]]) for c in ROW_COLUMNS]
 
 
+def _row(p: str, h: str, pn: list[str], hn: list[str]) -> tuple:
+    """The :data:`ROW_COLUMNS` of one pair, from the raw texts and their `norm_words`."""
+    ps, hs = set(pn), set(hn)
+    union = ps | hs
+    pw, hw = p.split(), h.split()
+    pr, hr = set(pw), set(hw)
+    raw_union = pr | hr
+    return (len(pw), len(hw),
+            len(ps & hs) / len(union) if union else 0.0,
+            lcs_length(hn, pn) / len(hn) if hn else 0.0,
+            sum(1 for w in hn if w not in ps) / len(hn) if hn else 0.0,
+            inner_capital(h),
+            len(pr & hr) / len(raw_union) if raw_union else 0.0)
+
+
+def _rows_frame(rows: list) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(ROW_COLUMNS)).astype(ROW_DTYPES)
+
+
 def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
     """The per-row statistics of a batch of pairs (one row per pair, :data:`ROW_COLUMNS`)."""
     rows = []
     for p, h in zip(premises, hypotheses):
         p = "" if p is None else str(p)
         h = "" if h is None else str(h)
+        rows.append(_row(p, h, norm_words(p), norm_words(h)))
+    return _rows_frame(rows)
+
+
+def batch_statistics(premises: Sequence, hypotheses: Sequence, labels: Sequence) -> tuple[pd.DataFrame, dict]:
+    """One pass over a batch of pairs: the per-row statistics (:data:`ROW_COLUMNS`) and the
+    word counts PMI is computed from (`word_counts`), each text tokenised once. The counts
+    of several batches add up (`add_word_counts`), so a split's PMI can be computed from
+    the batches of many tasks."""
+    rows = []
+    sets: dict[str, dict[str, list]] = {"hypothesis": {}, "premise": {}}
+    for p, h, label in zip(premises, hypotheses, labels):
+        p = "" if p is None else str(p)
+        h = "" if h is None else str(h)
         pn, hn = norm_words(p), norm_words(h)
-        ps, hs = set(pn), set(hn)
-        union = ps | hs
-        pr, hr = set(words(p)), set(words(h))
-        raw_union = pr | hr
-        rows.append((
-            word_count(p),
-            word_count(h),
-            len(ps & hs) / len(union) if union else 0.0,
-            lcs_length(hn, pn) / len(hn) if hn else 0.0,
-            sum(1 for w in hn if w not in ps) / len(hn) if hn else 0.0,
-            inner_capital(h),
-            len(pr & hr) / len(raw_union) if raw_union else 0.0,
-        ))
-    df = pd.DataFrame.from_records(rows, columns=list(ROW_COLUMNS))
-    return df.astype(ROW_DTYPES)
+        rows.append(_row(p, h, pn, hn))
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            continue
+        label = str(label)
+        sets["hypothesis"].setdefault(label, []).append(set(hn))
+        sets["premise"].setdefault(label, []).append(set(pn))
+    return _rows_frame(rows), {side: _count_sets(per) for side, per in sets.items()}
+
+
+def _count_sets(per_label: dict[str, list[set]]) -> dict:
+    """{label: [word sets]} -> {"labels": {label: texts}, "words": {label: Counter}}."""
+    from itertools import chain
+
+    return {"labels": {l: len(v) for l, v in per_label.items()},
+            "words": {l: Counter(chain.from_iterable(v)) for l, v in per_label.items()}}
+
+
+def word_counts(texts: Iterable[str], labels: Iterable) -> dict:
+    """``{"labels": {label: texts}, "words": {label: Counter(word -> texts holding it)}}``
+    over the distinct normalised words of each text (rows without a label are left out)."""
+    per: dict[str, list] = {}
+    for t, label in zip(texts, labels):
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            continue
+        per.setdefault(str(label), []).append(hypothesis_word_set("" if t is None else str(t)))
+    return _count_sets(per)
+
+
+def add_word_counts(a: dict, b: dict) -> dict:
+    """The `word_counts` of two batches together."""
+    labels = dict(a["labels"])
+    words = {l: Counter(c) for l, c in a["words"].items()}
+    for l, n in b["labels"].items():
+        labels[l] = labels.get(l, 0) + n
+        words.setdefault(l, Counter()).update(b["words"][l])
+    return {"labels": labels, "words": words}
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -291,17 +359,19 @@ def top_pmi(hypotheses: Iterable[str], labels: Iterable, k: int = 10, min_count:
             smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
     """Top-k words per label by PMI, with ``count`` (hypotheses of the label holding the
     word) and ``word_count`` (all hypotheses holding it): IndoNLI's "96/160" column."""
-    per_label: Counter = Counter()
+    return top_pmi_from_counts(word_counts(hypotheses, labels), k=k, min_count=min_count, smoothing=smoothing)
+
+
+def top_pmi_from_counts(counts: dict, k: int = 10, min_count: int = PMI_MIN_COUNT,
+                        smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
+    """`top_pmi` from `word_counts` (of one batch or added over many)."""
+    per_label: dict = {}
     per_word: Counter = Counter()
-    label_totals: Counter = Counter()
-    for h, label in zip(hypotheses, labels):
-        if label is None or (isinstance(label, float) and math.isnan(label)):
-            continue
-        label = str(label)
-        label_totals[label] += 1
-        for w in hypothesis_word_set("" if h is None else str(h)):
-            per_label[(w, label)] += 1
-            per_word[w] += 1
+    for label, c in counts["words"].items():
+        per_word.update(c)
+        for w, n in c.items():
+            per_label[(w, label)] = n
+    label_totals = {l: n for l, n in counts["labels"].items() if n}
     total = sum(label_totals.values())
     return pmi_table(per_label, per_word, label_totals, total, k=k, min_count=min_count, smoothing=smoothing)
 
@@ -358,19 +428,29 @@ def leakage_counts(splits: dict[str, tuple[Sequence[str], Sequence[str]]]) -> di
 
 def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN_COUNT) -> dict:
     """Statistics of one split given as a DataFrame with premise, hypothesis, label."""
-    stats = row_statistics(df["premise"], df["hypothesis"])
     labels = df["label"].reset_index(drop=True) if "label" in df.columns else None
+    stats, counts = batch_statistics(list(df["premise"]), list(df["hypothesis"]),
+                                     list(labels) if labels is not None else [None] * len(df))
+    return assemble_split_statistics(stats, labels, counts, duplicate_counts(list(df["premise"]), list(df["hypothesis"])),
+                                     top_k, min_count)
+
+
+def assemble_split_statistics(stats: pd.DataFrame, labels: pd.Series | None, counts: dict, duplicates: dict,
+                              top_k: int = 10, min_count: int = PMI_MIN_COUNT) -> dict:
+    """The statistics block of one split from its parts: the per-row statistics with their
+    labels, the word counts of `batch_statistics` and the `duplicate_counts`. The Spark job
+    gathers these parts from many tasks; `split_statistics` computes them in one go."""
     result = aggregate_pandas(stats, labels)
     if labels is not None:
-        result["unlabeled"] = int(labels.isna().sum())
-        for label, words_ in top_pmi(df["hypothesis"], labels, k=top_k, min_count=min_count).items():
+        result["unlabeled"] = int(pd.Series(list(labels), dtype=object).isna().sum())
+        for label, words_ in top_pmi_from_counts(counts["hypothesis"], k=top_k, min_count=min_count).items():
             if label in result["labels"]:
                 result["labels"][label]["top_pmi_words"] = words_
         # premise side: a premise that announces its label is an artefact too
         result["premise_top_pmi_words"] = {
             label: words_ for label, words_ in
-            top_pmi(df["premise"], labels, k=top_k, min_count=min_count).items() if label in result["labels"]}
-    result["duplicates"] = duplicate_counts(list(df["premise"]), list(df["hypothesis"]))
+            top_pmi_from_counts(counts["premise"], k=top_k, min_count=min_count).items() if label in result["labels"]}
+    result["duplicates"] = duplicates
     return result
 
 

@@ -90,17 +90,14 @@ def test_four_label_run_on_a_three_label_file(four_label_run, capsys):
 
 
 @pytest.fixture(scope="module")
-def tiny_xnli(tmp_path_factory):
+def tiny_xnli(tiny_nli_checkpoint):
     """A sequence-classification checkpoint with XNLI's label names, built from a config, saved locally."""
     pytest.importorskip("transformers")
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from tests.trainer_fixtures import make_tiny_bert
-
-    root = tmp_path_factory.mktemp("xnli")
-    texts = pd.concat([synthetic_nli(100)["premise"], synthetic_nli(100)["hypothesis"]]).tolist()
-    base = make_tiny_bert(root / "base", texts)
+    tiny = tiny_nli_checkpoint("bert", root_name="xnli", folder="base", n_train=100)
+    root, base = tiny["root"], tiny["bert"]
     cfg = BertConfig.from_pretrained(str(base), num_labels=3, id2label=XNLI,
                                      label2id={v: k for k, v in XNLI.items()})
     torch.manual_seed(0)
@@ -170,11 +167,10 @@ def test_train_size_is_a_stratified_seeded_subsample(tmp_path):
     assert set(cfg["label_counts_train"].values()) == {12, 13}
 
 
-def test_transformer_grid_over_lr_batch_dropout_head(tmp_path):
+def test_transformer_grid_over_lr_batch_dropout_head(tiny_nli_checkpoint, tmp_path):
     pytest.importorskip("transformers")
     import argparse
 
-    from tests.trainer_fixtures import make_tiny_bert
     from trainer.train import model_grid
 
     ns = dict(model="transformer", grid_values=[], freeze_encoder=False)
@@ -183,10 +179,8 @@ def test_transformer_grid_over_lr_batch_dropout_head(tmp_path):
     assert set(cross) == {"lr", "batch_size"} and set(sep) == {"lr", "batch_size", "dropout", "head_hidden"}
     assert len(sep["lr"]) * len(sep["batch_size"]) * len(sep["dropout"]) * len(sep["head_hidden"]) == 24
 
-    train = write_jsonl(synthetic_nli(48), tmp_path / "train.jsonl")
-    dev = write_jsonl(synthetic_nli(24, seed=1), tmp_path / "dev.jsonl")
-    texts = pd.concat([synthetic_nli(48)["premise"], synthetic_nli(48)["hypothesis"]]).tolist()
-    bert = make_tiny_bert(tmp_path / "bert", texts)
+    tiny = tiny_nli_checkpoint("bert", root_name="grid", n_train=48, n_dev=24)
+    train, dev, bert = tiny["train"], tiny["dev"], tiny["bert"]
     out = tmp_path / "grid"
     assert main(["train", "--train", str(train), "--validation", str(dev), "--model", "transformer",
                  "--pretrained", str(bert), "--encoding", "separate", "--epochs", "1", "--max-length", "32",

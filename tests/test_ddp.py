@@ -21,7 +21,6 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 import torch  # noqa: E402
 
-from tests.trainer_fixtures import make_tiny_bert, synthetic_nli, write_jsonl  # noqa: E402
 from trainer.cli import main  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
@@ -29,15 +28,14 @@ pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torc
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ddp")
-    train, dev = synthetic_nli(101), synthetic_nli(37, seed=1)
-    bert = make_tiny_bert(root / "bert", train["premise"].tolist() + train["hypothesis"].tolist())
-    config = json.loads((bert / "config.json").read_text())
+def setup(tiny_nli_checkpoint):
+    # 101 training rows (odd) and 37 dev rows; the checkpoint folder is this module's own copy,
+    # so its dropout can be switched off here
+    s = tiny_nli_checkpoint("bert", root_name="ddp", folder="bert", n_train=101, n_dev=37)
+    config = json.loads((s["bert"] / "config.json").read_text())
     config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    (bert / "config.json").write_text(json.dumps(config))
-    return {"root": root, "bert": bert, "train": write_jsonl(train, root / "train.jsonl"),
-            "dev": write_jsonl(dev, root / "dev.jsonl")}
+    (s["bert"] / "config.json").write_text(json.dumps(config))
+    return s
 
 
 def _argv(s, out, *extra):

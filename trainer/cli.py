@@ -16,7 +16,7 @@ COMMANDS = {
     "evaluate": ("trainer.evaluate", "evaluate a saved run on new data"),
     "predict": ("trainer.predict", "label a file with a saved run"),
     "cartography": ("trainer.cartography", "data cartography from a run's training dynamics"),
-    "compare": ("trainer.compare", "significance tests between two runs"),
+    "compare": ("trainer.compare", "significance tests between two or more runs"),
     "experiment": ("trainer.experiment", "run a RoNLI-style line-up from a YAML file"),
     "stress": ("trainer.stress", "stress tests (length mismatch, negation, overlap, spelling) of a run"),
     "annotate": ("trainer.annotate", "human validation: export blind batches, import annotations, agreement"),

@@ -297,7 +297,7 @@ def results_markdown(results: dict, *, title: str = "", train_args: dict | None 
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("lineup", metavar="LINEUP.yaml", help="the line-up file (see examples/experiment-*.yaml)")
+    parser.add_argument("lineup", metavar="LINEUP.yaml", help="the line-up file (see examples/lineup-*.yaml)")
     parser.add_argument("--out", help="output folder (default: the file's 'out', else runs/<name>)")
     parser.add_argument("--seeds", type=int, help="override the file's number of seeds")
     parser.add_argument("--only", nargs="+", action="extend", metavar="NAME", help="run only these entries (the reference is run if needed)")

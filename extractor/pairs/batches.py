@@ -1,6 +1,6 @@
 """Stage 2 over Arrow batches of document-contiguous sentences (pure Python + pyarrow).
 
-The two passes the stage runs in `mapInArrow` (and `extractor.pairs.plain` runs in one
+The two passes the stage runs in `mapInArrow` (and `extractor.pairs.corpus.run_plain` runs in one
 process, for tests and the engine-overhead benchmark):
 
 * pass 1 (`pass_one`): per document, the marked candidates with their rejections and the

@@ -8,6 +8,7 @@ Builds a synthetic pairs table (10 pairs per document, four labels) under
 benchmarks/_work/. Each Spark run is a child process that starts its session, writes the
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
 Python workers) just before and just after `splits_stage.run(ctx)`: the stage's CPU,
+with the input written as stage 2 writes its table (the project's writer, 4 files),
 without the session start-up. The plain run (`--plain`) reads the same Parquet with
 pyarrow and runs `extractor.splits.plain.run_plain` (the same assignment, identical-pair
 and balance functions, the same row statistics for the card) and writes the splits with
@@ -78,10 +79,10 @@ from extractor.spark import splits_stage
 out = Path({out!r})
 spark = get_session(master={master!r}, shuffle_partitions=8, progress=False)
 spark.sparkContext.setLogLevel("FATAL")
-spark.read.parquet({src!r}).write.parquet(str(out / "pairs"))
 p = argparse.ArgumentParser(); splits_stage.add_arguments(p); args = p.parse_args([])
 args.seed, args.overwrite, args.files_per_table = 0, True, 4
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
+ctx.write_table(spark.read.parquet({src!r}), "pairs", sort_by=["pair_id"])  # as stage 2 writes it: 4 files
 c, t = tree_cpu(), time.time()
 splits_stage.run(ctx)
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"]}}))

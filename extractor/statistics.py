@@ -431,18 +431,21 @@ def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN
     labels = df["label"].reset_index(drop=True) if "label" in df.columns else None
     stats, counts = batch_statistics(list(df["premise"]), list(df["hypothesis"]),
                                      list(labels) if labels is not None else [None] * len(df))
-    return assemble_split_statistics(stats, labels, counts, duplicate_counts(list(df["premise"]), list(df["hypothesis"])),
+    unlabeled = int(pd.Series(list(labels), dtype=object).isna().sum()) if labels is not None else 0
+    return assemble_split_statistics(aggregate_pandas(stats, labels), counts if labels is not None else None,
+                                     unlabeled, duplicate_counts(list(df["premise"]), list(df["hypothesis"])),
                                      top_k, min_count)
 
 
-def assemble_split_statistics(stats: pd.DataFrame, labels: pd.Series | None, counts: dict, duplicates: dict,
+def assemble_split_statistics(result: dict, counts: dict | None, unlabeled: int, duplicates: dict,
                               top_k: int = 10, min_count: int = PMI_MIN_COUNT) -> dict:
-    """The statistics block of one split from its parts: the per-row statistics with their
-    labels, the word counts of `batch_statistics` and the `duplicate_counts`. The Spark job
-    gathers these parts from many tasks; `split_statistics` computes them in one go."""
-    result = aggregate_pandas(stats, labels)
-    if labels is not None:
-        result["unlabeled"] = int(pd.Series(list(labels), dtype=object).isna().sum())
+    """The statistics block of one split from its parts: ``result`` the aggregates
+    (``{"labels": ..., "all": ...}`` of `aggregate_pandas` or `blocks_from_rows`), the word
+    counts of `batch_statistics` (None when the split has no label column), the rows
+    without a label and the `duplicate_counts`. The Spark stage gathers these parts from
+    many tasks; `split_statistics` computes them in one go."""
+    if counts is not None:
+        result["unlabeled"] = int(unlabeled)
         for label, words_ in top_pmi_from_counts(counts["hypothesis"], k=top_k, min_count=min_count).items():
             if label in result["labels"]:
                 result["labels"][label]["top_pmi_words"] = words_

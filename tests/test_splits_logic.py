@@ -125,12 +125,30 @@ def test_per_label_ratios_hold_on_a_large_corpus():
     assert rare["test"] == pytest.approx(0.1, abs=0.02) and rare["train"] == pytest.approx(0.8, abs=0.02)
 
 
-def test_pair_keys_fold_case_space_and_order():
-    from extractor.splits.assign import pair_keys
+def _summaries(premises, hypotheses, seed=0, **columns):
+    import pyarrow as pa
 
-    k = pair_keys(["a", "b"], ["The  River", "the bridge"], ["the bridge", "The river"], seed=0)
+    from extractor.splits.batches import summaries
+
+    n = len(premises)
+    table = pa.table({"pair_id": [f"p{i}" for i in range(n)], "doc_id": ["d:1"] * n, "corpus": ["c"] * n,
+                      "premise": premises, "hypothesis": hypotheses, "label": ["neutral"] * n, **columns})
+    return summaries(table, seed).to_pydict()
+
+
+def test_summary_keys_fold_case_space_and_order():
+    k = _summaries(["The  River", "the bridge"], ["the bridge", "The river"])
     assert k["_skey"][0] == k["_skey"][1] and k["_pkey"][0] != k["_pkey"][1]
-    assert k["_h"] != pair_keys(["a", "b"], ["x", "y"], ["z", "w"], seed=1)["_h"]
+    assert k["_hkey"][0] != k["_hkey"][1] and all(len(v) == 16 for v in k["_skey"] + k["_pkey"] + k["_hkey"])
+    assert k["_h"] != _summaries(["x", "y"], ["z", "w"], seed=1)["_h"]
+    assert k["_unit"] == [0, 0] and k["_row"] == [0, 1]
+
+
+def test_summary_rejects_rows_kept_for_inspection_and_marks_test_only_roles():
+    k = _summaries(["a", "b", "c", "d"], ["e", "f", "g", "h"], pos_ok=[True, False, None, True],
+                   keep=[True, True, True, False], role=["train", None, "test-only", "train"])
+    assert k["_reject"] == [None, "not_pos_ok", "not_pos_ok", "not_keep"]
+    assert k["_test_only"] == [False, False, True, False]
 
 
 def test_split_settings_fail_when_the_command_line_is_parsed():

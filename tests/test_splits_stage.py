@@ -218,15 +218,18 @@ def test_natural_distribution_and_existing_output(spark, tmp_path):
         run_stage(spark, tmp_path, pdf, "--balance", "cap", "30")
 
 
-def test_string_and_struct_refs_name_their_document(spark):
-    from pyspark.sql import functions as F
+def test_string_and_struct_refs_name_their_document():
+    import pyarrow as pa
 
-    df = spark.createDataFrame([("wiki:12", "wiki:12:3:4", "wiki:7:0:1"), ("news:1", None, "")],
-                               "doc_id string, premise_ref string, hypothesis_ref string")
-    got = df.select(splits_stage._ref_doc_expr(F, df, "premise_ref").alias("p"),
-                    splits_stage._ref_doc_expr(F, df, "hypothesis_ref").alias("h"),
-                    splits_stage._ref_doc_expr(F, df, "no_such_ref").alias("n")).collect()
-    assert [tuple(r) for r in got] == [("wiki:12", "wiki:7", "wiki:12"), ("news:1", "news:1", "news:1")]
+    from extractor.splits import batches
+
+    strings = pa.table({"doc_id": ["wiki:12", "news:1"], "premise_ref": ["wiki:12:3:4", None],
+                        "hypothesis_ref": ["wiki:7:0:1", ""]})
+    assert batches._ref_docs(strings, "premise_ref") == ["wiki:12", "news:1"]
+    assert batches._ref_docs(strings, "hypothesis_ref") == ["wiki:7", "news:1"]
+    assert batches._ref_docs(strings, "no_such_ref") == ["wiki:12", "news:1"]
+    structs = pa.table({"doc_id": ["a:1", "b:2"], "premise_ref": [{"doc_id": "a:9", "sent_idx": 1}, None]})
+    assert batches._ref_docs(structs, "premise_ref") == ["a:9", "b:2"]
 
 
 def test_plain_process_gives_the_splits_of_the_spark_stage(built):
@@ -242,3 +245,25 @@ def test_plain_process_gives_the_splits_of_the_spark_stage(built):
     assert {k: sorted(v["pair_id"]) for k, v in spark_splits.items()} == \
         {k: sorted(v.column("pair_id").to_pylist()) for k, v in splits.items()}
     assert stats["dropped"] == ctx.stats["splits"]["dropped"]
+
+
+def test_leakage_report_finds_keys_in_two_splits_and_repeats_within_one(spark):
+    """The stage's leakage and duplicate counts on planted keys (the stage's own output has
+    none to find): a document in train and test, a pair repeated in train, a sentence pair
+    and a hypothesis in train and validation."""
+    from pyspark.sql import functions as F
+
+    rows = [("d1", b"p1", b"s1", b"h1", "train"), ("d1", b"p2", b"s2", b"h2", "test"),
+            ("d2", b"p3", b"s3", b"h1", "train"), ("d2", b"p3", b"s3", b"h3", "train"),
+            ("d3", b"p4", b"s4", b"h1", "validation"), ("d4", b"p5", b"s1", b"h4", "validation"),
+            ("d1", b"p1", b"s1", b"h1", "train")]
+    df = spark.createDataFrame(rows, "doc_id string, _pkey binary, _skey binary, _hkey binary, _split string")
+    leakage, duplicates = splits_stage._leakage(F, df)
+    assert leakage["checks"] == {"documents_in_two_splits": 1, "pairs_in_two_splits": 0,
+                                 "sentence_pairs_in_two_splits": 1, "hypotheses_in_two_splits": 1}
+    assert leakage["between_splits"]["train|test"] == {"documents": 1, "pairs": 0, "sentence_pairs": 0,
+                                                       "hypotheses": 0}
+    assert leakage["between_splits"]["train|validation"] == {"documents": 0, "pairs": 0, "sentence_pairs": 1,
+                                                             "hypotheses": 1}
+    assert duplicates == {"train": {"pairs": 2, "sentence_pairs": 2}, "validation": {"pairs": 0, "sentence_pairs": 0},
+                          "test": {"pairs": 0, "sentence_pairs": 0}}

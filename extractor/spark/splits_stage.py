@@ -1,28 +1,42 @@
 """Stage 3 glue: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage.
 
-Thin Spark code around `extractor.splits.assign` (assignment, quotas) and `extractor.statistics`
-(every number of the card). Text work runs in ``mapInPandas`` batches, joins and windows
-in Spark SQL; only aggregates (counts per document, per split/corpus/label, top words)
-reach the driver. The whole `splits/` folder is written under a temporary name and moved
-into place at the end, so a failed run never leaves a half-built dataset.
+Thin Spark code around the pure functions of `extractor.splits.batches` (per work unit of
+the pairs table), `extractor.splits.assign` (assignment, quotas) and `extractor.statistics`
+(every number of the card), in three passes (docs/splits.md):
+
+1. one task per few units reads its row groups with pyarrow and yields one slim summary
+   row per pair (ids, documents, label, hash order, 16-byte comparison keys); the global
+   decisions (documents -> splits per corpus, pairs spanning two splits, one copy of each
+   sentence pair, quotas) are Spark SQL over these slim rows only: no text crosses a
+   shuffle;
+2. the kept (unit, row, split) go back to the tasks of their units, which read the rows
+   again, compute their card statistics and write them into one Arrow file per (split,
+   output file);
+3. one task per output file merges its Arrow files, sorted by `pair_id`, into the Parquet
+   file.
+
+Only aggregates reach the driver. The whole `splits/` folder is written under a temporary
+name and moved into place at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 
-from extractor.splits import card as card_mod
+from extractor import fs
 from extractor import output as _out
-from extractor.splits import assign as sp
 from extractor import statistics as st
+from extractor.splits import assign as sp
+from extractor.splits import batches as bt
+from extractor.splits import card as card_mod
 
 STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
-_INTERNAL = ("_h", "_pkey", "_skey", "_hkey", "_pdoc", "_hdoc", "_test_only", "_split", "_prio", "_cross")
+TMP_NAME = "_tmp-splits"
+WORK_NAME = "_tmp-splits-work"
 
 
 def _ratios(text: str) -> str:
@@ -69,41 +83,80 @@ def add_arguments(parser) -> None:
                    help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
 
 
-# ---------------------------------------------------------------------------- batch functions
+# ---------------------------------------------------------------------------- task functions
 
-KEY_FIELDS = ("_h", "_pkey", "_skey", "_hkey")
+def _write_parquet(table, path: str) -> None:
+    """A scratch file of the stage (read back by Spark's own Parquet reader)."""
+    import pyarrow.parquet as pq
+
+    with fs.open_output(path) as out:
+        pq.write_table(table, out)
 
 
-def _keys_batches(seed: int):
-    """mapInArrow: append the hash order and the comparison keys to each batch
-    (`assign.pair_keys`), passing every input column through untouched (no join back,
-    struct columns stay Arrow)."""
+def _done(values: dict):
     import pyarrow as pa
 
-    types = {"_h": pa.int64(), "_pkey": pa.string(), "_skey": pa.string(), "_hkey": pa.string()}
+    return pa.RecordBatch.from_pydict({k: [v] for k, v in values.items()})
 
+
+def _summaries_fn(units: list, schema, seed: int, test_only: frozenset, folder: str):
+    """Pass 1 (mapInArrow over unit ids): each unit's slim summary rows, written as one
+    scratch Parquet file per unit; yields the unit's rows per (label, reject reason)."""
     def fn(batches):
         for batch in batches:
-            col = batch.schema.get_field_index
-            keys = sp.pair_keys(batch.column(col("pair_id")).to_pylist(), batch.column(col("premise")).to_pylist(),
-                                batch.column(col("hypothesis")).to_pylist(), seed)
-            yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(keys[k], types[k]) for k in KEY_FIELDS],
-                                             names=list(batch.schema.names) + list(KEY_FIELDS))
+            for u in batch.column(0).to_pylist():
+                table = bt.summaries(bt.read_unit(units[u], schema), seed, test_only, unit=u)
+                _write_parquet(table, fs.join(folder, f"unit-{u:06d}.parquet"))
+                for (label, why), n in _tally(table).items():
+                    yield _done({"label": label, "reject": why, "n": n})
     return fn
 
 
-def _split_statistics_group(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas per split: the card's statistics of the split, exactly as `trainer
-    stats` computes them (`st.split_statistics`), as one JSON row."""
-    split = str(pdf["split"].iloc[0])
-    pdf = pdf.sort_values("pair_id", kind="mergesort").reset_index(drop=True)
-    block = st.split_statistics(pdf[["premise", "hypothesis", "label"]])
-    return pd.DataFrame({"split": [split], "stats": [json.dumps(block, default=_plain)]})
+def _tally(table) -> dict:
+    out: dict = {}
+    for key in zip(table.column("label").to_pylist(), table.column("_reject").to_pylist()):
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
-def _plain(value):
-    """numpy scalars in the statistics -> JSON numbers."""
-    return value.item() if hasattr(value, "item") else str(value)
+def _kept_fn(units: list, schema, rows_folder: str, stats_folder: str, n_files: dict):
+    """Pass 2 (mapInArrow over kept (_unit, _row, _split)): each unit's kept rows go to the
+    Arrow files of their output files, their card statistics (`bt.STATS_SCHEMA`) to a
+    scratch Parquet file; yields the rows per unit."""
+    def fn(batches):
+        kept: dict[int, tuple[list, list]] = {}
+        for batch in batches:
+            for u, r, s in zip(*(batch.column(i).to_pylist() for i in range(3))):
+                rows, splits = kept.setdefault(u, ([], []))
+                rows.append(r)
+                splits.append(s)
+        for u in sorted(kept):
+            table = bt.kept_rows(bt.read_unit(units[u], schema), *kept[u])
+            bt.shuffle_files(table, rows_folder, u, n_files)
+            _write_parquet(bt.unit_statistics(table), fs.join(stats_folder, f"unit-{u:06d}.parquet"))
+            yield _done({"unit": u, "n": table.num_rows})
+    return fn
+
+
+def _merge_fn(files: list, shuffle: str, target: str, schema):
+    """Pass 3 (mapInArrow over output file ids): merge one output file's Arrow files into
+    its Parquet file; yields (path, rows, bytes)."""
+    def fn(batches):
+        from pyspark import TaskContext
+
+        attempt = TaskContext.get().attemptNumber()
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                split, bucket = files[i]
+                table = bt.merge_bucket(fs.join(shuffle, split, f"{bucket:05d}"), schema)
+                if not table.num_rows:
+                    continue
+                sink = _out._FileSink(fs.join(target, split, f"part-{bucket:05d}.parquet"), schema, attempt)
+                for b in table.to_batches():
+                    sink.add(b)
+                path, rows, size = sink.close()
+                yield _done({"path": path, "rows": rows, "bytes": size})
+    return fn
 
 
 def _assign_group(ratios, seed):
@@ -112,47 +165,42 @@ def _assign_group(ratios, seed):
     return fn
 
 
+def _over(spark, n: int):
+    """ids 0..n-1 in contiguous ranges, about two tasks per core, at most one per id."""
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
+
+
 # ---------------------------------------------------------------------------- stage
 
 def _test_only_corpora(ctx) -> set[str]:
     return {c.name for c in (ctx.corpora or []) if getattr(c, "role", "train") == "test-only"}
 
 
-def _ref_doc_expr(F, df, ref: str):
-    """doc_id of a *_ref column: a struct's doc_id, the 'doc_id:para_idx:sent_idx' string's
-    head, or the pair's own doc_id when there is no such column or value."""
-    if ref not in df.columns:
-        return F.col("doc_id")
-    field = df.schema[ref].dataType
-    if field.typeName() == "struct":
-        if "doc_id" not in field.fieldNames():
-            return F.col("doc_id")
-        value = F.col(f"{ref}.doc_id").cast("string")
-    else:
-        value = F.regexp_extract(F.col(ref).cast("string"), r"^(.*):[^:]*:[^:]*$", 1)
-    return F.when(value.isNull() | (value == F.lit("")), F.col("doc_id")).otherwise(value)
-
-
 def run(ctx) -> None:
-    """Stage entry point. The pairs table is small next to the dumps: shuffles use about one
-    partition per 100,000 pairs (never more than the session's setting, never fewer than
-    the cores), not Spark's default 200 near-empty tasks; results do not depend on it."""
+    """Stage entry point. Shuffles of the slim rows use about one partition per 100,000
+    pairs (never more than the session's setting, never fewer than the cores), not Spark's
+    default 200 near-empty tasks; results do not depend on it."""
     spark = ctx.spark
+    path = ctx.table_path("pairs")
+    if not fs.exists(path):
+        ctx.read_table("pairs")  # the job's one-line "no such table" error
+    schema, units = bt.list_units(path)
+    n = sum(u["rows"] for u in units)
     key = "spark.sql.shuffle.partitions"
     old = spark.conf.get(key)
     try:
-        n = ctx.read_table("pairs").count()
         wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
         spark.conf.set(key, str(min(int(old), wanted)))
-        _run(ctx, n)
+        _run(ctx, schema, units, n)
     finally:
         spark.conf.set(key, old)
 
 
-def _run(ctx, n_input: int) -> None:
+def _run(ctx, schema, units: list, n_input: int) -> None:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     args = ctx.args
     ratios = sp.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
@@ -165,171 +213,188 @@ def _run(ctx, n_input: int) -> None:
         raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
-    drops: dict = {}
-
-    pairs = ctx.read_table("pairs")
-    columns = pairs.columns
-    for needed in ("pair_id", "doc_id", "corpus", "premise", "hypothesis", "label"):
-        if needed not in columns:
-            raise ValueError(f"{ctx.table_path('pairs')}: the pairs table has no column '{needed}'")
     stats["input_pairs"] = n_input
-    # Rows the pairs stage kept only for inspection (rejected by a filter) are not data.
-    for flag in ("pos_ok", "keep"):
-        if flag in columns and dict(pairs.dtypes)[flag] == "boolean":
-            rejected = pairs.filter(~F.coalesce(F.col(flag), F.lit(False))).count()
-            if rejected:
-                drops[f"not_{flag}"] = rejected
-            pairs = pairs.filter(F.coalesce(F.col(flag), F.lit(False)))
+    drops: dict = {}
+    # Scratch files of the stage: the tasks write them with pyarrow, Spark reads them back
+    # with its own Parquet reader (cheaper than caching rows in the JVM).
+    tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
+    scratch = {k: fs.join(work, k) for k in ("summaries", "documents", "ranked", "final", "statistics", "rows")}
+    for folder in (tmp, work):
+        _out.delete(spark, folder)
 
-    test_only = sorted(_test_only_corpora(ctx))
-    flag = F.col("corpus").isin(test_only) if test_only else F.lit(False)
-    if "role" in columns:
-        flag = flag | (F.col("role") == F.lit("test-only"))
-    pairs = pairs.withColumn("_test_only", flag)
+    def read(name, arrow_schema):
+        if fs.exists(scratch[name]) and fs.list_files(scratch[name]):
+            return spark.read.parquet(scratch[name])
+        return spark.createDataFrame([], from_arrow_schema(arrow_schema))
 
-    # 1. documents of the two sentences (SQL), hash order and keys (Python, batched).
-    pairs = pairs.withColumn("_pdoc", _ref_doc_expr(F, pairs, "premise_ref")) \
-                 .withColumn("_hdoc", _ref_doc_expr(F, pairs, "hypothesis_ref"))
-    key_schema = T.StructType(list(pairs.schema.fields) + [
-        T.StructField("_h", T.LongType()), T.StructField("_pkey", T.StringType()),
-        T.StructField("_skey", T.StringType()), T.StructField("_hkey", T.StringType())])
-    pairs = pairs.mapInArrow(_keys_batches(seed), key_schema).cache()
+    try:
+        # 1. slim summaries; rows the pairs stage kept only for inspection (rejected by a
+        #    filter) are not data: counted, then left out.
+        test_only = frozenset(_test_only_corpora(ctx))
+        found = _over(spark, len(units)).mapInArrow(
+            _summaries_fn(units, schema, seed, test_only, scratch["summaries"]),
+            "label string, reject string, n long").collect() if units else []
+        all_labels = sorted({r["label"] for r in found if r["reject"] is None})
+        for r in found:
+            if r["reject"] is not None:
+                drops[r["reject"]] = drops.get(r["reject"], 0) + int(r["n"])
+        pairs = read("summaries", bt.SUMMARY_SCHEMA).filter(F.col("_reject").isNull())
 
-    # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
-    #    that only lend a sentence to a pair weigh 0 but still get a split).
-    all_labels = sorted(r["label"] for r in pairs.select("label").distinct().collect())
-    weights = pairs.select("corpus", "doc_id", "label", F.lit(1).alias("w"), "_test_only") \
-        .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only")) \
-        .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only"))
-    docs = weights.groupBy("corpus", "doc_id").agg(
-        *[F.sum(F.when(F.col("label") == F.lit(l), F.col("w")).otherwise(F.lit(0))).cast("long").alias(f"n_{i:03d}")
-          for i, l in enumerate(all_labels)],
-        F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
-    doc_split = docs.groupBy("corpus").applyInPandas(_assign_group(ratios, seed), "corpus string, doc_id string, split string")
-    doc_split = doc_split.select("doc_id", "split").cache()
-    stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}
+        # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
+        #    that only lend a sentence to a pair weigh 0 but still get a split).
+        weights = pairs.select("corpus", "doc_id", "label", F.lit(1).alias("w"), "_test_only") \
+            .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only")) \
+            .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only"))
+        docs = weights.groupBy("corpus", "doc_id").agg(
+            *[F.sum(F.when(F.col("label") == F.lit(l), F.col("w")).otherwise(F.lit(0))).cast("long").alias(f"n_{i:03d}")
+              for i, l in enumerate(all_labels)],
+            F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
+        docs.groupBy("corpus").applyInPandas(_assign_group(ratios, seed), "corpus string, doc_id string, split string") \
+            .select("doc_id", "split").write.parquet(scratch["documents"])
+        doc_split = spark.read.parquet(scratch["documents"])
+        stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}
 
-    # The document -> split table is one row per document: broadcast, the pairs are not shuffled.
-    ds = F.broadcast(doc_split)
-    pairs = (pairs.join(ds.withColumnRenamed("split", "_split"), "doc_id", "left")
-             .join(ds.select(F.col("doc_id").alias("_pdoc"), F.col("split").alias("_ps")), "_pdoc", "left")
-             .join(ds.select(F.col("doc_id").alias("_hdoc"), F.col("split").alias("_hs")), "_hdoc", "left"))
-    # A pair whose sentences come from documents of two splits would carry a document into both.
-    crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
-    prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
-    pairs = pairs.withColumn("_cross", crosses).withColumn("_prio", prio[F.col("_split")]).drop("_ps", "_hs")
+        # The document -> split table is one row per document: broadcast.
+        ds = F.broadcast(doc_split)
+        pairs = (pairs.join(ds.withColumnRenamed("split", "_split"), "doc_id", "left")
+                 .join(ds.select(F.col("doc_id").alias("_pdoc"), F.col("split").alias("_ps")), "_pdoc", "left")
+                 .join(ds.select(F.col("doc_id").alias("_hdoc"), F.col("split").alias("_hs")), "_hdoc", "left"))
+        # A pair whose sentences come from documents of two splits would carry a document into both.
+        crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
+        prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
+        pairs = pairs.withColumn("_cross", crosses).withColumn("_prio", prio[F.col("_split")]).drop("_ps", "_hs")
 
-    # 3. one copy of each sentence pair (either order, case/space-insensitive) in the whole
-    #    dataset: the copy in test, else validation, else train; then the lowest hash. Pairs
-    #    spanning two splits sort last and are dropped. One aggregate job gives the drops
-    #    and the counts per (split, corpus, label) the quotas come from.
-    w_key = Window.partitionBy("_skey").orderBy("_cross", "_prio", "_h", "pair_id")
-    ranked = (pairs.withColumn("_rank", F.row_number().over(w_key))
-              .withColumn("_best", F.min(F.when(~F.col("_cross"), F.col("_prio"))).over(Window.partitionBy("_skey")))
-              .withColumn("_why", F.when(F.col("_cross"), F.lit("pair_spans_documents_of_two_splits"))
-                          .when((F.col("_rank") > 1) & (F.col("_prio") > F.col("_best")),
-                                F.lit("identical_pair_in_other_split"))
-                          .when(F.col("_rank") > 1, F.lit("identical_pair_in_same_split"))).cache())
-    counts = {}
-    drops["pair_spans_documents_of_two_splits"] = 0
-    for why, split, corpus, label, n in [tuple(r) for r in ranked.groupBy("_why", "_split", "corpus", "label")
-                                         .count().collect()]:
-        if why is None:
-            counts[(split, corpus, label)] = int(n)
-        else:
-            drops[why] = drops.get(why, 0) + int(n)
-    pairs = ranked.filter(F.col("_why").isNull()).drop("_rank", "_best", "_why", "_cross")
+        # 3. one copy of each sentence pair (either order, case/space-insensitive) in the
+        #    whole dataset: the copy in test, else validation, else train; then the lowest
+        #    hash. Pairs spanning two splits sort last and are dropped. One aggregate job
+        #    gives the drops and the counts per (split, corpus, label) the quotas come from.
+        w_key = Window.partitionBy("_skey").orderBy("_cross", "_prio", "_h", "pair_id")
+        (pairs.withColumn("_rank", F.row_number().over(w_key))
+                  .withColumn("_best", F.min(F.when(~F.col("_cross"), F.col("_prio"))).over(Window.partitionBy("_skey")))
+                  .withColumn("_why", F.when(F.col("_cross"), F.lit("pair_spans_documents_of_two_splits"))
+                              .when((F.col("_rank") > 1) & (F.col("_prio") > F.col("_best")),
+                                    F.lit("identical_pair_in_other_split"))
+                              .when(F.col("_rank") > 1, F.lit("identical_pair_in_same_split")))
+         .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source", "pair_id", "_h",
+                 "_pkey", "_skey", "_hkey", "_why").write.parquet(scratch["ranked"]))
+        ranked = spark.read.parquet(scratch["ranked"])
+        counts = {}
+        drops["pair_spans_documents_of_two_splits"] = 0
+        for why, split, corpus, label, n in [tuple(r) for r in ranked.groupBy("_why", "_split", "corpus", "label")
+                                             .count().collect()]:
+            if why is None:
+                counts[(split, corpus, label)] = int(n)
+            else:
+                drops[why] = drops.get(why, 0) + int(n)
 
-    # 4. balance: quotas per (split, corpus, label) from counts, then the first pairs by hash.
-    labels = sorted({k[2] for k in counts})
-    quotas = sp.compute_quotas(counts, balance, labels, max_eval)
-    drops["balance"] = sp.quota_drops(counts, quotas)
-    qdf = spark.createDataFrame([(s, c, l, int(n)) for (s, c, l), n in sorted(quotas.items())] or [("", "", "", 0)],
-                                "_split string, corpus string, label string, _quota long")
-    w_q = Window.partitionBy("_split", "corpus", "label").orderBy("_h", "pair_id")
-    pairs = (pairs.join(F.broadcast(qdf), ["_split", "corpus", "label"])
-             .withColumn("_n", F.row_number().over(w_q))
-             .filter(F.col("_n") <= F.col("_quota")).drop("_n", "_quota"))
-    final = pairs.cache()
+        # 4. balance: quotas per (split, corpus, label) from counts, then the first pairs by hash.
+        labels = sorted({k[2] for k in counts})
+        quotas = sp.compute_quotas(counts, balance, labels, max_eval)
+        drops["balance"] = sp.quota_drops(counts, quotas)
+        qdf = spark.createDataFrame([(s, c, l, int(n)) for (s, c, l), n in sorted(quotas.items())] or [("", "", "", 0)],
+                                    "_split string, corpus string, label string, _quota long")
+        w_q = Window.partitionBy("_split", "corpus", "label").orderBy("_h", "pair_id")
+        ranked.filter(F.col("_why").isNull()).join(F.broadcast(qdf), ["_split", "corpus", "label"]) \
+            .withColumn("_n", F.row_number().over(w_q)).filter(F.col("_n") <= F.col("_quota")) \
+            .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source",
+                    "_pkey", "_skey", "_hkey").write.parquet(scratch["final"])
+        final = spark.read.parquet(scratch["final"])
 
+        _warn_missing(ctx, labels, counts, quotas, balance)
+
+        # 5. figures of the slim rows: sizes, documents, markers, sources, duplicates, leakage.
+        sizes = {s: 0 for s in sp.SPLITS}
+        corpora, markers, sources = {}, {}, {}
+        for r in final.groupBy("_split", "corpus").agg(
+                F.count(F.lit(1)).alias("pairs"), F.countDistinct("doc_id").alias("documents")).collect():
+            corpora[f"{r['_split']}|{r['corpus']}"] = {"pairs": int(r["pairs"]), "documents": int(r["documents"])}
+            sizes[r["_split"]] += int(r["pairs"])
+        columns = schema.names
+        if "marker" in columns or "source" in columns:
+            for split, label, m, src, n in [tuple(r) for r in final.groupBy("_split", "label", "marker", "source")
+                                            .count().collect()]:
+                if m is not None and "marker" in columns:
+                    markers.setdefault(label, {})[m] = markers.get(label, {}).get(m, 0) + int(n)
+                if src is not None and "source" in columns:
+                    sources[f"{split}|{src}"] = sources.get(f"{split}|{src}", 0) + int(n)
+        leakage, duplicates = _leakage(F, final)
+
+        # 6. pass 2: the kept rows to Arrow files per output file, and their statistics.
+        n_files = {s: bt.files_per_split(sizes[s], getattr(args, "files_per_table", 4)) for s in sp.SPLITS}
+        if sum(sizes.values()):
+            final.select("_unit", "_row", "_split").repartitionByRange(
+                max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism)), "_unit").mapInArrow(
+                _kept_fn(units, schema, scratch["rows"], scratch["statistics"], n_files), "unit long, n long").collect()
+        rows = read("statistics", bt.STATS_SCHEMA)
+        aggregates = [dict(r.asDict(), label_all=bool(r["_all"])) for r in rows.filter(F.col("kind") == "row")
+                      .rollup("split", "label").agg(*st.spark_aggregate_columns(), F.grouping("label").alias("_all"))
+                      .filter(F.col("split").isNotNull()).collect()]
+        for a in aggregates:
+            a.pop("_all")
+        # PMI counts: one row per (split, side, word) with its texts per label; words seen
+        # fewer than PMI_MIN_COUNT times never reach the driver.
+        per_label = [F.sum(F.when(F.col("label") == l, F.col("n"))).alias(f"n_{i:03d}") for i, l in enumerate(labels)]
+        words = [(r["split"], r["side"], l, r["word"], r[f"n_{i:03d}"])
+                 for r in rows.filter(F.col("kind") == "word").groupBy("split", "side", "word")
+                 .agg(F.sum("n").alias("_t"), *per_label).filter(F.col("_t") >= st.PMI_MIN_COUNT).collect()
+                 for i, l in enumerate(labels) if r[f"n_{i:03d}"]]
+        blocks = bt.card_statistics(aggregates, words, duplicates)
+
+        # 7. pass 3: one task per output file; then the card, then the folder into place.
+        out_schema = bt.plain_schema(schema)
+        files = [(s, b) for s in sp.SPLITS if sizes[s] for b in range(n_files[s])]
+        written = _over(spark, len(files)).mapInArrow(_merge_fn(files, scratch["rows"], tmp, out_schema),
+                                                      _out.FILE_SCHEMA).collect() if files else []
+        num_bytes: dict = {}
+        for w in written:
+            split = fs.basename(fs.parent(w["path"]))
+            num_bytes[split] = num_bytes.get(split, 0) + int(w["bytes"])
+        for split in sp.SPLITS:
+            if not sizes[split]:  # `datasets` cannot read an empty Parquet split: leave it out, say so
+                ctx.warn(f"splits: the {split} split is empty and is not written")
+
+        result = {"splits": {s: blocks.get(s) or {"labels": {}, "all": {"count": 0, **{k: None for k in st.AGGREGATES}}}
+                             for s in sp.SPLITS}}
+        stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
+        stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
+        stats["corpora"] = corpora
+        stats["dropped"] = drops
+        stats["leakage"] = leakage["checks"]
+        stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
+                            for l, m in sorted(markers.items())}
+        if "source" in columns:
+            stats["sources"] = dict(sorted(sources.items()))
+        dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
+        build = card_mod.build_info(ctx)
+        with tempfile.TemporaryDirectory() as local_tmp:
+            local = Path(local_tmp)
+            card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
+                                      schema=from_arrow_schema(out_schema), lang=ctx.lexicon.lang,
+                                      license=getattr(args, "license", "cc-by-sa-4.0"), leakage=leakage,
+                                      pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
+                                      num_bytes=num_bytes)
+            for f in sorted(local.iterdir()):
+                _put_file(spark, f, fs.join(tmp, f.name))
+        if _out.exists(spark, target):
+            if not getattr(args, "overwrite", False):
+                raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
+            _out.delete(spark, target)
+        _out.rename(spark, tmp, target)
+    finally:
+        _out.delete(spark, work)
+    ctx.stats[STAGE] = stats
+
+
+def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
     for label in ("contrasting", "entailment", "reasoning", "neutral"):
         if label not in labels:
             ctx.warn(f"splits: no '{label}' pairs in pairs/ after leakage removal")
-    for (split, corpus), _ in sorted({(s, c): 0 for (s, c, _) in counts}.items()):
+    for split, corpus in sorted({(s, c) for (s, c, _) in counts}):
         kept = sum(quotas.get((split, corpus, l), 0) for l in labels)
         if kept == 0 and sum(counts.get((split, corpus, l), 0) for l in labels):
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
-
-    # 5. statistics: `st.split_statistics`, the function behind `trainer stats`, once per
-    #    split in applyInPandas; only the small result comes back to the driver.
-    result = {"splits": {}}
-    blocks = dict(final.select(F.col("_split").alias("split"), "pair_id", "premise", "hypothesis", "label")
-                  .groupBy("split").applyInPandas(_split_statistics_group, "split string, stats string")
-                  .collect())
-    for split in sp.SPLITS:
-        block = json.loads(blocks[split]) if split in blocks else {
-            "labels": {}, "all": {"count": 0, **{k: None for k in st.AGGREGATES}}}
-        result["splits"][split] = block
-    leakage = _leakage(F, final)
-    result["leakage"] = leakage["between_splits"]
-
-    stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
-    stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
-    stats["corpora"] = {f"{r['_split']}|{r['corpus']}": {"pairs": int(r["pairs"]), "documents": int(r["documents"])}
-                        for r in final.groupBy("_split", "corpus").agg(F.count(F.lit(1)).alias("pairs"),
-                                                                      F.countDistinct("doc_id").alias("documents")).collect()}
-    stats["dropped"] = drops
-    stats["leakage"] = leakage["checks"]
-    markers, sources = {}, {}
-    if "marker" in columns or "source" in columns:  # one job for both
-        marker = F.col("marker") if "marker" in columns else F.lit(None).cast("string")
-        source = F.col("source") if "source" in columns else F.lit(None).cast("string")
-        for split, label, m, src, n in [tuple(r) for r in final.groupBy(
-                "_split", "label", marker.alias("m"), source.alias("s")).count().collect()]:
-            if m is not None:
-                markers.setdefault(label, {})[m] = markers.get(label, {}).get(m, 0) + int(n)
-            if src is not None:
-                sources[f"{split}|{src}"] = sources.get(f"{split}|{src}", 0) + int(n)
-    stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15]) for l, m in sorted(markers.items())}
-    if "source" in columns:
-        stats["sources"] = dict(sorted(sources.items()))
-
-    # 6. write everything under a temporary folder, then move it into place.
-    out_cols = [c for c in final.columns if c not in _INTERNAL]
-    tmp_name = "_tmp-splits"
-    _out.delete(spark, ctx.table_path(tmp_name))
-    schema = final.select(*out_cols).schema
-    num_bytes = {}
-    for split in sp.SPLITS:
-        n = result["splits"][split]["all"]["count"]
-        if not n:  # `datasets` cannot read an empty Parquet split: leave it out, say so
-            ctx.warn(f"splits: the {split} split is empty and is not written")
-            continue
-        part = final.filter(F.col("_split") == split).select(*out_cols)
-        n_files = max(1, min(int(getattr(args, "files_per_table", 4) or 4), n // 100_000 + 1))
-        path = ctx.write_table(part, f"{tmp_name}/{split}", sort_by=["pair_id"], num_files=n_files)
-        fs, hpath = _out._fs(spark, path)
-        num_bytes[split] = int(fs.getContentSummary(hpath).getLength())
-    dataset = {"splits": result["splits"], "leakage": result["leakage"]}
-    build = card_mod.build_info(ctx)
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp)
-        card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build, schema=schema,
-                                  lang=ctx.lexicon.lang, license=getattr(args, "license", "cc-by-sa-4.0"),
-                                  leakage=leakage, pairs_stats=ctx.stats.get("pairs"),
-                                  sentences_stats=ctx.stats.get("sentences"), num_bytes=num_bytes)
-        for f in sorted(local.iterdir()):
-            _put_file(spark, f, ctx.table_path(f"{tmp_name}/{f.name}"))
-    if _out.exists(spark, target):
-        if not getattr(args, "overwrite", False):
-            raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
-        _out.delete(spark, target)
-    _out.rename(spark, ctx.table_path(tmp_name), target)
-    for df in (final, doc_split, ranked):
-        df.unpersist()
-    ctx.stats[STAGE] = stats
 
 
 def _put_file(spark, local: Path, dest: str) -> None:
@@ -341,24 +406,36 @@ def _put_file(spark, local: Path, dest: str) -> None:
     fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(str(local)), hdest)
 
 
-def _leakage(F, final) -> dict:
-    """Checks on the written splits: documents, pairs, sentence pairs and hypotheses that
-    occur in two splits (the first three must be 0; shared hypotheses are reported).
-    One Spark job: (kind, key) -> set of splits, then counts per set."""
+def _leakage(F, final) -> tuple[dict, dict]:
+    """Checks on the kept rows: documents, pairs, sentence pairs and hypotheses that occur
+    in two splits (the first three must be 0; shared hypotheses are reported), and the
+    repeated pairs and sentence pairs within each split (`statistics.duplicate_counts`).
+    One Spark job: per key of each kind its rows per split, then keys and repeats per
+    (kind, set of splits as a bit mask)."""
     kinds = {"documents": "doc_id", "pairs": "_pkey", "sentence_pairs": "_skey", "hypotheses": "_hkey"}
-    items = F.array(*[F.struct(F.lit(kind).alias("kind"), F.col(col).cast("string").alias("k"))
-                      for kind, col in kinds.items()])
-    sets = (final.select(F.explode(items).alias("i"), F.col("_split").alias("s"))
-            .groupBy("i.kind", "i.k").agg(F.array_sort(F.collect_set("s")).alias("splits"))
-            .filter(F.size("splits") > 1)
-            .groupBy("kind", "splits").count().collect())
+    n_splits = len(sp.SPLITS)
+    per_split = [F.sum(F.when(F.col("_split") == s, 1).otherwise(0)).alias(f"c{i}") for i, s in enumerate(sp.SPLITS)]
+    mask = sum((F.when(F.col(f"c{i}") > 0, 1 << i).otherwise(0) for i in range(n_splits)), F.lit(0))
+    result = None
+    for kind, col in kinds.items():
+        part = (final.groupBy(F.col(col).alias("k")).agg(*per_split)
+                .groupBy(F.lit(kind).alias("kind"), mask.alias("mask"))
+                .agg(F.count(F.lit(1)).alias("keys"),
+                     *[F.sum(F.greatest(F.col(f"c{i}") - 1, F.lit(0))).alias(f"r{i}") for i in range(n_splits)]))
+        result = part if result is None else result.unionByName(part)
+    rows = result.collect()
     checks = {f"{kind}_in_two_splits": 0 for kind in kinds}
     between = {f"{a}|{b}": {kind: 0 for kind in kinds}
                for i, a in enumerate(sp.SPLITS) for b in sp.SPLITS[i + 1:]}
-    for r in sets:
-        checks[f"{r['kind']}_in_two_splits"] += int(r["count"])
-        names = sorted(r["splits"], key=sp.SPLITS.index)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                between[f"{a}|{b}"][r["kind"]] += int(r["count"])
-    return {"checks": checks, "between_splits": between}
+    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in sp.SPLITS}
+    for r in rows:
+        names = [s for i, s in enumerate(sp.SPLITS) if int(r["mask"]) >> i & 1]
+        if len(names) > 1:
+            checks[f"{r['kind']}_in_two_splits"] += int(r["keys"])
+            for i, a in enumerate(names):
+                for b in names[i + 1:]:
+                    between[f"{a}|{b}"][r["kind"]] += int(r["keys"])
+        if r["kind"] in ("pairs", "sentence_pairs"):
+            for i, s in enumerate(sp.SPLITS):
+                duplicates[s][r["kind"]] += int(r[f"r{i}"])
+    return {"checks": checks, "between_splits": between}, duplicates

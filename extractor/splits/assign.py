@@ -181,22 +181,3 @@ def quota_drops(counts: Mapping, quotas: Mapping) -> dict[str, dict[str, int]]:
             out.setdefault(split, {}).setdefault(label, 0)
             out[split][label] += gone
     return {s: dict(sorted(v.items())) for s, v in sorted(out.items())}
-
-
-# ---------------------------------------------------------------------------- per-pair keys
-
-def pair_keys(pair_ids: Sequence[str], premises: Sequence[str], hypotheses: Sequence[str], seed: int) -> dict:
-    """The keys stage 3 compares pairs by, for a batch of pairs: `_h` the hash order
-    (`stable_hash(pair_id, seed)`), `_pkey` the pair (case- and space-folded, in order),
-    `_skey` the sentence pair in either order, `_hkey` the hypothesis alone."""
-    from extractor import statistics as st
-    from extractor.hashing import stable_hex
-
-    prem = [p or "" for p in premises]
-    hyp = [h or "" for h in hypotheses]
-    return {
-        "_h": [stable_hash(str(pid), seed=seed) for pid in pair_ids],
-        "_pkey": [stable_hex(st.pair_text_key(p, h)) for p, h in zip(prem, hyp)],
-        "_skey": [stable_hex(st.pair_text_key(p, h, ordered=False)) for p, h in zip(prem, hyp)],
-        "_hkey": [stable_hex(" ".join(h.casefold().split())) for h in hyp],
-    }

@@ -2,7 +2,7 @@
 runs, over a pyarrow table of pairs. For the engine-overhead benchmark
 (benchmarks/splits_throughput.py) and as a reference in tests.
 
-Steps (docs/splits.md): per-pair keys (`extractor.splits.assign.pair_keys`), per-document
+Steps (docs/splits.md): per-pair summaries (`extractor.splits.batches.summaries`), per-document
 summaries and whole-document assignment per corpus (`assign_documents`), pairs spanning
 two splits dropped, one copy of each sentence pair kept (test, else validation, else
 train; then the lowest hash), quotas per (split, corpus, label) (`compute_quotas`) filled
@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from extractor import statistics as st
 from extractor.splits import assign as sp
+from extractor.splits import batches as bt
 
 
 def run_plain(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",
               max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS, test_only: set | None = None):
     """-> ({split: pyarrow Table sorted by pair_id}, stats)."""
-    df = pairs.to_pandas()
-    keys = sp.pair_keys(df["pair_id"].astype(str).tolist(), df["premise"].tolist(), df["hypothesis"].tolist(), seed)
-    for name, values in keys.items():
-        df[name] = values
-    df["_pdoc"] = [(r or {}).get("doc_id") or d for r, d in zip(df["premise_ref"], df["doc_id"])]
-    df["_hdoc"] = [(r or {}).get("doc_id") or d for r, d in zip(df["hypothesis_ref"], df["doc_id"])]
-    df["_test_only"] = df["corpus"].isin(test_only or set())
+    df = bt.summaries(pairs, seed, frozenset(test_only or ())).to_pandas()
+    drops: dict = {k: int(v) for k, v in df["_reject"].value_counts().items()}
+    df = df[df["_reject"].isna()]
     labels = sorted(df["label"].unique())
     own = df[["corpus", "doc_id", "label", "_test_only"]].assign(w=1)
     lent = pd.concat([df[["corpus", "_pdoc", "label", "_test_only"]].rename(columns={"_pdoc": "doc_id"}),
@@ -38,9 +36,9 @@ def run_plain(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: s
     docs = docs.reset_index()
     doc_split = pd.concat([sp.assign_documents(g, ratios, seed) for _, g in docs.groupby("corpus", sort=True)])
     where = dict(zip(doc_split["doc_id"], doc_split["split"]))
-    df["_split"] = df["doc_id"].map(where)
+    df = df.assign(_split=df["doc_id"].map(where))
     cross = (df["_pdoc"].map(where) != df["_split"]) | (df["_hdoc"].map(where) != df["_split"])
-    drops: dict = {"pair_spans_documents_of_two_splits": int(cross.sum())}
+    drops["pair_spans_documents_of_two_splits"] = int(cross.sum())
     df = df[~cross].copy()
     df["_prio"] = df["_split"].map(sp.KEEP_PRIORITY)
     df = df.sort_values(["_skey", "_prio", "_h", "pair_id"], kind="mergesort")
@@ -57,11 +55,13 @@ def run_plain(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: s
     rank = df.groupby(["_split", "corpus", "label"]).cumcount()
     quota = pd.Series([quotas.get(k, 0) for k in zip(df["_split"], df["corpus"], df["label"])], index=df.index)
     df = df[rank < quota]
-    out_cols = [f.name for f in pairs.schema]
+    kept = bt.kept_rows(pairs, df["_row"].tolist(), df["_split"].tolist())
+    split_col = kept.column("_split").to_pylist()
     splits = {}
     for name in sp.SPLITS:
-        part = df[df["_split"] == name].sort_values("pair_id")
-        if len(part):
-            splits[name] = pa.Table.from_pandas(part[out_cols], schema=pairs.schema, preserve_index=False)
+        part = kept.filter(pa.array([s == name for s in split_col])).drop_columns(["_split"])
+        if part.num_rows:
+            keys = [(k, "ascending") for k in bt.SORT_KEYS if k in part.column_names]
+            splits[name] = part.take(pc.sort_indices(part, sort_keys=keys))
     dataset = st.dataset_statistics({k: v.to_pandas() for k, v in splits.items()})
     return splits, {"dropped": drops, "splits": {k: v.num_rows for k, v in splits.items()}, "statistics": dataset}

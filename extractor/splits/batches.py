@@ -1,0 +1,323 @@
+"""Stage 3 per batch: pure functions over pyarrow tables of pairs, no Spark.
+
+The stage (`extractor.spark.splits_stage`, and `extractor.splits.plain` in one process)
+touches the texts of the pairs table only here, in three steps:
+
+1. `read_unit` + `summaries`: each work unit (row groups of one Parquet file of `pairs/`)
+   becomes one slim row per pair: ids, documents, label, hash order and the comparison
+   keys (`SUMMARY_SCHEMA`). Everything global (documents -> splits, identical pairs,
+   quotas, leakage) is decided on these slim rows.
+2. `kept_rows` + `shuffle_files`: a unit's kept rows, with their split, go to one Arrow
+   file per (split, bucket); `batch_statistics` gives their card statistics.
+3. `merge_bucket`: the files of one (split, bucket) sorted by `pair_id` into the final
+   Parquet file. A pair's bucket is a hash of its `pair_id`, so the files depend on the
+   rows only, not on the units, cores or partitions.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor import fs
+from extractor import statistics as st
+from extractor.hashing import stable_hash
+
+SUMMARY_SCHEMA = pa.schema([
+    ("_unit", pa.int32()), ("_row", pa.int32()), ("pair_id", pa.string()), ("corpus", pa.string()),
+    ("doc_id", pa.string()), ("_pdoc", pa.string()), ("_hdoc", pa.string()), ("label", pa.string()),
+    ("marker", pa.string()), ("source", pa.string()), ("_test_only", pa.bool_()), ("_reject", pa.string()),
+    ("_h", pa.int64()), ("_pkey", pa.binary()), ("_skey", pa.binary()), ("_hkey", pa.binary())])
+REQUIRED = ("pair_id", "doc_id", "corpus", "premise", "hypothesis", "label")
+UNIT_ROWS = 65_536  # row groups per unit: about this many pairs
+PAIRS_PER_FILE = 100_000
+
+
+class PairsTableError(ValueError):
+    """The pairs table cannot be read as stage 3 needs it: one-line message."""
+
+
+# ---------------------------------------------------------------------------- units
+
+def _partition_values(rel: str) -> dict[str, str]:
+    """Hive partition directories of a file (``label=neutral/part-0.parquet``)."""
+    out = {}
+    for part in rel.split("/")[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
+    return out
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    from extractor.output import _plain_type
+
+    return pa.schema([f.with_type(_plain_type(f.type)) for f in schema])
+
+
+def list_units(table_dir: str) -> tuple[pa.Schema, list[dict]]:
+    """(the table's schema, its work units): every Parquet file of `table_dir`, cut into
+    runs of row groups of about UNIT_ROWS rows. A unit is a small JSON-able dict."""
+    import pyarrow.parquet as pq
+
+    base = fs.canonical(table_dir).rstrip("/")
+    files = [p for p, _ in fs.list_files(table_dir) if p.endswith(".parquet") or "." not in fs.basename(p)]
+    schema, units, part_cols = None, [], []
+    for path in files:
+        parts = _partition_values(path[len(base) + 1:])
+        with fs.open_input(path) as fh:
+            meta = pq.ParquetFile(fh).metadata
+            file_schema = meta.schema.to_arrow_schema()
+        if schema is None:
+            part_cols = list(parts)
+            schema = plain_schema(pa.schema([f for f in file_schema if f.name not in parts]
+                                            + [pa.field(c, pa.string()) for c in part_cols]))
+        groups, rows = [], 0
+        for g in range(meta.num_row_groups):
+            n = meta.row_group(g).num_rows
+            if groups and rows + n > UNIT_ROWS:
+                units.append({"path": path, "row_groups": groups, "rows": rows, "partition": parts})
+                groups, rows = [], 0
+            groups.append(g)
+            rows += n
+        if rows:
+            units.append({"path": path, "row_groups": groups, "rows": rows, "partition": parts})
+    if schema is None:
+        raise PairsTableError(f"{table_dir}: the pairs table has no Parquet file; run the pairs stage first")
+    for needed in REQUIRED:
+        if needed not in schema.names:
+            raise PairsTableError(f"{table_dir}: the pairs table has no column '{needed}'")
+    return schema.remove_metadata(), units
+
+
+def read_unit(unit: dict, schema: pa.Schema, columns: list[str] | None = None) -> pa.Table:
+    """The rows of one unit as `schema` (partition columns filled in), or only `columns`."""
+    import pyarrow.parquet as pq
+
+    names = columns or schema.names
+    parts = unit.get("partition") or {}
+    with fs.open_input(unit["path"]) as fh:
+        pf = pq.ParquetFile(fh)
+        in_file = [c for c in names if c not in parts and c in pf.schema_arrow.names]
+        table = pf.read_row_groups(unit["row_groups"], columns=in_file)
+    arrays = []
+    for name in names:
+        field = schema.field(name)
+        if name in parts:
+            arrays.append(pa.array([parts[name]] * table.num_rows, pa.string()).cast(field.type))
+        elif name in table.column_names:
+            arrays.append(table.column(name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(n) for n in names]))
+
+
+# ---------------------------------------------------------------------------- step 1
+
+def _ref_docs(table: pa.Table, ref: str) -> list:
+    """doc_id of a *_ref column: a struct's doc_id, the 'doc_id:para_idx:sent_idx'
+    string's head, or the pair's own doc_id when there is no such column or value."""
+    own = table.column("doc_id").to_pylist()
+    if ref not in table.column_names:
+        return own
+    col = table.column(ref)
+    if pa.types.is_struct(col.type):
+        if col.type.get_field_index("doc_id") < 0:
+            return own
+        values = pc.struct_field(col, "doc_id").cast(pa.string()).to_pylist()
+    else:
+        values = [None if v is None else (str(v).rsplit(":", 2)[0] if str(v).count(":") >= 2 else "")
+                  for v in col.cast(pa.string()).to_pylist()]
+    return [v if v else d for v, d in zip(values, own)]
+
+
+def _fold(text) -> str:
+    return " ".join(text.casefold().split()) if text else ""
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) -> pa.Table:
+    """One slim row per pair (`SUMMARY_SCHEMA`): `_h` the hash order of the pair
+    (`stable_hash(pair_id, seed)`); `_pkey` the pair, `_skey` the sentence pair in either
+    order, `_hkey` the hypothesis, each case-folded with whitespace collapsed and hashed
+    (16 bytes of blake2b); `_reject` why a row the pairs stage kept for inspection is not
+    data (`not_pos_ok`, `not_keep`), else null."""
+    n = table.num_rows
+    pair_ids = [str(p) for p in table.column("pair_id").to_pylist()]
+    prem = [_fold(p) for p in table.column("premise").to_pylist()]
+    hyp = [_fold(h) for h in table.column("hypothesis").to_pylist()]
+    corpus = table.column("corpus").cast(pa.string()).to_pylist()
+    roles = table.column("role").to_pylist() if "role" in table.column_names else [None] * n
+    reject = [None] * n
+    for flag in ("pos_ok", "keep"):
+        if flag in table.column_names and pa.types.is_boolean(table.column(flag).type):
+            for i, v in enumerate(table.column(flag).to_pylist()):
+                if reject[i] is None and not v:
+                    reject[i] = f"not_{flag}"
+
+    def col(name):
+        return table.column(name).cast(pa.string()) if name in table.column_names else pa.nulls(n, pa.string())
+
+    arrays = {
+        "_unit": pa.array([unit] * n, pa.int32()), "_row": pa.array(range(n), pa.int32()),
+        "pair_id": pa.array(pair_ids, pa.string()), "corpus": pa.array(corpus, pa.string()),
+        "doc_id": col("doc_id"), "_pdoc": pa.array(_ref_docs(table, "premise_ref"), pa.string()),
+        "_hdoc": pa.array(_ref_docs(table, "hypothesis_ref"), pa.string()), "label": col("label"),
+        "marker": col("marker"), "source": col("source"),
+        "_test_only": pa.array([c in test_only or r == "test-only" for c, r in zip(corpus, roles)], pa.bool_()),
+        "_reject": pa.array(reject, pa.string()),
+        "_h": pa.array([stable_hash(p, seed=seed) for p in pair_ids], pa.int64()),
+        "_pkey": pa.array([_digest(p + "\x1f" + h) for p, h in zip(prem, hyp)], pa.binary()),
+        "_skey": pa.array([_digest(p + "\x1f" + h if p <= h else h + "\x1f" + p) for p, h in zip(prem, hyp)],
+                          pa.binary()),
+        "_hkey": pa.array([_digest(h) for h in hyp], pa.binary()),
+    }
+    return pa.Table.from_arrays([arrays[f.name] for f in SUMMARY_SCHEMA], schema=SUMMARY_SCHEMA)
+
+
+# ---------------------------------------------------------------------------- step 2
+
+def files_per_split(n_pairs: int, files_per_table: int) -> int:
+    """How many Parquet files a split of `n_pairs` pairs is written as."""
+    return max(1, min(int(files_per_table or 4), n_pairs // PAIRS_PER_FILE + 1))
+
+
+def bucket_of(pair_id: str, n_files: int) -> int:
+    return zlib.crc32(str(pair_id).encode("utf-8")) % n_files
+
+
+def kept_rows(table: pa.Table, rows, splits) -> pa.Table:
+    """The rows of a unit that the split assignment kept, with their split (`_split`)."""
+    order = sorted(range(len(rows)), key=rows.__getitem__)
+    taken = table.take(pa.array([rows[i] for i in order], pa.int32()))
+    return taken.append_column("_split", pa.array([splits[i] for i in order], pa.string()))
+
+
+def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int]) -> list[str]:
+    """Write a unit's kept rows as Arrow files ``<folder>/<split>/<bucket>/unit-<unit>.arrow``
+    (the rows of each final file, from this unit). Returns the paths written."""
+    import pyarrow.ipc as ipc
+
+    split_col = kept.column("_split").to_pylist()
+    pair_ids = kept.column("pair_id").to_pylist()
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, (s, p) in enumerate(zip(split_col, pair_ids)):
+        groups.setdefault((s, bucket_of(p, n_files[s])), []).append(i)
+    data = kept.drop_columns(["_split"])
+    written = []
+    for (split, bucket), idx in sorted(groups.items()):
+        path = fs.join(folder, split, f"{bucket:05d}", f"unit-{unit:06d}.arrow")
+        part = data.take(pa.array(idx, pa.int32()))
+        with fs.open_output(path) as out, ipc.new_stream(out, part.schema) as writer:
+            writer.write_table(part)
+        written.append(path)
+    return written
+
+
+STATS_SCHEMA = pa.schema([("kind", pa.string()), ("split", pa.string()), ("label", pa.string()),
+                          ("side", pa.string()), ("word", pa.string()), ("n", pa.int64())]
+                         + [(c, {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}[st.ROW_DTYPES[c]])
+                            for c in st.ROW_COLUMNS])
+SIDES = ("hypothesis", "premise")
+
+
+def unit_statistics(kept: pa.Table) -> pa.Table:
+    """The card's statistics of a unit's kept rows (`STATS_SCHEMA`): one ``row`` per pair
+    with its :data:`~extractor.statistics.ROW_COLUMNS`, and one ``word`` row per (split,
+    side, label, word) with ``n`` the texts holding the word (`statistics.batch_statistics`).
+    Rows of many units add up: aggregates of the row columns, sums of ``n``."""
+    out = []
+    split_col = kept.column("_split").to_pylist()
+    for split in sorted(set(split_col)):
+        idx = pa.array([i for i, s in enumerate(split_col) if s == split], pa.int32())
+        part = kept.take(idx)
+        labels = part.column("label").cast(pa.string()).to_pylist()
+        rows, counts = st.batch_statistics(part.column("premise").to_pylist(), part.column("hypothesis").to_pylist(),
+                                           labels)
+        n = len(rows)
+        arrays = {"kind": pa.array(["row"] * n, pa.string()), "split": pa.array([split] * n, pa.string()),
+                  "label": pa.array(labels, pa.string())}
+        for c in st.ROW_COLUMNS:
+            arrays[c] = pa.array(rows[c].to_numpy(), STATS_SCHEMA.field(c).type)
+        out.append(_stats_table(arrays, n))
+        words = [(side, label, w, c) for side in SIDES for label, counter in sorted(counts[side]["words"].items())
+                 for w, c in counter.items()]
+        if words:
+            side, label, word, cnt = (list(x) for x in zip(*words))
+            out.append(_stats_table({"kind": pa.array(["word"] * len(words), pa.string()),
+                                     "split": pa.array([split] * len(words), pa.string()),
+                                     "label": pa.array(label, pa.string()), "side": pa.array(side, pa.string()),
+                                     "word": pa.array(word, pa.string()), "n": pa.array(cnt, pa.int64())},
+                                    len(words)))
+    return pa.concat_tables(out) if out else STATS_SCHEMA.empty_table()
+
+
+def _stats_table(arrays: dict, n: int) -> pa.Table:
+    return pa.Table.from_arrays([arrays.get(f.name, pa.nulls(n, f.type)) for f in STATS_SCHEMA], schema=STATS_SCHEMA)
+
+
+def card_statistics(aggregates: list[dict], words: list[tuple], duplicates: dict, top_k: int = 10,
+                    min_count: int = st.PMI_MIN_COUNT) -> dict:
+    """``{split: block}`` as `statistics.split_statistics` gives it for each split, from
+    what the stage aggregated over all units: ``aggregates`` one dict per (split, label)
+    and per split (``label_all`` true) with ``count`` and the AGGREGATES; ``words``
+    (split, side, label, word, n) summed over units (words seen fewer than ``min_count``
+    times on a side of a split may be left out: they never reach the PMI lists);
+    ``duplicates`` {split: {"pairs": n, "sentence_pairs": n}}."""
+    from collections import Counter
+
+    per_split: dict[str, list] = {}
+    unlabeled: dict[str, int] = {}
+    for row in aggregates:
+        row = dict(row)
+        split, total = row.pop("split"), row.pop("label_all")
+        if not total and row["label"] is None:
+            unlabeled[split] = int(row["count"])
+            continue
+        if total:
+            row["label"] = None
+        per_split.setdefault(split, []).append(row)
+    counted: dict = {}
+    for split, side, label, word, n in words:
+        c = counted.setdefault(split, {s: {} for s in SIDES})[side]
+        c.setdefault(label, Counter())[word] = int(n)
+    out = {}
+    for split, rows in sorted(per_split.items()):
+        result = st.blocks_from_rows(rows)
+        labels = {l: b["count"] for l, b in result["labels"].items()}
+        counts = {side: {"labels": labels, "words": counted.get(split, {}).get(side, {})} for side in SIDES}
+        out[split] = st.assemble_split_statistics(result, counts,
+                                                  unlabeled.get(split, 0), duplicates.get(split, {}), top_k, min_count)
+    return out
+
+
+# ---------------------------------------------------------------------------- step 3
+
+SORT_KEYS = ("pair_id", "doc_id", "premise", "hypothesis")
+
+
+def merge_bucket(folder: str, schema: pa.Schema) -> pa.Table:
+    """The rows of one final file: every unit's Arrow file of the bucket, sorted by
+    `pair_id` (then the document and texts, so that equal ids cannot reorder)."""
+    import pyarrow.ipc as ipc
+
+    tables = []
+    for path, _ in (fs.list_files(folder, recursive=False) if fs.exists(folder) else []):
+        with fs.open_input(path) as fh:
+            tables.append(ipc.open_stream(fh).read_all())
+    if not tables:
+        return schema.empty_table()
+    table = pa.concat_tables(tables)
+    keys = [(k, "ascending") for k in SORT_KEYS if k in table.column_names]
+    return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+def unit_json(unit: dict) -> str:
+    return json.dumps(unit, sort_keys=True)

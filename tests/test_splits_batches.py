@@ -1,0 +1,127 @@
+"""Stage 3's pure per-unit functions (extractor.splits.batches), without Spark: units of a
+real pairs table layout, statistics that add up over units to what `trainer stats`
+computes on the whole split, and output files that depend on the rows only."""
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from extractor import statistics as st
+from extractor.splits import batches as bt
+
+from tests.test_splits_stage import make_pairs
+
+
+@pytest.fixture(scope="module")
+def pairs() -> pa.Table:
+    pdf, _ = make_pairs()
+    return pa.Table.from_pandas(pdf, preserve_index=False)
+
+
+def _write_partitioned(table: pa.Table, folder, files_per_label: int, row_group: int) -> None:
+    """A pairs table laid out as Spark writes `partitionBy("label")`: label=<v>/part-*.parquet."""
+    for label in sorted(set(table.column("label").to_pylist())):
+        part = table.filter(pa.compute.equal(table.column("label"), label)).drop_columns(["label"])
+        step = -(-part.num_rows // files_per_label)
+        for i in range(files_per_label):
+            (folder / f"label={label}").mkdir(parents=True, exist_ok=True)
+            pq.write_table(part.slice(i * step, step), folder / f"label={label}" / f"part-{i:05d}.parquet",
+                           row_group_size=row_group)
+
+
+def test_units_cover_every_row_once_with_partition_values(pairs, tmp_path, monkeypatch):
+    _write_partitioned(pairs, tmp_path, files_per_label=2, row_group=40)
+    (tmp_path / "_SUCCESS").write_text("")
+    monkeypatch.setattr(bt, "UNIT_ROWS", 100)
+    schema, units = bt.list_units(str(tmp_path))
+    assert schema.names[-1] == "label" and schema.field("label").type == pa.string()
+    assert all(u["rows"] <= 100 or len(u["row_groups"]) == 1 for u in units)
+    assert sum(u["rows"] for u in units) == pairs.num_rows and len(units) > 8
+    got = pa.concat_tables([bt.read_unit(u, schema) for u in units])
+    key = ["pair_id", "label", "premise"]
+    assert sorted(zip(*(got.column(k).to_pylist() for k in key))) == \
+        sorted(zip(*(pairs.column(k).to_pylist() for k in key)))
+
+
+def test_a_table_without_files_or_columns_is_a_one_line_error(pairs, tmp_path):
+    with pytest.raises(bt.PairsTableError, match="has no Parquet file; run the pairs stage first"):
+        bt.list_units(str(tmp_path))
+    pq.write_table(pairs.drop_columns(["hypothesis"]), tmp_path / "part-00000.parquet")
+    with pytest.raises(bt.PairsTableError, match="no column 'hypothesis'"):
+        bt.list_units(str(tmp_path))
+
+
+def test_unit_statistics_add_up_to_the_statistics_of_the_whole_split(pairs):
+    """Three units' statistics, aggregated the way the stage aggregates them, give the
+    block `statistics.split_statistics` computes on the split at once."""
+    n = pairs.num_rows
+    split = ["train" if i % 5 else "test" for i in range(n)]
+    kept = pairs.append_column("_split", pa.array(split))
+    thirds = [kept.slice(0, n // 3), kept.slice(n // 3, n // 3), kept.slice(2 * (n // 3))]
+    parts = pa.concat_tables([bt.unit_statistics(t) for t in thirds]).to_pandas()
+    rows = parts[parts["kind"] == "row"]
+    aggregates = []
+    for split_name, frame in rows.groupby("split"):
+        blocks = st.aggregate_pandas(frame[list(st.ROW_COLUMNS)].reset_index(drop=True),
+                                     frame["label"].reset_index(drop=True))
+        for label, block in blocks["labels"].items():
+            aggregates.append(_agg_row(split_name, label, False, block))
+        aggregates.append(_agg_row(split_name, None, True, blocks["all"]))
+    words = parts[parts["kind"] == "word"].groupby(["split", "side", "label", "word"], as_index=False)["n"].sum()
+    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in ("train", "test")}
+    got = bt.card_statistics(aggregates, list(words.itertuples(index=False, name=None)), duplicates)
+    frame = kept.to_pandas()
+    for split_name in ("train", "test"):
+        part = frame[frame["_split"] == split_name]
+        want = st.split_statistics(part[["premise", "hypothesis", "label"]])
+        want["duplicates"] = duplicates[split_name]
+        assert got[split_name] == want
+
+
+def _agg_row(split, label, total, block):
+    return {"split": split, "label": label, "label_all": total, **block}
+
+
+def test_output_files_depend_on_the_rows_only(pairs, tmp_path):
+    """The same kept rows, cut into units two different ways and in another order, give
+    byte-identical merged files."""
+    n = pairs.num_rows
+    schema = bt.plain_schema(pairs.schema)
+    splits = ["train" if i % 4 else "validation" for i in range(n)]
+    n_files = {"train": 3, "validation": 1}
+
+    def build(folder, cuts, order):
+        for u, (start, stop) in enumerate(cuts):
+            rows = [r for r in order if start <= r < stop]
+            unit = pairs.slice(start, stop - start)
+            kept = bt.kept_rows(unit, [r - start for r in rows], [splits[r] for r in rows])
+            bt.shuffle_files(kept, str(folder), u, n_files)
+        out = {}
+        for split, k in n_files.items():
+            for b in range(k):
+                table = bt.merge_bucket(str(folder / split / f"{b:05d}"), schema)
+                sink = pa.BufferOutputStream()
+                pq.write_table(table, sink)
+                out[(split, b)] = (table.num_rows, hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest())
+        return out
+
+    a = build(tmp_path / "a", [(0, n // 2), (n // 2, n)], list(range(n)))
+    b = build(tmp_path / "b", [(0, 100), (100, 350), (350, n)], list(reversed(range(n))))
+    assert a == b
+    assert sum(rows for rows, _ in a.values()) == n and all(rows for rows, _ in a.values())
+
+
+def test_summaries_of_a_document_of_10000_pairs(pairs):
+    """One document of 10,000 pairs: one summary row per pair, every key distinct."""
+    big = pd.DataFrame({"pair_id": [f"p{i}" for i in range(10_000)], "doc_id": "wiki:long", "corpus": "wiki",
+                        "premise": [f"Sentence {i} of the long document." for i in range(10_000)],
+                        "hypothesis": [f"Sentence {i + 1} of the long document." for i in range(10_000)],
+                        "label": "neutral", "premise_ref": "wiki:long:0:1", "hypothesis_ref": "wiki:long:0:2"})
+    out = bt.summaries(pa.Table.from_pandas(big, preserve_index=False), seed=3, unit=7)
+    assert out.num_rows == 10_000 and set(out.column("_unit").to_pylist()) == {7}
+    assert set(out.column("_pdoc").to_pylist()) == {"wiki:long"}
+    assert len(set(out.column("_skey").to_pylist())) == 10_000

@@ -94,9 +94,11 @@ def _write_parquet(table, path: str) -> None:
 
 
 def _done(values: dict):
+    """One result row of a task, typed (a null must not make a column of Arrow type null)."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pydict({k: [v] for k, v in values.items()})
+    types = {str: pa.string(), int: pa.int64(), type(None): pa.string()}
+    return pa.RecordBatch.from_arrays([pa.array([v], types[type(v)]) for v in values.values()], names=list(values))
 
 
 def _summaries_fn(units: list, schema, seed: int, test_only: frozenset, folder: str):

@@ -267,3 +267,20 @@ def test_leakage_report_finds_keys_in_two_splits_and_repeats_within_one(spark):
                                                              "hypotheses": 1}
     assert duplicates == {"train": {"pairs": 2, "sentence_pairs": 2}, "validation": {"pairs": 0, "sentence_pairs": 0},
                           "test": {"pairs": 0, "sentence_pairs": 0}}
+
+
+@pytest.mark.parametrize("case", ["no rows", "every row rejected by the POS filter"])
+def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path, case):
+    pdf, _ = make_pairs()
+    if case == "no rows":
+        spark.createDataFrame(pdf.head(1)).limit(0).write.parquet(str(tmp_path / "pairs"))
+    else:
+        spark.createDataFrame(pdf.assign(pos_ok=False)).write.parquet(str(tmp_path / "pairs"))
+    ctx = run_stage(spark, tmp_path, pdf)
+    folder = tmp_path / "splits"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "class_distribution.png", "leakage.json",
+                                                        "stats.json"]
+    assert ctx.stats["splits"]["splits"] == {"train": 0, "validation": 0, "test": 0}
+    assert ctx.stats["splits"]["dropped"].get("not_pos_ok", 0) == (0 if case == "no rows" else len(pdf))
+    assert "splits: the train split is empty and is not written" in ctx.warnings
+    assert not (tmp_path / "_tmp-splits").exists() and not (tmp_path / "_tmp-splits-work").exists()

@@ -20,7 +20,6 @@ name and moved into place at the end, so a failed run never leaves a half-built 
 """
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -376,7 +375,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
                                       num_bytes=num_bytes)
             for f in sorted(local.iterdir()):
-                _put_file(spark, f, fs.join(tmp, f.name))
+                fs.write_bytes(fs.join(tmp, f.name), f.read_bytes())
         if _out.exists(spark, target):
             if not getattr(args, "overwrite", False):
                 raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
@@ -397,15 +396,6 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
-
-
-def _put_file(spark, local: Path, dest: str) -> None:
-    if not _out.is_uri(dest):
-        shutil.copyfile(local, dest)
-        return
-    jvm = spark.sparkContext._jvm
-    fs, hdest = _out._fs(spark, dest)
-    fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(str(local)), hdest)
 
 
 def _leakage(F, final) -> tuple[dict, dict]:

@@ -114,6 +114,20 @@ def partition_dir(column: str, value) -> str:
     return column + "=" + "".join(f"%{ord(ch):02X}" if ch in _PATH_ESCAPE else ch for ch in value)
 
 
+def partition_values(relative_path: str) -> dict[str, str | None]:
+    """The hive partition values of a table file from its path relative to the table
+    (``corpus=ro%3Awiki/part-0.parquet`` -> ``{"corpus": "ro:wiki"}``): the inverse of
+    `partition_dir`."""
+    from urllib.parse import unquote
+
+    out: dict[str, str | None] = {}
+    for part in relative_path.strip("/").split("/")[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k] = None if v == NULL_PARTITION else unquote(v)
+    return out
+
+
 def _plain_type(t):
     """Arrow types as the table schemas declare them (string, not large_string), so the
     bytes do not depend on Spark's Arrow settings."""
@@ -130,6 +144,13 @@ def _plain_type(t):
     if pa.types.is_map(t):
         return pa.map_(_plain_type(t.key_type), _plain_type(t.item_type))
     return t
+
+
+def plain_schema(schema):
+    """An Arrow schema with the types the table schemas declare (`_plain_type`)."""
+    import pyarrow as pa
+
+    return pa.schema([f.with_type(_plain_type(f.type)) for f in schema])
 
 
 class _FileSink:
@@ -193,8 +214,7 @@ def _task_writer(table_dir: str, partition_by: list[str]):
             if batch.num_rows == 0:
                 continue
             if data_schema is None:
-                fields = [f.with_type(_plain_type(f.type)) for f in batch.schema if f.name not in partition_by]
-                data_schema = pa.schema(fields)
+                data_schema = plain_schema([f for f in batch.schema if f.name not in partition_by])
             keys = list(zip(*[batch.column(batch.schema.get_field_index(c)).to_pylist() for c in partition_by])) \
                 if partition_by else None
             data = pa.RecordBatch.from_arrays(
@@ -251,7 +271,7 @@ def write_table_files(df, table_dir: str, partition_by=None) -> list[dict]:
     if not files:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        schema = pa.schema([f.with_type(_plain_type(f.type)) for f in to_arrow_schema(df.schema)])
+        schema = plain_schema(to_arrow_schema(df.schema))
         path = fs.join(table_dir, "part-00000.parquet")
         with fs.open_output(path) as stream:
             pq.ParquetWriter(stream, schema, **PARQUET_OPTIONS).close()

@@ -126,10 +126,19 @@ def inner_capital(text: str) -> bool:
     return any(ch.isupper() for ch in rest)
 
 
+def fold_text(text: str) -> str:
+    """A text as pairs and hypotheses are compared: case-folded, whitespace collapsed."""
+    return " ".join(text.casefold().split()) if text else ""
+
+
 def pair_text_key(premise: str, hypothesis: str, ordered: bool = True) -> str:
     """Comparison key of a pair: case-folded, whitespace collapsed; ``ordered=False`` also
     matches the reversed pair (an identical *sentence pair* in either order)."""
-    p, h = " ".join(premise.casefold().split()), " ".join(hypothesis.casefold().split())
+    return folded_pair_key(fold_text(premise), fold_text(hypothesis), ordered)
+
+
+def folded_pair_key(p: str, h: str, ordered: bool = True) -> str:
+    """`pair_text_key` of two texts already folded by `fold_text`."""
     if not ordered and h < p:
         p, h = h, p
     return p + "\x1f" + h
@@ -414,7 +423,7 @@ def leakage_counts(splits: dict[str, tuple[Sequence[str], Sequence[str]]]) -> di
         keys[name] = {
             "pairs": {pair_text_key(p, h) for p, h in zip(prem, hyp)},
             "sentence_pairs": {pair_text_key(p, h, ordered=False) for p, h in zip(prem, hyp)},
-            "hypotheses": {" ".join(h.casefold().split()) for h in hyp},
+            "hypotheses": {fold_text(h) for h in hyp},
         }
     names = list(splits)
     out = {}

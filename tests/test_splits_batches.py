@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import statistics as st
+from extractor.output import plain_schema
 from extractor.splits import batches as bt
 
 from tests.test_splits_stage import make_pairs
@@ -90,7 +91,7 @@ def test_output_files_depend_on_the_rows_only(pairs, tmp_path):
     """The same kept rows, cut into units two different ways and in another order, give
     byte-identical merged files."""
     n = pairs.num_rows
-    schema = bt.plain_schema(pairs.schema)
+    schema = plain_schema(pairs.schema)
     splits = ["train" if i % 4 else "validation" for i in range(n)]
     n_files = {"train": 3, "validation": 1}
 

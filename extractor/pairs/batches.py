@@ -134,18 +134,13 @@ def sentence_files(table: str) -> list[tuple[str, str | None, int]]:
     directory `corpus=<name>` names (%XX-escaped as Spark writes it) or None, bytes). What
     both passes read: a task reads its files with pyarrow, so the JVM never scans or
     converts the sentences."""
-    from urllib.parse import unquote
-
     from extractor import fs
+    from extractor.output import partition_values
 
     base = fs.canonical(table).rstrip("/")
     out = []
     for path, size in fs.list_files(table):
-        corpus = None
-        for part in path[len(base):].strip("/").split("/")[:-1]:
-            if part.startswith("corpus="):
-                value = part[len("corpus="):]
-                corpus = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        corpus = partition_values(path[len(base):]).get("corpus")
         out.append((path, corpus, size))
     return out
 

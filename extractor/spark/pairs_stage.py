@@ -23,6 +23,7 @@ from extractor.pairs import pos_filter as pf
 from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS, spark_ddl
+from extractor.spark.session import over_ids
 
 STAGE = "pairs"
 OUTPUT_COLUMNS = tuple(f.name for f in PAIRS)
@@ -141,13 +142,6 @@ def _pass(fn_name: str, lexicon, options: PairsOptions, units: list, needed=None
     return run
 
 
-def _over_units(spark, n: int):
-    """The units' ids in contiguous ranges, about two tasks per core (few tasks: each
-    reports its own histogram rows), at most one per unit."""
-    slots = max(1, spark.sparkContext.defaultParallelism)
-    return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
-
-
 def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
     one file) -> (pairs DataFrame, stats dict, cleanup callable). Call the cleanup after
@@ -176,7 +170,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
                 pass
 
     # 1. pass 1 (pairing only: the POS filter runs once identical pairs are together) -----
-    one = keep(_over_units(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, units),
+    one = keep(over_ids(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, units),
                                                           work_ddl))
     # 2. identical marked pairs together (rank in `bin`), the POS filter; then one job
     # collects pass 1's counts and the marked pairs' counts -----------------------------------
@@ -236,7 +230,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
                 two_units = [u for u in units if u[0] in by_file]
                 needed = spark.sparkContext.broadcast(by_file)
                 kept_frames.append(_Broadcast(needed))
-            two = keep(_over_units(spark, len(two_units)).mapInArrow(
+            two = keep(over_ids(spark, len(two_units)).mapInArrow(
                 _pass("pass_two_streams", lexicon, options, two_units, needed=needed, cuts=cuts), work_ddl))
         # 4. identical pairs together, the POS filter, identical pairs dropped (with marked
         # ones, then among themselves), the exact draw ---------------------------------------

@@ -36,6 +36,13 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     return session
 
 
+def over_ids(spark, n: int):
+    """ids 0..n-1 (work units, output files) in contiguous ranges for `mapInArrow`: about
+    two tasks per core (few tasks: each reports its own small result), at most one per id."""
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
+
+
 def executor_python(spark) -> str | None:
     """The Python an executor runs (one tiny task): recorded in stats.json, so a cluster run
     shows whether the packed environment (./environment/bin/python) served the executors."""

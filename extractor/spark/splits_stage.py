@@ -21,6 +21,7 @@ name and moved into place at the end, so a failed run never leaves a half-built 
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,7 @@ from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 from extractor.splits import card as card_mod
+from extractor.spark.session import over_ids
 
 STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
@@ -113,11 +115,9 @@ def _summaries_fn(units: list, schema, seed: int, test_only: frozenset, folder: 
     return fn
 
 
-def _tally(table) -> dict:
-    out: dict = {}
-    for key in zip(table.column("label").to_pylist(), table.column("_reject").to_pylist()):
-        out[key] = out.get(key, 0) + 1
-    return out
+def _tally(table) -> Counter:
+    """Rows of a summary table per (label, reject reason)."""
+    return Counter(zip(table.column("label").to_pylist(), table.column("_reject").to_pylist()))
 
 
 def _kept_fn(units: list, schema, rows_folder: str, stats_folder: str, n_files: dict):
@@ -164,12 +164,6 @@ def _assign_group(ratios, seed):
     def fn(pdf: pd.DataFrame) -> pd.DataFrame:
         return sp.assign_documents(pdf, ratios, seed)
     return fn
-
-
-def _over(spark, n: int):
-    """ids 0..n-1 in contiguous ranges, about two tasks per core, at most one per id."""
-    slots = max(1, spark.sparkContext.defaultParallelism)
-    return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
 
 
 # ---------------------------------------------------------------------------- stage
@@ -232,7 +226,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
         # 1. slim summaries; rows the pairs stage kept only for inspection (rejected by a
         #    filter) are not data: counted, then left out.
         test_only = frozenset(_test_only_corpora(ctx))
-        found = _over(spark, len(units)).mapInArrow(
+        found = over_ids(spark, len(units)).mapInArrow(
             _summaries_fn(units, schema, seed, test_only, scratch["summaries"]),
             "label string, reject string, n long").collect() if units else []
         all_labels = sorted({r["label"] for r in found if r["reject"] is None})
@@ -312,7 +306,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
             sizes[split] += min(quota, counts.get((split, corpus, label), 0))
         n_files = {s: bt.files_per_split(sizes[s], getattr(args, "files_per_table", 4)) for s in sp.SPLITS}
         columns = schema.names
-        out_schema = bt.plain_schema(schema)
+        out_schema = schema  # list_units gives the plain types already
 
         def figures():
             corpora, markers, sources = {}, {}, {}
@@ -335,7 +329,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
                 max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism)), "_unit").mapInArrow(
                 _kept_fn(units, schema, scratch["rows"], scratch["statistics"], n_files), "unit long, n long").collect()
             files = [(s, b) for s in sp.SPLITS if sizes[s] for b in range(n_files[s])]
-            written = [r.asDict() for r in _over(spark, len(files)).mapInArrow(
+            written = [r.asDict() for r in over_ids(spark, len(files)).mapInArrow(
                 _merge_fn(files, scratch["rows"], tmp, out_schema), _out.FILE_SCHEMA).collect()]
             rows = read("statistics", bt.STATS_SCHEMA)
             aggregates = [dict(r.asDict(), label_all=bool(r["_all"])) for r in rows.filter(F.col("kind") == "row")

@@ -16,15 +16,14 @@ touches the texts of the pairs table only here, in three steps:
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
 from extractor import statistics as st
+from extractor.output import partition_values, plain_schema
 from extractor.hashing import stable_hash
 
 SUMMARY_SCHEMA = pa.schema([
@@ -43,22 +42,6 @@ class PairsTableError(ValueError):
 
 # ---------------------------------------------------------------------------- units
 
-def _partition_values(rel: str) -> dict[str, str]:
-    """Hive partition directories of a file (``label=neutral/part-0.parquet``)."""
-    out = {}
-    for part in rel.split("/")[:-1]:
-        if "=" in part:
-            k, v = part.split("=", 1)
-            out[k] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
-    return out
-
-
-def plain_schema(schema: pa.Schema) -> pa.Schema:
-    from extractor.output import _plain_type
-
-    return pa.schema([f.with_type(_plain_type(f.type)) for f in schema])
-
-
 def list_units(table_dir: str) -> tuple[pa.Schema, list[dict]]:
     """(the table's schema, its work units): every Parquet file of `table_dir`, cut into
     runs of row groups of about UNIT_ROWS rows. A unit is a small JSON-able dict."""
@@ -68,7 +51,7 @@ def list_units(table_dir: str) -> tuple[pa.Schema, list[dict]]:
     files = [p for p, _ in fs.list_files(table_dir) if p.endswith(".parquet") or "." not in fs.basename(p)]
     schema, units, part_cols = None, [], []
     for path in files:
-        parts = _partition_values(path[len(base) + 1:])
+        parts = partition_values(path[len(base) + 1:])
         with fs.open_input(path) as fh:
             meta = pq.ParquetFile(fh).metadata
             file_schema = meta.schema.to_arrow_schema()
@@ -135,10 +118,6 @@ def _ref_docs(table: pa.Table, ref: str) -> list:
     return [v if v else d for v, d in zip(values, own)]
 
 
-def _fold(text) -> str:
-    return " ".join(text.casefold().split()) if text else ""
-
-
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
@@ -151,8 +130,8 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
     data (`not_pos_ok`, `not_keep`), else null."""
     n = table.num_rows
     pair_ids = [str(p) for p in table.column("pair_id").to_pylist()]
-    prem = [_fold(p) for p in table.column("premise").to_pylist()]
-    hyp = [_fold(h) for h in table.column("hypothesis").to_pylist()]
+    prem = [st.fold_text(p) for p in table.column("premise").to_pylist()]
+    hyp = [st.fold_text(h) for h in table.column("hypothesis").to_pylist()]
     corpus = table.column("corpus").cast(pa.string()).to_pylist()
     roles = table.column("role").to_pylist() if "role" in table.column_names else [None] * n
     reject = [None] * n
@@ -174,8 +153,8 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
         "_test_only": pa.array([c in test_only or r == "test-only" for c, r in zip(corpus, roles)], pa.bool_()),
         "_reject": pa.array(reject, pa.string()),
         "_h": pa.array([stable_hash(p, seed=seed) for p in pair_ids], pa.int64()),
-        "_pkey": pa.array([_digest(p + "\x1f" + h) for p, h in zip(prem, hyp)], pa.binary()),
-        "_skey": pa.array([_digest(p + "\x1f" + h if p <= h else h + "\x1f" + p) for p, h in zip(prem, hyp)],
+        "_pkey": pa.array([_digest(st.folded_pair_key(p, h)) for p, h in zip(prem, hyp)], pa.binary()),
+        "_skey": pa.array([_digest(st.folded_pair_key(p, h, ordered=False)) for p, h in zip(prem, hyp)],
                           pa.binary()),
         "_hkey": pa.array([_digest(h) for h in hyp], pa.binary()),
     }
@@ -317,7 +296,3 @@ def merge_bucket(folder: str, schema: pa.Schema) -> pa.Table:
     table = pa.concat_tables(tables)
     keys = [(k, "ascending") for k in SORT_KEYS if k in table.column_names]
     return table.take(pc.sort_indices(table, sort_keys=keys))
-
-
-def unit_json(unit: dict) -> str:
-    return json.dumps(unit, sort_keys=True)

@@ -6,7 +6,6 @@ and aggregated by the Spark stage), so the card can be tested without Spark.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import platform
 import sys
@@ -24,25 +23,19 @@ LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alik
 
 # ---------------------------------------------------------------------------- build info
 
-def _version(module: str) -> str | None:
-    try:
-        return importlib.import_module(module).__version__
-    except Exception:  # not installed: the card says "not installed"
-        return None
-
-
 def _package_version(name: str | None) -> str | None:
+    """The installed version of a distribution, from its metadata: the package is not
+    imported (importing spaCy alone costs seconds of CPU); None when not installed."""
     if not name:
         return None
-    try:
-        from importlib.metadata import version
-        return version(name)
-    except Exception:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for candidate in dict.fromkeys((name, name.replace("_", "-"))):
         try:
-            from importlib.metadata import version
-            return version(name.replace("_", "-"))
-        except Exception:
-            return None
+            return version(candidate)
+        except PackageNotFoundError:
+            continue
+    return None
 
 
 def _display_path(path) -> str | None:
@@ -73,12 +66,12 @@ def build_info(ctx) -> dict:
         "seed": int(getattr(args, "seed", 0) or 0),
         "min_chars": getattr(args, "min_chars", None),
         "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role} for c in (ctx.corpora or [])],
-        "versions": {"python": platform.python_version(), "pyspark": _version("pyspark"),
-                     "spacy": _version("spacy"), "spacy_model": model,
+        "versions": {"python": platform.python_version(), "pyspark": _package_version("pyspark"),
+                     "spacy": _package_version("spacy"), "spacy_model": model,
                      "spacy_model_version": ("rule-based" if model and model.startswith("rules:")
                                              else _package_version(model)),
-                     "spacy_model_license": getattr(info, "license", None), "nltk": _version("nltk"),
-                     "mwparserfromhell": _version("mwparserfromhell")},
+                     "spacy_model_license": getattr(info, "license", None), "nltk": _package_version("nltk"),
+                     "mwparserfromhell": _package_version("mwparserfromhell")},
         "pos_filter": pos if pos is not None else getattr(args, "pos_filter", None),
         "spark_master": ctx.spark.sparkContext.master if ctx.spark is not None else None,
     }

@@ -213,7 +213,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
     # Scratch files of the stage: the tasks write them with pyarrow, Spark reads them back
     # with its own Parquet reader (cheaper than caching rows in the JVM).
     tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
-    scratch = {k: fs.join(work, k) for k in ("summaries", "documents", "ranked", "final", "statistics", "rows")}
+    scratch = {k: fs.join(work, k) for k in ("summaries", "documents", "ranked", "statistics", "rows")}
     for folder in (tmp, work):
         _out.delete(spark, folder)
 
@@ -261,17 +261,23 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
 
         # 3. one copy of each sentence pair (either order, case/space-insensitive) in the
         #    whole dataset: the copy in test, else validation, else train; then the lowest
-        #    hash. Pairs spanning two splits sort last and are dropped. One aggregate job
-        #    gives the drops and the counts per (split, corpus, label) the quotas come from.
+        #    hash. Pairs spanning two splits sort last and are dropped. The same job ranks
+        #    the pairs kept so far within their (split, corpus, label) by hash, the order in
+        #    which the quotas take them. One aggregate job gives the drops and the counts per
+        #    (split, corpus, label) the quotas come from.
         w_key = Window.partitionBy("_skey").orderBy("_cross", "_prio", "_h", "pair_id")
+        w_q = Window.partitionBy("_split", "corpus", "label", "_why").orderBy("_h", "pair_id")
         (pairs.withColumn("_rank", F.row_number().over(w_key))
-                  .withColumn("_best", F.min(F.when(~F.col("_cross"), F.col("_prio"))).over(Window.partitionBy("_skey")))
+                  # the first row's priority: the best of the key's rows that do not cross
+                  # (those sort first); only read for rows that do not cross either
+                  .withColumn("_best", F.first("_prio").over(w_key))
                   .withColumn("_why", F.when(F.col("_cross"), F.lit("pair_spans_documents_of_two_splits"))
                               .when((F.col("_rank") > 1) & (F.col("_prio") > F.col("_best")),
                                     F.lit("identical_pair_in_other_split"))
                               .when(F.col("_rank") > 1, F.lit("identical_pair_in_same_split")))
-         .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source", "pair_id", "_h",
-                 "_pkey", "_skey", "_hkey", "_why").write.parquet(scratch["ranked"]))
+                  .withColumn("_n", F.row_number().over(w_q))
+         .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source",
+                 "_pkey", "_skey", "_hkey", "_why", "_n").write.parquet(scratch["ranked"]))
         ranked = spark.read.parquet(scratch["ranked"])
         counts = {}
         drops["pair_spans_documents_of_two_splits"] = 0
@@ -282,18 +288,16 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
             else:
                 drops[why] = drops.get(why, 0) + int(n)
 
-        # 4. balance: quotas per (split, corpus, label) from counts, then the first pairs by hash.
+        # 4. balance: quotas per (split, corpus, label) from counts; the kept rows are the
+        #    first of each by hash (a filter on the rank of step 3).
         labels = sorted({k[2] for k in counts})
         quotas = sp.compute_quotas(counts, balance, labels, max_eval)
         drops["balance"] = sp.quota_drops(counts, quotas)
-        qdf = spark.createDataFrame([(s, c, l, int(n)) for (s, c, l), n in sorted(quotas.items())] or [("", "", "", 0)],
-                                    "_split string, corpus string, label string, _quota long")
-        w_q = Window.partitionBy("_split", "corpus", "label").orderBy("_h", "pair_id")
-        ranked.filter(F.col("_why").isNull()).join(F.broadcast(qdf), ["_split", "corpus", "label"]) \
-            .withColumn("_n", F.row_number().over(w_q)).filter(F.col("_n") <= F.col("_quota")) \
-            .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source",
-                    "_pkey", "_skey", "_hkey").write.parquet(scratch["final"])
-        final = spark.read.parquet(scratch["final"])
+        quota = F.create_map(*[x for (s, c, l), n in sorted(quotas.items())
+                               for x in (F.lit(f"{s}\x1f{c}\x1f{l}"), F.lit(int(n)))] or [F.lit(""), F.lit(0)])
+        final = ranked.filter(F.col("_why").isNull()
+                              & (F.col("_n") <= quota[F.concat_ws("\x1f", "_split", "corpus", "label")])) \
+            .drop("_why", "_n")
 
         _warn_missing(ctx, labels, counts, quotas, balance)
 
@@ -413,17 +417,21 @@ def _leakage(F, final) -> tuple[dict, dict]:
     repeated pairs and sentence pairs within each split (`statistics.duplicate_counts`).
     One Spark job: per key of each kind its rows per split, then keys and repeats per
     (kind, set of splits as a bit mask)."""
-    kinds = {"documents": "doc_id", "pairs": "_pkey", "sentence_pairs": "_skey", "hypotheses": "_hkey"}
+    kinds = ("documents", "pairs", "sentence_pairs", "hypotheses")
     n_splits = len(sp.SPLITS)
     per_split = [F.sum(F.when(F.col("_split") == s, 1).otherwise(0)).alias(f"c{i}") for i, s in enumerate(sp.SPLITS)]
     mask = sum((F.when(F.col(f"c{i}") > 0, 1 << i).otherwise(0) for i in range(n_splits)), F.lit(0))
-    result = None
-    for kind, col in kinds.items():
-        part = (final.groupBy(F.col(col).alias("k")).agg(*per_split)
-                .groupBy(F.lit(kind).alias("kind"), mask.alias("mask"))
-                .agg(F.count(F.lit(1)).alias("keys"),
-                     *[F.sum(F.greatest(F.col(f"c{i}") - 1, F.lit(0))).alias(f"r{i}") for i in range(n_splits)]))
-        result = part if result is None else result.unionByName(part)
+    # every row's four keys as (kind, key) rows (document ids as bytes, like the other
+    # keys): one aggregation for the four kinds
+    key_sql = {"documents": "encode(doc_id, 'UTF-8')", "pairs": "_pkey", "sentence_pairs": "_skey",
+               "hypotheses": "_hkey"}
+    keyed = final.select("_split", F.expr(f"stack({len(kinds)}, "
+                                          + ", ".join(f"'{kind}', {key_sql[kind]}" for kind in kinds)
+                                          + ") as (kind, k)"))
+    result = (keyed.groupBy("kind", "k").agg(*per_split)
+              .groupBy("kind", mask.alias("mask"))
+              .agg(F.count(F.lit(1)).alias("keys"),
+                   *[F.sum(F.greatest(F.col(f"c{i}") - 1, F.lit(0))).alias(f"r{i}") for i in range(n_splits)]))
     rows = result.collect()
     checks = {f"{kind}_in_two_splits": 0 for kind in kinds}
     between = {f"{a}|{b}": {kind: 0 for kind in kinds}

@@ -313,17 +313,21 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
         out_schema = schema  # list_units gives the plain types already
 
         def figures():
+            """Pairs and documents per (split, corpus), pairs per marker and source: one job
+            (two grouping sets, told apart by grouping_id)."""
             corpora, markers, sources = {}, {}, {}
-            for r in final.groupBy("_split", "corpus").agg(
-                    F.count(F.lit(1)).alias("pairs"), F.countDistinct("doc_id").alias("documents")).collect():
-                corpora[f"{r['_split']}|{r['corpus']}"] = {"pairs": int(r["pairs"]), "documents": int(r["documents"])}
-            if "marker" in columns or "source" in columns:
-                for split, label, m, src, n in [tuple(r) for r in final.groupBy("_split", "label", "marker", "source")
-                                                .count().collect()]:
-                    if m is not None and "marker" in columns:
-                        markers.setdefault(label, {})[m] = markers.get(label, {}).get(m, 0) + int(n)
-                    if src is not None and "source" in columns:
-                        sources[f"{split}|{src}"] = sources.get(f"{split}|{src}", 0) + int(n)
+            by = ["_split", "corpus", "label", "marker", "source"]
+            for r in final.groupingSets([["_split", "corpus"], ["_split", "label", "marker", "source"]], *by).agg(
+                    F.count(F.lit(1)).alias("pairs"), F.countDistinct("doc_id").alias("documents"),
+                    F.grouping_id().alias("_g")).collect():
+                split, n = r["_split"], int(r["pairs"])
+                if r["_g"] == 0b00111:  # the (split, corpus) set: label, marker, source aggregated
+                    corpora[f"{split}|{r['corpus']}"] = {"pairs": n, "documents": int(r["documents"])}
+                    continue
+                if r["marker"] is not None and "marker" in columns:
+                    markers.setdefault(r["label"], {})[r["marker"]] = markers.get(r["label"], {}).get(r["marker"], 0) + n
+                if r["source"] is not None and "source" in columns:
+                    sources[f"{split}|{r['source']}"] = sources.get(f"{split}|{r['source']}", 0) + n
             return corpora, markers, sources
 
         def rows_and_files():

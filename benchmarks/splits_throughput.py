@@ -13,6 +13,8 @@ without the session start-up. The plain run (`--plain`) reads the same Parquet w
 pyarrow and runs `extractor.splits.plain.run_plain` (the same assignment, identical-pair
 and balance functions, the same row statistics for the card) and writes the splits with
 pyarrow; its CPU is measured the same way around the work.
+Then the stage on 1,000 pairs: its fixed cost, and the speed-up a second core can give at
+most when that run's wall time is serial (Amdahl).
 Targets: >= 20,000 pairs per CPU-second, >= 1.6x wall speed-up from one core to two,
 Spark local[1] CPU <= 1.5x the plain process.
 """
@@ -89,8 +91,8 @@ print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "sp
 """
 
 
-def run_stage(master: str, src: Path) -> dict:
-    out = WORK / f"out-{master.strip('local[]')}"
+def run_stage(master: str, src: Path, tag: str = "") -> dict:
+    out = WORK / f"out-{master.strip('local[]')}{tag}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     code = CHILD.format(repo=str(REPO), bench=str(REPO / "benchmarks"), out=str(out), master=master, src=str(src))
@@ -171,6 +173,17 @@ def main() -> None:
         print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
               f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}", flush=True)
     print(f"speed-up 1 -> 2 cores (wall): {runs['local[1]']['wall'] / runs['local[2]']['wall']:.2f}x (target >= 1.6x)")
+    # Spark's fixed cost: the same stage on 1,000 pairs (Spark jobs, operators, scratch
+    # files and the card cost about the same whatever the rows). The wall time of that run
+    # is about the serial part of a run, which bounds the speed-up from a second core.
+    small = WORK / "input-small"
+    n_small = build_pairs(100, small)
+    f = run_stage("local[1]", small / "pairs.parquet", tag="-small")
+    t1 = runs["local[1]"]["wall"]
+    bound = t1 / (f["wall"] + max(0.0, t1 - f["wall"]) / 2)
+    print(f"fixed cost (the stage on {n_small:,} pairs, local[1]): {f['cpu']:.1f} CPU-s, {f['wall']:.1f} s wall; "
+          f"{n:,} pairs at 20,000 per CPU-second leave {n / 20000:.1f} CPU-s in all; "
+          f"with {f['wall']:.1f} s serial, two cores can give at most {bound:.2f}x")
     p = run_plain_child(src / "pairs.parquet")
     print(f"plain Python process, same functions: {p['cpu']:.1f} CPU-s ({n / p['cpu']:,.0f} pairs per CPU-second); "
           f"Spark local[1] / plain = {runs['local[1]']['cpu'] / p['cpu']:.2f}x (target <= 1.5x); splits {p['splits']}")

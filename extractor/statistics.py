@@ -3,11 +3,11 @@
 Three layers, each written once:
 
 - per-row functions on plain strings (`words`, `overlap_jaccard`, `lcs_ratio`, ...);
-  `row_statistics(premises, hypotheses)` applies them to a pandas batch. The Spark job
-  calls it inside ``mapInPandas``; `trainer stats` calls it on the whole DataFrame.
+  `batch_statistics` applies them to a batch of pairs. The Spark stage calls it per work
+  unit (`extractor.splits.batches.unit_statistics`); `trainer stats` on the whole split.
 - aggregation: :data:`AGGREGATES` says which row column is reduced how; `aggregate_pandas`
-  reduces a pandas frame and `spark_aggregate_columns` builds the same reductions as Spark
-  SQL expressions (exact medians on both sides, so the numbers agree).
+  reduces a pandas frame (exact medians). The Spark stage calls it once per split
+  (`extractor.splits.batches.split_aggregates`), so the card and `trainer stats` agree.
 - PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et al. 2018):
   `pmi` is a formula over counts that works on numbers, numpy arrays and Spark columns.
 
@@ -147,18 +147,10 @@ def folded_pair_key(p: str, h: str, ordered: bool = True) -> str:
 # Row columns produced by row_statistics, in order.
 ROW_COLUMNS = ("premise_words", "hypothesis_words", "overlap_jaccard", "lcs_ratio",
                "new_token_rate", "hypothesis_inner_capital", "overlap_jaccard_raw")
-# Their types (pandas dtype names; Spark types in spark_row_fields).
+# Their types (pandas dtype names).
 ROW_DTYPES = {"premise_words": "int64", "hypothesis_words": "int64", "overlap_jaccard": "float64",
               "lcs_ratio": "float64", "new_token_rate": "float64", "hypothesis_inner_capital": "bool",
               "overlap_jaccard_raw": "float64"}
-
-
-def spark_row_fields(T=None) -> list:
-    """The :data:`ROW_COLUMNS` as Spark StructFields (``T`` is pyspark.sql.types)."""
-    if T is None:
-        from pyspark.sql import types as T
-    kinds = {"int64": T.LongType(), "float64": T.DoubleType(), "bool": T.BooleanType()}
-    return [T.StructField(c, kinds[ROW_DTYPES[c]]) for c in ROW_COLUMNS]
 
 
 def _row(p: str, h: str, pn: list[str], hn: list[str]) -> tuple:
@@ -301,20 +293,6 @@ def aggregate_pandas(stats: pd.DataFrame, labels: pd.Series | None = None) -> di
     return result
 
 
-def spark_aggregate_columns():
-    """The :data:`AGGREGATES` as Spark SQL aggregate expressions (plus ``count``)."""
-    from pyspark.sql import functions as F
-
-    cols = [F.count(F.lit(1)).alias("count")]
-    for name, (col, how) in AGGREGATES.items():
-        c = F.col(col).cast("double")
-        # median() is exact (interpolated) in Spark >= 3.4, like numpy.median;
-        # stddev_samp is null below two rows, like sample_std
-        expr = F.median(c) if how == "median" else F.stddev_samp(c) if how == "std" else F.avg(c)
-        cols.append(expr.alias(name))
-    return cols
-
-
 def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
     """Turn aggregated rows (one per label, ``label`` None for the whole split) into
     the ``{"labels": ..., "all": ...}`` shape of :func:`aggregate_pandas`."""
@@ -325,7 +303,7 @@ def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
         block = {"count": int(row.pop("count"))}
         for name in AGGREGATES:
             v = row.get(name)
-            block[name] = None if v is None else round(float(v), DIGITS)
+            block[name] = None if v is None or v != v else round(float(v), DIGITS)  # NaN: none
         if label is None:
             result["all"] = block
         else:

@@ -87,21 +87,3 @@ def test_premise_side_pmi_by_hand():
     md = st.pmi_markdown({"splits": {"train": res}}, side="premise")
     assert "| train | reasoning | azi (0.41, 2/2), soare (0.29, 1/1) |" in md
     assert "premise" in st.markdown_report({"splits": {"train": res}})
-
-
-def test_spark_aggregation_matches_pandas(spark):
-    """The card's numbers come from Spark SQL (stddev_samp, avg, median): same as pandas."""
-    df = _three_pairs()
-    rows = st.row_statistics(df["premise"], df["hypothesis"])
-    rows["label"] = df["label"]
-    from pyspark.sql import types as T
-    schema = T.StructType([*st.spark_row_fields(T), T.StructField("label", T.StringType())])
-    sdf = spark.createDataFrame([tuple(r) for r in rows[[*st.ROW_COLUMNS, "label"]].itertuples(index=False)], schema)
-    got = st.blocks_from_rows([r.asDict() for r in sdf.groupBy("label").agg(*st.spark_aggregate_columns()).collect()]
-                              + [dict(r.asDict(), label=None) for r in sdf.agg(*st.spark_aggregate_columns()).collect()])
-    want = st.aggregate_pandas(rows.drop(columns="label"), df["label"])
-    for label in ("reasoning", "contrasting"):
-        for key, value in want["labels"][label].items():
-            assert got["labels"][label][key] == pytest.approx(value), (label, key)
-    for key, value in want["all"].items():
-        assert got["all"][key] == pytest.approx(value), key

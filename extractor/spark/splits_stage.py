@@ -237,9 +237,8 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
 
         # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
         #    that only lend a sentence to a pair weigh 0 but still get a split).
-        weights = pairs.select("corpus", "doc_id", "label", F.lit(1).alias("w"), "_test_only") \
-            .unionByName(pairs.select("corpus", F.col("_pdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only")) \
-            .unionByName(pairs.select("corpus", F.col("_hdoc").alias("doc_id"), "label", F.lit(0).alias("w"), "_test_only"))
+        weights = pairs.select("corpus", "label", "_test_only", F.inline(F.array(
+            *[F.struct(F.col(c).alias("doc_id"), F.lit(w).alias("w")) for c, w in (("doc_id", 1), ("_pdoc", 0), ("_hdoc", 0))])))
         docs = weights.groupBy("corpus", "doc_id").agg(
             *[F.sum(F.when(F.col("label") == F.lit(l), F.col("w")).otherwise(F.lit(0))).cast("long").alias(f"n_{i:03d}")
               for i, l in enumerate(all_labels)],
@@ -340,11 +339,10 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
             written = [r.asDict() for r in over_ids(spark, len(files)).mapInArrow(
                 _merge_fn(files, scratch["rows"], tmp, out_schema), _out.FILE_SCHEMA).collect()]
             rows = read("statistics", bt.STATS_SCHEMA)
-            aggregates = [dict(r.asDict(), label_all=bool(r["_all"])) for r in rows.filter(F.col("kind") == "row")
-                          .rollup("split", "label").agg(*st.spark_aggregate_columns(), F.grouping("label").alias("_all"))
-                          .filter(F.col("split").isNotNull()).collect()]
-            for a in aggregates:
-                a.pop("_all")
+            # per split, the aggregates of `trainer stats` (exact medians) in one pandas task
+            aggregates = [r.asDict() for r in rows.filter(F.col("kind") == "row")
+                          .select("split", "label", *st.ROW_COLUMNS).groupBy("split")
+                          .applyInPandas(bt.split_aggregates, bt.AGGREGATE_DDL).collect()]
             # PMI counts: one row per (split, side, word) with its texts per label; words
             # seen fewer than PMI_MIN_COUNT times never reach the driver.
             per_label = [F.sum(F.when(F.col("label") == l, F.col("n"))).alias(f"n_{i:03d}")

@@ -242,6 +242,33 @@ def _stats_table(arrays: dict, n: int) -> pa.Table:
     return pa.Table.from_arrays([arrays.get(f.name, pa.nulls(n, f.type)) for f in STATS_SCHEMA], schema=STATS_SCHEMA)
 
 
+AGGREGATE_DDL = ("split string, label string, label_all boolean, count long, "
+                 + ", ".join(f"{name} double" for name in st.AGGREGATES))
+
+
+def split_aggregates(rows: "pd.DataFrame") -> "pd.DataFrame":
+    """The aggregate rows of one split's ``row`` statistics (columns split, label and the
+    ROW_COLUMNS, from `unit_statistics`): one per label, one for rows without a label
+    (count only) and one for the whole split (``label_all``), each with ``count`` and the
+    AGGREGATES of `statistics.aggregate_pandas` (the functions `trainer stats` uses). The
+    rows are put in one canonical order first, so that sums do not depend on the order in
+    which the tasks delivered them."""
+    import pandas as pd
+
+    split = rows["split"].iloc[0] if len(rows) else None
+    frame = rows.sort_values(["label", *st.ROW_COLUMNS], kind="mergesort", na_position="first").reset_index(drop=True)
+    labels = frame["label"]
+    blocks = st.aggregate_pandas(frame[list(st.ROW_COLUMNS)], labels)
+    out = [dict(split=split, label=label, label_all=False, **block) for label, block in blocks["labels"].items()]
+    missing = int(labels.isna().sum())
+    if missing:
+        out.append(dict(split=split, label=None, label_all=False, count=missing))
+    out.append(dict(split=split, label=None, label_all=True, **blocks["all"]))
+    columns = ["split", "label", "label_all", "count", *st.AGGREGATES]
+    return pd.DataFrame([{c: r.get(c) for c in columns} for r in out], columns=columns).astype(
+        {"count": "int64", **{name: "float64" for name in st.AGGREGATES}})
+
+
 def card_statistics(aggregates: list[dict], words: list[tuple], duplicates: dict, top_k: int = 10,
                     min_count: int = st.PMI_MIN_COUNT) -> dict:
     """``{split: block}`` as `statistics.split_statistics` gives it for each split, from

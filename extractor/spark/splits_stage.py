@@ -332,9 +332,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
         def rows_and_files():
             if not sum(sizes.values()):
                 return [], [], []
-            # hash partitions by unit (each unit's rows in one task; a range partitioning
-            # would cost a sampling job)
-            final.select("_unit", "_row", "_split").repartition(
+            final.select("_unit", "_row", "_split").repartitionByRange(
                 max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism)), "_unit").mapInArrow(
                 _kept_fn(units, schema, scratch["rows"], scratch["statistics"], n_files), "unit long, n long").collect()
             files = [(s, b) for s in sp.SPLITS if sizes[s] for b in range(n_files[s])]

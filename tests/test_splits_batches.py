@@ -82,6 +82,24 @@ def test_unit_statistics_add_up_to_the_statistics_of_the_whole_split(pairs):
         assert got[split_name] == want
 
 
+def test_split_aggregates_of_a_lone_pair_and_of_pairs_without_a_label():
+    """A label with one pair has no standard deviation (None in the card, not NaN); pairs
+    without a label count in the whole split and as `unlabeled`, in no label's block."""
+    rows = pd.DataFrame({"split": ["test"] * 4, "label": ["reasoning", "neutral", "neutral", None],
+                         "premise_words": [10, 12, 14, 9], "hypothesis_words": [5, 6, 7, 8],
+                         "overlap_jaccard": [0.1, 0.2, 0.3, 0.4], "lcs_ratio": [0.5, 0.5, 0.25, 0.0],
+                         "new_token_rate": [0.5, 0.25, 0.75, 1.0],
+                         "hypothesis_inner_capital": [False, True, False, False],
+                         "overlap_jaccard_raw": [0.1, 0.1, 0.2, 0.3]})
+    got = bt.card_statistics(bt.split_aggregates(rows).to_dict("records"), [],
+                             {"test": {"pairs": 0, "sentence_pairs": 0}})["test"]
+    assert got["unlabeled"] == 1 and got["all"]["count"] == 4
+    assert got["labels"]["reasoning"]["count"] == 1 and got["labels"]["reasoning"]["premise_words_std"] is None
+    assert got["labels"]["neutral"]["premise_words_std"] == pytest.approx(2 ** 0.5)
+    assert got["labels"]["neutral"]["lcs_ratio_median"] == pytest.approx(0.375)
+    assert got["all"]["premise_words_mean"] == pytest.approx(11.25)
+
+
 def test_output_files_depend_on_the_rows_only(pairs, tmp_path):
     """The same kept rows, cut into units two different ways and in another order, give
     byte-identical merged files."""

@@ -9,7 +9,7 @@ Three layers, each written once:
   reduces a pandas frame (exact medians). The Spark stage calls it once per split
   (`extractor.splits.batches.split_aggregates`), so the card and `trainer stats` agree.
 - PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et al. 2018):
-  `pmi` is a formula over counts that works on numbers, numpy arrays and Spark columns.
+  `pmi` is the formula over counts.
 
 Word definitions (documented in docs/stats.md):
 - *length* counts whitespace tokens of the raw text (RoNLI Table 2 "#words");
@@ -319,18 +319,17 @@ PMI_MIN_COUNT = 5
 
 
 def pmi(count_word_label, count_word, count_label, total, n_labels: int,
-        smoothing: float = PMI_SMOOTHING, log=math.log):
+        smoothing: float = PMI_SMOOTHING) -> float:
     """PMI(word, label) = log p(label | word) / p(label), counted over hypotheses.
 
     ``count_word_label``: hypotheses of the label containing the word; ``count_word``:
     hypotheses containing it; ``count_label``: hypotheses of the label; ``total``: all
     hypotheses. p(label | word) is add-``smoothing`` smoothed over the labels, so rare
     words do not top the list. Natural log, as in Gururangan et al. (2018), whose
-    table IndoNLI Table 9 follows. ``log`` is math.log, numpy.log or
-    pyspark.sql.functions.log, so one formula serves every engine.
+    table IndoNLI Table 9 follows.
     """
     p_label_given_word = (count_word_label + smoothing) / (count_word + smoothing * n_labels)
-    return log(p_label_given_word / (count_label / total))
+    return math.log(p_label_given_word / (count_label / total))
 
 
 def hypothesis_word_set(text: str) -> set[str]:

@@ -421,16 +421,15 @@ def _leakage(F, final) -> tuple[dict, dict]:
     repeated pairs and sentence pairs within each split (`statistics.duplicate_counts`).
     One Spark job: per key of each kind its rows per split, then keys and repeats per
     (kind, set of splits as a bit mask)."""
-    kinds = ("documents", "pairs", "sentence_pairs", "hypotheses")
+    # the key of each kind, as bytes (document ids encoded like the other keys are hashed)
+    kinds = {"documents": "encode(doc_id, 'UTF-8')", "pairs": "_pkey", "sentence_pairs": "_skey",
+             "hypotheses": "_hkey"}
     n_splits = len(sp.SPLITS)
     per_split = [F.sum(F.when(F.col("_split") == s, 1).otherwise(0)).alias(f"c{i}") for i, s in enumerate(sp.SPLITS)]
     mask = sum((F.when(F.col(f"c{i}") > 0, 1 << i).otherwise(0) for i in range(n_splits)), F.lit(0))
-    # every row's four keys as (kind, key) rows (document ids as bytes, like the other
-    # keys): one aggregation for the four kinds
-    key_sql = {"documents": "encode(doc_id, 'UTF-8')", "pairs": "_pkey", "sentence_pairs": "_skey",
-               "hypotheses": "_hkey"}
+    # every row's keys as (kind, key) rows: one aggregation for the four kinds
     keyed = final.select("_split", F.expr(f"stack({len(kinds)}, "
-                                          + ", ".join(f"'{kind}', {key_sql[kind]}" for kind in kinds)
+                                          + ", ".join(f"'{kind}', {key}" for kind, key in kinds.items())
                                           + ") as (kind, k)"))
     result = (keyed.groupBy("kind", "k").agg(*per_split)
               .groupBy("kind", mask.alias("mask"))

@@ -4,6 +4,8 @@
 # Steps run in the order given; each logs to $OUT/<step>.log and prints a summary.
 #   OUT=folder for logs and figures (default gpu-out)   WORK=scratch (default /tmp/nli-gpu)
 #   NLI_SHARED_DATA=folder holding nli/scinli-*.jsonl   SMALL=1: tiny model and sizes (a CPU dry run)
+#   bench: VARIANTS=names or all (run once each), IN_ROUNDS=names run in every round beside HF and ours
+#   resume: REPS=copies of the training file (default 10); DETERMINISTIC=1 adds --deterministic
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 WORK=${WORK:-/tmp/nli-gpu}
@@ -20,7 +22,7 @@ BERT=$WORK/bert-base
 if [ "$SMALL" = 1 ]; then
   SIZE=tiny; EPOCHS=2; SEEDS=2; REPS=2; BENCH="--pairs 3000 --steps 12 --warmup 2 --batch-size 16 --rounds 1"
 else
-  SIZE=base; EPOCHS=${EPOCHS:-6}; SEEDS=3; REPS=10; BENCH="--pairs 50000 --steps 400 --warmup 50 --batch-size 32 --rounds 3"
+  SIZE=base; EPOCHS=${EPOCHS:-6}; SEEDS=3; REPS=${REPS:-10}; BENCH="--pairs 50000 --steps 400 --warmup 50 --batch-size 32 --rounds 3"
 fi
 COMMON=(--premise sentence1 --hypothesis sentence2 --model transformer --pretrained "$BERT" --batch-size 32
         --lr 5e-5 --max-length 128 --no-progress)
@@ -65,7 +67,7 @@ step_tests() {
 }
 
 step_bench() {
-  $PY benchmarks/train_throughput.py --size $SIZE $BENCH --variants "${VARIANTS:-all}" --json "$OUT/throughput.json"
+  $PY benchmarks/train_throughput.py --size $SIZE $BENCH --variants "${VARIANTS:-all}" --in-rounds "${IN_ROUNDS:-}" --json "$OUT/throughput.json"
 }
 
 step_runs() {
@@ -100,7 +102,8 @@ df = pd.read_json('$TRAIN', lines=True)
 big = pd.concat([df.assign(id=df['id'].astype(str) + f'_copy{k}') for k in range($REPS)], ignore_index=True)
 big.to_json('$big', orient='records', lines=True)  # ids stay unique
 print(len(df) * $REPS, 'training rows')"
-  args=(--train "$big" --validation "$DEV" --test "$DEV" "${COMMON[@]}" --encoding cross --epochs 3 --patience 0 --seed 7)
+  args=(--train "$big" --validation "$DEV" --test "$DEV" "${COMMON[@]}" --encoding cross --epochs 3 --patience 0 --seed 7
+        ${DETERMINISTIC:+--deterministic})
   rm -rf "$WORK/resume-ref" "$WORK/resume-ref.inprogress" "$WORK/resume" "$WORK/resume.inprogress"
   mkdir -p "$WORK/logs"
   stamp "uninterrupted reference run"

@@ -12,11 +12,13 @@ exactly on both sides), over the steps after ``--warmup`` (the clock starts and 
 after a device synchronisation, so compilation and start-up are out), padding share,
 and peak GPU memory (``torch.cuda.max_memory_allocated``). ``--rounds`` rounds alternate
 which trainer runs first. Then each variant in ``--variants`` runs once: one change at a
-time against our default or HF's, to show where the difference comes from.
+time against our default or HF's, to show where the difference comes from; ``--in-rounds``
+puts variants in every round instead (``ours_compile``: our trainer with ``--compile``).
+Every run also prints its whole wall time, start-up and compilation included.
 
-    # GPU, the issue's setting (an H100 80GB: benchmarks/results/)
-    python benchmarks/train_throughput.py --size base --pairs 50000 --steps 600 --batch-size 32 \
-        --rounds 3 --variants all --json results.json
+    # GPU, the issue's setting (an H100 80GB: benchmarks/results/, docs/gpu.md)
+    python benchmarks/train_throughput.py --size base --pairs 50000 --steps 400 --warmup 50 --batch-size 32 \
+        --rounds 3 --in-rounds ours_compile --variants hf_compile,hf_group_by_length --json results.json
     # CPU smoke run
     python benchmarks/train_throughput.py --size tiny --pairs 2000 --steps 12 --warmup 2 --batch-size 16 --rounds 1
 """
@@ -152,16 +154,19 @@ def ours(model_dir: Path, df: pd.DataFrame, labels: list[str], args, *, group_by
         return data
     model.encode = encode
     _reset_memory()
+    t_start = time.perf_counter()
     try:
         model._build = lambda name: None  # built above: keep that model
         model.fit(df, None, FitContext(seed=0, schedule=schedule, callbacks=[clock]))
     finally:
         loop.adamw = original_adamw
+    _sync()
+    total = time.perf_counter() - t_start
     timed = schedule[args.warmup:]
     real = int(sum(lengths[s].sum() for s in timed))
     padded = int(sum(len(s) * (-(-int(lengths[s].max()) // pad_multiple) * pad_multiple) for s in timed))
     out = {"seconds": clock.t_end - clock.t_warm, "real_tokens": real, "padded_tokens": padded,
-           "samples": sum(len(s) for s in timed), "peak_gib": _peak_gib(),
+           "samples": sum(len(s) for s in timed), "peak_gib": _peak_gib(), "total_s": total,
            "final_loss": model.state.history[-1]["train_loss"]}
     del model
     _reset_memory()
@@ -220,10 +225,12 @@ def hf(model_dir: Path, df: pd.DataFrame, labels: list[str], args, **overrides) 
     trainer = Counting(model=model, args=TrainingArguments(**settings), train_dataset=rows,
                        data_collator=DataCollatorWithPadding(tok, pad_to_multiple_of=8 if CUDA else None),
                        callbacks=[Clock()])
+    t_start = time.perf_counter()
     result = trainer.train()
+    _sync()
     out = {"seconds": times[args.steps] - times[args.warmup], "real_tokens": int(counter["real"].item()),
            "padded_tokens": counter["padded"], "samples": counter["samples"], "peak_gib": _peak_gib(),
-           "final_loss": result.training_loss}
+           "total_s": time.perf_counter() - t_start, "final_loss": result.training_loss}
     del trainer, model
     _reset_memory()
     return out
@@ -238,6 +245,40 @@ def _finish(r: dict) -> dict:
     return r
 
 
+def _tables(header: str, runs: list[dict], contenders: list[str], n_rounds: int) -> tuple[str, list, dict]:
+    """The rounds table (each contender's tokens/s and its ratio to HF in the same round),
+    medians, and one row per run against HF's and our medians."""
+    rounds = []
+    for r in range(1, n_rounds + 1):
+        got = {x["name"]: x["tokens_per_s"] for x in runs if x["round"] == r and "error" not in x}
+        rounds.append({"round": r, **{f"{c}_tokens_per_s": got.get(c) for c in contenders},
+                       **{f"{c}_ratio": got[c] / got["hf"] for c in contenders[1:] if c in got}})
+    medians = {c: float(np.median(v)) if (v := [x[f"{c}_tokens_per_s"] for x in rounds
+                                                  if x[f"{c}_tokens_per_s"] is not None]) else None
+               for c in contenders}
+    others = contenders[1:]
+    lines = [header, "", "| round | " + " | ".join(f"{c} tokens/s" for c in contenders) + " | "
+             + " | ".join(f"{c} / hf" for c in others) + " |", "|---" * (1 + len(contenders) + len(others)) + "|"]
+    cell = (lambda v, f: f.format(v) if v is not None else "failed")
+    for x in rounds:
+        lines.append(f"| {x['round']} | " + " | ".join(cell(x[f"{c}_tokens_per_s"], "{:,.0f}") for c in contenders)
+                     + " | " + " | ".join(cell(x.get(f"{c}_ratio"), "{:.2f}x") for c in others) + " |")
+    ratio = (lambda c: medians[c] / medians["hf"] if medians[c] else None)
+    lines.append("| median | " + " | ".join(cell(medians[c], "{:,.0f}") for c in contenders) + " | "
+                 + " | ".join(cell(ratio(c), "{:.2f}x") for c in others) + " |")
+    lines += ["", "| run | tokens/s | vs HF median | vs ours median | samples/s | padding | peak GiB | whole run s "
+              "| final loss |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for x in runs:
+        name = f"{x['name']} (round {x['round']})" if x["round"] else x["name"]
+        if "error" in x:
+            lines.append(f"| {name} | failed: {x['error'].splitlines()[0][:80]} | | | | | | | |")
+            continue
+        lines.append(f"| {name} | {x['tokens_per_s']:,.0f} | {x['tokens_per_s'] / medians['hf']:.2f}x | "
+                     f"{x['tokens_per_s'] / medians['ours']:.2f}x | {x['samples_per_s']:.1f} | "
+                     f"{100 * x['padding_share']:.1f}% | {x['peak_gib']} | {x['total_s']:.1f} | {x['final_loss']:.4f} |")
+    return "\n".join(lines), rounds, medians
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", choices=sorted(SIZES), default="base" if CUDA else "tiny")
@@ -248,12 +289,16 @@ def main(argv=None) -> dict:
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--rounds", type=int, default=3, help="rounds of HF and ours, alternating which goes first")
     p.add_argument("--variants", default="", help="comma-separated names, or 'all': " + ", ".join(VARIANTS))
+    p.add_argument("--in-rounds", default="", help="variants that also run in every round, in the rotation with HF "
+                                                   "and ours (comma-separated), e.g. ours_compile,hf_compile")
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args(argv)
     if args.warmup >= args.steps:
         p.error("--warmup must be smaller than --steps")
     variants = list(VARIANTS) if args.variants == "all" else [v for v in args.variants.split(",") if v]
-    for v in variants:
+    in_rounds = [v for v in args.in_rounds.split(",") if v]
+    variants = [v for v in variants if v not in in_rounds]
+    for v in variants + in_rounds:
         if v not in VARIANTS:
             p.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     import transformers
@@ -273,53 +318,40 @@ def main(argv=None) -> dict:
         model_dir = build_model_dir(Path(tmp) / "bert", df["premise"].tolist() + df["hypothesis"].tolist(),
                                     args.size, args.max_length)
         fns = {"hf": hf, "ours": ours}
-        for r in range(args.rounds):
-            order = ["hf", "ours"] if r % 2 == 0 else ["ours", "hf"]
-            for name in order:
-                res = _finish(fns[name](model_dir, df, labels, args))
-                runs.append({"round": r + 1, "name": name, **res})
-                print(f"round {r + 1} {name:5s}: {res['tokens_per_s']:9.0f} tokens/s, {res['samples_per_s']:7.1f} "
-                      f"samples/s, padding {100 * res['padding_share']:4.1f}%, peak {res['peak_gib']} GiB", flush=True)
-        for v in variants:
-            base, settings = VARIANTS[v]
-            try:
-                res = _finish(fns[base](model_dir, df, labels, args, **settings))
-            except Exception as exc:  # a variant that cannot run here is reported, not fatal
-                print(f"variant {v}: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                      flush=True)
-                runs.append({"round": None, "name": v, "error": f"{type(exc).__name__}: {exc}"[:500]})
-                continue
-            runs.append({"round": None, "name": v, **res})
-            print(f"variant {v}: {res['tokens_per_s']:9.0f} tokens/s, padding {100 * res['padding_share']:4.1f}%, "
-                  f"peak {res['peak_gib']} GiB", flush=True)
 
-    rounds = []
-    for r in range(1, args.rounds + 1):
-        pair = {x["name"]: x for x in runs if x["round"] == r}
-        rounds.append({"round": r, "hf_tokens_per_s": pair["hf"]["tokens_per_s"],
-                       "ours_tokens_per_s": pair["ours"]["tokens_per_s"],
-                       "ratio": pair["ours"]["tokens_per_s"] / pair["hf"]["tokens_per_s"]})
-    hf_med = float(np.median([x["hf_tokens_per_s"] for x in rounds]))
-    ours_med = float(np.median([x["ours_tokens_per_s"] for x in rounds]))
-    lines = [header, "", "| round | HF Trainer tokens/s | ours tokens/s | ours / HF |", "|---|---:|---:|---:|"]
-    lines += [f"| {x['round']} | {x['hf_tokens_per_s']:,.0f} | {x['ours_tokens_per_s']:,.0f} | {x['ratio']:.2f}x |"
-              for x in rounds]
-    lines += [f"| median | {hf_med:,.0f} | {ours_med:,.0f} | {ours_med / hf_med:.2f}x |", "",
-              "| run | tokens/s | vs HF median | vs ours median | samples/s | padding | peak GiB | final loss |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for x in runs:
-        name = f"{x['name']} (round {x['round']})" if x["round"] else x["name"]
-        if "error" in x:
-            lines.append(f"| {name} | failed: {x['error'].splitlines()[0][:80]} | | | | | | |")
-            continue
-        lines.append(f"| {name} | {x['tokens_per_s']:,.0f} | {x['tokens_per_s'] / hf_med:.2f}x | "
-                     f"{x['tokens_per_s'] / ours_med:.2f}x | {x['samples_per_s']:.1f} | "
-                     f"{100 * x['padding_share']:.1f}% | {x['peak_gib']} | {x['final_loss']:.4f} |")
-    table = "\n".join(lines)
+        def one(name: str) -> dict:
+            base, settings = VARIANTS.get(name, (name, {}))
+            return _finish(fns[base](model_dir, df, labels, args, **settings))
+
+        def attempt(name: str, round_: int | None) -> None:
+            label = f"round {round_} {name:5s}" if round_ else f"variant {name}"
+            try:
+                res = one(name)
+            except Exception as exc:  # a variant that cannot run here is reported, not fatal
+                if name in ("hf", "ours"):
+                    raise
+                print(f"{label}: failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}", flush=True)
+                runs.append({"round": round_, "name": name, "error": f"{type(exc).__name__}: {exc}"[:500]})
+                return
+            runs.append({"round": round_, "name": name, **res})
+            print(f"{label}: {res['tokens_per_s']:9.0f} tokens/s, {res['samples_per_s']:7.1f} samples/s, padding "
+                  f"{100 * res['padding_share']:4.1f}%, peak {res['peak_gib']} GiB, whole run {res['total_s']:.1f} s",
+                  flush=True)
+
+        contenders = ["hf", "ours", *in_rounds]
+        for r in range(args.rounds):
+            k = r % len(contenders)  # each round starts with the next contender
+            for name in contenders[k:] + contenders[:k]:
+                attempt(name, r + 1)
+        print("\n" + _tables(header, runs, contenders, args.rounds)[0], flush=True)  # kept if a variant is cut off
+        for v in variants:
+            attempt(v, None)
+
+    table, rounds, medians = _tables(header, runs, contenders, args.rounds)
     print("\n" + table)
     result = {"device": device, "precision": precision, "args": {k: str(v) for k, v in vars(args).items()},
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-              "rounds": rounds, "median": {"hf": hf_med, "ours": ours_med, "ratio": ours_med / hf_med},
+              "rounds": rounds, "median": {**medians, "ratio": medians["ours"] / medians["hf"]},
               "runs": runs, "table": table}
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -97,7 +97,8 @@ def test_printed_equation_is_kept_literally():
     assert p(0.49, 0.1) == pytest.approx(1 - 0.49 + 0.1)   # c < 0.5: 1 - c + v
     assert p(0.5, 0.1) == pytest.approx(2 - 0.5 - 0.1)     # otherwise: 2 - c - v
     # the literal formula cannot tell easy from hard, which is why the branches are swapped back
-    assert p(1.0, 0.0) == pytest.approx(p(0.0, 0.0)) == pytest.approx(1.0)
+    assert p(1.0, 0.0) == pytest.approx(p(0.0, 0.0))
+    assert p(0.0, 0.0) == pytest.approx(1.0)
     c = np.linspace(0, 1, 101)
     v = np.minimum(np.sqrt(c * (1 - c)), 0.5)
     for vv in (np.zeros_like(c), v):

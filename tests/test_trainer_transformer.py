@@ -173,3 +173,32 @@ def test_hypothesis_only_transformer_sees_one_sentence(data, tmp_path):
     p1 = run.predict_proba(df)
     p2 = run.predict_proba(df.assign(premise="completely different words here"))
     np.testing.assert_allclose(p1, p2, atol=1e-6)
+
+
+class SeesDeterminism(Callback):
+    """Records whether torch's deterministic algorithms are on at each training step."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def on_step_end(self, state):
+        import torch
+
+        self.seen.add((torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark))
+
+
+def test_deterministic_flag_holds_during_training_only(cross_run, data, tmp_path):
+    import torch
+
+    assert not torch.are_deterministic_algorithms_enabled()
+    seen = SeesDeterminism()
+    out = tmp_path / "det"
+    assert train_cmd.run(_args(_argv(data, out, "--deterministic")), callbacks=[seen]) == 0
+    assert seen.seen == {(True, False)}  # on at every step, without cuDNN autotuning
+    assert not torch.are_deterministic_algorithms_enabled()  # the process's setting is back
+    assert json.loads((out / "config.json").read_text())["params"]["deterministic"] is True
+    # the same numbers as the run without the flag (deterministic on this device already)
+    ref = pd.read_parquet(cross_run / "predictions.parquet")
+    got = pd.read_parquet(out / "predictions.parquet")
+    cols = [c for c in ref.columns if c.startswith("prob_")]
+    assert np.abs(ref[cols].to_numpy() - got[cols].to_numpy()).max() <= PROB_ATOL

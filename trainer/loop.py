@@ -13,6 +13,7 @@ On CUDA a thread builds the next batches into pinned memory while the GPU works.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -59,6 +60,7 @@ class LoopConfig:
     progress: bool = True
     prefetch: int | None = None    # batches built ahead in a thread (pinned on CUDA); None: 4 on CUDA, 0 else
     compile: bool = False          # torch.compile(dynamic=True) of the training forward
+    deterministic: bool = False    # deterministic GPU kernels (use_deterministic_algorithms), slower
 
     @property
     def step_size(self) -> int:
@@ -106,6 +108,28 @@ def select_device(name: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     return torch.device(name)
+
+
+@contextlib.contextmanager
+def deterministic_kernels(enabled: bool = True):
+    """Deterministic kernels while training, so that two runs (or a run and its --resume)
+    give the same numbers on a GPU too: cuBLAS with a fixed workspace (CUBLAS_WORKSPACE_CONFIG,
+    read when cuBLAS starts, so set before the first product), cuDNN without autotuning, and
+    torch's deterministic implementations; ops that have none warn instead of stopping the
+    run. The previous settings come back afterwards."""
+    if not enabled:
+        yield
+        return
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = before[2], before[3]
 
 
 def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
@@ -276,6 +300,12 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
     loop evaluates validation macro-F1, runs the callbacks, and saves a checkpoint. The
     best validation weights are restored at the end.
     """
+    with deterministic_kernels(config.deterministic):
+        return _fit(model, train, config=config, val=val, callbacks=callbacks, schedule=schedule,
+                    class_weights=class_weights, checkpoint_dir=checkpoint_dir, resume=resume)
+
+
+def _fit(model, train, *, config, val, callbacks, schedule, class_weights, checkpoint_dir, resume) -> LoopState:
     callbacks = list(callbacks)
     device = select_device(config.device)
     torch.manual_seed(config.seed)

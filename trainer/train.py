@@ -100,6 +100,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", default=None)
     t.add_argument("--device", help="auto (default), cpu, cuda, cuda:1, mps")
     t.add_argument("--eval-batch-size", type=int)
+    t.add_argument("--compile", action="store_true", default=None,
+                   help="torch.compile the training forward (faster steps on a GPU after a compile of a minute)")
+    t.add_argument("--deterministic", action="store_true", default=None,
+                   help="deterministic GPU kernels: the same numbers in every run and after --resume (slower)")
     t.add_argument("--no-progress", dest="progress", action="store_false", default=None)
     t.add_argument("--resume", action="store_true", help="continue from RUN_DIR/checkpoint")
     t.add_argument("--keep-checkpoint", action="store_true", help="keep RUN_DIR/checkpoint after training")
@@ -112,7 +116,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
                "grad_accum", "lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
-               "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress"]
+               "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
+               "deterministic"]
 
 
 def model_params(args) -> dict:

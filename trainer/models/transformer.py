@@ -229,7 +229,7 @@ class Transformer:
                 "warmup_ratio": 0.1, "max_grad_norm": 1.0, "patience": 2, "head_hidden": 256,
                 "dropout": 0.1, "precision": "auto", "group_by_length": True, "device": "auto",
                 "eval_batch_size": 128, "progress": True, "pooling": "auto",
-                "prefetch": None, "compile": False}
+                "prefetch": None, "compile": False, "deterministic": False}
 
     def __init__(self, labels: list[str], input_mode: str = "pair", params: dict | None = None):
         self.labels = list(labels)
@@ -328,7 +328,8 @@ class Transformer:
                           patience=int(p["patience"]), eval_batch_size=int(p["eval_batch_size"]),
                           precision=p["precision"], group_by_length=bool(p["group_by_length"]), seed=seed,
                           device=p["device"], progress=bool(p["progress"]), prefetch=p.get("prefetch"),
-                          compile=bool(p.get("compile", False)))
+                          compile=bool(p.get("compile", False)),
+                          deterministic=bool(p.get("deterministic", False)))
 
     # ------------------------------------------------------------------ interface
     def fit(self, train: pd.DataFrame, val: pd.DataFrame | None, ctx: FitContext) -> None:

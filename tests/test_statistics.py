@@ -87,3 +87,32 @@ def test_premise_side_pmi_by_hand():
     md = st.pmi_markdown({"splits": {"train": res}}, side="premise")
     assert "| train | reasoning | azi (0.41, 2/2), soare (0.29, 1/1) |" in md
     assert "premise" in st.markdown_report({"splits": {"train": res}})
+
+
+def test_batch_statistics_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
+    """The collector is off while the rows are computed (they hold no cycles; its passes
+    cost 18% of the batch) and back as it was afterwards, also after an error."""
+    import gc
+
+    seen = []
+    real = st._row
+
+    def spy(*args):
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(st, "_row", spy)
+    assert gc.isenabled()
+    st.batch_statistics(["The army crossed the river."], ["The river was crossed."], ["entailment"])
+    st.row_statistics(["The army crossed the river."], ["The river was crossed."])
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        st.batch_statistics(["a b"], ["b"], ["neutral"])
+        assert not gc.isenabled()  # left off when the caller had it off
+    finally:
+        gc.enable()
+    monkeypatch.setattr(st, "_row", lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        st.batch_statistics(["a b"], ["b"], ["neutral"])
+    assert gc.isenabled()

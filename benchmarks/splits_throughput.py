@@ -3,6 +3,7 @@ local[2], the 1 -> 2 core speed-up, and the engine overhead against the same pur
 functions in one plain Python process; then `trainer stats` against a textbook LCS.
 
     .venv/bin/python benchmarks/splits_throughput.py --docs 10000      # 100,000 pairs
+    .venv/bin/python benchmarks/splits_throughput.py --rounds 3 --skip-stats   # medians of 3 rounds
 
 Builds a synthetic pairs table (10 pairs per document, four labels) under
 benchmarks/_work/. Each Spark run is a child process that starts its session, writes the
@@ -156,10 +157,39 @@ def stats_throughput(folder: Path) -> tuple[int, float, float]:
     return n, ours, peer
 
 
+def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
+    """local[1], local[2], the stage on 1,000 pairs and the plain process, back to back;
+    prints their figures and returns the ratios of this round."""
+    runs = {m: run_stage(m, src / "pairs.parquet") for m in ("local[1]", "local[2]")}
+    for m, r in runs.items():
+        print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
+              f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}", flush=True)
+    speedup = runs["local[1]"]["wall"] / runs["local[2]"]["wall"]
+    print(f"speed-up 1 -> 2 cores (wall): {speedup:.2f}x (target >= 1.6x)")
+    # Spark's fixed cost: the same stage on 1,000 pairs (Spark jobs, operators, scratch
+    # files and the card cost about the same whatever the rows). The wall time of that run
+    # is about the serial part of a run, which bounds the speed-up from a second core.
+    f = run_stage("local[1]", small / "pairs.parquet", tag="-small")
+    t1 = runs["local[1]"]["wall"]
+    bound = t1 / (f["wall"] + max(0.0, t1 - f["wall"]) / 2)
+    print(f"fixed cost (the stage on {n_small:,} pairs, local[1]): {f['cpu']:.1f} CPU-s, {f['wall']:.1f} s wall; "
+          f"{n:,} pairs at 20,000 per CPU-second leave {n / 20000:.1f} CPU-s in all; "
+          f"with {f['wall']:.1f} s serial, two cores can give at most {bound:.2f}x")
+    p = run_plain_child(src / "pairs.parquet")
+    overhead = runs["local[1]"]["cpu"] / p["cpu"]
+    print(f"plain Python process, same functions: {p['cpu']:.1f} CPU-s ({n / p['cpu']:,.0f} pairs per CPU-second); "
+          f"Spark local[1] / plain = {overhead:.2f}x (target <= 1.5x); splits {p['splits']}", flush=True)
+    return {"rate1": n / runs["local[1]"]["cpu"], "rate2": n / runs["local[2]"]["cpu"], "speedup": speedup,
+            "overhead": overhead, "fixed_cpu": f["cpu"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=10000, help="documents (10 pairs each)")
     ap.add_argument("--skip-stats", action="store_true", help="leave out the trainer stats comparison")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of (local[1], local[2], 1,000 pairs, plain) back to back: the figures of each "
+                         "round, then their medians (a shared machine varies by a third between runs)")
     ap.add_argument("--plain", nargs=2, metavar=("PAIRS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.plain:
@@ -168,25 +198,26 @@ def main() -> None:
     src = WORK / "input"
     n = build_pairs(args.docs, src)
     print(f"pairs: {n:,}")
-    runs = {m: run_stage(m, src / "pairs.parquet") for m in ("local[1]", "local[2]")}
-    for m, r in runs.items():
-        print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
-              f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}", flush=True)
-    print(f"speed-up 1 -> 2 cores (wall): {runs['local[1]']['wall'] / runs['local[2]']['wall']:.2f}x (target >= 1.6x)")
-    # Spark's fixed cost: the same stage on 1,000 pairs (Spark jobs, operators, scratch
-    # files and the card cost about the same whatever the rows). The wall time of that run
-    # is about the serial part of a run, which bounds the speed-up from a second core.
     small = WORK / "input-small"
     n_small = build_pairs(100, small)
-    f = run_stage("local[1]", small / "pairs.parquet", tag="-small")
-    t1 = runs["local[1]"]["wall"]
-    bound = t1 / (f["wall"] + max(0.0, t1 - f["wall"]) / 2)
-    print(f"fixed cost (the stage on {n_small:,} pairs, local[1]): {f['cpu']:.1f} CPU-s, {f['wall']:.1f} s wall; "
-          f"{n:,} pairs at 20,000 per CPU-second leave {n / 20000:.1f} CPU-s in all; "
-          f"with {f['wall']:.1f} s serial, two cores can give at most {bound:.2f}x")
-    p = run_plain_child(src / "pairs.parquet")
-    print(f"plain Python process, same functions: {p['cpu']:.1f} CPU-s ({n / p['cpu']:,.0f} pairs per CPU-second); "
-          f"Spark local[1] / plain = {runs['local[1]']['cpu'] / p['cpu']:.2f}x (target <= 1.5x); splits {p['splits']}")
+    rounds = []
+    for k in range(max(1, args.rounds)):
+        if args.rounds > 1:
+            print(f"== round {k + 1} of {args.rounds}", flush=True)
+        rounds.append(one_round(src, n, small, n_small))
+    if len(rounds) > 1:
+        from statistics import median
+
+        def spread(key, fmt):
+            values = [r[key] for r in rounds]
+            return f"median {fmt.format(median(values))} (rounds: {', '.join(fmt.format(v) for v in values)})"
+
+        print(f"== summary of {len(rounds)} rounds")
+        print(f"pairs per CPU-second, local[1]: {spread('rate1', '{:,.0f}')} (target >= 20,000)")
+        print(f"pairs per CPU-second, local[2]: {spread('rate2', '{:,.0f}')}")
+        print(f"speed-up 1 -> 2 cores (wall): {spread('speedup', '{:.2f}x')} (target >= 1.6x)")
+        print(f"Spark local[1] / plain CPU: {spread('overhead', '{:.2f}x')} (target <= 1.5x)")
+        print(f"fixed cost (1,000 pairs, local[1]): {spread('fixed_cpu', '{:.1f} CPU-s')}")
     if not args.skip_stats:
         rows, ours, peer = stats_throughput(WORK / "out-2" / "splits")
         print(f"trainer stats (pandas, one core): {rows:,} pairs in {ours:.2f} s = {rows / ours:,.0f} pairs/s; "

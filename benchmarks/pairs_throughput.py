@@ -4,6 +4,7 @@ functions run in one plain Python process. Every ratio comes from runs of one in
     .venv/bin/python benchmarks/pairs_throughput.py --size 200            # all three parts
     .venv/bin/python benchmarks/pairs_throughput.py --size 200 --parts enwiki,engine
     .venv/bin/python benchmarks/pairs_throughput.py --parts eltec
+    .venv/bin/python benchmarks/pairs_throughput.py --rounds 3                # medians of 3 rounds
 
 Parts:
 1. enwiki: the enwiki-based dump of benchmarks/extract_throughput.py (`--size` MB of XML,
@@ -227,21 +228,12 @@ def eltec() -> dict:
             "rejected": {k: v for k, v in stats["pairs"]["rejected"].items() if v}}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", type=int, default=200, help="MB of XML of the enwiki-based dump (default 200)")
-    ap.add_argument("--parts", default="enwiki,engine,eltec", help="comma-separated: enwiki, engine, eltec")
-    ap.add_argument("--plain", nargs=2, metavar=("SENTENCES", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.plain:
-        plain(*args.plain)
-        return
-    WORK.mkdir(parents=True, exist_ok=True)
-    parts = set(args.parts.split(","))
+def one_round(size: int, parts: set) -> dict:
+    """The selected parts once; prints their figures, returns them."""
     results: dict = {}
     if "enwiki" in parts:
-        r = results["enwiki"] = enwiki(args.size)
-        print(f"[enwiki {args.size} MB, {r['sentences']:,} sentences, local[2]] stage 1 job: {r['stage1']['cpu_s']:.1f} "
+        r = results["enwiki"] = enwiki(size)
+        print(f"[enwiki {size} MB, {r['sentences']:,} sentences, local[2]] stage 1 job: {r['stage1']['cpu_s']:.1f} "
               f"CPU-s ({r['stage1']['wall_s']:.0f} s wall); stage 2 job with the POS filter: {r['stage2']['cpu_s']:.1f} "
               f"CPU-s {r['stage2']['by_kind']} ({r['stage2']['wall_s']:.0f} s wall); stage 2 / stage 1 CPU = "
               f"{r['ratio']:.2f}x (target <= 0.5x; both jobs include the session start-up); pairs {r['pairs']}",
@@ -249,14 +241,14 @@ def main() -> None:
         a = r["stage2_alone"] = stage_alone(Path(r["out"]) / "sentences", "local[2]")
         b = r["stage1_alone"] = stage1_alone(Path(r["dump"]), "local[2]")
         r["ratio_alone"] = a["cpu"] / b["cpu"]
-        print(f"[enwiki {args.size} MB, each stage alone, local[2], CPU sampled around run(ctx), session started "
+        print(f"[enwiki {size} MB, each stage alone, local[2], CPU sampled around run(ctx), session started "
               f"before] stage 1: {b['cpu']:.1f} CPU-s {b['by_kind']} ({b['wall']:.1f} s wall); stage 2: {a['cpu']:.1f} "
               f"CPU-s {a['by_kind']} ({a['wall']:.1f} s wall); stage 2 / stage 1 CPU = {r['ratio_alone']:.2f}x "
               f"(target <= 0.5x)", flush=True)
     if "engine" in parts:
-        r = results["engine"] = engine(args.size)
+        r = results["engine"] = engine(size)
         sp, pl = r["spark_local1"], r["plain"]
-        print(f"[engine overhead, stage 2 alone (CPU sampled around run(ctx), session started before), {args.size} MB "
+        print(f"[engine overhead, stage 2 alone (CPU sampled around run(ctx), session started before), {size} MB "
               f"sentences] Spark local[1]: {sp['cpu']:.1f} CPU-s {sp['by_kind']} ({sp['wall']:.1f} s wall); plain "
               f"Python process, same functions (around run_plain): {pl['cpu']:.1f} CPU-s ({pl['wall']:.1f} s wall); "
               f"ratio {r['ratio']:.2f}x (target <= 1.5x); pairs {r['rows']}, same counts per label: "
@@ -269,6 +261,32 @@ def main() -> None:
             print(f"[eltec-rom-20, {r['sentences']:,} sentences, local[2], POS filter {r['model']}] stage 1: "
                   f"{r['stage1_wall_s']:.1f} s wall; stage 2: {r['stage2_wall_s']:.1f} s wall; ratio {r['ratio']:.2f}x "
                   f"(target <= 1x); job {r['cpu_s']:.1f} CPU-s; pairs {r['pairs']}", flush=True)
+    return results
+
+
+def main() -> None:
+    from rounds import add_rounds_argument, print_medians, run_rounds
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=200, help="MB of XML of the enwiki-based dump (default 200)")
+    ap.add_argument("--parts", default="enwiki,engine,eltec", help="comma-separated: enwiki, engine, eltec")
+    add_rounds_argument(ap, "the selected parts")
+    ap.add_argument("--plain", nargs=2, metavar=("SENTENCES", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.plain:
+        plain(*args.plain)
+        return
+    WORK.mkdir(parents=True, exist_ok=True)
+    parts = set(args.parts.split(","))
+    rounds = run_rounds(args.rounds, lambda: one_round(args.size, parts))
+    results = rounds[-1] if len(rounds) == 1 else {"rounds": rounds}
+    if len(rounds) > 1:
+        print_medians(len(rounds), [(what, [r[part][key] for r in rounds if key in r.get(part, {})], "{:.2f}x", target)
+                                    for part, key, what, target in (
+            ("enwiki", "ratio", "stage 2 job / stage 1 job CPU", "<= 0.5x"),
+            ("enwiki", "ratio_alone", "each stage alone, stage 2 / stage 1 CPU", "<= 0.5x"),
+            ("engine", "ratio", "stage 2 local[1] / plain process CPU", "<= 1.5x"),
+            ("eltec", "ratio", "ELTeC stage 2 wall / stage 1 wall", "<= 1x"))])
     stamp = time.strftime("%Y%m%dT%H%M%S")
     (WORK / f"pairs-results-{stamp}.json").write_text(json.dumps(results, indent=2, default=str))
 

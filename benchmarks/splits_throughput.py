@@ -184,12 +184,12 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
 
 
 def main() -> None:
+    from rounds import add_rounds_argument, print_medians, run_rounds
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=10000, help="documents (10 pairs each)")
     ap.add_argument("--skip-stats", action="store_true", help="leave out the trainer stats comparison")
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="rounds of (local[1], local[2], 1,000 pairs, plain) back to back: the figures of each "
-                         "round, then their medians (a shared machine varies by a third between runs)")
+    add_rounds_argument(ap, "(local[1], local[2], 1,000 pairs, plain)")
     ap.add_argument("--plain", nargs=2, metavar=("PAIRS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.plain:
@@ -200,24 +200,14 @@ def main() -> None:
     print(f"pairs: {n:,}")
     small = WORK / "input-small"
     n_small = build_pairs(100, small)
-    rounds = []
-    for k in range(max(1, args.rounds)):
-        if args.rounds > 1:
-            print(f"== round {k + 1} of {args.rounds}", flush=True)
-        rounds.append(one_round(src, n, small, n_small))
+    rounds = run_rounds(args.rounds, lambda: one_round(src, n, small, n_small))
     if len(rounds) > 1:
-        from statistics import median
-
-        def spread(key, fmt):
-            values = [r[key] for r in rounds]
-            return f"median {fmt.format(median(values))} (rounds: {', '.join(fmt.format(v) for v in values)})"
-
-        print(f"== summary of {len(rounds)} rounds")
-        print(f"pairs per CPU-second, local[1]: {spread('rate1', '{:,.0f}')} (target >= 20,000)")
-        print(f"pairs per CPU-second, local[2]: {spread('rate2', '{:,.0f}')}")
-        print(f"speed-up 1 -> 2 cores (wall): {spread('speedup', '{:.2f}x')} (target >= 1.6x)")
-        print(f"Spark local[1] / plain CPU: {spread('overhead', '{:.2f}x')} (target <= 1.5x)")
-        print(f"fixed cost (1,000 pairs, local[1]): {spread('fixed_cpu', '{:.1f} CPU-s')}")
+        print_medians(len(rounds), [(what, [r[key] for r in rounds], fmt, target) for what, key, fmt, target in (
+            ("pairs per CPU-second, local[1]", "rate1", "{:,.0f}", ">= 20,000"),
+            ("pairs per CPU-second, local[2]", "rate2", "{:,.0f}", ""),
+            ("speed-up 1 -> 2 cores (wall)", "speedup", "{:.2f}x", ">= 1.6x"),
+            ("Spark local[1] / plain CPU", "overhead", "{:.2f}x", "<= 1.5x"),
+            ("fixed cost (1,000 pairs, local[1])", "fixed_cpu", "{:.1f} CPU-s", ""))])
     if not args.skip_stats:
         rows, ours, peer = stats_throughput(WORK / "out-2" / "splits")
         print(f"trainer stats (pandas, one core): {rows:,} pairs in {ours:.2f} s = {rows / ours:,.0f} pairs/s; "

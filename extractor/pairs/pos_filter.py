@@ -130,7 +130,7 @@ def load_model(name: str, without_torch: bool = False):
             warnings.filterwarnings("ignore", message=r".*\[W095\]")
             # The layers keep the ops they are built with: numpy's BLAS for their matrix
             # products instead of thinc's default, blis (docs/pairs.md "POS completeness
-            # filter": the same tags, 1.6x faster in English, 2.6x with ro_legal_fl here).
+            # filter": the same tags, 1.5x faster in English, 2.2-2.6x with ro_legal_fl).
             nlp = spacy.load(name, exclude=list(_SKIP))
         keep = [p for p in nlp.pipe_names if p in _KEEP]
         if "attribute_ruler" in keep and not nlp.get_pipe("attribute_ruler").patterns:

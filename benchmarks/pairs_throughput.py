@@ -42,6 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
+from rounds import add_rounds_argument, print_medians, run_rounds  # noqa: E402 (benchmarks/rounds.py)
+
 WORK = REPO / "benchmarks" / "_work"
 PY = sys.executable
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -265,8 +267,6 @@ def one_round(size: int, parts: set) -> dict:
 
 
 def main() -> None:
-    from rounds import add_rounds_argument, print_medians, run_rounds
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=200, help="MB of XML of the enwiki-based dump (default 200)")
     ap.add_argument("--parts", default="enwiki,engine,eltec", help="comma-separated: enwiki, engine, eltec")

@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from rounds import add_rounds_argument, print_medians, run_rounds  # benchmarks/rounds.py
+
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "benchmarks" / "_work" / "splits"
 
@@ -184,8 +186,6 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
 
 
 def main() -> None:
-    from rounds import add_rounds_argument, print_medians, run_rounds
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=10000, help="documents (10 pairs each)")
     ap.add_argument("--skip-stats", action="store_true", help="leave out the trainer stats comparison")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import sys
 
 import pytest
 
@@ -86,8 +88,6 @@ def test_stats_json_round_trip_and_summary(tmp_path):
 
 
 def _parquet_digests(root):
-    import os
-
     out = {}
     for table in ("sentences", "pairs", "splits"):  # the published tables, through their links
         for dirpath, _, files in os.walk(root / table, followlinks=True):
@@ -111,6 +111,9 @@ def test_file_uri_output_twice_gives_the_same_bytes_with_stats_and_punkt_params(
     assert da and da == _parquet_digests(b)
     assert {k.split("/")[0] for k in da} == {"sentences", "pairs", "splits"}
     for root in (a, b):
-        assert json.loads((root / "stats.json").read_text())["job"]["run_id"]
+        job = json.loads((root / "stats.json").read_text())["job"]
+        assert job["run_id"]
+        # asked of an idle worker of the stages (session.executor_python): this interpreter
+        assert os.path.realpath(job["executor_python"]) == os.path.realpath(sys.executable)
         assert (root / "punkt_params.json").is_file() and (root / "manifest.json").is_file()
     assert (a / "punkt_params.json").read_bytes() == (b / "punkt_params.json").read_bytes()

@@ -45,8 +45,20 @@ def over_ids(spark, n: int):
 
 def executor_python(spark) -> str | None:
     """The Python an executor runs (one tiny task): recorded in stats.json, so a cluster run
-    shows whether the packed environment (./environment/bin/python) served the executors."""
+    shows whether the packed environment (./environment/bin/python) served the executors.
+    The task is a one-row `mapInArrow`, the kind of Python task the stages run, so an idle
+    worker of theirs answers it; an RDD task would start a second Python daemon and worker
+    for it (0.6 CPU-s measured at the end of a local job)."""
+    def where(batches):
+        import sys
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_arrays([pa.array([sys.executable], pa.string())], names=["python"])
+
     try:
-        return spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).first()
+        return spark.range(0, 1, 1, 1).mapInArrow(where, "python string").collect()[0]["python"]
     except Exception:  # the stages will fail with their own message
         return None

@@ -11,7 +11,7 @@ titles (into benchmarks/_work/, git-ignored), then runs
   speed-up),
 - WikiExtractor 3.x `--json --processes 1 --no-templates` on the largest dump,
 
-the largest size in `--repeat` rounds of (ours local[1], WikiExtractor, ours local[2]) back
+the largest size in `--rounds` rounds of (ours local[1], WikiExtractor, ours local[2]) back
 to back: CPU speed on a shared virtual machine drifts by a third within minutes, so the
 peers are compared within each round and the median of the rounds is reported. It prints pages/s and MB/s per core, the 2-core speed-up, and our per-core throughput
 divided by WikiExtractor's. CPU time is summed over the whole process tree (JVM, Python
@@ -225,7 +225,7 @@ def _summary(runs: list[dict], key: str) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="50,200", help="dump sizes in MB of XML, comma-separated")
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--rounds", "--repeat", dest="repeat", metavar="N", type=int, default=3,
                     help="rounds on the largest dump; each round runs ours local[1], WikiExtractor and ours "
                          "local[2] back to back, so that drifts in machine speed hit all three alike")
     ap.add_argument("--jvm-tuning", choices=("startup", "throughput"), default="startup",

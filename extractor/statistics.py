@@ -32,6 +32,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 import numpy as np
 import pandas as pd
@@ -191,14 +192,9 @@ def _collector_paused():
 
 
 def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
-    """The per-row statistics of a batch of pairs (one row per pair, :data:`ROW_COLUMNS`)."""
-    rows = []
-    with _collector_paused():
-        for p, h in zip(premises, hypotheses):
-            p = "" if p is None else str(p)
-            h = "" if h is None else str(h)
-            rows.append(_row(p, h, norm_words(p), norm_words(h)))
-    return _rows_frame(rows)
+    """The per-row statistics of a batch of pairs (one row per pair, :data:`ROW_COLUMNS`):
+    `batch_statistics` without labels (so without word counts)."""
+    return batch_statistics(premises, hypotheses, repeat(None))[0]
 
 
 def batch_statistics(premises: Sequence, hypotheses: Sequence, labels: Sequence) -> tuple[pd.DataFrame, dict]:

@@ -107,6 +107,9 @@ def test_no_document_and_no_pair_in_two_splits(built):
     stats = ctx.stats["splits"]
     assert stats["leakage"] == {"documents_in_two_splits": 0, "pairs_in_two_splits": 0,
                                 "sentence_pairs_in_two_splits": 0, "hypotheses_in_two_splits": 0}
+    # pairs and documents per (split, corpus) as the written splits hold them
+    assert stats["corpora"] == {f"{name}|{corpus}": {"pairs": len(g), "documents": g["doc_id"].nunique()}
+                                for name, df in splits.items() for corpus, g in df.groupby("corpus")}
 
 
 def test_removals_are_counted(built):
@@ -245,28 +248,6 @@ def test_plain_process_gives_the_splits_of_the_spark_stage(built):
     assert {k: sorted(v["pair_id"]) for k, v in spark_splits.items()} == \
         {k: sorted(v.column("pair_id").to_pylist()) for k, v in splits.items()}
     assert stats["dropped"] == ctx.stats["splits"]["dropped"]
-
-
-def test_leakage_report_finds_keys_in_two_splits_and_repeats_within_one(spark):
-    """The stage's leakage and duplicate counts on planted keys (the stage's own output has
-    none to find): a document in train and test, a pair repeated in train, a sentence pair
-    and a hypothesis in train and validation."""
-    from pyspark.sql import functions as F
-
-    rows = [("d1", b"p1", b"s1", b"h1", "train"), ("d1", b"p2", b"s2", b"h2", "test"),
-            ("d2", b"p3", b"s3", b"h1", "train"), ("d2", b"p3", b"s3", b"h3", "train"),
-            ("d3", b"p4", b"s4", b"h1", "validation"), ("d4", b"p5", b"s1", b"h4", "validation"),
-            ("d1", b"p1", b"s1", b"h1", "train")]
-    df = spark.createDataFrame(rows, "doc_id string, _pkey binary, _skey binary, _hkey binary, _split string")
-    leakage, duplicates = splits_stage._leakage(F, df)
-    assert leakage["checks"] == {"documents_in_two_splits": 1, "pairs_in_two_splits": 0,
-                                 "sentence_pairs_in_two_splits": 1, "hypotheses_in_two_splits": 1}
-    assert leakage["between_splits"]["train|test"] == {"documents": 1, "pairs": 0, "sentence_pairs": 0,
-                                                       "hypotheses": 0}
-    assert leakage["between_splits"]["train|validation"] == {"documents": 0, "pairs": 0, "sentence_pairs": 1,
-                                                             "hypotheses": 1}
-    assert duplicates == {"train": {"pairs": 2, "sentence_pairs": 2}, "validation": {"pairs": 0, "sentence_pairs": 0},
-                          "test": {"pairs": 0, "sentence_pairs": 0}}
 
 
 @pytest.mark.parametrize("case", ["no rows", "every row rejected by the POS filter"])

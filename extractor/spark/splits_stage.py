@@ -1,30 +1,25 @@
 """Stage 3 glue: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage.
 
-Thin Spark code around the pure functions of `extractor.splits.batches` (per work unit of
-the pairs table), `extractor.splits.assign` (assignment, quotas) and `extractor.statistics`
-(every number of the card), in three passes (docs/splits.md):
+Thin Spark code around pure functions: `extractor.splits.batches` (per work unit of the
+pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
+`extractor.splits.assign` (assignment, quotas) and `extractor.statistics` (every number of
+the card). Spark schedules seven rounds of Python tasks (docs/splits.md); between rounds
+the tasks exchange scratch files (Arrow) under `_tmp-splits-work/`, cut into buckets by a
+hash of the key they are grouped by, and only small aggregates reach the driver, which
+turns them into the next round's decisions. No text crosses a shuffle, and there is no
+Spark SQL shuffle at all.
 
-1. one task per few units reads its row groups with pyarrow and yields one slim summary
-   row per pair (ids, documents, label, hash order, 16-byte comparison keys); the global
-   decisions (documents -> splits per corpus, pairs spanning two splits, one copy of each
-   sentence pair, quotas) are Spark SQL over these slim rows only: no text crosses a
-   shuffle;
-2. the kept (unit, row, split) go back to the tasks of their units, which read the rows
-   again, compute their card statistics and write them into one Arrow file per (split,
-   output file);
-3. one task per output file merges its Arrow files, sorted by `pair_id`, into the Parquet
-   file.
-
-Only aggregates reach the driver. The whole `splits/` folder is written under a temporary
-name and moved into place at the end, so a failed run never leaves a half-built dataset.
+The whole `splits/` folder is written under a temporary name and moved into place at the
+end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
 import tempfile
-from collections import Counter
+import zlib
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from extractor import fs
 from extractor import output as _out
@@ -32,6 +27,7 @@ from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 from extractor.splits import card as card_mod
+from extractor.splits import decisions as dc
 from extractor.spark.session import over_ids
 
 STAGE = "splits"
@@ -84,85 +80,173 @@ def add_arguments(parser) -> None:
                    help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
 
 
-# ---------------------------------------------------------------------------- task functions
+# ---------------------------------------------------------------------------- tasks
 
-def _write_parquet(table, path: str) -> None:
-    """A scratch file of the stage (read back by Spark's own Parquet reader)."""
-    import pyarrow.parquet as pq
+def _tasks(spark, fn, tasks: list, spread: bool = False) -> list:
+    """One Spark job: ``fn(task)`` for every task (a small JSON-able result each), the
+    results in task order. Tasks run in contiguous ranges, about two per core
+    (`over_ids`), or one Spark task each with ``spread`` (few tasks of unequal cost)."""
+    import json
 
-    with fs.open_output(path) as out:
-        pq.write_table(table, out)
+    if not tasks:
+        return []
 
+    def run(batches):
+        import json as _json
 
-def _done(values: dict):
-    """One result row of a task, typed (a null must not make a column of Arrow type null)."""
-    import pyarrow as pa
+        import pyarrow as pa
 
-    types = {str: pa.string(), int: pa.int64(), type(None): pa.string()}
-    return pa.RecordBatch.from_arrays([pa.array([v], types[type(v)]) for v in values.values()], names=list(values))
-
-
-def _summaries_fn(units: list, schema, seed: int, test_only: frozenset, folder: str):
-    """Pass 1 (mapInArrow over unit ids): each unit's slim summary rows, written as one
-    scratch Parquet file per unit; yields the unit's rows per (label, reject reason)."""
-    def fn(batches):
-        for batch in batches:
-            for u in batch.column(0).to_pylist():
-                table = bt.summaries(bt.read_unit(units[u], schema), seed, test_only, unit=u)
-                _write_parquet(table, fs.join(folder, f"unit-{u:06d}.parquet"))
-                for (label, why), n in _tally(table).items():
-                    yield _done({"label": label, "reject": why, "n": n})
-    return fn
-
-
-def _tally(table) -> Counter:
-    """Rows of a summary table per (label, reject reason)."""
-    return Counter(zip(table.column("label").to_pylist(), table.column("_reject").to_pylist()))
-
-
-def _kept_fn(units: list, schema, rows_folder: str, stats_folder: str, n_files: dict):
-    """Pass 2 (mapInArrow over kept (_unit, _row, _split)): each unit's kept rows go to the
-    Arrow files of their output files, their card statistics (`bt.STATS_SCHEMA`) to a
-    scratch Parquet file; yields the rows per unit."""
-    def fn(batches):
-        kept: dict[int, tuple[list, list]] = {}
-        for batch in batches:
-            for u, r, s in zip(*(batch.column(i).to_pylist() for i in range(3))):
-                rows, splits = kept.setdefault(u, ([], []))
-                rows.append(r)
-                splits.append(s)
-        for u in sorted(kept):
-            table = bt.kept_rows(bt.read_unit(units[u], schema), *kept[u])
-            bt.shuffle_files(table, rows_folder, u, n_files)
-            _write_parquet(bt.unit_statistics(table), fs.join(stats_folder, f"unit-{u:06d}.parquet"))
-            yield _done({"unit": u, "n": table.num_rows})
-    return fn
-
-
-def _merge_fn(files: list, shuffle: str, target: str, schema):
-    """Pass 3 (mapInArrow over output file ids): merge one output file's Arrow files into
-    its Parquet file; yields (path, rows, bytes)."""
-    def fn(batches):
-        from pyspark import TaskContext
-
-        attempt = TaskContext.get().attemptNumber()
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                split, bucket = files[i]
-                table = bt.merge_bucket(fs.join(shuffle, split, f"{bucket:05d}"), schema)
-                if not table.num_rows:
-                    continue
-                sink = _out._FileSink(fs.join(target, split, f"part-{bucket:05d}.parquet"), schema, attempt)
-                for b in table.to_batches():
-                    sink.add(b)
-                path, rows, size = sink.close()
-                yield _done({"path": path, "rows": rows, "bytes": size})
+                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
+                                                  pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
+                                                 names=["i", "result"])
+
+    ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
+    rows = ids.mapInArrow(run, "i long, result string").collect()
+    return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
+
+
+def _folder(base: str, name: str, i: int) -> str:
+    return fs.join(base, f"{name}-{i:05d}")
+
+
+def _summaries_task(plan: dict):
+    """Round 1, per work unit: its slim rows (`batches.summaries`), those that are data cut
+    into buckets of sentence-pair keys, and its documents' weights per corpus; returns
+    the rows per (label, reject reason) and the corpora."""
+    def fn(u: int) -> dict:
+        table = bt.summaries(bt.read_unit(plan["units"][u], plan["schema"]), plan["seed"], plan["test_only"], unit=u)
+        counts = dc.tally(table, ["label", "_reject"])
+        rows = table.filter(pc.is_null(table.column("_reject")))
+        for b, part in dc.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
+            dc.write_arrow(part, fs.join(_folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
+        weights = dc.document_weights(rows)
+        corpora = sorted(set(weights.column("corpus").to_pylist()))
+        for corpus in corpora:
+            part = weights.filter(pc.equal(weights.column("corpus"), corpus))
+            dc.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
+        return {"counts": counts, "corpora": corpora}
     return fn
 
 
-def _assign_group(ratios, seed):
-    def fn(pdf: pd.DataFrame) -> pd.DataFrame:
-        return sp.assign_documents(pdf, ratios, seed)
+def _corpus_dir(corpus: str) -> str:
+    return f"corpus-{zlib.crc32(corpus.encode('utf-8')):08x}-{len(corpus)}"
+
+
+def _assign_task(plan: dict):
+    """Round 2, per corpus: every document to its split; returns documents per split."""
+    def fn(corpus: str) -> dict:
+        weights = dc.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
+        weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
+        assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
+        dc.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
+        return {"documents": dc.tally(assigned, ["split"])}
+    return fn
+
+
+def _rank_task(plan: dict):
+    """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`,
+    the rows kept so far written back with their split, and their histograms."""
+    def fn(b: int) -> dict:
+        rows = dc.read_arrow(_folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
+        assigned = dc.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
+        ranked = dc.rank_identical(rows, assigned)
+        kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
+        dc.write_arrow(kept, fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
+        return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
+    return fn
+
+
+def _ranked(plan: dict, b: int):
+    import pyarrow.ipc as ipc
+
+    path = fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow")
+    with fs.open_input(path) as fh:
+        return ipc.open_stream(fh).read_all()
+
+
+def _boundary_task(plan: dict):
+    """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
+    def fn(b: int) -> dict:
+        return {"rows": dc.boundary_rows(_ranked(plan, b), plan["cuts"])}
+    return fn
+
+
+def _keep_task(plan: dict):
+    """Round 5, per bucket: the rows within their quota; writes their (unit, row, split) to
+    the folder of their unit range and their document and hypothesis keys to the folder
+    of the keys' buckets; returns the figures and the pair and sentence-pair leakage."""
+    def fn(b: int) -> dict:
+        kept = dc.within_quota(_ranked(plan, b), plan["cuts"], plan["last"])
+        where = pa.array(plan["range_of"]).take(kept.column("_unit"))
+        for r, part in dc.split_by(kept, where.to_numpy()).items():
+            dc.write_arrow(part.select(list(dc.KEPT_SCHEMA.names)).cast(dc.KEPT_SCHEMA),
+                           fs.join(_folder(plan["work"], "kept", r), f"bucket-{b:05d}.arrow"))
+        keys = dc.other_keys(kept)
+        for k, part in dc.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
+            dc.write_arrow(part, fs.join(_folder(plan["work"], "keys", k), f"bucket-{b:05d}.arrow"))
+        return {"corpora": dc.tally(kept, ["_split", "corpus"]),
+                "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
+                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
+                "leakage": [*dc.leakage_counts("pairs", kept.column("_pkey"), kept.column("_split")),
+                            *dc.leakage_counts("sentence_pairs", kept.column("_skey"), kept.column("_split"))]}
+    return fn
+
+
+def _rows_task(plan: dict):
+    """Round 6: a unit range's kept rows go to the Arrow files of their output files and
+    their card statistics (`batches.unit_statistics`) to a scratch file per split; a keys
+    bucket gives the document and hypothesis leakage and the documents per corpus."""
+    def fn(task) -> dict:
+        kind, i = task
+        if kind == "keys":
+            keys = dc.read_arrow(_folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
+            docs = pc.equal(keys.column("kind"), "documents")
+            out = []
+            for kind_name, sel in (("documents", docs), ("hypotheses", pc.invert(docs))):
+                part = keys.filter(sel)
+                out += dc.leakage_counts(kind_name, part.column("key"), part.column("split"))
+            return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
+        kept = dc.read_arrow(_folder(plan["work"], "kept", i), dc.KEPT_SCHEMA)
+        units = kept.column("_unit").to_numpy()
+        n = 0
+        for u, part in dc.split_by(kept, units).items():
+            table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_pylist(),
+                                 part.column("_split").to_pylist())
+            bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
+            stats = bt.unit_statistics(table)
+            for split in sorted(set(stats.column("split").to_pylist())):
+                dc.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
+                               fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
+            n += table.num_rows
+        return {"rows": n}
+    return fn
+
+
+def _files_task(plan: dict):
+    """Round 7: an output file merged from its Arrow files (sorted by `pair_id`) and written
+    as Parquet; or a split's card aggregates (`batches.split_aggregates`) and PMI word
+    counts (`batches.split_words`)."""
+    def fn(task) -> dict:
+        from pyspark import TaskContext
+
+        kind, split, bucket = task
+        if kind == "statistics":
+            stats = dc.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
+            rows = stats.filter(pc.equal(stats.column("kind"), "row"))
+            aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]).to_pandas())
+            return {"aggregates": aggregates.astype(object).where(aggregates.notna(), None).to_dict("records"),
+                    "words": bt.split_words(stats)}
+        table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
+        if not table.num_rows:
+            return {}
+        attempt = TaskContext.get().attemptNumber()
+        sink = _out._FileSink(fs.join(plan["target"], split, f"part-{bucket:05d}.parquet"), plan["schema"], attempt)
+        for batch in table.to_batches():
+            sink.add(batch)
+        path, rows, size = sink.close()
+        return {"path": path, "rows": rows, "bytes": size}
     return fn
 
 
@@ -173,28 +257,30 @@ def _test_only_corpora(ctx) -> set[str]:
 
 
 def run(ctx) -> None:
-    """Stage entry point. Shuffles of the slim rows use about one partition per 100,000
-    pairs (never more than the session's setting, never fewer than the cores), not Spark's
-    default 200 near-empty tasks; results do not depend on it."""
+    """Stage entry point: seven rounds of Python tasks (docs/splits.md). The slim rows are
+    cut into about one bucket per 100,000 pairs (never more than the session's
+    `spark.sql.shuffle.partitions`, never fewer than the cores); results do not depend on it."""
     spark = ctx.spark
     path = ctx.table_path("pairs")
     if not fs.exists(path):
         ctx.read_table("pairs")  # the job's one-line "no such table" error
     schema, units = bt.list_units(path)
     n = sum(u["rows"] for u in units)
-    key = "spark.sql.shuffle.partitions"
-    old = spark.conf.get(key)
-    try:
-        wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
-        spark.conf.set(key, str(min(int(old), wanted)))
-        _run(ctx, schema, units, n)
-    finally:
-        spark.conf.set(key, old)
+    wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
+    _run(ctx, schema, units, n, max(1, min(int(spark.conf.get("spark.sql.shuffle.partitions")), wanted)))
 
 
-def _run(ctx, schema, units: list, n_input: int) -> None:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+def _unit_ranges(units: list, n: int) -> list[int]:
+    """Range number of each unit: `n` contiguous ranges of about equal rows."""
+    total = sum(u["rows"] for u in units) or 1
+    out, seen = [], 0
+    for u in units:
+        out.append(min(n - 1, seen * n // total))
+        seen += u["rows"]
+    return out
+
+
+def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     args = ctx.args
@@ -210,157 +296,95 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
     stats["input_pairs"] = n_input
     drops: dict = {}
-    # Scratch files of the stage: the tasks write them with pyarrow, Spark reads them back
-    # with its own Parquet reader (cheaper than caching rows in the JVM).
     tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
-    scratch = {k: fs.join(work, k) for k in ("summaries", "documents", "ranked", "statistics", "rows")}
     for folder in (tmp, work):
         _out.delete(spark, folder)
-
-    def read(name, arrow_schema):
-        if fs.exists(scratch[name]) and fs.list_files(scratch[name]):
-            return spark.read.parquet(scratch[name])
-        return spark.createDataFrame([], from_arrow_schema(arrow_schema))
-
+    plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
+            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
     try:
-        # 1. slim summaries; rows the pairs stage kept only for inspection (rejected by a
-        #    filter) are not data: counted, then left out.
-        test_only = frozenset(_test_only_corpora(ctx))
-        found = over_ids(spark, len(units)).mapInArrow(
-            _summaries_fn(units, schema, seed, test_only, scratch["summaries"]),
-            "label string, reject string, n long").collect() if units else []
-        all_labels = sorted({r["label"] for r in found if r["reject"] is None})
+        # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by
+        #      a filter) are not data: counted, then left out. Documents -> splits per corpus.
+        found = _tasks(spark, _summaries_task(plan), list(range(len(units))))
+        labels_seen = set()
         for r in found:
-            if r["reject"] is not None:
-                drops[r["reject"]] = drops.get(r["reject"], 0) + int(r["n"])
-        pairs = read("summaries", bt.SUMMARY_SCHEMA).filter(F.col("_reject").isNull())
+            for label, why, count in r["counts"]:
+                if why is None:
+                    labels_seen.add(label)
+                else:
+                    drops[why] = drops.get(why, 0) + count
+        plan["labels"] = sorted(labels_seen)
+        corpora = sorted({c for r in found for c in r["corpora"]})
+        documents: dict = {}
+        for r in _tasks(spark, _assign_task(plan), corpora, spread=True):
+            for split, count in r["documents"]:
+                documents[split] = documents.get(split, 0) + count
+        stats["documents"] = documents
 
-        # 2. documents -> splits, whole, per corpus (pairs weigh on their own doc_id; docs
-        #    that only lend a sentence to a pair weigh 0 but still get a split).
-        weights = pairs.select("corpus", "label", "_test_only", F.inline(F.array(
-            *[F.struct(F.col(c).alias("doc_id"), F.lit(w).alias("w")) for c, w in (("doc_id", 1), ("_pdoc", 0), ("_hdoc", 0))])))
-        docs = weights.groupBy("corpus", "doc_id").agg(
-            *[F.sum(F.when(F.col("label") == F.lit(l), F.col("w")).otherwise(F.lit(0))).cast("long").alias(f"n_{i:03d}")
-              for i, l in enumerate(all_labels)],
-            F.max(F.col("_test_only").cast("int")).cast("boolean").alias("test_only"))
-        docs.groupBy("corpus").applyInPandas(_assign_group(ratios, seed), "corpus string, doc_id string, split string") \
-            .select("doc_id", "split").write.parquet(scratch["documents"])
-        doc_split = spark.read.parquet(scratch["documents"])
-        stats["documents"] = {r["split"]: int(r["count"]) for r in doc_split.groupBy("split").count().collect()}
-
-        # The document -> split table is one row per document: broadcast.
-        ds = F.broadcast(doc_split)
-        pairs = (pairs.join(ds.withColumnRenamed("split", "_split"), "doc_id", "left")
-                 .join(ds.select(F.col("doc_id").alias("_pdoc"), F.col("split").alias("_ps")), "_pdoc", "left")
-                 .join(ds.select(F.col("doc_id").alias("_hdoc"), F.col("split").alias("_hs")), "_hdoc", "left"))
-        # A pair whose sentences come from documents of two splits would carry a document into both.
-        crosses = ~(F.col("_ps").eqNullSafe(F.col("_split")) & F.col("_hs").eqNullSafe(F.col("_split")))
-        prio = F.create_map(*[x for k, v in sp.KEEP_PRIORITY.items() for x in (F.lit(k), F.lit(v))])
-        pairs = pairs.withColumn("_cross", crosses).withColumn("_prio", prio[F.col("_split")]).drop("_ps", "_hs")
-
-        # 3. one copy of each sentence pair (either order, case/space-insensitive) in the
-        #    whole dataset: the copy in test, else validation, else train; then the lowest
-        #    hash. Pairs spanning two splits sort last and are dropped. The same job ranks
-        #    the pairs kept so far within their (split, corpus, label) by hash, the order in
-        #    which the quotas take them. One aggregate job gives the drops and the counts per
-        #    (split, corpus, label) the quotas come from.
-        w_key = Window.partitionBy("_skey").orderBy("_cross", "_prio", "_h", "pair_id")
-        w_q = Window.partitionBy("_split", "corpus", "label", "_why").orderBy("_h", "pair_id")
-        (pairs.withColumn("_rank", F.row_number().over(w_key))
-                  # the first row's priority: the best of the key's rows that do not cross
-                  # (those sort first); only read for rows that do not cross either
-                  .withColumn("_best", F.first("_prio").over(w_key))
-                  .withColumn("_why", F.when(F.col("_cross"), F.lit("pair_spans_documents_of_two_splits"))
-                              .when((F.col("_rank") > 1) & (F.col("_prio") > F.col("_best")),
-                                    F.lit("identical_pair_in_other_split"))
-                              .when(F.col("_rank") > 1, F.lit("identical_pair_in_same_split")))
-                  .withColumn("_n", F.row_number().over(w_q))
-         .select("_unit", "_row", "_split", "corpus", "doc_id", "label", "marker", "source",
-                 "_pkey", "_skey", "_hkey", "_why", "_n").write.parquet(scratch["ranked"]))
-        ranked = spark.read.parquet(scratch["ranked"])
-        counts = {}
+        # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts
+        #    per (split, corpus, label) the quotas come from, and their histograms.
+        ranked = _tasks(spark, _rank_task(plan), list(range(buckets))) if found else []
+        counts: dict = {}
         drops["pair_spans_documents_of_two_splits"] = 0
-        for why, split, corpus, label, n in [tuple(r) for r in ranked.groupBy("_why", "_split", "corpus", "label")
-                                             .count().collect()]:
-            if why is None:
-                counts[(split, corpus, label)] = int(n)
-            else:
-                drops[why] = drops.get(why, 0) + int(n)
+        for r in ranked:
+            for why, split, corpus, label, count in r["counts"]:
+                if why is None:
+                    counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
+                else:
+                    drops[why] = drops.get(why, 0) + count
 
-        # 4. balance: quotas per (split, corpus, label) from counts; the kept rows are the
-        #    first of each by hash (a filter on the rank of step 3).
+        # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs
+        #    with the lowest hashes, found through the histograms (and the rows of the bins
+        #    where a quota ends part-way).
         labels = sorted({k[2] for k in counts})
         quotas = sp.compute_quotas(counts, balance, labels, max_eval)
         drops["balance"] = sp.quota_drops(counts, quotas)
-        quota = F.create_map(*[x for (s, c, l), n in sorted(quotas.items())
-                               for x in (F.lit(f"{s}\x1f{c}\x1f{l}"), F.lit(int(n)))] or [F.lit(""), F.lit(0)])
-        final = ranked.filter(F.col("_why").isNull()
-                              & (F.col("_n") <= quota[F.concat_ws("\x1f", "_split", "corpus", "label")])) \
-            .drop("_why", "_n")
-
+        plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
+        partial = any(need for _, need in plan["cuts"].values())
+        edges = [row for r in _tasks(spark, _boundary_task(plan), list(range(buckets))) for row in r["rows"]] \
+            if partial else []
+        plan["last"] = dc.thresholds(edges, plan["cuts"])
         _warn_missing(ctx, labels, counts, quotas, balance)
 
-        # 5. three independent groups of Spark jobs on the kept rows: figures of the slim
-        #    rows; leakage and duplicates; pass 2 (the kept rows to Arrow files per output
-        #    file, their statistics aggregated) and pass 3 (one task per output file).
-        #    (Run side by side from driver threads they gave no gain at local[2].)
-        sizes = {s: 0 for s in sp.SPLITS}  # the quota window keeps min(quota, count) rows
+        sizes = {s: 0 for s in sp.SPLITS}
         for (split, corpus, label), quota in quotas.items():
             sizes[split] += min(quota, counts.get((split, corpus, label), 0))
-        n_files = {s: bt.files_per_split(sizes[s], getattr(args, "files_per_table", 4)) for s in sp.SPLITS}
+        plan["n_files"] = {s: bt.files_per_split(sizes[s], getattr(args, "files_per_table", 4)) for s in sp.SPLITS}
+        n_ranges = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
+        plan["range_of"] = _unit_ranges(units, n_ranges)
+
+        # 5. the kept rows; figures; pair and sentence-pair leakage.
+        kept = _tasks(spark, _keep_task(plan), list(range(buckets))) if any(sizes.values()) else []
+        # 6. the rows of the kept pairs and their statistics; document and hypothesis leakage.
+        rounds = _tasks(spark, _rows_task(plan), [("rows", r) for r in range(n_ranges)]
+                        + [("keys", k) for k in range(buckets)], spread=True) if kept else []
+        # 7. the output files; the card's aggregates and PMI counts per split.
+        files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
+        last = _tasks(spark, _files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files,
+                      spread=True)
+
         columns = schema.names
-        out_schema = schema  # list_units gives the plain types already
-
-        def figures():
-            """Pairs and documents per (split, corpus), pairs per marker and source: one job
-            (two grouping sets, told apart by grouping_id)."""
-            corpora, markers, sources = {}, {}, {}
-            by = ["_split", "corpus", "label", "marker", "source"]
-            for r in final.groupingSets([["_split", "corpus"], ["_split", "label", "marker", "source"]], *by).agg(
-                    F.count(F.lit(1)).alias("pairs"), F.countDistinct("doc_id").alias("documents"),
-                    F.grouping_id().alias("_g")).collect():
-                split, n = r["_split"], int(r["pairs"])
-                if r["_g"] == 0b00111:  # the (split, corpus) set: label, marker, source aggregated
-                    corpora[f"{split}|{r['corpus']}"] = {"pairs": n, "documents": int(r["documents"])}
-                    continue
-                if r["marker"] is not None and "marker" in columns:
-                    markers.setdefault(r["label"], {})[r["marker"]] = markers.get(r["label"], {}).get(r["marker"], 0) + n
-                if r["source"] is not None and "source" in columns:
-                    sources[f"{split}|{r['source']}"] = sources.get(f"{split}|{r['source']}", 0) + n
-            return corpora, markers, sources
-
-        def rows_and_files():
-            if not sum(sizes.values()):
-                return [], [], []
-            # ranges of units: balanced tasks (a hash of 4 unit ids into 4 partitions put
-            # two units in one task and none in another: 1.2x instead of 1.4x on two cores)
-            final.select("_unit", "_row", "_split").repartitionByRange(
-                max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism)), "_unit").mapInArrow(
-                _kept_fn(units, schema, scratch["rows"], scratch["statistics"], n_files), "unit long, n long").collect()
-            files = [(s, b) for s in sp.SPLITS if sizes[s] for b in range(n_files[s])]
-            written = [r.asDict() for r in over_ids(spark, len(files)).mapInArrow(
-                _merge_fn(files, scratch["rows"], tmp, out_schema), _out.FILE_SCHEMA).collect()]
-            rows = read("statistics", bt.STATS_SCHEMA)
-            # per split, the aggregates of `trainer stats` (exact medians) in one pandas task
-            aggregates = [r.asDict() for r in rows.filter(F.col("kind") == "row")
-                          .select("split", "label", *st.ROW_COLUMNS).groupBy("split")
-                          .applyInPandas(bt.split_aggregates, bt.AGGREGATE_DDL).collect()]
-            # PMI counts: one row per (split, side, word) with its texts per label; words
-            # seen fewer than PMI_MIN_COUNT times never reach the driver.
-            per_label = [F.sum(F.when(F.col("label") == l, F.col("n"))).alias(f"n_{i:03d}")
-                         for i, l in enumerate(labels)]
-            words = [(r["split"], r["side"], l, r["word"], r[f"n_{i:03d}"])
-                     for r in rows.filter(F.col("kind") == "word").groupBy("split", "side", "word")
-                     .agg(F.sum("n").alias("_t"), *per_label).filter(F.col("_t") >= st.PMI_MIN_COUNT).collect()
-                     for i, l in enumerate(labels) if r[f"n_{i:03d}"]]
-            return aggregates, words, written
-
-        corpora, markers, sources = figures()
-        leakage, duplicates = _leakage(F, final)
-        aggregates, words, written = rows_and_files()
-        kept = {s: sum(v["pairs"] for k, v in corpora.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
-        if kept != sizes:
-            raise RuntimeError(f"splits: kept rows {kept} differ from the quotas {sizes} (a bug; please report it)")
+        corpora_stats: dict = {}
+        markers: dict = {}
+        sources: dict = {}
+        for r in kept:
+            for split, corpus, count in r["corpora"]:
+                corpora_stats.setdefault(f"{split}|{corpus}", {"pairs": 0, "documents": 0})["pairs"] += count
+            for label, marker, count in r["markers"]:
+                if "marker" in columns:
+                    markers.setdefault(label, {})[marker] = markers.get(label, {}).get(marker, 0) + count
+            for split, source, count in r["sources"]:
+                if "source" in columns:
+                    sources[f"{split}|{source}"] = sources.get(f"{split}|{source}", 0) + count
+        for r in rounds:
+            for split, corpus, count in r.get("documents", []):
+                corpora_stats[f"{split}|{corpus}"]["documents"] += count
+        leakage, duplicates = dc.leakage_report([row for r in kept + rounds for row in r.get("leakage", [])])
+        aggregates = [a for r in last for a in r.get("aggregates", [])]
+        words = [tuple(w) for r in last for w in r.get("words", [])]
+        written = [r for r in last if "path" in r]
+        kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
+        if kept_sizes != sizes:
+            raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
         blocks = bt.card_statistics(aggregates, words, duplicates)
 
         num_bytes: dict = {}
@@ -375,7 +399,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
                              for s in sp.SPLITS}}
         stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
         stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
-        stats["corpora"] = corpora
+        stats["corpora"] = dict(sorted(corpora_stats.items()))
         stats["dropped"] = drops
         stats["leakage"] = leakage["checks"]
         stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
@@ -387,7 +411,7 @@ def _run(ctx, schema, units: list, n_input: int) -> None:
         with tempfile.TemporaryDirectory() as local_tmp:
             local = Path(local_tmp)
             card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
-                                      schema=from_arrow_schema(out_schema), lang=ctx.lexicon.lang,
+                                      schema=from_arrow_schema(schema), lang=ctx.lexicon.lang,
                                       license=getattr(args, "license", "cc-by-sa-4.0"), leakage=leakage,
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
                                       num_bytes=num_bytes)
@@ -413,41 +437,3 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
-
-
-def _leakage(F, final) -> tuple[dict, dict]:
-    """Checks on the kept rows: documents, pairs, sentence pairs and hypotheses that occur
-    in two splits (the first three must be 0; shared hypotheses are reported), and the
-    repeated pairs and sentence pairs within each split (`statistics.duplicate_counts`).
-    One Spark job: per key of each kind its rows per split, then keys and repeats per
-    (kind, set of splits as a bit mask)."""
-    # the key of each kind, as bytes (document ids encoded like the other keys are hashed)
-    kinds = {"documents": "encode(doc_id, 'UTF-8')", "pairs": "_pkey", "sentence_pairs": "_skey",
-             "hypotheses": "_hkey"}
-    n_splits = len(sp.SPLITS)
-    per_split = [F.sum(F.when(F.col("_split") == s, 1).otherwise(0)).alias(f"c{i}") for i, s in enumerate(sp.SPLITS)]
-    mask = sum((F.when(F.col(f"c{i}") > 0, 1 << i).otherwise(0) for i in range(n_splits)), F.lit(0))
-    # every row's keys as (kind, key) rows: one aggregation for the four kinds
-    keyed = final.select("_split", F.expr(f"stack({len(kinds)}, "
-                                          + ", ".join(f"'{kind}', {key}" for kind, key in kinds.items())
-                                          + ") as (kind, k)"))
-    result = (keyed.groupBy("kind", "k").agg(*per_split)
-              .groupBy("kind", mask.alias("mask"))
-              .agg(F.count(F.lit(1)).alias("keys"),
-                   *[F.sum(F.greatest(F.col(f"c{i}") - 1, F.lit(0))).alias(f"r{i}") for i in range(n_splits)]))
-    rows = result.collect()
-    checks = {f"{kind}_in_two_splits": 0 for kind in kinds}
-    between = {f"{a}|{b}": {kind: 0 for kind in kinds}
-               for i, a in enumerate(sp.SPLITS) for b in sp.SPLITS[i + 1:]}
-    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in sp.SPLITS}
-    for r in rows:
-        names = [s for i, s in enumerate(sp.SPLITS) if int(r["mask"]) >> i & 1]
-        if len(names) > 1:
-            checks[f"{r['kind']}_in_two_splits"] += int(r["keys"])
-            for i, a in enumerate(names):
-                for b in names[i + 1:]:
-                    between[f"{a}|{b}"][r["kind"]] += int(r["keys"])
-        if r["kind"] in ("pairs", "sentence_pairs"):
-            for i, s in enumerate(sp.SPLITS):
-                duplicates[s][r["kind"]] += int(r[f"r{i}"])
-    return {"checks": checks, "between_splits": between}, duplicates

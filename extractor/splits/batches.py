@@ -269,6 +269,24 @@ def split_aggregates(rows: "pd.DataFrame") -> "pd.DataFrame":
         {"count": "int64", **{name: "float64" for name in st.AGGREGATES}})
 
 
+def split_words(stats: pa.Table, min_count: int = st.PMI_MIN_COUNT) -> list[list]:
+    """[split, side, label, word, n] from the ``word`` rows of one split's statistics (all
+    units): ``n`` summed; words seen fewer than ``min_count`` times on a side (all labels)
+    are left out, they never reach the PMI lists. Sorted."""
+    words = stats.filter(pc.equal(stats.column("kind"), "word"))
+    if not words.num_rows:
+        return []
+    keys = ["split", "side", "label", "word"]
+    per_label = words.group_by(keys, use_threads=False).aggregate([("n", "sum")])
+    totals = per_label.group_by(["split", "side", "word"], use_threads=False).aggregate([("n_sum", "sum")])
+    frequent = totals.filter(pc.greater_equal(totals.column("n_sum_sum"), min_count)).select(["split", "side", "word"])
+    kept = per_label.join(frequent, keys=["split", "side", "word"], join_type="inner")
+    kept = kept.filter(pc.and_(pc.greater(kept.column("n_sum"), 0), pc.is_valid(kept.column("label"))))
+    return sorted([list(r) for r in zip(*(kept.column(c).to_pylist() for c in keys),
+                                        kept.column("n_sum").to_pylist())],
+                  key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
 def card_statistics(aggregates: list[dict], words: list[tuple], duplicates: dict, top_k: int = 10,
                     min_count: int = st.PMI_MIN_COUNT) -> dict:
     """``{split: block}`` as `statistics.split_statistics` gives it for each split, from

@@ -1,0 +1,314 @@
+"""Stage 3's global decisions as pure functions over slim rows (pyarrow + numpy, no Spark).
+
+The stage (`extractor.spark.splits_stage`) cuts the slim summary rows of
+`extractor.splits.batches.summaries` into buckets and runs these functions on each bucket
+in a task; only small aggregates (counts, histograms, a few boundary rows) reach the
+driver, which turns them into decisions (quotas, cut points) for the next round:
+
+1. `document_weights` (per unit) -> `assign_corpus` (per corpus): every document of a
+   corpus goes, whole, to one split (`assign.assign_documents`);
+2. `rank_identical` (per bucket of sentence-pair keys: every copy of a sentence pair is in
+   one bucket): pairs spanning two splits and all but one copy of each sentence pair are
+   marked with their drop reason; `histogram` gives, per (split, corpus, label), how
+   many of the remaining pairs fall in each of `BINS` ranges of the hash order `_h`;
+3. `cut_points` (driver): from the histograms and the quotas, per group the bin where its
+   quota ends and how many of that bin's pairs it takes; `boundary_rows` (per bucket) and
+   `thresholds` (driver) find the last pair taken, exactly;
+4. `within_quota` (per bucket): the kept pairs, the first of each group in the order
+   (`_h`, `pair_id`, `_unit`, `_row`) up to its quota, the order a global sort would give;
+5. `leakage_counts` (per bucket of any key) and `leakage_report` (driver): keys found in
+   two splits and repeats within one.
+
+The results do not depend on the number of buckets, tasks or cores (tested).
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor import fs
+from extractor.splits import assign as sp
+
+BITS = 10
+BINS = 1 << BITS  # ranges of the hash order per group; a partial bin's rows go to the driver
+ORDER = ("_h", "pair_id", "_unit", "_row")  # the order in which the quotas take the pairs
+WEIGHTS_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("label", pa.string()),
+                            ("w", pa.int64()), ("test_only", pa.bool_())])
+ASSIGNED_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("split", pa.string())])
+RANKED_COLUMNS = ("_unit", "_row", "pair_id", "corpus", "doc_id", "label", "marker", "source",
+                  "_h", "_pkey", "_skey", "_hkey")
+KEYS_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.binary()), ("split", pa.string()),
+                         ("corpus", pa.string())])
+KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split", pa.string())])
+
+
+# ---------------------------------------------------------------------------- scratch files
+
+def write_arrow(table: pa.Table, path: str) -> None:
+    """One scratch file (Arrow IPC stream): written and read back only by the stage's tasks."""
+    import pyarrow.ipc as ipc
+
+    with fs.open_output(path) as out, ipc.new_stream(out, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read_arrow(folder: str, schema: pa.Schema) -> pa.Table:
+    """Every scratch file under `folder` (none: an empty table of `schema`), in name order."""
+    import pyarrow.ipc as ipc
+
+    tables = []
+    for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):
+        with fs.open_input(path) as fh:
+            tables.append(ipc.open_stream(fh).read_all())
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def key_buckets(keys: pa.Array, n: int) -> np.ndarray:
+    """Bucket of each 16-byte digest key (its first four bytes) among `n`."""
+    return np.array([int.from_bytes(k[:4], "big") % n for k in keys.to_pylist()], dtype=np.int64)
+
+
+def split_by(table: pa.Table, buckets: np.ndarray) -> dict[int, pa.Table]:
+    """The rows of `table` per bucket number, in their order."""
+    order = np.argsort(buckets, kind="stable")
+    values, starts = np.unique(buckets[order], return_index=True)
+    ends = list(starts[1:]) + [len(order)]
+    return {int(v): table.take(pa.array(order[s:e])) for v, s, e in zip(values, starts, ends)}
+
+
+# ---------------------------------------------------------------------------- documents
+
+def document_weights(rows: pa.Table) -> pa.Table:
+    """Per (corpus, document, label) of a unit's slim rows (`WEIGHTS_SCHEMA`): `w` the pairs
+    of the label the document holds; a document that only lends a pair its premise or
+    hypothesis (`_pdoc`, `_hdoc`) weighs 0 but is listed, so it still gets a split."""
+    parts = []
+    for col, w in (("doc_id", 1), ("_pdoc", 0), ("_hdoc", 0)):
+        parts.append(pa.table({"corpus": rows.column("corpus"), "doc_id": rows.column(col),
+                               "label": rows.column("label"), "w": pa.array(np.full(rows.num_rows, w)),
+                               "test_only": rows.column("_test_only")}))
+    grouped = pa.concat_tables(parts).group_by(["corpus", "doc_id", "label"], use_threads=False).aggregate(
+        [("w", "sum"), ("test_only", "any")])
+    return pa.table({n: grouped.column(c) for n, c in (("corpus", "corpus"), ("doc_id", "doc_id"), ("label", "label"),
+                                                         ("w", "w_sum"), ("test_only", "test_only_any"))},
+                    schema=WEIGHTS_SCHEMA)
+
+
+def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Table:
+    """Every document of one corpus (its `document_weights` rows from all units) -> its
+    split (`ASSIGNED_SCHEMA`), by `assign.assign_documents`."""
+    if not weights.num_rows:
+        return ASSIGNED_SCHEMA.empty_table()
+    frame = weights.to_pandas()
+    docs = frame.pivot_table(index=["corpus", "doc_id"], columns="label", values="w", aggfunc="sum", fill_value=0)
+    docs = docs.reindex(columns=labels, fill_value=0)
+    docs.columns = [f"n_{i:03d}" for i in range(len(labels))]
+    docs["test_only"] = frame.groupby(["corpus", "doc_id"])["test_only"].max()
+    out = sp.assign_documents(docs.reset_index(), ratios, seed)
+    return pa.Table.from_pandas(out, schema=ASSIGNED_SCHEMA, preserve_index=False)
+
+
+def _doc_keys(corpus, docs) -> pa.Array:
+    return pc.binary_join_element_wise(pc.cast(corpus, pa.string()), pc.cast(docs, pa.string()), "\x1f")
+
+
+def _split_of(rows: pa.Table, column: str, assigned: pa.Table, assigned_keys: pa.Array) -> pa.Array:
+    where = pc.index_in(_doc_keys(rows.column("corpus"), rows.column(column)), value_set=assigned_keys)
+    return pc.fill_null(pc.take(assigned.column("split"), where), "")
+
+
+# ---------------------------------------------------------------------------- identical pairs
+
+def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
+    """The slim rows of one bucket of sentence-pair keys with their split (`_split`, that
+    of their own document) and why they go (`_why`): `pair_spans_documents_of_two_splits`
+    when the premise's or hypothesis's document is in another split;
+    `identical_pair_in_other_split` / `..._same_split` for every copy of a sentence pair
+    but one: the copy in test, else validation, else train, then the lowest `_h` (then
+    pair_id, unit, row); copies spanning two splits sort last. Kept rows have `_why` null."""
+    keys = _doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    split = _split_of(rows, "doc_id", assigned, keys)
+    cross = pc.invert(pc.and_(pc.equal(_split_of(rows, "_pdoc", assigned, keys), split),
+                              pc.equal(_split_of(rows, "_hdoc", assigned, keys), split)))
+    prio = np.array([sp.KEEP_PRIORITY.get(s, len(sp.KEEP_PRIORITY)) for s in split.to_pylist()], dtype=np.int8)
+    table = rows.select(list(RANKED_COLUMNS)).append_column("_split", split) \
+        .append_column("_cross", cross).append_column("_prio", pa.array(prio))
+    table = table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in
+                                                         ("_skey", "_cross", "_prio", *ORDER)]))
+    skeys = table.column("_skey").to_pylist()
+    crossed = table.column("_cross").to_numpy(zero_copy_only=False)
+    prio = table.column("_prio").to_numpy()
+    why, best = [], 0
+    for i, key in enumerate(skeys):
+        first = i == 0 or key != skeys[i - 1]
+        if first:
+            best = prio[i]
+        why.append("pair_spans_documents_of_two_splits" if crossed[i] else None if first
+                   else "identical_pair_in_other_split" if prio[i] > best else "identical_pair_in_same_split")
+    return table.drop_columns(["_cross", "_prio"]).append_column("_why", pa.array(why, pa.string()))
+
+
+def tally(table: pa.Table, columns: list[str]) -> list[list]:
+    """[*values, rows] per distinct combination of `columns` (nulls included), sorted."""
+    if not table.num_rows:
+        return []
+    grouped = table.group_by(columns, use_threads=False).aggregate([([], "count_all")])
+    return sorted(([*vals, int(n)] for *vals, n in zip(*(grouped.column(c).to_pylist() for c in columns),
+                                                       grouped.column("count_all").to_pylist())),
+                  key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
+GROUP = ("_split", "corpus", "label")
+
+
+def _bins(table: pa.Table) -> np.ndarray:
+    return table.column("_h").to_numpy() >> (63 - BITS)
+
+
+def histogram(kept: pa.Table) -> list[list]:
+    """[split, corpus, label, counts per bin of `_h`] for the rows of a bucket still kept."""
+    if not kept.num_rows:
+        return []
+    bins = _bins(kept)
+    groups = list(zip(*(kept.column(c).to_pylist() for c in GROUP)))
+    out: dict = {}
+    for g, b in zip(groups, bins.tolist()):
+        out.setdefault(g, [0] * BINS)[b] += 1
+    return [[*g, counts] for g, counts in sorted(out.items(), key=lambda kv: tuple(map(str, kv[0])))]
+
+
+def cut_points(histograms: list[list], quotas: dict) -> dict[tuple, tuple[int, int]]:
+    """Per group (split, corpus, label): (bin, need): the quota takes every row of the bins
+    before `bin` and the first `need` rows of `bin` (all rows: (BINS, 0); none: (0, 0))."""
+    total: dict = {}
+    for *g, counts in histograms:
+        acc = total.setdefault(tuple(g), np.zeros(BINS, dtype=np.int64))
+        acc += np.asarray(counts, dtype=np.int64)
+    cuts = {}
+    for g, counts in total.items():
+        quota, n = int(quotas.get(g, 0)), int(counts.sum())
+        if quota >= n:
+            cuts[g] = (BINS, 0)
+        elif quota <= 0:
+            cuts[g] = (0, 0)
+        else:
+            cum = np.cumsum(counts)
+            b = int(np.searchsorted(cum, quota))  # first bin where the running count reaches the quota
+            cuts[g] = (b, quota - (int(cum[b - 1]) if b else 0))
+    return cuts
+
+
+def _group_cut(table: pa.Table, cuts: dict) -> tuple[list, np.ndarray]:
+    groups = list(zip(*(table.column(c).to_pylist() for c in GROUP)))
+    return groups, np.array([cuts.get(g, (0, 0))[0] for g in groups], dtype=np.int64)
+
+
+def boundary_rows(kept: pa.Table, cuts: dict) -> list[list]:
+    """[split, corpus, label, *ORDER values] of the rows in the bin where their group's
+    quota ends part-way."""
+    if not kept.num_rows:
+        return []
+    groups, cut = _group_cut(kept, cuts)
+    bins = _bins(kept)
+    idx = np.nonzero((bins == cut) & np.array([cuts.get(g, (0, 0))[1] > 0 for g in groups], dtype=bool))[0]
+    order = [kept.column(c).to_pylist() for c in ORDER]
+    return [[*groups[i], *(col[i] for col in order)] for i in idx.tolist()]
+
+
+def thresholds(rows: list[list], cuts: dict) -> dict[tuple, list]:
+    """Per group cut part-way: the ORDER values of the last row its quota takes."""
+    per: dict = {}
+    for r in rows:
+        per.setdefault(tuple(r[:3]), []).append(tuple(r[3:]))
+    return {g: list(sorted(per[g])[need - 1]) for g, (_, need) in cuts.items() if need}
+
+
+def within_quota(kept: pa.Table, cuts: dict, last: dict) -> pa.Table:
+    """The rows of `kept` (one bucket, `_why` null) that their group's quota takes."""
+    if not kept.num_rows:
+        return kept
+    groups, cut = _group_cut(kept, cuts)
+    bins = _bins(kept)
+    mask = bins < cut
+    edge = np.nonzero(bins == cut)[0]
+    if len(edge):
+        order = [kept.column(c).to_pylist() for c in ORDER]
+        for i in edge.tolist():
+            limit = last.get(groups[i])
+            mask[i] = limit is not None and tuple(col[i] for col in order) <= tuple(limit)
+    return kept.filter(pa.array(mask))
+
+
+# ---------------------------------------------------------------------------- leakage
+
+LEAKAGE_KINDS = ("documents", "pairs", "sentence_pairs", "hypotheses")
+
+
+def leakage_counts(kind: str, keys: pa.Array, splits: pa.Array) -> list[list]:
+    """[kind, mask, keys, repeats per split...]: the keys of one kind grouped by the set of
+    splits they occur in (a bit mask over `assign.SPLITS`), with how many rows beyond the
+    first each split holds of them. A bucket must hold every row of its keys."""
+    if not len(keys):
+        return []
+    table = pa.table({"k": keys, **{f"c{i}": pc.cast(pc.equal(splits, s), pa.int64())
+                                    for i, s in enumerate(sp.SPLITS)}})
+    grouped = table.group_by(["k"], use_threads=False).aggregate([(f"c{i}", "sum") for i in range(len(sp.SPLITS))])
+    counts = np.stack([grouped.column(f"c{i}_sum").to_numpy() for i in range(len(sp.SPLITS))])
+    mask = sum((counts[i] > 0).astype(np.int64) << i for i in range(len(sp.SPLITS)))
+    repeats = np.maximum(counts - 1, 0)
+    out = []
+    for m in np.unique(mask).tolist():
+        sel = mask == m
+        out.append([kind, m, int(sel.sum()), *(int(repeats[i][sel].sum()) for i in range(len(sp.SPLITS)))])
+    return out
+
+
+def leakage_report(rows: list[list]) -> tuple[dict, dict]:
+    """From `leakage_counts` rows of all buckets: ({"checks": keys of each kind in two
+    splits, "between_splits": per pair of splits}, {split: repeated pairs and sentence
+    pairs}): the first three checks must be 0, shared hypotheses are reported."""
+    checks = {f"{kind}_in_two_splits": 0 for kind in LEAKAGE_KINDS}
+    between = {f"{a}|{b}": {kind: 0 for kind in LEAKAGE_KINDS}
+               for i, a in enumerate(sp.SPLITS) for b in sp.SPLITS[i + 1:]}
+    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in sp.SPLITS}
+    for kind, mask, keys, *repeats in rows:
+        names = [s for i, s in enumerate(sp.SPLITS) if int(mask) >> i & 1]
+        if len(names) > 1:
+            checks[f"{kind}_in_two_splits"] += int(keys)
+            for i, a in enumerate(names):
+                for b in names[i + 1:]:
+                    between[f"{a}|{b}"][kind] += int(keys)
+        if kind in duplicates["train"]:
+            for s, r in zip(sp.SPLITS, repeats):
+                duplicates[s][kind] += int(r)
+    return {"checks": checks, "between_splits": between}, duplicates
+
+
+def other_keys(kept: pa.Table) -> pa.Table:
+    """The document and hypothesis keys of a bucket's kept rows, one row per distinct
+    (kind, key, split, corpus) (`KEYS_SCHEMA`): they are grouped in other buckets."""
+    docs = pa.table({"kind": pa.array(["documents"] * kept.num_rows, pa.string()),
+                     "key": pc.cast(kept.column("doc_id"), pa.binary()), "split": kept.column("_split"),
+                     "corpus": kept.column("corpus")})
+    hyps = pa.table({"kind": pa.array(["hypotheses"] * kept.num_rows, pa.string()), "key": kept.column("_hkey"),
+                     "split": kept.column("_split"), "corpus": kept.column("corpus")})
+    both = pa.concat_tables([docs, hyps]).group_by(list(KEYS_SCHEMA.names), use_threads=False).aggregate([])
+    return both.select(list(KEYS_SCHEMA.names)).cast(KEYS_SCHEMA)
+
+
+def other_key_buckets(keys: pa.Table, n: int) -> np.ndarray:
+    """Bucket of each `other_keys` row among `n`: a hash of the key."""
+    return np.array([zlib.crc32(k) % n for k in keys.column("key").to_pylist()], dtype=np.int64)
+
+
+def documents_per_corpus(keys: pa.Table) -> list[list]:
+    """[split, corpus, documents] from the document rows of `other_keys` (one bucket of
+    keys, from any number of buckets of rows: a document is counted once)."""
+    docs = keys.filter(pc.equal(keys.column("kind"), "documents"))
+    if not docs.num_rows:
+        return []
+    distinct = docs.group_by(["key", "split", "corpus"], use_threads=False).aggregate([])
+    return tally(distinct, ["split", "corpus"])

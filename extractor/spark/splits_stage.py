@@ -236,7 +236,7 @@ def _files_task(plan: dict):
             stats = dc.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
             aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]).to_pandas())
-            return {"aggregates": aggregates.astype(object).where(aggregates.notna(), None).to_dict("records"),
+            return {"aggregates": aggregates.astype(object).to_dict("records"),  # NaN stays NaN, as in Spark
                     "words": bt.split_words(stats)}
         table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
         if not table.num_rows:

@@ -10,10 +10,11 @@ benchmarks/_work/. Each Spark run is a child process that starts its session, wr
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
 Python workers) just before and just after `splits_stage.run(ctx)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
-without the session start-up. The plain run (`--plain`) reads the same Parquet with
-pyarrow and runs `extractor.splits.plain.run_plain` (the same assignment, identical-pair
-and balance functions, the same row statistics for the card) and writes the splits with
-pyarrow; its CPU is measured the same way around the work.
+without the session start-up. The plain run (`--plain`) runs
+`extractor.splits.plain.run_plain` on the pairs table the local[1] run read: the stage's
+seven rounds, each round's tasks one after another in one Python process (the same
+functions, scratch files and output writer, without Spark); its CPU is measured the same
+way around the work, and its split files are compared byte for byte with the stage's.
 Then the stage on 1,000 pairs: its fixed cost, and the speed-up a second core can give at
 most when that run's wall time is serial (Amdahl).
 Targets: >= 20,000 pairs per CPU-second, >= 1.6x wall speed-up from one core to two,
@@ -115,17 +116,19 @@ def run_plain_child(src: Path) -> dict:
 
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
-    import pyarrow.parquet as pq
-
     from extractor.splits.plain import run_plain
 
+    shutil.rmtree(out, ignore_errors=True)
     c, t = tree_cpu(), time.time()
-    splits, stats = run_plain(pq.read_table(src), seed=0)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    for name, table in splits.items():
-        pq.write_table(table, f"{out}/{name}.parquet")
-    print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c,
-                                "splits": {k: v.num_rows for k, v in splits.items()}}))
+    result = run_plain(src, out, seed=0)
+    print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": result["splits"]}))
+
+
+def same_files(a: Path, b: Path) -> bool:
+    """The split files under two folders are byte-identical (and there are some)."""
+    files = sorted(p.relative_to(a) for p in a.glob("*/*.parquet"))
+    return bool(files) and files == sorted(p.relative_to(b) for p in b.glob("*/*.parquet")) \
+        and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 
 def stats_throughput(folder: Path) -> tuple[int, float, float]:
@@ -177,10 +180,12 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     print(f"fixed cost (the stage on {n_small:,} pairs, local[1]): {f['cpu']:.1f} CPU-s, {f['wall']:.1f} s wall; "
           f"{n:,} pairs at 20,000 per CPU-second leave {n / 20000:.1f} CPU-s in all; "
           f"with {f['wall']:.1f} s serial, two cores can give at most {bound:.2f}x")
-    p = run_plain_child(src / "pairs.parquet")
+    p = run_plain_child(WORK / "out-1" / "pairs")
     overhead = runs["local[1]"]["cpu"] / p["cpu"]
+    same = same_files(WORK / "out-1" / "splits", WORK / "out-plain")
     print(f"plain Python process, same functions: {p['cpu']:.1f} CPU-s ({n / p['cpu']:,.0f} pairs per CPU-second); "
-          f"Spark local[1] / plain = {overhead:.2f}x (target <= 1.5x); splits {p['splits']}", flush=True)
+          f"Spark local[1] / plain = {overhead:.2f}x (target <= 1.5x); splits {p['splits']}; "
+          f"split files identical to the stage's: {'yes' if same else 'NO'}", flush=True)
     return {"rate1": n / runs["local[1]"]["cpu"], "rate2": n / runs["local[2]"]["cpu"], "speedup": speedup,
             "overhead": overhead, "fixed_cpu": f["cpu"]}
 

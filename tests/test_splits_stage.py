@@ -235,15 +235,15 @@ def test_string_and_struct_refs_name_their_document():
     assert batches._ref_docs(structs, "premise_ref") == ["a:9", "b:2"]
 
 
-def test_plain_process_gives_the_splits_of_the_spark_stage(built):
-    """extractor.splits.plain (same functions, one process, no Spark) = the Spark stage."""
+def test_an_independent_pandas_reference_gives_the_splits_of_the_spark_stage(built):
+    """tests/splits_reference.py (pandas, one table, no buckets) = the Spark stage."""
     import pyarrow as pa
 
-    from extractor.splits.plain import run_plain
+    from tests.splits_reference import run_reference
 
     out, pdf, ctx = built
-    splits, stats = run_plain(pa.Table.from_pandas(pdf, preserve_index=False), seed=0, max_eval_per_corpus=200,
-                              test_only={"talks"})
+    splits, stats = run_reference(pa.Table.from_pandas(pdf, preserve_index=False), seed=0, max_eval_per_corpus=200,
+                                  test_only={"talks"})
     spark_splits = read_splits(out / "splits")
     assert {k: sorted(v["pair_id"]) for k, v in spark_splits.items()} == \
         {k: sorted(v.column("pair_id").to_pylist()) for k, v in splits.items()}
@@ -265,3 +265,22 @@ def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path,
     assert ctx.stats["splits"]["dropped"].get("not_pos_ok", 0) == (0 if case == "no rows" else len(pdf))
     assert "splits: the train split is empty and is not written" in ctx.warnings
     assert not (tmp_path / "_tmp-splits").exists() and not (tmp_path / "_tmp-splits-work").exists()
+
+
+@pytest.mark.parametrize("buckets", [1, 5])
+def test_plain_process_writes_the_bytes_of_the_spark_stage(built, tmp_path, buckets):
+    """extractor.splits.plain (the stage's rounds run in one process, no Spark; the
+    benchmark's engine-overhead reference) writes the stage's split files byte for byte,
+    whatever its number of buckets, with the same drops and figures."""
+    from extractor.splits.plain import run_plain
+
+    out, pdf, ctx = built
+    result = run_plain(str(out / "pairs"), str(tmp_path), seed=0, max_eval_per_corpus=200, test_only={"talks"},
+                       files_per_table=2, buckets=buckets)
+    ours = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in sorted(tmp_path.glob("*/*.parquet"))}
+    stage = {p.relative_to(out / "splits").as_posix(): p.read_bytes()
+             for p in sorted((out / "splits").glob("*/*.parquet"))}
+    assert ours and ours == stage
+    assert result["drops"] == ctx.stats["splits"]["dropped"]
+    assert result["corpora"] == ctx.stats["splits"]["corpora"]
+    assert result["splits"] == ctx.stats["splits"]["splits"]

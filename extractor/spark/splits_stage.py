@@ -229,7 +229,7 @@ def _files_task(plan: dict):
     as Parquet; or a split's card aggregates (`batches.split_aggregates`) and PMI word
     counts (`batches.split_words`)."""
     def fn(task) -> dict:
-        from pyspark import TaskContext
+        import sys
 
         kind, split, bucket = task
         if kind == "statistics":
@@ -241,7 +241,8 @@ def _files_task(plan: dict):
         table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
         if not table.num_rows:
             return {}
-        attempt = TaskContext.get().attemptNumber()
+        task_context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
+        attempt = task_context.attemptNumber() if task_context else 0  # 0: in one plain process
         sink = _out._FileSink(fs.join(plan["target"], split, f"part-{bucket:05d}.parquet"), plan["schema"], attempt)
         for batch in table.to_batches():
             sink.add(batch)
@@ -270,6 +271,98 @@ def run(ctx) -> None:
     _run(ctx, schema, units, n, max(1, min(int(spark.conf.get("spark.sql.shuffle.partitions")), wanted)))
 
 
+def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int, slots: int) -> dict:
+    """Rounds 1-7 of the stage (docs/splits.md) with ``run(fn, tasks, spread=False)`` running
+    a round's tasks (Spark tasks in the stage, a loop in `extractor.splits.plain`) and
+    returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
+    bucket count, scratch folder (`work`) and output folder (`target`). Returns what the
+    card and stats need (drops, documents, counts, quotas, sizes, figures, leakage, blocks,
+    files written)."""
+    drops: dict = {}
+    columns = plan["schema"].names
+    # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
+    #      filter) are not data: counted, then left out. Documents -> splits per corpus.
+    found = run(_summaries_task(plan), list(range(len(plan["units"]))))
+    labels_seen = set()
+    for r in found:
+        for label, why, count in r["counts"]:
+            if why is None:
+                labels_seen.add(label)
+            else:
+                drops[why] = drops.get(why, 0) + count
+    plan["labels"] = sorted(labels_seen)
+    corpora = sorted({c for r in found for c in r["corpora"]})
+    documents: dict = {}
+    for r in run(_assign_task(plan), corpora, spread=True):
+        for split, count in r["documents"]:
+            documents[split] = documents.get(split, 0) + count
+
+    # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
+    #    (split, corpus, label) the quotas come from, and their histograms.
+    buckets = list(range(plan["buckets"]))
+    ranked = run(_rank_task(plan), buckets) if found else []
+    counts: dict = {}
+    drops["pair_spans_documents_of_two_splits"] = 0
+    for r in ranked:
+        for why, split, corpus, label, count in r["counts"]:
+            if why is None:
+                counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
+            else:
+                drops[why] = drops.get(why, 0) + count
+
+    # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
+    #    the lowest hashes, found through the histograms (and the rows of the bins where a
+    #    quota ends part-way).
+    labels = sorted({k[2] for k in counts})
+    quotas = sp.compute_quotas(counts, balance, labels, max_eval)
+    drops["balance"] = sp.quota_drops(counts, quotas)
+    plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
+    partial = any(need for _, need in plan["cuts"].values())
+    edges = [row for r in run(_boundary_task(plan), buckets) for row in r["rows"]] if partial else []
+    plan["last"] = dc.thresholds(edges, plan["cuts"])
+    sizes = {s: 0 for s in sp.SPLITS}
+    for (split, corpus, label), quota in quotas.items():
+        sizes[split] += min(quota, counts.get((split, corpus, label), 0))
+    plan["n_files"] = {s: bt.files_per_split(sizes[s], files_per_table) for s in sp.SPLITS}
+    n_ranges = max(1, min(len(plan["units"]), 2 * slots))
+    plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
+
+    # 5. the kept rows; figures; pair and sentence-pair leakage.
+    kept = run(_keep_task(plan), buckets) if any(sizes.values()) else []
+    # 6. the rows of the kept pairs and their statistics; document and hypothesis leakage.
+    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets],
+                spread=True) if kept else []
+    # 7. the output files; the card's aggregates and PMI counts per split.
+    files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
+    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files, spread=True)
+
+    corpora_stats: dict = {}
+    markers: dict = {}
+    sources: dict = {}
+    for r in kept:
+        for split, corpus, count in r["corpora"]:
+            corpora_stats.setdefault(f"{split}|{corpus}", {"pairs": 0, "documents": 0})["pairs"] += count
+        for label, marker, count in r["markers"]:
+            if "marker" in columns:
+                markers.setdefault(label, {})[marker] = markers.get(label, {}).get(marker, 0) + count
+        for split, source, count in r["sources"]:
+            if "source" in columns:
+                sources[f"{split}|{source}"] = sources.get(f"{split}|{source}", 0) + count
+    for r in keyed:
+        for split, corpus, count in r.get("documents", []):
+            corpora_stats[f"{split}|{corpus}"]["documents"] += count
+    leakage, duplicates = dc.leakage_report([row for r in kept + keyed for row in r.get("leakage", [])])
+    aggregates = [a for r in last for a in r.get("aggregates", [])]
+    words = [tuple(w) for r in last for w in r.get("words", [])]
+    kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
+    if kept_sizes != sizes:
+        raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
+    return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
+            "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
+            "leakage": leakage, "blocks": bt.card_statistics(aggregates, words, duplicates),
+            "written": [r for r in last if "path" in r]}
+
+
 def _unit_ranges(units: list, n: int) -> list[int]:
     """Range number of each unit: `n` contiguous ranges of about equal rows."""
     total = sum(u["rows"] for u in units) or 1
@@ -295,97 +388,19 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
     stats["input_pairs"] = n_input
-    drops: dict = {}
     tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
     for folder in (tmp, work):
         _out.delete(spark, folder)
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
     try:
-        # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by
-        #      a filter) are not data: counted, then left out. Documents -> splits per corpus.
-        found = _tasks(spark, _summaries_task(plan), list(range(len(units))))
-        labels_seen = set()
-        for r in found:
-            for label, why, count in r["counts"]:
-                if why is None:
-                    labels_seen.add(label)
-                else:
-                    drops[why] = drops.get(why, 0) + count
-        plan["labels"] = sorted(labels_seen)
-        corpora = sorted({c for r in found for c in r["corpora"]})
-        documents: dict = {}
-        for r in _tasks(spark, _assign_task(plan), corpora, spread=True):
-            for split, count in r["documents"]:
-                documents[split] = documents.get(split, 0) + count
-        stats["documents"] = documents
-
-        # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts
-        #    per (split, corpus, label) the quotas come from, and their histograms.
-        ranked = _tasks(spark, _rank_task(plan), list(range(buckets))) if found else []
-        counts: dict = {}
-        drops["pair_spans_documents_of_two_splits"] = 0
-        for r in ranked:
-            for why, split, corpus, label, count in r["counts"]:
-                if why is None:
-                    counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
-                else:
-                    drops[why] = drops.get(why, 0) + count
-
-        # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs
-        #    with the lowest hashes, found through the histograms (and the rows of the bins
-        #    where a quota ends part-way).
-        labels = sorted({k[2] for k in counts})
-        quotas = sp.compute_quotas(counts, balance, labels, max_eval)
-        drops["balance"] = sp.quota_drops(counts, quotas)
-        plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
-        partial = any(need for _, need in plan["cuts"].values())
-        edges = [row for r in _tasks(spark, _boundary_task(plan), list(range(buckets))) for row in r["rows"]] \
-            if partial else []
-        plan["last"] = dc.thresholds(edges, plan["cuts"])
-        _warn_missing(ctx, labels, counts, quotas, balance)
-
-        sizes = {s: 0 for s in sp.SPLITS}
-        for (split, corpus, label), quota in quotas.items():
-            sizes[split] += min(quota, counts.get((split, corpus, label), 0))
-        plan["n_files"] = {s: bt.files_per_split(sizes[s], getattr(args, "files_per_table", 4)) for s in sp.SPLITS}
-        n_ranges = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
-        plan["range_of"] = _unit_ranges(units, n_ranges)
-
-        # 5. the kept rows; figures; pair and sentence-pair leakage.
-        kept = _tasks(spark, _keep_task(plan), list(range(buckets))) if any(sizes.values()) else []
-        # 6. the rows of the kept pairs and their statistics; document and hypothesis leakage.
-        rounds = _tasks(spark, _rows_task(plan), [("rows", r) for r in range(n_ranges)]
-                        + [("keys", k) for k in range(buckets)], spread=True) if kept else []
-        # 7. the output files; the card's aggregates and PMI counts per split.
-        files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
-        last = _tasks(spark, _files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files,
-                      spread=True)
-
+        found = rounds(lambda fn, tasks, spread=False: _tasks(spark, fn, tasks, spread), plan, balance, max_eval,
+                       getattr(args, "files_per_table", 4), spark.sparkContext.defaultParallelism)
+        drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
+        stats["documents"] = found["documents"]
+        _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
         columns = schema.names
-        corpora_stats: dict = {}
-        markers: dict = {}
-        sources: dict = {}
-        for r in kept:
-            for split, corpus, count in r["corpora"]:
-                corpora_stats.setdefault(f"{split}|{corpus}", {"pairs": 0, "documents": 0})["pairs"] += count
-            for label, marker, count in r["markers"]:
-                if "marker" in columns:
-                    markers.setdefault(label, {})[marker] = markers.get(label, {}).get(marker, 0) + count
-            for split, source, count in r["sources"]:
-                if "source" in columns:
-                    sources[f"{split}|{source}"] = sources.get(f"{split}|{source}", 0) + count
-        for r in rounds:
-            for split, corpus, count in r.get("documents", []):
-                corpora_stats[f"{split}|{corpus}"]["documents"] += count
-        leakage, duplicates = dc.leakage_report([row for r in kept + rounds for row in r.get("leakage", [])])
-        aggregates = [a for r in last for a in r.get("aggregates", [])]
-        words = [tuple(w) for r in last for w in r.get("words", [])]
-        written = [r for r in last if "path" in r]
-        kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
-        if kept_sizes != sizes:
-            raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
-        blocks = bt.card_statistics(aggregates, words, duplicates)
+        markers, sources, written = found["markers"], found["sources"], found["written"]
 
         num_bytes: dict = {}
         for w in written:
@@ -399,7 +414,7 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
                              for s in sp.SPLITS}}
         stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
         stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
-        stats["corpora"] = dict(sorted(corpora_stats.items()))
+        stats["corpora"] = found["corpora"]
         stats["dropped"] = drops
         stats["leakage"] = leakage["checks"]
         stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])

@@ -1,67 +1,42 @@
-"""Stage 3 in one plain Python process (no Spark): the same functions the Spark stage
-runs, over a pyarrow table of pairs. For the engine-overhead benchmark
-(benchmarks/splits_throughput.py) and as a reference in tests.
-
-Steps (docs/splits.md): per-pair summaries (`extractor.splits.batches.summaries`), per-document
-summaries and whole-document assignment per corpus (`assign_documents`), pairs spanning
-two splits dropped, one copy of each sentence pair kept (test, else validation, else
-train; then the lowest hash), quotas per (split, corpus, label) (`compute_quotas`) filled
-with the lowest hashes, and the card's statistics (`extractor.statistics`).
+"""Stage 3 in one plain Python process (no Spark): the stage's seven rounds
+(`extractor.spark.splits_stage.rounds`) with each round's tasks run one after another in
+this process, over the same Parquet files and scratch files in a temporary folder. For the
+engine-overhead benchmark (benchmarks/splits_throughput.py): Spark's CPU against the CPU of
+exactly the same functions. The tests compare the stage with an independent pandas
+reference instead (tests/splits_reference.py).
 """
 from __future__ import annotations
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+import json
+import tempfile
 
-from extractor import statistics as st
+from extractor import fs
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 
 
-def run_plain(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",
-              max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS, test_only: set | None = None):
-    """-> ({split: pyarrow Table sorted by pair_id}, stats)."""
-    df = bt.summaries(pairs, seed, frozenset(test_only or ())).to_pandas()
-    drops: dict = {k: int(v) for k, v in df["_reject"].value_counts().items()}
-    df = df[df["_reject"].isna()]
-    labels = sorted(df["label"].unique())
-    own = df[["corpus", "doc_id", "label", "_test_only"]].assign(w=1)
-    lent = pd.concat([df[["corpus", "_pdoc", "label", "_test_only"]].rename(columns={"_pdoc": "doc_id"}),
-                      df[["corpus", "_hdoc", "label", "_test_only"]].rename(columns={"_hdoc": "doc_id"})]).assign(w=0)
-    weights = pd.concat([own, lent])
-    docs = weights.pivot_table(index=["corpus", "doc_id"], columns="label", values="w", aggfunc="sum", fill_value=0)
-    docs.columns = [f"n_{labels.index(c):03d}" for c in docs.columns]
-    docs["test_only"] = weights.groupby(["corpus", "doc_id"])["_test_only"].max()
-    docs = docs.reset_index()
-    doc_split = pd.concat([sp.assign_documents(g, ratios, seed) for _, g in docs.groupby("corpus", sort=True)])
-    where = dict(zip(doc_split["doc_id"], doc_split["split"]))
-    df = df.assign(_split=df["doc_id"].map(where))
-    cross = (df["_pdoc"].map(where) != df["_split"]) | (df["_hdoc"].map(where) != df["_split"])
-    drops["pair_spans_documents_of_two_splits"] = int(cross.sum())
-    df = df[~cross].copy()
-    df["_prio"] = df["_split"].map(sp.KEEP_PRIORITY)
-    df = df.sort_values(["_skey", "_prio", "_h", "pair_id"], kind="mergesort")
-    first = ~df["_skey"].duplicated()
-    best = df.groupby("_skey")["_prio"].transform("min")
-    gone = df[~first]
-    drops["identical_pair_in_other_split"] = int((gone["_prio"] > best[~first]).sum())
-    drops["identical_pair_in_same_split"] = int((gone["_prio"] == best[~first]).sum())
-    df = df[first]
-    counts = df.groupby(["_split", "corpus", "label"]).size().to_dict()
-    quotas = sp.compute_quotas(counts, sp.parse_balance(balance), sorted({k[2] for k in counts}), max_eval_per_corpus)
-    drops["balance"] = sp.quota_drops(counts, quotas)
-    df = df.sort_values(["_h", "pair_id"], kind="mergesort")
-    rank = df.groupby(["_split", "corpus", "label"]).cumcount()
-    quota = pd.Series([quotas.get(k, 0) for k in zip(df["_split"], df["corpus"], df["label"])], index=df.index)
-    df = df[rank < quota]
-    kept = bt.kept_rows(pairs, df["_row"].tolist(), df["_split"].tolist())
-    split_col = kept.column("_split").to_pylist()
-    splits = {}
-    for name in sp.SPLITS:
-        part = kept.filter(pa.array([s == name for s in split_col])).drop_columns(["_split"])
-        if part.num_rows:
-            keys = [(k, "ascending") for k in bt.SORT_KEYS if k in part.column_names]
-            splits[name] = part.take(pc.sort_indices(part, sort_keys=keys))
-    dataset = st.dataset_statistics({k: v.to_pandas() for k, v in splits.items()})
-    return splits, {"dropped": drops, "splits": {k: v.num_rows for k, v in splits.items()}, "statistics": dataset}
+def _in_process(fn, tasks: list, spread: bool = False) -> list:
+    """A round's tasks one after another; results through JSON, as the stage's tasks return them."""
+    return [json.loads(json.dumps(fn(task))) for task in tasks]
+
+
+def run_plain(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",
+              max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS, test_only: set | None = None,
+              files_per_table: int = 4, buckets: int = 1) -> dict:
+    """The pairs table in `pairs_dir` -> the split files under `out_dir/<split>/`, as the
+    stage writes them (no card). Returns the rounds' results (`splits_stage.rounds`) with
+    the pairs per split."""
+    from extractor.spark import splits_stage
+
+    schema, units = bt.list_units(pairs_dir)
+    with tempfile.TemporaryDirectory() as work:
+        plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
+                "test_only": frozenset(test_only or ()), "ratios": tuple(ratios)}
+        result = splits_stage.rounds(_in_process, plan, sp.parse_balance(balance), max_eval_per_corpus,
+                                     files_per_table, slots=1)
+    result["splits"] = {}
+    for w in result["written"]:
+        split = fs.basename(fs.parent(w["path"]))
+        result["splits"][split] = result["splits"].get(split, 0) + int(w["rows"])
+    return result
+

@@ -43,6 +43,32 @@ def over_ids(spark, n: int):
     return spark.range(0, n, 1, max(1, min(n, 2 * slots)))
 
 
+def run_tasks(spark, fn, tasks: list, spread: bool = False) -> list:
+    """One Spark job of Python tasks: ``fn(task)`` for every task (a small JSON-able result
+    each), the results in task order. Tasks run in contiguous ranges, about two per core
+    (`over_ids`), or one Spark task each with ``spread`` (few tasks of unequal cost). The
+    stages exchange their rows through scratch files (`extractor.scratch`), not Spark."""
+    import json
+
+    if not tasks:
+        return []
+
+    def run(batches):
+        import json as _json
+
+        import pyarrow as pa
+
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
+                                                  pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
+                                                 names=["i", "result"])
+
+    ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
+    rows = ids.mapInArrow(run, "i long, result string").collect()
+    return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
+
+
 def executor_python(spark) -> str | None:
     """The Python an executor runs (one tiny task): recorded in stats.json, so a cluster run
     shows whether the packed environment (./environment/bin/python) served the executors.

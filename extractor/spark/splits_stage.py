@@ -23,12 +23,13 @@ import pyarrow.compute as pc
 
 from extractor import fs
 from extractor import output as _out
+from extractor import scratch
 from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
-from extractor.spark.session import over_ids
+from extractor.spark.session import run_tasks
 
 STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
@@ -82,35 +83,6 @@ def add_arguments(parser) -> None:
 
 # ---------------------------------------------------------------------------- tasks
 
-def _tasks(spark, fn, tasks: list, spread: bool = False) -> list:
-    """One Spark job: ``fn(task)`` for every task (a small JSON-able result each), the
-    results in task order. Tasks run in contiguous ranges, about two per core
-    (`over_ids`), or one Spark task each with ``spread`` (few tasks of unequal cost)."""
-    import json
-
-    if not tasks:
-        return []
-
-    def run(batches):
-        import json as _json
-
-        import pyarrow as pa
-
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
-                                                  pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
-                                                 names=["i", "result"])
-
-    ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
-    rows = ids.mapInArrow(run, "i long, result string").collect()
-    return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
-
-
-def _folder(base: str, name: str, i: int) -> str:
-    return fs.join(base, f"{name}-{i:05d}")
-
-
 def _summaries_task(plan: dict):
     """Round 1, per work unit: its slim rows (`batches.summaries`), those that are data cut
     into buckets of sentence-pair keys, and its documents' weights per corpus; returns
@@ -119,13 +91,13 @@ def _summaries_task(plan: dict):
         table = bt.summaries(bt.read_unit(plan["units"][u], plan["schema"]), plan["seed"], plan["test_only"], unit=u)
         counts = dc.tally(table, ["label", "_reject"])
         rows = table.filter(pc.is_null(table.column("_reject")))
-        for b, part in dc.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
-            dc.write_arrow(part, fs.join(_folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
+        for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
         weights = dc.document_weights(rows)
         corpora = sorted(set(weights.column("corpus").to_pylist()))
         for corpus in corpora:
             part = weights.filter(pc.equal(weights.column("corpus"), corpus))
-            dc.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
+            scratch.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
         return {"counts": counts, "corpora": corpora}
     return fn
 
@@ -137,10 +109,10 @@ def _corpus_dir(corpus: str) -> str:
 def _assign_task(plan: dict):
     """Round 2, per corpus: every document to its split; returns documents per split."""
     def fn(corpus: str) -> dict:
-        weights = dc.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
+        weights = scratch.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
         weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
         assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
-        dc.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
+        scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
         return {"documents": dc.tally(assigned, ["split"])}
     return fn
 
@@ -149,21 +121,17 @@ def _rank_task(plan: dict):
     """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`,
     the rows kept so far written back with their split, and their histograms."""
     def fn(b: int) -> dict:
-        rows = dc.read_arrow(_folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
-        assigned = dc.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
+        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
+        assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
         ranked = dc.rank_identical(rows, assigned)
         kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
-        dc.write_arrow(kept, fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(kept, fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
         return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
     return fn
 
 
 def _ranked(plan: dict, b: int):
-    import pyarrow.ipc as ipc
-
-    path = fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow")
-    with fs.open_input(path) as fh:
-        return ipc.open_stream(fh).read_all()
+    return scratch.read_one(fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
 
 
 def _boundary_task(plan: dict):
@@ -180,12 +148,12 @@ def _keep_task(plan: dict):
     def fn(b: int) -> dict:
         kept = dc.within_quota(_ranked(plan, b), plan["cuts"], plan["last"])
         where = pa.array(plan["range_of"]).take(kept.column("_unit"))
-        for r, part in dc.split_by(kept, where.to_numpy()).items():
-            dc.write_arrow(part.select(list(dc.KEPT_SCHEMA.names)).cast(dc.KEPT_SCHEMA),
-                           fs.join(_folder(plan["work"], "kept", r), f"bucket-{b:05d}.arrow"))
+        for r, part in scratch.split_by(kept, where.to_numpy()).items():
+            scratch.write_arrow(part.select(list(dc.KEPT_SCHEMA.names)).cast(dc.KEPT_SCHEMA),
+                           fs.join(scratch.folder(plan["work"], "kept", r), f"bucket-{b:05d}.arrow"))
         keys = dc.other_keys(kept)
-        for k, part in dc.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
-            dc.write_arrow(part, fs.join(_folder(plan["work"], "keys", k), f"bucket-{b:05d}.arrow"))
+        for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"bucket-{b:05d}.arrow"))
         return {"corpora": dc.tally(kept, ["_split", "corpus"]),
                 "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
                 "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
@@ -201,23 +169,23 @@ def _rows_task(plan: dict):
     def fn(task) -> dict:
         kind, i = task
         if kind == "keys":
-            keys = dc.read_arrow(_folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
+            keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
             docs = pc.equal(keys.column("kind"), "documents")
             out = []
             for kind_name, sel in (("documents", docs), ("hypotheses", pc.invert(docs))):
                 part = keys.filter(sel)
                 out += dc.leakage_counts(kind_name, part.column("key"), part.column("split"))
             return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
-        kept = dc.read_arrow(_folder(plan["work"], "kept", i), dc.KEPT_SCHEMA)
+        kept = scratch.read_arrow(scratch.folder(plan["work"], "kept", i), dc.KEPT_SCHEMA)
         units = kept.column("_unit").to_numpy()
         n = 0
-        for u, part in dc.split_by(kept, units).items():
+        for u, part in scratch.split_by(kept, units).items():
             table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_pylist(),
                                  part.column("_split").to_pylist())
             bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
             stats = bt.unit_statistics(table)
             for split in sorted(set(stats.column("split").to_pylist())):
-                dc.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
+                scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
                                fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
             n += table.num_rows
         return {"rows": n}
@@ -233,7 +201,7 @@ def _files_task(plan: dict):
 
         kind, split, bucket = task
         if kind == "statistics":
-            stats = dc.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
+            stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
             aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]).to_pandas())
             return {"aggregates": aggregates.astype(object).to_dict("records"),  # NaN stays NaN, as in Spark
@@ -394,7 +362,7 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
     try:
-        found = rounds(lambda fn, tasks, spread=False: _tasks(spark, fn, tasks, spread), plan, balance, max_eval,
+        found = rounds(lambda fn, tasks, spread=False: run_tasks(spark, fn, tasks, spread), plan, balance, max_eval,
                        getattr(args, "files_per_table", 4), spark.sparkContext.defaultParallelism)
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]

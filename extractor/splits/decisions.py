@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs
+from extractor.scratch import split_by  # noqa: F401  (re-exported for the stage and tests)
 from extractor.splits import assign as sp
 
 BITS = 10
@@ -45,38 +45,11 @@ KEYS_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.binary()), ("split", 
 KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split", pa.string())])
 
 
-# ---------------------------------------------------------------------------- scratch files
-
-def write_arrow(table: pa.Table, path: str) -> None:
-    """One scratch file (Arrow IPC stream): written and read back only by the stage's tasks."""
-    import pyarrow.ipc as ipc
-
-    with fs.open_output(path) as out, ipc.new_stream(out, table.schema) as writer:
-        writer.write_table(table)
-
-
-def read_arrow(folder: str, schema: pa.Schema) -> pa.Table:
-    """Every scratch file under `folder` (none: an empty table of `schema`), in name order."""
-    import pyarrow.ipc as ipc
-
-    tables = []
-    for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):
-        with fs.open_input(path) as fh:
-            tables.append(ipc.open_stream(fh).read_all())
-    return pa.concat_tables(tables) if tables else schema.empty_table()
-
+# ---------------------------------------------------------------------------- buckets
 
 def key_buckets(keys: pa.Array, n: int) -> np.ndarray:
     """Bucket of each 16-byte digest key (its first four bytes) among `n`."""
     return np.array([int.from_bytes(k[:4], "big") % n for k in keys.to_pylist()], dtype=np.int64)
-
-
-def split_by(table: pa.Table, buckets: np.ndarray) -> dict[int, pa.Table]:
-    """The rows of `table` per bucket number, in their order."""
-    order = np.argsort(buckets, kind="stable")
-    values, starts = np.unique(buckets[order], return_index=True)
-    ends = list(starts[1:]) + [len(order)]
-    return {int(v): table.take(pa.array(order[s:e])) for v, s, e in zip(values, starts, ends)}
 
 
 # ---------------------------------------------------------------------------- documents

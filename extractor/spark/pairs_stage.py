@@ -1,29 +1,38 @@
 """Stage 2 of the job: `sentences/` -> `pairs/` (Spark glue; the logic is per document in
-extractor.pairs.pairing, run over Arrow batches by extractor.pairs.batches; what is
-global is in extractor.pairs.corpus). See docs/pairs.md.
+extractor.pairs.pairing, run over Arrow batches by extractor.pairs.batches; the global
+steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
+aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
-Plan (no shuffle before the pairing; nothing collected but aggregate counts):
-1. pass 1, `mapInArrow` over the sentences as stage 1 wrote them (whole files per task,
-   a document's sentences contiguous): kept marked pairs with the POS filter in the same
-   batches, counts by rejection reason, histograms of the neutral selection hashes;
-2. Spark SQL: identical marked pairs across documents (the lowest pair_id stays), marked
-   counts per corpus -> neutral targets and, per (corpus, strategy), the hash bin up to
-   which candidates are kept (`corpus.plan_cuts`);
-3. pass 2, `mapInArrow` again: the neutral candidates under those cuts, POS-checked;
-4. Spark SQL: identical pairs dropped, the exact draw (lowest selection hashes per
-   corpus and strategy), the write (`ctx.write_table`, partitioned by label).
+Six rounds of Python tasks (`session.run_tasks`); the pair rows travel between rounds as
+Arrow scratch files under the scratch folder, cut into buckets by a hash of their texts,
+so every copy of a pair is in one bucket; only counts reach the driver, and the only Spark
+shuffle left is the write's:
+1. pass 1, per unit of the sentence files as stage 1 wrote them (a document's sentences
+   contiguous): marked pairs, the neutral candidates of the lowest selection bins, counts
+   by rejection reason, histograms of the neutral selection hashes;
+2. per bucket: identical marked pairs ranked (the lowest pair_id stays), the POS filter
+   over them (`nlp.pipe`, the model loaded once per Python worker); the driver turns the
+   counts into neutral targets and, per (corpus, strategy), the hash bin up to which
+   candidates are kept (`corpus.plan_cuts`);
+3. pass 2, per unit (only when a cut goes beyond pass 1's early bins);
+4. per bucket: neutral candidates against the kept marked pairs and each other, the POS
+   filter; 5. the rows of the bins where a draw ends part-way (only when one does);
+6. per bucket: the kept marked pairs and the drawn neutral ones as Parquet, which
+   `ctx.write_table` writes (partitioned by label, sorted by pair_id).
 """
 from __future__ import annotations
 
 import argparse
 from collections import Counter, defaultdict
 
+from extractor import fs
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
+from extractor.pairs.buckets import cut_points, last_taken
 from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
-from extractor.schemas import PAIRS, spark_ddl
-from extractor.spark.session import over_ids
+from extractor.schemas import PAIRS
+from extractor.spark.session import run_tasks
 
 STAGE = "pairs"
 OUTPUT_COLUMNS = tuple(f.name for f in PAIRS)
@@ -109,217 +118,256 @@ def _pos_tasks(spark, units: int) -> int:
     return max(1, spark.sparkContext.defaultParallelism, units // 16)
 
 
-def _pos_filtered(df, lexicon, model):
-    """`batches.pos_rows` over the rows of `df` (same schema out); `df` as it is without a
-    model."""
-    if not model:
-        return df
+def _plan_of(lexicon, options: PairsOptions, units: list, model, work: str, buckets: int) -> dict:
+    return {"lexicon": lexicon, "units": units, "model": model, "work": work, "buckets": buckets,
+            "seed": options.seed, "strategies": options.strategies, "min_chars": options.min_chars}
 
-    def run(batches):
+
+def _write_pairs(plan: dict, rows, name: str, tag: str) -> None:
+    """Pair rows cut into buckets of their texts: `<name>-<bucket>/<tag>.arrow`."""
+    from extractor import scratch
+    from extractor.pairs import buckets as pb
+
+    if rows.num_rows:
+        for b, part in scratch.split_by(rows, pb.text_buckets(rows, plan["buckets"])).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], name, b), f"{tag}.arrow"))
+
+
+def _pass_one_task(plan: dict):
+    """Round 1, per unit of the sentence files (pass 1): the marked pairs and the early
+    neutral candidates to the buckets of their texts, the documents' lowest bins to a
+    scratch file; returns pass 1's aggregate rows."""
+    def fn(k: int) -> dict:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from extractor import scratch
         from extractor.pairs import batches as bt
+        from extractor.pairs import buckets as pb
+        from extractor.pairs.matching import matcher_for
 
-        yield from bt.pos_rows(batches, model, lexicon, without_torch=True)
-    return df.mapInArrow(run, df.schema)
+        unit = plan["units"][k]
+        table = pa.Table.from_batches(list(bt.pass_one_streams(
+            bt.file_streams([unit]), matcher_for(plan["lexicon"]), plan["seed"], plan["strategies"], model=None,
+            lexicon=plan["lexicon"], min_chars=plan["min_chars"])), schema=bt.WORK)
+        pairs = table.filter(pc.equal(table.column("kind"), "pair"))
+        marker = pc.equal(pairs.column("source"), "marker")
+        _write_pairs(plan, pairs.filter(marker), "marked", f"unit-{k:06d}")
+        _write_pairs(plan, pairs.filter(pc.invert(marker)), "early", f"unit-{k:06d}")
+        docs = table.filter(pc.equal(table.column("kind"), "doc")).select(["corpus", "doc_id", "n", "bin"])
+        if docs.num_rows:
+            scratch.write_arrow(docs, fs.join(plan["work"], "documents", f"unit-{k:06d}.arrow"))
+        return {"counts": pb.pass_counts(table)}
+    return fn
 
 
-def _pass(fn_name: str, lexicon, options: PairsOptions, units: list, needed=None, **extra):
-    """The mapInArrow function of one pass over `spark.range(len(units))`: each id is one
-    sentence file `(key, path, corpus)`, read whole with pyarrow in the task (the JVM never
-    scans the sentences); the matcher is built once per Python worker. `needed`: a
-    broadcast {file key: doc_ids} (pass 2)."""
-    strategies, seed, min_chars = options.strategies, options.seed, options.min_chars
+def _marked_task(plan: dict):
+    """Round 2, per bucket: identical marked pairs ranked, POS-checked; the kept ones (the
+    lowest pair_id of each text pair, not rejected) to a scratch file; returns the tallies."""
+    def fn(b: int) -> dict:
+        import pyarrow.compute as pc
 
-    def run(batches):
+        from extractor import scratch
+        from extractor.pairs import batches as bt
+        from extractor.pairs import buckets as pb
+
+        rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
+        ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
+        kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
+        scratch.write_arrow(kept, fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        return {"tallies": pb.marked_tallies(ranked)}
+    return fn
+
+
+def _pass_two_task(plan: dict, needed):
+    """Round 3 (only when a cut goes beyond pass 1's early bins), per unit: the neutral
+    candidates under the cuts to the buckets of their texts."""
+    def fn(k: int) -> dict:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         from extractor.pairs import batches as bt
         from extractor.pairs.matching import matcher_for
 
-        ids = [k for b in batches for k in b.column(0).to_pylist()]
         by_file = needed.value if needed is not None else None
-        streams = bt.file_streams([units[k] for k in ids], by_file)
-        fn = getattr(bt, fn_name)
-        yield from fn(streams, matcher_for(lexicon), seed, strategies, model=None, lexicon=lexicon,
-                      min_chars=min_chars, **extra)
-    return run
+        unit = plan["units"][k]
+        table = pa.Table.from_batches(list(bt.pass_two_streams(
+            bt.file_streams([unit], by_file), matcher_for(plan["lexicon"]), plan["seed"], plan["strategies"],
+            plan["cuts"], None, plan["lexicon"], plan["min_chars"])), schema=bt.WORK)
+        _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), "late", f"unit-{k:06d}")
+        return {}
+    return fn
 
 
-def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None):
+def _neutral_task(plan: dict):
+    """Round 4, per bucket: the neutral candidates under the cuts, against the bucket's kept
+    marked pairs and each other, POS-checked; those that stay to a scratch file; returns
+    their tallies."""
+    def fn(b: int) -> dict:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from extractor import scratch
+        from extractor.pairs import batches as bt
+        from extractor.pairs import buckets as pb
+
+        if plan["early"]:
+            cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
+            cut = [plan["cuts"].get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
+                                                               cands.column("source").to_pylist())]
+            cands = cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
+        else:
+            cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
+        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"])
+        scratch.write_arrow(pool, fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
+        return {"tallies": tallies}
+    return fn
+
+
+def _boundary_task(plan: dict):
+    """Round 5 (only when a draw ends inside a bin), per bucket: that bin's candidates."""
+    def fn(b: int) -> dict:
+        from extractor import scratch
+        from extractor.pairs import buckets as pb
+
+        return {"rows": pb.boundary_rows(scratch.read_one(fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow")),
+                                         plan["draw"])}
+    return fn
+
+
+def _final_task(plan: dict):
+    """Round 6, per bucket: the kept marked pairs and the drawn neutral ones, as the pairs
+    table's rows, to one Parquet scratch file the write reads."""
+    def fn(b: int) -> dict:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from extractor import scratch
+        from extractor.pairs import buckets as pb
+        from extractor.schemas import PAIRS
+
+        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        parts = [kept]
+        if plan["draw"] is not None:
+            pool = scratch.read_one(fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
+            parts.append(pb.drawn(pool, plan["draw"], plan["last"]).select(kept.schema.names))
+        rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
+        with fs.open_output(fs.join(plan["work"], "final", f"bucket-{b:05d}.parquet")) as out:
+            pq.write_table(rows, out)
+        return {"rows": rows.num_rows}
+    return fn
+
+
+def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, work: str | None = None):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
     one file) -> (pairs DataFrame, stats dict, cleanup callable). Call the cleanup after
-    writing the DataFrame."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from extractor.pairs.batches import EARLY_BINS, WORK, file_units, sentence_files
+    writing the DataFrame: it deletes the scratch folder `work` (default: beside `table`)."""
+    from extractor.pairs.batches import EARLY_BINS, file_units, needed_documents, sentence_files
 
     model, status = pos_status(options, lexicon, warn)
     slots = max(1, spark.sparkContext.defaultParallelism)
     units = file_units(sentence_files(table), 2 * slots)
-    work_ddl = spark_ddl(WORK)
-    kept_frames = []
-
-    def keep(df):
-        out = df.localCheckpoint(eager=True)
-        kept_frames.append(out)
-        return out
+    work = work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME)
+    if fs.exists(work):
+        fs.delete(work)
+    buckets = list(range(_pos_tasks(spark, len(units))))
+    plan = _plan_of(lexicon, options, units, model, work, len(buckets))
+    released: list = []
 
     def cleanup():
-        for df in kept_frames:
+        for item in released:
             try:
-                df.unpersist()
+                item.destroy()
             except Exception:  # a stopped session: nothing to release
                 pass
+        if fs.exists(work):
+            fs.delete(work)
 
-    # 1. pass 1 (pairing only: the POS filter runs once identical pairs are together) -----
-    one = keep(over_ids(spark, len(units)).mapInArrow(_pass("pass_one_streams", lexicon, options, units),
-                                                          work_ddl))
-    # 2. identical marked pairs together (rank in `bin`), the POS filter; then one job
-    # collects pass 1's counts and the marked pairs' counts -----------------------------------
-    w = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
-    marked = (one.filter((F.col("kind") == "pair") & (F.col("source") == "marker"))
-              .repartition(_pos_tasks(spark, len(units)), "premise", "hypothesis")
-              .withColumn("bin", F.row_number().over(w).cast("int")))
-    marked = keep(_pos_filtered(marked, lexicon, model))
-    null_s, null_i = F.lit(None).cast("string"), F.lit(None).cast("bigint")
-    counts = (one.filter((F.col("kind") != "pair") & (F.col("kind") != "doc"))
-              .groupBy("kind", "corpus", "label", "reject", "bin",
-                       F.when(F.col("kind") == "edge", F.col("doc_id")).alias("edge"))
-              .agg(F.sum("n").alias("a"))
-              .select("kind", "corpus", "label", null_s.alias("phrase"), F.lit(None).cast("boolean").alias("ps"),
-                      "reject", F.col("bin").cast("bigint").alias("b"), "edge", "a", null_i.alias("c")))
-    tallies = (marked.groupBy("corpus", "label", "phrase", "premise_stripped", "reject", "n",
-                              (F.col("bin") > 1).alias("dup"))
-               .agg(F.count(F.lit(1)).alias("a"), F.sum("copies").alias("c"))
-               .select(F.lit("tally").alias("kind"), "corpus", "label", "phrase",
-                       F.col("premise_stripped").alias("ps"), "reject", F.col("n").alias("b"),
-                       F.col("dup").cast("string").alias("edge"), "a", "c"))
-    marked_counts, hist = Counter(), defaultdict(Counter)
-    groups, split = [], None
-    for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(
-            [tuple(r) for r in counts.unionByName(tallies).collect()], key=repr):
-        if kind == "marked":
-            marked_counts[corpus, label, reject] += a
-        elif kind == "hist":
-            hist[corpus, label][b] += a
-        elif kind == "edge" and a > 1:
-            split = split or (corpus, edge_doc)
-        elif kind == "tally":
-            groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
-    if split:
-        from extractor.pairs.batches import split_document_error
-        raise ValueError(split_document_error(*split))
-    duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
-    marked = marked.filter(F.col("reject").isNull() & (F.col("bin") == 1))
-    checked = sum(pos.values())
-    pass_rate = pos.get(None, 0) / checked if model and checked else None
-    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+    try:
+        # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
+        counts = [tuple(r) for out in run_tasks(spark, _pass_one_task(plan), list(range(len(units))))
+                  for r in out["counts"]]
+        tallies = [tuple(r) for out in run_tasks(spark, _marked_task(plan), buckets) for r in out["tallies"]]
+        rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
+                for kind, corpus, label, reject, b, edge, a in counts]
+        rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
+                 for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
+        marked_counts, hist = Counter(), defaultdict(Counter)
+        groups, split, edges = [], None, Counter()
+        for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
+            if kind == "marked":
+                marked_counts[corpus, label, reject] += a
+            elif kind == "hist":
+                hist[corpus, label][b] += a
+            elif kind == "edge":
+                edges[corpus, edge_doc] += a
+            elif kind == "tally":
+                groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
+        split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
+        if split:
+            from extractor.pairs.batches import split_document_error
+            raise ValueError(split_document_error(*split))
+        duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
+        checked = sum(pos.values())
+        pass_rate = pos.get(None, 0) / checked if model and checked else None
+        targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
 
-    # 3. pass 2 -------------------------------------------------------------------------
-    neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
-    allocated = final_allocation(targets, options.neutral_mix, {})
-    chosen = None
-    if any(b >= 0 for b in cuts.values()):
-        if max(cuts.values()) < EARLY_BINS:  # pass 1 gave every candidate under the cuts
-            two = one.filter((F.col("kind") == "pair") & (F.col("source") != "marker")
-                             & (F.col("bin") <= _by_group(cuts)))
-        else:
-            found = _needed(one, cuts)
-            needed = by_file = None
-            two_units = units
-            if found is not None:
-                by_file, _ = found
-                two_units = [u for u in units if u[0] in by_file]
-                needed = spark.sparkContext.broadcast(by_file)
-                kept_frames.append(_Broadcast(needed))
-            two = keep(over_ids(spark, len(two_units)).mapInArrow(
-                _pass("pass_two_streams", lexicon, options, two_units, needed=needed, cuts=cuts), work_ddl))
-        # 4. identical pairs together, the POS filter, identical pairs dropped (with marked
-        # ones, then among themselves), the exact draw ---------------------------------------
-        seen = marked.select("premise", "hypothesis", F.lit(True).alias("_seen"))
-        wn = Window.partitionBy("premise", "hypothesis").orderBy("pair_id")
-        cands = (two.filter(F.col("kind") == "pair").join(seen, ["premise", "hypothesis"], "left")
-                 .repartition(_pos_tasks(spark, len(units)), "premise", "hypothesis")
-                 .withColumn("bin", F.row_number().over(wn).cast("int")))
-        cands = _pos_filtered(cands, lexicon, model)
-        cands = keep(cands.withColumn("_rn", F.when(F.col("reject").isNull() & F.col("_seen").isNull(),
-                                                    F.col("bin"))))
-        pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(
-            [tuple(r) for r in cands.groupBy("corpus", "source", "reject", F.col("_rn"),
-                                             F.shiftright("select", 63 - nt.BIN_BITS).alias("b"))
-             .agg(F.count(F.lit(1)), F.sum("n")).collect()])
-        allocated = final_allocation(targets, options.neutral_mix, avail2)
-        pool = cands.filter(F.col("_rn") == 1)
-        chosen = _take_lowest(spark, pool, bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
+        # 3. pass 2 (when pass 1's early bins do not hold every candidate under the cuts); 4.
+        # neutral candidates against the marked pairs and each other, the POS filter; 5.-6.
+        # the exact draw, the rows ---------------------------------------------------------
+        neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
+        allocated = final_allocation(targets, options.neutral_mix, {})
+        plan["cuts"], plan["draw"], plan["last"] = cuts, None, {}
+        if any(b >= 0 for b in cuts.values()):
+            plan["early"] = max(cuts.values()) < EARLY_BINS
+            if not plan["early"]:
+                found = _needed(work, cuts, needed_documents)
+                needed, two_units = None, units
+                if found is not None:
+                    by_file, _ = found
+                    two_units = [u for u in units if u[0] in by_file]
+                    needed = spark.sparkContext.broadcast(by_file)
+                    released.append(needed)
+                run_tasks(spark, _pass_two_task(plan, needed), [u[0] for u in two_units])
+            neutral = [tuple(r) for out in run_tasks(spark, _neutral_task(plan), buckets) for r in out["tallies"]]
+            pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
+            allocated = final_allocation(targets, options.neutral_mix, avail2)
+            plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
+            if any(extra for _, extra in plan["draw"].values()):
+                edge_rows = [r for out in run_tasks(spark, _boundary_task(plan), buckets) for r in out["rows"]]
+                plan["last"] = last_taken(edge_rows, plan["draw"])
+        run_tasks(spark, _final_task(plan), buckets)
+        pairs = spark.read.parquet(fs.join(work, "final"))
+    except BaseException:
+        cleanup()
+        raise
 
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
-    pairs = marked.select(*OUTPUT_COLUMNS)
-    if chosen is not None:
-        pairs = pairs.unionByName(chosen.select(*OUTPUT_COLUMNS))
-    return pairs, stats, cleanup
-
-
-class _Broadcast:
-    """A broadcast variable released by the stage's cleanup (like the checkpoints)."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def unpersist(self):
-        self.value.destroy()
+    return pairs.select(*OUTPUT_COLUMNS), stats, cleanup
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000
 
 
-def _needed(one, cuts: dict):
+def _needed(work: str, cuts: dict, needed_documents):
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
     pass 1's "doc" rows ({unit key: doc_ids}, {(corpus, doc_id)}); None (every document)
     when a cut takes (nearly) every candidate or there are too many documents to list."""
-    from pyspark.sql import functions as F
+    import pyarrow as pa
 
-    from extractor.pairs.batches import needed_documents
+    from extractor import scratch
 
     if max(cuts.values(), default=-1) >= (1 << nt.BIN_BITS) - 1:
         return None
-    docs = one.filter(F.col("kind") == "doc").select("corpus", "doc_id", "n", "bin")
-    rows = docs.limit(MAX_NEEDED_DOCUMENTS + 1).collect()
-    if len(rows) > MAX_NEEDED_DOCUMENTS:
+    docs = scratch.read_arrow(fs.join(work, "documents"), pa.schema(
+        [("corpus", pa.string()), ("doc_id", pa.string()), ("n", pa.int64()), ("bin", pa.int32())]))
+    if docs.num_rows > MAX_NEEDED_DOCUMENTS:
         return None
-    return needed_documents([tuple(r) for r in rows], cuts)
-
-
-def _by_group(values: dict):
-    """A column: `values[(corpus, source)]` of each row (null where absent), as a map
-    literal (no createDataFrame: it checks rows in extra Python workers)."""
-    from pyspark.sql import functions as F
-
-    if not values:
-        return F.lit(None).cast("int")
-    key = F.concat_ws("\x1f", "corpus", "source")
-    return F.create_map(*[F.lit(v) for (c, s), n in sorted(values.items(), key=repr)
-                          for v in (f"{c}\x1f{s}", int(n))])[key]
-
-
-def _take_lowest(spark, df, bins: dict, wanted: dict):
-    """The `wanted[(corpus, source)]` rows with the lowest selection hash (ties: pair_id)
-    per group, with no global sort: the histogram `bins` says in which bin each cut falls,
-    and only that bin is ranked by a window function."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    cuts = []
-    for key in sorted(set(bins) | set(wanted)):
-        cut, extra = nt.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0)))
-        cuts.append((*key, int(cut), int(extra)))
-    binned = (df.withColumn("_bin", F.shiftright("select", 63 - nt.BIN_BITS).cast("int"))
-              .withColumn("_cut", _by_group({(c[0], c[1]): c[2] for c in cuts}))
-              .withColumn("_extra", _by_group({(c[0], c[1]): c[3] for c in cuts}))
-              .filter(F.col("corpus").isNotNull() & (F.col("_bin") <= F.col("_cut"))))
-    w = Window.partitionBy("corpus", "source", "_bin").orderBy("select", "pair_id")
-    ranked = binned.withColumn("_r", F.when(F.col("_bin") == F.col("_cut"), F.row_number().over(w)))
-    return ranked.filter((F.col("_bin") < F.col("_cut")) | (F.col("_r") <= F.col("_extra")))
+    return needed_documents(zip(*(docs.column(c).to_pylist() for c in ("corpus", "doc_id", "n", "bin"))), cuts)
 
 
 def check(ctx) -> None:
@@ -353,15 +401,17 @@ class _SmallShuffles:
             self.spark.conf.set(self.KEY, self.old)
 
 
-def run(ctx) -> None:
-    from extractor import fs
+WORK_NAME = "_tmp-pairs-work"
 
+
+def run(ctx) -> None:
     options = PairsOptions.from_args(ctx.args)
     table = ctx.table_path("sentences")
     if not fs.exists(table):
         ctx.read_table("sentences")  # its one-line error
     with _SmallShuffles(ctx.spark):
-        pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn)
+        pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
+                                            work=ctx.table_path(WORK_NAME))
         try:
             ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
         finally:

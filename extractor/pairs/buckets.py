@@ -1,0 +1,152 @@
+"""Stage 2's global steps as pure functions over one bucket of pair rows (pyarrow, no Spark).
+
+The stage (`extractor.spark.pairs_stage`) cuts pass 1's and pass 2's pair rows into
+buckets by a hash of their texts (`text_buckets`), so every copy of a pair, marked or
+neutral, lands in one bucket; a task per bucket then groups identical pairs
+(`rank_identical`), runs the POS filter over them (`batches.pos_rows`) and returns only
+counts (`marked_tallies`, `neutral_tallies`) from which the driver plans with the pure
+functions of `extractor.pairs.corpus`. The exact neutral draw takes, per (corpus,
+strategy), the candidates with the lowest (`select`, `pair_id`): all those of the bins
+below the cut bin and, from the cut bin, those up to the last one the driver found among
+that bin's rows (`boundary_rows`, `last_taken`, `drawn`).
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor.pairs import neutral as nt
+
+
+def text_buckets(table: pa.Table, n: int) -> np.ndarray:
+    """Bucket of each pair row among `n`: a hash of its premise and hypothesis."""
+    return np.array([zlib.crc32(f"{p}\x1f{h}".encode("utf-8")) % n for p, h in
+                     zip(table.column("premise").to_pylist(), table.column("hypothesis").to_pylist())],
+                    dtype=np.int64)
+
+
+def rank_identical(table: pa.Table) -> pa.Table:
+    """The rows sorted by (premise, hypothesis, pair_id), each with its rank among the rows
+    of identical texts in `bin` (1: the lowest pair_id), as a window function would give it."""
+    table = table.take(pc.sort_indices(table, sort_keys=[("premise", "ascending"), ("hypothesis", "ascending"),
+                                                         ("pair_id", "ascending")]))
+    premise, hypothesis = table.column("premise").to_pylist(), table.column("hypothesis").to_pylist()
+    rank = []
+    for i in range(table.num_rows):
+        same = i and premise[i] == premise[i - 1] and hypothesis[i] == hypothesis[i - 1]
+        rank.append(rank[-1] + 1 if same else 1)
+    return table.set_column(table.schema.get_field_index("bin"), "bin", pa.array(rank, pa.int32()))
+
+
+def pos_checked(table: pa.Table, model: str | None, lexicon) -> pa.Table:
+    """`batches.pos_rows` over a table (the table as it is without a model)."""
+    from extractor.pairs import batches as bt
+
+    if not model or not table.num_rows:
+        return table
+    return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True)),
+                                 schema=table.schema)
+
+
+def _grouped(table: pa.Table, keys: list[str], aggregates: list) -> list[tuple]:
+    if not table.num_rows:
+        return []
+    out = table.group_by(keys, use_threads=False).aggregate(aggregates)
+    names = keys + [f"{c}_{f}" if c else f for c, f in ((a[0] if a[0] else "", a[1]) for a in aggregates)]
+    return [tuple(r) for r in zip(*(out.column(n).to_pylist() for n in names))]
+
+
+def pass_counts(table: pa.Table) -> list[tuple]:
+    """Pass 1's aggregate rows (not "pair", not "doc") summed per (kind, corpus, label,
+    reject, bin, document of an "edge" row): (kind, corpus, label, reject, bin, edge, n)."""
+    rows = table.filter(pc.and_(pc.not_equal(table.column("kind"), "pair"), pc.not_equal(table.column("kind"), "doc")))
+    edge = pc.if_else(pc.equal(rows.column("kind"), "edge"), rows.column("doc_id"), pa.scalar(None, pa.string()))
+    rows = rows.select(["kind", "corpus", "label", "reject", "bin", "n"]).append_column("edge", edge)
+    return _grouped(rows, ["kind", "corpus", "label", "reject", "bin", "edge"], [("n", "sum")])
+
+
+def marked_tallies(ranked: pa.Table) -> list[tuple]:
+    """Per (corpus, label, phrase, premise_stripped, reject, verdicts asked, rank > 1): the
+    rows and the pairs they stand for (`copies`), for `corpus.tally_marked`."""
+    if not ranked.num_rows:
+        return []
+    table = ranked.select(["corpus", "label", "phrase", "premise_stripped", "reject", "n", "copies"]) \
+        .append_column("dup", pc.greater(ranked.column("bin"), 1))
+    return _grouped(table, ["corpus", "label", "phrase", "premise_stripped", "reject", "n", "dup"],
+                    [([], "count_all"), ("copies", "sum")])
+
+
+def text_keys(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(table.column("premise"), table.column("hypothesis"), "\x1f")
+
+
+def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon) -> tuple[list[tuple], pa.Table]:
+    """One bucket's neutral candidates: ranked among identical texts, POS-checked; those
+    identical to a kept marked pair of the bucket (`marked`) or to a lower pair_id, or
+    rejected by the filter, are counted and left out. Returns (per (corpus, source, reject,
+    rank when it counts, selection bin): rows and verdicts asked, for
+    `corpus.tally_neutral`; the candidates that stay)."""
+    seen = pc.is_in(text_keys(cands), value_set=text_keys(marked)) if cands.num_rows else pa.array([], pa.bool_())
+    ranked = pos_checked(rank_identical(cands.append_column("_seen", seen)), model, lexicon)
+    free = pc.and_(pc.is_null(ranked.column("reject")), pc.invert(ranked.column("_seen")))
+    rn = pc.if_else(free, ranked.column("bin"), pa.scalar(None, pa.int32()))
+    selection_bin = pc.shift_right(ranked.column("select"), 63 - nt.BIN_BITS)
+    table = ranked.select(["corpus", "source", "reject", "n"]).append_column("_rn", rn).append_column("b", selection_bin)
+    tallies = _grouped(table, ["corpus", "source", "reject", "_rn", "b"], [([], "count_all"), ("n", "sum")])
+    pool = ranked.filter(pc.and_(free, pc.equal(ranked.column("bin"), 1))).drop_columns(["_seen"])
+    return tallies, pool
+
+
+def cut_points(bins: dict, wanted: dict) -> dict:
+    """{(corpus, source): (cut bin, rows of that bin taken)} (`neutral.bin_cutoff`)."""
+    return {key: tuple(int(x) for x in nt.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0))))
+            for key in sorted(set(bins) | set(wanted))}
+
+
+def _cut_of(pool: pa.Table, cuts: dict) -> tuple[list, np.ndarray, np.ndarray]:
+    keys = list(zip(pool.column("corpus").to_pylist(), pool.column("source").to_pylist()))
+    cut = np.array([cuts.get(k, (-1, 0))[0] for k in keys], dtype=np.int64)
+    bins = pool.column("select").to_numpy() >> (63 - nt.BIN_BITS)
+    return keys, cut, bins
+
+
+def boundary_rows(pool: pa.Table, cuts: dict) -> list[list]:
+    """[corpus, source, select, pair_id] of the candidates in the bin where their group's
+    draw ends part-way."""
+    if not pool.num_rows:
+        return []
+    keys, cut, bins = _cut_of(pool, cuts)
+    select, pair_id = pool.column("select").to_pylist(), pool.column("pair_id").to_pylist()
+    return [[*keys[i], select[i], pair_id[i]] for i in np.nonzero(bins == cut)[0].tolist()
+            if cuts.get(keys[i], (-1, 0))[1] > 0 and keys[i][0] is not None]
+
+
+def last_taken(rows: list[list], cuts: dict) -> dict:
+    """{(corpus, source): (select, pair_id) of the last candidate drawn from the cut bin}."""
+    per: dict = {}
+    for corpus, source, select, pair_id in rows:
+        per.setdefault((corpus, source), []).append((select, pair_id))
+    out = {}
+    for key, values in per.items():
+        extra = cuts[key][1]
+        values.sort()
+        out[key] = list(values[min(extra, len(values)) - 1])
+    return out
+
+
+def drawn(pool: pa.Table, cuts: dict, last: dict) -> pa.Table:
+    """The candidates of a bucket the exact draw takes."""
+    if not pool.num_rows:
+        return pool
+    keys, cut, bins = _cut_of(pool, cuts)
+    mask = (bins < cut) & np.array([k[0] is not None for k in keys], dtype=bool)
+    edge = np.nonzero(bins == cut)[0]
+    if len(edge):
+        select, pair_id = pool.column("select").to_pylist(), pool.column("pair_id").to_pylist()
+        for i in edge.tolist():
+            limit = last.get(keys[i])
+            mask[i] = keys[i][0] is not None and limit is not None and (select[i], pair_id[i]) <= tuple(limit)
+    return pool.filter(pa.array(mask))

@@ -35,6 +35,7 @@ from extractor.schemas import PAIRS
 from extractor.spark.session import run_tasks
 
 STAGE = "pairs"
+WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
 OUTPUT_COLUMNS = tuple(f.name for f in PAIRS)
 
 
@@ -377,43 +378,15 @@ def check(ctx) -> None:
     pf.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
 
 
-class _SmallShuffles:
-    """After pass 1 the stage shuffles only pairs and aggregate rows (a few percent of the
-    sentences): two shuffle partitions per core instead of the session's default (200
-    files per map task for a few thousand rows). Restored afterwards; the rows do not depend
-    on it (ties are broken by pair_id, the write arranges its own files)."""
-
-    KEY = "spark.sql.shuffle.partitions"
-
-    def __init__(self, spark):
-        self.spark = spark
-
-    def __enter__(self):
-        self.old = self.spark.conf.get(self.KEY, None)
-        slots = max(1, self.spark.sparkContext.defaultParallelism)
-        self.spark.conf.set(self.KEY, str(2 * slots))
-        return self
-
-    def __exit__(self, *exc):
-        if self.old is None:
-            self.spark.conf.unset(self.KEY)
-        else:
-            self.spark.conf.set(self.KEY, self.old)
-
-
-WORK_NAME = "_tmp-pairs-work"
-
-
 def run(ctx) -> None:
     options = PairsOptions.from_args(ctx.args)
     table = ctx.table_path("sentences")
     if not fs.exists(table):
         ctx.read_table("sentences")  # its one-line error
-    with _SmallShuffles(ctx.spark):
-        pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
-                                            work=ctx.table_path(WORK_NAME))
-        try:
-            ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
-        finally:
-            cleanup()
+    pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
+                                        work=ctx.table_path(WORK_NAME))
+    try:
+        ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
+    finally:
+        cleanup()
     ctx.stats[STAGE] = stats

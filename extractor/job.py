@@ -78,18 +78,28 @@ class JobContext:
 
     def arrange(self, df, partition_by=None, sort_by=None, num_files: int | None = None):
         """`df` arranged for deterministic files (extractor.output.arrange)."""
-        files = num_files or int(getattr(self.args, "files_per_table", 0) or 4)
-        return _out.arrange(df, partition_by, sort_by, files)
+        return _out.arrange(df, partition_by, sort_by, self.files_per_table(num_files))
 
     def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
         """Write `df` as table `name` (arranged as by `arrange`): Parquet files written by
         the Spark tasks with pyarrow and fixed settings, so the bytes depend on the rows only.
         In a run the table goes to the staging directory; without one, through a temporary
         directory moved into place only on success."""
-        from extractor import fs
-
         partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
         arranged = self.arrange(df, partition_by, sort_by, num_files)
+        return self.write_table_with(name, lambda directory: _out.write_table_files(arranged, directory, partition_by))
+
+    def files_per_table(self, num_files: int | None = None) -> int:
+        """How many files (hash partitions) `arrange` cuts a table into."""
+        return num_files or int(getattr(self.args, "files_per_table", 0) or 4)
+
+    def write_table_with(self, name: str, write) -> str:
+        """Write table `name` with ``write(directory)``, which fills a directory that holds no
+        table yet (`write_table` does it with Spark; a stage whose tasks write the files
+        themselves passes its own). In a run the table goes to the staging directory;
+        without one, through a temporary directory moved into place only on success."""
+        from extractor import fs
+
         target = self.table_path(name)
         if self.run is not None:
             if name in self.run.reused:
@@ -97,11 +107,11 @@ class JobContext:
                                  f"a stage cannot write it")
             if fs.exists(target):
                 fs.delete(target)  # a retried stage of this same run
-            _out.write_table_files(arranged, target, partition_by)
+            write(target)
             return target
         overwrite = bool(getattr(self.args, "overwrite", False))
         with _out.atomic_directory(self.spark, target, overwrite) as tmp:
-            _out.write_table_files(arranged, tmp, partition_by)
+            write(tmp)
         return target
 
     def read_table(self, name: str):

@@ -197,6 +197,46 @@ class _FileSink:
         return self.path, self.rows, int(size)
 
 
+def write_sorted(batches, table_dir: str, partition_by: list[str], name: str, attempt: int = 0) -> list[tuple]:
+    """Write sorted rows (Arrow batches, sorted by `partition_by` first) as `name` in the
+    directory of each partition value: `[<col>=<value>/]<name>`, the columns of
+    `partition_by` left out of the files. Returns (path, rows, bytes) per file. The Spark
+    writer (`_task_writer`) and tasks that write a table themselves share it."""
+    import pyarrow as pa
+
+    sink, key, written = None, None, []
+    data_schema = None
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        if data_schema is None:
+            data_schema = plain_schema([f for f in batch.schema if f.name not in partition_by])
+        keys = list(zip(*[batch.column(batch.schema.get_field_index(c)).to_pylist() for c in partition_by])) \
+            if partition_by else None
+        data = pa.RecordBatch.from_arrays(
+            [batch.column(batch.schema.get_field_index(f.name)).cast(f.type) for f in data_schema],
+            schema=data_schema)
+        start, n = 0, batch.num_rows
+        while start < n:
+            end = n
+            if keys is not None:
+                end = start + 1
+                while end < n and keys[end] == keys[start]:
+                    end += 1
+            this = keys[start] if keys is not None else ()
+            if sink is None or this != key:
+                if sink is not None:
+                    written.append(sink.close())
+                key = this
+                parts = [partition_dir(c, v) for c, v in zip(partition_by, this)]
+                sink = _FileSink(fs.join(table_dir, *parts, name), data_schema, attempt)
+            sink.add(data.slice(start, end - start))
+            start = end
+    if sink is not None:
+        written.append(sink.close())
+    return written
+
+
 def _task_writer(table_dir: str, partition_by: list[str]):
     """mapInArrow function: write this task's (sorted) rows as part-<task>.parquet, one file
     per partition value; yield one (path, rows, bytes) row per file."""
@@ -206,43 +246,53 @@ def _task_writer(table_dir: str, partition_by: list[str]):
         from pyspark import TaskContext
 
         task = TaskContext.get()
-        name = f"part-{task.partitionId():05d}.parquet"
-        attempt = task.attemptNumber()
-        sink, key, written = None, None, []
-        data_schema = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            if data_schema is None:
-                data_schema = plain_schema([f for f in batch.schema if f.name not in partition_by])
-            keys = list(zip(*[batch.column(batch.schema.get_field_index(c)).to_pylist() for c in partition_by])) \
-                if partition_by else None
-            data = pa.RecordBatch.from_arrays(
-                [batch.column(batch.schema.get_field_index(f.name)).cast(f.type) for f in data_schema],
-                schema=data_schema)
-            start, n = 0, batch.num_rows
-            while start < n:
-                end = n
-                if keys is not None:
-                    end = start + 1
-                    while end < n and keys[end] == keys[start]:
-                        end += 1
-                this = keys[start] if keys is not None else ()
-                if sink is None or this != key:
-                    if sink is not None:
-                        written.append(sink.close())
-                    key = this
-                    parts = [partition_dir(c, v) for c, v in zip(partition_by, this)]
-                    sink = _FileSink(fs.join(table_dir, *parts, name), data_schema, attempt)
-                sink.add(data.slice(start, end - start))
-                start = end
-        if sink is not None:
-            written.append(sink.close())
+        written = write_sorted(batches, table_dir, partition_by, f"part-{task.partitionId():05d}.parquet",
+                               task.attemptNumber())
         yield pa.RecordBatch.from_arrays(
             [pa.array([w[0] for w in written], pa.string()), pa.array([w[1] for w in written], pa.int64()),
              pa.array([w[2] for w in written], pa.int64())], names=["path", "rows", "bytes"])
 
     return write
+
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix32(h: int, k: int) -> int:
+    k = _rotl32((k * 0xCC9E2D51) & _M32, 15) * 0x1B873593 & _M32
+    h = _rotl32(h ^ k, 13)
+    return (h * 5 + 0xE6546B64) & _M32
+
+
+def _murmur3_bytes(data: bytes, seed: int) -> int:
+    """Spark's Murmur3_x86_32.hashUnsafeBytes (the tail mixed byte by byte, signed)."""
+    h, n = seed & _M32, len(data)
+    aligned = n - n % 4
+    for i in range(0, aligned, 4):
+        h = _mix32(h, int.from_bytes(data[i:i + 4], "little"))
+    for i in range(aligned, n):
+        h = _mix32(h, (data[i] - 256 if data[i] > 127 else data[i]) & _M32)
+    h ^= n
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    return h ^ (h >> 16)
+
+
+def spark_partition(values, n: int) -> int:
+    """The partition Spark's `repartition(n, *columns)` gives a row of string `values`
+    (`pmod(hash(columns), n)`, Murmur3 with seed 42; a null leaves the hash as it is), so
+    tasks can write a table in the files `arrange` would give it (checked against Spark)."""
+    h = 42
+    for v in values:
+        if v is not None:
+            h = _murmur3_bytes(str(v).encode("utf-8"), h)
+    return (h - (1 << 32) if h >= (1 << 31) else h) % n
 
 
 def arrange(df, partition_by=None, sort_by=None, num_files: int = 4):
@@ -261,20 +311,29 @@ def write_table_files(df, table_dir: str, partition_by=None) -> list[dict]:
     a table yet): `[<col>=<value>/]part-<NNNNN>.parquet`, written by the tasks themselves.
     Returns [{path, rows, bytes}] (one small row per file). An empty DataFrame gives one
     empty file that carries the schema, so that readers still see the columns."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     table_dir = fs.canonical(table_dir)
     files = [r.asDict() for r in df.mapInArrow(_task_writer(table_dir, partition_by), FILE_SCHEMA).collect()]
-    _remove_hidden_files(table_dir)  # temporary files of failed task attempts
-    if not files:
+
+    def schema():
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        schema = plain_schema(to_arrow_schema(df.schema))
+        return to_arrow_schema(df.schema)
+    return finish_table_files(files, table_dir, schema)
+
+
+def finish_table_files(files: list[dict], table_dir: str, schema) -> list[dict]:
+    """After the tasks wrote a table's files ({path, rows, bytes} each): temporary files of
+    failed task attempts removed; no file at all gives one empty file that carries the
+    schema (`schema()`, Arrow), so that readers still see the columns. Returns the files
+    sorted by path."""
+    import pyarrow.parquet as pq
+
+    _remove_hidden_files(table_dir)
+    if not files:
         path = fs.join(table_dir, "part-00000.parquet")
         with fs.open_output(path) as stream:
-            pq.ParquetWriter(stream, schema, **PARQUET_OPTIONS).close()
+            pq.ParquetWriter(stream, plain_schema(schema()), **PARQUET_OPTIONS).close()
         files = [{"path": path, "rows": 0, "bytes": fs.size(path)}]
     return sorted(files, key=lambda f: f["path"])
 

@@ -126,16 +126,21 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
     """The pairs of the hand-made corpus as sorted plain tuples (the table is tiny)."""
     import tempfile
 
+    import pyarrow.parquet as pq
+
     options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
     warnings: list = []
     with tempfile.TemporaryDirectory(prefix="pairs-test-") as tmp:
-        pairs, stats, cleanup = ps.build_pairs(spark, write_sentences(tmp, files), load_lexicon("en"), options,
+        write, stats, cleanup = ps.build_pairs(spark, write_sentences(tmp, files), load_lexicon("en"), options,
                                                warn=warnings.append)
         try:
-            rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c]) for c in ps.OUTPUT_COLUMNS)
-                    for r in pairs.select(*ps.OUTPUT_COLUMNS).collect()]
+            write(os.path.join(tmp, "pairs"))
+            table = pq.read_table(os.path.join(tmp, "pairs"))
+            rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c].values()) for c in ps.OUTPUT_COLUMNS)
+                    for r in table.to_pylist()]
         finally:
             cleanup()
+        assert not os.path.exists(os.path.join(tmp, ps.WORK_NAME))  # the scratch files are gone
     return sorted(rows), stats, warnings
 
 

@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from extractor import fs
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
-from extractor.pairs.buckets import cut_points, last_taken
+from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS
@@ -175,7 +175,7 @@ def _marked_task(plan: dict):
         rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
         ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
         kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
-        scratch.write_arrow(kept, fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(_with_file(kept, plan["files"]), fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
         return {"tallies": pb.marked_tallies(ranked)}
     return fn
 
@@ -219,51 +219,65 @@ def _neutral_task(plan: dict):
             cands = cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
         else:
             cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
         tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"])
-        scratch.write_arrow(pool, fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
         return {"tallies": tallies}
     return fn
 
 
-def _boundary_task(plan: dict):
-    """Round 5 (only when a draw ends inside a bin), per bucket: that bin's candidates."""
-    def fn(b: int) -> dict:
-        from extractor import scratch
-        from extractor.pairs import buckets as pb
+def _with_file(rows, files: int):
+    """The rows with `_file`: the file of the pairs table each goes to, the hash partition
+    of (label, pair_id) that `ctx.write_table` would give it (`output.spark_partition`)."""
+    import pyarrow as pa
 
-        return {"rows": pb.boundary_rows(scratch.read_one(fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow")),
-                                         plan["draw"])}
-    return fn
+    from extractor.output import spark_partition
+
+    part = [spark_partition(key, files) for key in zip(rows.column("label").to_pylist(),
+                                                          rows.column("pair_id").to_pylist())]
+    return rows.append_column("_file", pa.array(part, pa.int32()))
 
 
-def _final_task(plan: dict):
-    """Round 6, per bucket: the kept marked pairs and the drawn neutral ones, as the pairs
-    table's rows, to one Parquet scratch file the write reads."""
-    def fn(b: int) -> dict:
+def _files_task(plan: dict):
+    """Round 5, per file of the pairs table: the exact draw (every task finds the same last
+    candidate taken from every bucket's cut bins), then this file's kept marked pairs and
+    drawn neutral ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet`:
+    the files `ctx.write_table` would write, without a Spark shuffle."""
+    def fn(p: int) -> dict:
+        import sys
+
         import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow.compute as pc
 
         from extractor import scratch
+        from extractor.output import write_sorted
         from extractor.pairs import buckets as pb
-        from extractor.schemas import PAIRS
 
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
-        parts = [kept]
+        def mine(rows):
+            return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
+
+        kept = scratch.read_arrow(fs.join(plan["work"], "kept"), None)
+        parts = [mine(kept)]
         if plan["draw"] is not None:
-            pool = scratch.read_one(fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
-            parts.append(pb.drawn(pool, plan["draw"], plan["last"]).select(kept.schema.names))
+            pool = scratch.read_arrow(fs.join(plan["work"], "pool"), None)
+            last = pb.last_taken(pb.boundary_rows(pool, plan["draw"]), plan["draw"])
+            parts.append(pb.drawn(mine(pool), plan["draw"], last))
         rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
-        with fs.open_output(fs.join(plan["work"], "final", f"bucket-{b:05d}.parquet")) as out:
-            pq.write_table(rows, out)
-        return {"rows": rows.num_rows}
+        rows = rows.take(pc.sort_indices(rows, sort_keys=[("label", "ascending"), ("pair_id", "ascending")]))
+        task = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
+        written = write_sorted(rows.to_batches(), plan["target"], ["label"], f"part-{p:05d}.parquet",
+                               task.attemptNumber() if task else 0)
+        return {"files": [{"path": path, "rows": n, "bytes": size} for path, n, size in written]}
     return fn
 
 
-def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, work: str | None = None):
+def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, work: str | None = None,
+                files: int = 4):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
-    one file) -> (pairs DataFrame, stats dict, cleanup callable). Call the cleanup after
-    writing the DataFrame: it deletes the scratch folder `work` (default: beside `table`)."""
+    one file) -> (write, stats dict, cleanup callable): ``write(directory)`` writes the pairs
+    table's `files` files there (what `ctx.write_table` would write: partitioned by label,
+    sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
+    scratch folder `work` (default: beside `table`)."""
     from extractor.pairs.batches import EARLY_BINS, file_units, needed_documents, sentence_files
 
     model, status = pos_status(options, lexicon, warn)
@@ -274,6 +288,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
         fs.delete(work)
     buckets = list(range(_pos_tasks(spark, len(units))))
     plan = _plan_of(lexicon, options, units, model, work, len(buckets))
+    plan["files"] = files
     released: list = []
 
     def cleanup():
@@ -319,7 +334,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
         # the exact draw, the rows ---------------------------------------------------------
         neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
         allocated = final_allocation(targets, options.neutral_mix, {})
-        plan["cuts"], plan["draw"], plan["last"] = cuts, None, {}
+        plan["cuts"], plan["draw"] = cuts, None
         if any(b >= 0 for b in cuts.values()):
             plan["early"] = max(cuts.values()) < EARLY_BINS
             if not plan["early"]:
@@ -335,20 +350,24 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, options.neutral_mix, avail2)
             plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
-            if any(extra for _, extra in plan["draw"].values()):
-                edge_rows = [r for out in run_tasks(spark, _boundary_task(plan), buckets) for r in out["rows"]]
-                plan["last"] = last_taken(edge_rows, plan["draw"])
-        run_tasks(spark, _final_task(plan), buckets)
-        pairs = spark.read.parquet(fs.join(work, "final"))
     except BaseException:
         cleanup()
         raise
+
+    def write(directory: str) -> list[dict]:
+        """Round 5: the pairs table's files into `directory` (one task per file)."""
+        from extractor.output import finish_table_files
+
+        directory = fs.canonical(directory)
+        written = [f for out in run_tasks(spark, _files_task(dict(plan, target=directory)), list(range(files)),
+                                          spread=True) for f in out["files"]]
+        return finish_table_files(written, directory, lambda: PAIRS)
 
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
-    return pairs.select(*OUTPUT_COLUMNS), stats, cleanup
+    return write, stats, cleanup
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000
@@ -383,10 +402,10 @@ def run(ctx) -> None:
     table = ctx.table_path("sentences")
     if not fs.exists(table):
         ctx.read_table("sentences")  # its one-line error
-    pairs, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
-                                        work=ctx.table_path(WORK_NAME))
+    write, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
+                                        work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())
     try:
-        ctx.write_table(pairs, "pairs", partition_by="label", sort_by=["pair_id"])
+        ctx.write_table_with("pairs", write)
     finally:
         cleanup()
     ctx.stats[STAGE] = stats

@@ -18,10 +18,11 @@ Parts:
    `pairs_stage.run(ctx)` (over the sentences of the job above).
 2. engine: stage 2 alone under local[1] (CPU sampled around `pairs_stage.run(ctx)`, as
    benchmarks/splits_throughput.py does for stage 3: the session start-up is not the
-   stage's), against `--plain`: one Python process that reads the same sentences/ Parquet
-   with pyarrow, runs the same functions (`extractor.pairs.corpus.run_plain`) and writes
-   the pairs with pyarrow, its CPU sampled around that work. Target: Spark <= 1.5x the
-   plain process's CPU.
+   stage's), against `--plain`: one Python process that runs the stage's rounds one after
+   another over the same sentence files (`extractor.pairs.plain.run_plain`: the same
+   functions, scratch files and writer, no Spark), its CPU sampled around that work; its
+   files are compared byte for byte with the stage's. Target: Spark <= 1.5x the plain
+   process's CPU.
 3. eltec: `jobs/extract.py --input ../shared/data/text/eltec-rom-20 --stages pairs
    --pos-filter on` (the lexicon's first model, ro_legal_fl), local[2], one run; the wall
    seconds of each stage from stats.json. Target: stage 2 wall <= stage 1 wall.
@@ -187,31 +188,37 @@ def engine(size: int) -> dict:
     if not (out / "sentences").is_dir():
         enwiki(size)
     spark = stage_alone(out / "sentences", "local[1]")
-    plain_out = WORK / f"pairs-{size}mb-plain.parquet"
+    plain_out = WORK / f"pairs-{size}mb-plain"
     p = _result([PY, __file__, "--plain", str(out / "sentences"), str(plain_out)], "plain run")
     return {"spark_local1": spark, "plain": p, "ratio": spark["cpu"] / p["cpu"],
             "rows": {"spark": sum(spark["labels"].values()), "plain": sum(p["labels"].values())},
-            "same_counts": spark["labels"] == p["labels"]}
+            "same_counts": spark["labels"] == p["labels"],
+            "same_files": same_files(WORK / "pairs-stage-1" / "pairs", plain_out)}
 
 
 def plain(table: str, dest: str) -> None:
-    """One plain Python process: read sentences/ with pyarrow, run the stage's functions,
-    write the pairs with pyarrow; CPU sampled around that work (not the interpreter's
-    start-up), as for the Spark run."""
-    import pyarrow.parquet as pq
-
+    """One plain Python process: the stage's rounds run one after another
+    (`extractor.pairs.plain.run_plain`: the same functions, scratch files and writer, no
+    Spark) over the same sentence files; CPU sampled around that work (not the
+    interpreter's start-up), as for the Spark run."""
     from extractor.lexicon import load_lexicon
-    from extractor.pairs.corpus import run_plain
-    from extractor.spark.pairs_stage import PairsOptions, pos_status
+    from extractor.pairs.plain import run_plain
+    from extractor.spark.pairs_stage import PairsOptions
 
+    shutil.rmtree(dest, ignore_errors=True)
     lexicon = load_lexicon("en")
     options = PairsOptions(pos_filter="on")
     c, t = tree_cpu(), time.time()
-    model, status = pos_status(options, lexicon)
-    result, stats = run_plain(table, lexicon, options, model, status, without_torch=True)
-    pq.write_table(result, dest)
+    _, stats = run_plain(table, dest, lexicon, options)
     d = _delta(c, tree_cpu())
     print("RESULT", json.dumps({"wall": time.time() - t, "cpu": sum(d.values()), "labels": stats["labels"]}))
+
+
+def same_files(a: Path, b: Path) -> bool:
+    """The Parquet files under two table folders are byte-identical (and there are some)."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    return bool(files) and files == sorted(p.relative_to(b) for p in b.rglob("*.parquet")) \
+        and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 
 def eltec() -> dict:
@@ -254,7 +261,7 @@ def one_round(size: int, parts: set) -> dict:
               f"sentences] Spark local[1]: {sp['cpu']:.1f} CPU-s {sp['by_kind']} ({sp['wall']:.1f} s wall); plain "
               f"Python process, same functions (around run_plain): {pl['cpu']:.1f} CPU-s ({pl['wall']:.1f} s wall); "
               f"ratio {r['ratio']:.2f}x (target <= 1.5x); pairs {r['rows']}, same counts per label: "
-              f"{r['same_counts']}", flush=True)
+              f"{r['same_counts']}; files identical to the stage's: {'yes' if r['same_files'] else 'NO'}", flush=True)
     if "eltec" in parts:
         r = results["eltec"] = eltec()
         if "skipped" in r:

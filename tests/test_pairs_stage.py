@@ -288,6 +288,28 @@ def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
     assert got == without_pos[0]
 
 
+@pytest.mark.parametrize("pos_filter", ["off", "on"])
+def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp_path, pos_filter):
+    """`extractor.pairs.plain` (the stage's rounds run one after another in one process: the
+    benchmark's engine-overhead reference) writes the Spark stage's files byte for byte,
+    with its stats, whatever the buckets (one core's there, two cores' here)."""
+    from extractor.pairs.plain import run_plain
+
+    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
+    table = write_sentences(tmp_path / "in", 2)
+    write, stats, cleanup = ps.build_pairs(spark, table, load_lexicon("en"), options, files=3)
+    try:
+        write(str(tmp_path / "spark"))
+    finally:
+        cleanup()
+    _, plain_stats = run_plain(table, str(tmp_path / "plain"), load_lexicon("en"), options, files=3)
+
+    def files(folder):
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.parquet"))}
+    assert files(tmp_path / "spark") and files(tmp_path / "spark") == files(tmp_path / "plain")
+    assert json.dumps(stats) == json.dumps(plain_stats)
+
+
 def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
     """24 rows in two files of 12: document c1:B starts in one file and ends in the other;
     an error, not two half-documents paired on their own (in Spark and in the plain run)."""

@@ -112,11 +112,11 @@ def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, d
 
 # --------------------------------------------------------------------------- Spark
 
-def _pos_tasks(spark, units: int) -> int:
+def _pos_tasks(slots: int, units: int) -> int:
     """Tasks of a POS step: one per core, and one per 16 units of pass 1 on a large table.
     Both steps then run on every Python worker, each loading spaCy once, at the same time
     (not one worker in the first step and another, loading it again, in the second)."""
-    return max(1, spark.sparkContext.defaultParallelism, units // 16)
+    return max(1, slots, units // 16)
 
 
 def _plan_of(lexicon, options: PairsOptions, units: list, model, work: str, buckets: int) -> dict:
@@ -272,21 +272,26 @@ def _files_task(plan: dict):
 
 
 def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, work: str | None = None,
-                files: int = 4):
+                files: int = 4, run=None):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
     one file) -> (write, stats dict, cleanup callable): ``write(directory)`` writes the pairs
     table's `files` files there (what `ctx.write_table` would write: partitioned by label,
     sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
-    scratch folder `work` (default: beside `table`)."""
+    scratch folder `work` (default: beside `table`). ``run(fn, tasks, spread=False)`` runs a
+    round's tasks: Spark tasks by default (`session.run_tasks`); `extractor.pairs.plain`
+    passes `scratch.run_in_process` (and no session) to run the same rounds in one process."""
     from extractor.pairs.batches import EARLY_BINS, file_units, needed_documents, sentence_files
 
     model, status = pos_status(options, lexicon, warn)
-    slots = max(1, spark.sparkContext.defaultParallelism)
+    slots = max(1, spark.sparkContext.defaultParallelism) if spark is not None else 1
+    if run is None:
+        def run(fn, tasks, spread=False):
+            return run_tasks(spark, fn, tasks, spread)
     units = file_units(sentence_files(table), 2 * slots)
     work = work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME)
     if fs.exists(work):
         fs.delete(work)
-    buckets = list(range(_pos_tasks(spark, len(units))))
+    buckets = list(range(_pos_tasks(slots, len(units))))
     plan = _plan_of(lexicon, options, units, model, work, len(buckets))
     plan["files"] = files
     released: list = []
@@ -302,9 +307,9 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
 
     try:
         # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
-        counts = [tuple(r) for out in run_tasks(spark, _pass_one_task(plan), list(range(len(units))))
+        counts = [tuple(r) for out in run(_pass_one_task(plan), list(range(len(units))))
                   for r in out["counts"]]
-        tallies = [tuple(r) for out in run_tasks(spark, _marked_task(plan), buckets) for r in out["tallies"]]
+        tallies = [tuple(r) for out in run(_marked_task(plan), buckets) for r in out["tallies"]]
         rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
                 for kind, corpus, label, reject, b, edge, a in counts]
         rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
@@ -343,10 +348,10 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
                 if found is not None:
                     by_file, _ = found
                     two_units = [u for u in units if u[0] in by_file]
-                    needed = spark.sparkContext.broadcast(by_file)
+                    needed = spark.sparkContext.broadcast(by_file) if spark is not None else _Value(by_file)
                     released.append(needed)
-                run_tasks(spark, _pass_two_task(plan, needed), [u[0] for u in two_units])
-            neutral = [tuple(r) for out in run_tasks(spark, _neutral_task(plan), buckets) for r in out["tallies"]]
+                run(_pass_two_task(plan, needed), [u[0] for u in two_units])
+            neutral = [tuple(r) for out in run(_neutral_task(plan), buckets) for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, options.neutral_mix, avail2)
             plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
@@ -359,7 +364,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
         from extractor.output import finish_table_files
 
         directory = fs.canonical(directory)
-        written = [f for out in run_tasks(spark, _files_task(dict(plan, target=directory)), list(range(files)),
+        written = [f for out in run(_files_task(dict(plan, target=directory)), list(range(files)),
                                           spread=True) for f in out["files"]]
         return finish_table_files(written, directory, lambda: PAIRS)
 
@@ -368,6 +373,16 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
     return write, stats, cleanup
+
+
+class _Value:
+    """`by_file` where a broadcast variable would hold it, in one process."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def destroy(self):
+        pass
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000

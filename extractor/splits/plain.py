@@ -7,17 +7,12 @@ reference instead (tests/splits_reference.py).
 """
 from __future__ import annotations
 
-import json
 import tempfile
 
 from extractor import fs
+from extractor.scratch import run_in_process
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
-
-
-def _in_process(fn, tasks: list, spread: bool = False) -> list:
-    """A round's tasks one after another; results through JSON, as the stage's tasks return them."""
-    return [json.loads(json.dumps(fn(task))) for task in tasks]
 
 
 def run_plain(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",
@@ -32,7 +27,7 @@ def run_plain(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1
     with tempfile.TemporaryDirectory() as work:
         plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
                 "test_only": frozenset(test_only or ()), "ratios": tuple(ratios)}
-        result = splits_stage.rounds(_in_process, plan, sp.parse_balance(balance), max_eval_per_corpus,
+        result = splits_stage.rounds(run_in_process, plan, sp.parse_balance(balance), max_eval_per_corpus,
                                      files_per_table, slots=1)
     result["splits"] = {}
     for w in result["written"]:

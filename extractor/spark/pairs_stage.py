@@ -3,10 +3,10 @@ extractor.pairs.pairing, run over Arrow batches by extractor.pairs.batches; the 
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
-Six rounds of Python tasks (`session.run_tasks`); the pair rows travel between rounds as
-Arrow scratch files under the scratch folder, cut into buckets by a hash of their texts,
-so every copy of a pair is in one bucket; only counts reach the driver, and the only Spark
-shuffle left is the write's:
+Five rounds of Python tasks (`session.run_tasks`, or one process with
+`scratch.run_in_process`); the pair rows travel between rounds as Arrow scratch files in
+the scratch folder, cut into buckets by a hash of their texts, so every copy of a pair is
+in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 1. pass 1, per unit of the sentence files as stage 1 wrote them (a document's sentences
    contiguous): marked pairs, the neutral candidates of the lowest selection bins, counts
    by rejection reason, histograms of the neutral selection hashes;
@@ -16,9 +16,9 @@ shuffle left is the write's:
    candidates are kept (`corpus.plan_cuts`);
 3. pass 2, per unit (only when a cut goes beyond pass 1's early bins);
 4. per bucket: neutral candidates against the kept marked pairs and each other, the POS
-   filter; 5. the rows of the bins where a draw ends part-way (only when one does);
-6. per bucket: the kept marked pairs and the drawn neutral ones as Parquet, which
-   `ctx.write_table` writes (partitioned by label, sorted by pair_id).
+   filter;
+5. per file of the pairs table: the exact draw, and the file's rows written (the files
+   `ctx.write_table` would write: partitioned by label, sorted by pair_id).
 """
 from __future__ import annotations
 

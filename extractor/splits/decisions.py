@@ -141,16 +141,25 @@ def _bins(table: pa.Table) -> np.ndarray:
     return table.column("_h").to_numpy() >> (63 - BITS)
 
 
+def _groups(table: pa.Table) -> tuple[np.ndarray, list[tuple]]:
+    """(group number of each row, the groups (split, corpus, label) by number), with Arrow
+    kernels rather than a tuple per row."""
+    key = pc.binary_join_element_wise(*(pc.cast(table.column(c), pa.string()) for c in GROUP), "\x1f",
+                                      null_handling="replace", null_replacement="\x00")
+    encoded = pc.dictionary_encode(key).combine_chunks()
+    number = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    _, first = np.unique(number, return_index=True)
+    at = pa.array(first)
+    return number, list(zip(*(table.column(c).take(at).to_pylist() for c in GROUP)))
+
+
 def histogram(kept: pa.Table) -> list[list]:
     """[split, corpus, label, counts per bin of `_h`] for the rows of a bucket still kept."""
     if not kept.num_rows:
         return []
-    bins = _bins(kept)
-    groups = list(zip(*(kept.column(c).to_pylist() for c in GROUP)))
-    out: dict = {}
-    for g, b in zip(groups, bins.tolist()):
-        out.setdefault(g, [0] * BINS)[b] += 1
-    return [[*g, counts] for g, counts in sorted(out.items(), key=lambda kv: tuple(map(str, kv[0])))]
+    number, groups = _groups(kept)
+    counts = np.bincount(number * BINS + _bins(kept), minlength=len(groups) * BINS).reshape(len(groups), BINS)
+    return [[*g, counts[i].tolist()] for i, g in sorted(enumerate(groups), key=lambda kv: tuple(map(str, kv[1])))]
 
 
 def cut_points(histograms: list[list], quotas: dict) -> dict[tuple, tuple[int, int]]:
@@ -174,9 +183,12 @@ def cut_points(histograms: list[list], quotas: dict) -> dict[tuple, tuple[int, i
     return cuts
 
 
-def _group_cut(table: pa.Table, cuts: dict) -> tuple[list, np.ndarray]:
-    groups = list(zip(*(table.column(c).to_pylist() for c in GROUP)))
-    return groups, np.array([cuts.get(g, (0, 0))[0] for g in groups], dtype=np.int64)
+def _group_cut(table: pa.Table, cuts: dict) -> tuple[np.ndarray, list[tuple], np.ndarray, np.ndarray]:
+    """(group number of each row, the groups, each row's cut bin, each row's need)."""
+    number, groups = _groups(table)
+    per = [cuts.get(g, (0, 0)) for g in groups]
+    return (number, groups, np.array([c for c, _ in per], dtype=np.int64)[number],
+            np.array([n for _, n in per], dtype=np.int64)[number])
 
 
 def boundary_rows(kept: pa.Table, cuts: dict) -> list[list]:
@@ -184,11 +196,10 @@ def boundary_rows(kept: pa.Table, cuts: dict) -> list[list]:
     quota ends part-way."""
     if not kept.num_rows:
         return []
-    groups, cut = _group_cut(kept, cuts)
-    bins = _bins(kept)
-    idx = np.nonzero((bins == cut) & np.array([cuts.get(g, (0, 0))[1] > 0 for g in groups], dtype=bool))[0]
-    order = [kept.column(c).to_pylist() for c in ORDER]
-    return [[*groups[i], *(col[i] for col in order)] for i in idx.tolist()]
+    number, groups, cut, need = _group_cut(kept, cuts)
+    idx = pa.array(np.nonzero((_bins(kept) == cut) & (need > 0))[0])
+    order = [kept.column(c).take(idx).to_pylist() for c in ORDER]
+    return [[*groups[g], *values] for g, *values in zip(number[idx.to_numpy()].tolist(), *order)]
 
 
 def thresholds(rows: list[list], cuts: dict) -> dict[tuple, list]:
@@ -203,15 +214,15 @@ def within_quota(kept: pa.Table, cuts: dict, last: dict) -> pa.Table:
     """The rows of `kept` (one bucket, `_why` null) that their group's quota takes."""
     if not kept.num_rows:
         return kept
-    groups, cut = _group_cut(kept, cuts)
+    number, groups, cut, _ = _group_cut(kept, cuts)
     bins = _bins(kept)
     mask = bins < cut
     edge = np.nonzero(bins == cut)[0]
     if len(edge):
-        order = [kept.column(c).to_pylist() for c in ORDER]
-        for i in edge.tolist():
-            limit = last.get(groups[i])
-            mask[i] = limit is not None and tuple(col[i] for col in order) <= tuple(limit)
+        order = [kept.column(c).take(pa.array(edge)).to_pylist() for c in ORDER]
+        for i, g, *values in zip(edge.tolist(), number[edge].tolist(), *order):
+            limit = last.get(groups[g])
+            mask[i] = limit is not None and tuple(values) <= tuple(limit)
     return kept.filter(pa.array(mask))
 
 

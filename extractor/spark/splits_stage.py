@@ -301,12 +301,8 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets],
                 spread=True) if kept else []
     # 7. the output files; the card's aggregates and PMI counts per split.
-    #    The largest tasks first (a split's statistics, then its files), so that two cores
-    #    do not end on one large task started last.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
-    final_tasks = sorted([("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files,
-                  key=lambda t: -sizes[t[1]] / (1 if t[0] == "statistics" else plan["n_files"][t[1]]))
-    last = run(_files_task(plan), final_tasks, spread=True)
+    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files, spread=True)
 
     corpora_stats: dict = {}
     markers: dict = {}

@@ -46,6 +46,48 @@ def test_write_table_bytes_do_not_depend_on_input_partitioning(spark, tmp_path):
     assert back.count() == 500 and set(back.columns) == set(COLUMNS)
 
 
+def test_spark_partition_is_the_partition_spark_gives_and_tasks_write_the_same_files(spark, tmp_path):
+    """`output.spark_partition` = Spark's `repartition(n, cols)` (Murmur3, seed 42), on
+    strings of every length mod 4, non-ASCII and nulls; and a table written by tasks with
+    it and `write_sorted` (`write_table_with`, as stage 2 does) has the bytes of `write_table`."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from extractor.output import finish_table_files, spark_partition, write_sorted
+
+    rng = random.Random(5)
+    alphabet = "abcxyzăîșțé漢 0123456789:-"
+    values = [("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 23))),
+               "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))) for _ in range(2000)]
+    values += [(None, "x"), ("contrasting", None), (None, None)]
+    df = spark.createDataFrame(values, "a string, b string")
+    for n in (3, 4, 7):
+        got = df.repartition(n, "a", "b").select("a", "b", F.spark_partition_id().alias("p")).collect()
+        assert all(r["p"] == spark_partition((r["a"], r["b"]), n) for r in got)
+
+    data = rows()
+    ctx_for(spark, tmp_path / "spark").write_table(spark.createDataFrame(data, COLUMNS), "sentences",
+                                                   partition_by=["corpus"], sort_by=["doc_id", "sent_idx"])
+    table = spark.createDataFrame(data, COLUMNS).toPandas()
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+
+    def write(directory):
+        written = []
+        part = pa.array([spark_partition((c, d), 3) for c, d in zip(table["corpus"], table["doc_id"])])
+        for p in range(3):
+            mine = arrow.filter(pc.equal(part, p))
+            mine = mine.take(pc.sort_indices(mine, sort_keys=[("corpus", "ascending"), ("doc_id", "ascending"),
+                                                               ("sent_idx", "ascending")]))
+            written += [dict(zip(("path", "rows", "bytes"), w)) for w in
+                        write_sorted(mine.to_batches(), directory, ["corpus"], f"part-{p:05d}.parquet")]
+        return finish_table_files(written, directory, lambda: arrow.schema)
+    ctx_for(spark, tmp_path / "tasks").write_table_with("sentences", write)
+    assert digests(tmp_path / "spark" / "sentences") == digests(tmp_path / "tasks" / "sentences")
+
+
 def test_failed_write_keeps_the_old_table_and_leaves_no_temp_dir(spark, tmp_path):
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType

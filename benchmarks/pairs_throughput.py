@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-from rounds import add_rounds_argument, print_medians, run_rounds  # noqa: E402 (benchmarks/rounds.py)
+from rounds import add_rounds_argument, print_medians, run_rounds, same_files  # noqa: E402 (benchmarks/rounds.py)
 
 WORK = REPO / "benchmarks" / "_work"
 PY = sys.executable
@@ -212,13 +212,6 @@ def plain(table: str, dest: str) -> None:
     _, stats = run_plain(table, dest, lexicon, options)
     d = _delta(c, tree_cpu())
     print("RESULT", json.dumps({"wall": time.time() - t, "cpu": sum(d.values()), "labels": stats["labels"]}))
-
-
-def same_files(a: Path, b: Path) -> bool:
-    """The Parquet files under two table folders are byte-identical (and there are some)."""
-    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
-    return bool(files) and files == sorted(p.relative_to(b) for p in b.rglob("*.parquet")) \
-        and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 
 def eltec() -> dict:

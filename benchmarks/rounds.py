@@ -4,6 +4,7 @@ median of a few rounds (`--rounds N` of benchmarks/pairs_throughput.py and
 benchmarks/splits_throughput.py)."""
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import median
 from typing import Callable
 
@@ -33,3 +34,11 @@ def add_rounds_argument(parser, what: str) -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help=f"rounds of {what} back to back: the figures of each round, then their medians "
                              "(a shared machine varies by a third between runs)")
+
+
+def same_files(a: Path, b: Path) -> bool:
+    """The Parquet files under two table folders are byte-identical (and there are some):
+    a stage's files against those of its plain-process run."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    return bool(files) and files == sorted(p.relative_to(b) for p in b.rglob("*.parquet")) \
+        and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)

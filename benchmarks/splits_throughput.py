@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from rounds import add_rounds_argument, print_medians, run_rounds  # benchmarks/rounds.py
+from rounds import add_rounds_argument, print_medians, run_rounds, same_files  # benchmarks/rounds.py
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "benchmarks" / "_work" / "splits"
@@ -122,13 +122,6 @@ def plain(src: str, out: str) -> None:
     c, t = tree_cpu(), time.time()
     result = run_plain(src, out, seed=0)
     print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": result["splits"]}))
-
-
-def same_files(a: Path, b: Path) -> bool:
-    """The split files under two folders are byte-identical (and there are some)."""
-    files = sorted(p.relative_to(a) for p in a.glob("*/*.parquet"))
-    return bool(files) and files == sorted(p.relative_to(b) for p in b.glob("*/*.parquet")) \
-        and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 
 def stats_throughput(folder: Path) -> tuple[int, float, float]:

@@ -237,6 +237,15 @@ def write_sorted(batches, table_dir: str, partition_by: list[str], name: str, at
     return written
 
 
+def task_attempt() -> int:
+    """The attempt number of the Spark task this code runs in (it names the temporary file
+    of `_FileSink`); 0 outside a Spark task, as in the stages' plain-process runs."""
+    import sys
+
+    context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
+    return context.attemptNumber() if context else 0
+
+
 def _task_writer(table_dir: str, partition_by: list[str]):
     """mapInArrow function: write this task's (sorted) rows as part-<task>.parquet, one file
     per partition value; yield one (path, rows, bytes) row per file."""

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from extractor.scratch import split_by
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 from extractor.splits import decisions as dc
@@ -78,7 +79,7 @@ def test_bucketed_quotas_take_exactly_the_lowest_hashes_of_each_group(buckets):
     counts = {tuple(r[:3]): r[3] for r in dc.tally(kept_all, list(dc.GROUP))}
     rng = random.Random(7)
     quotas = {g: rng.choice([0, n // 3, n - 1, n, n + 5]) for g, n in counts.items()}
-    parts = dc.split_by(kept_all, dc.key_buckets(kept_all.column("_skey"), buckets))
+    parts = split_by(kept_all, dc.key_buckets(kept_all.column("_skey"), buckets))
     cuts = dc.cut_points([h for p in parts.values() for h in dc.histogram(p)], quotas)
     last = dc.thresholds([r for p in parts.values() for r in dc.boundary_rows(p, cuts)], cuts)
     got = sorted(x for p in parts.values() for x in dc.within_quota(p, cuts, last).column("pair_id").to_pylist())
@@ -106,7 +107,7 @@ def test_leakage_report_finds_keys_in_two_splits_and_repeats_within_one():
     for kind, keys in (("documents", pc.cast(doc, pa.binary())), ("pairs", pkey), ("sentence_pairs", skey),
                        ("hypotheses", hkey)):
         table = pa.table({"k": keys, "s": split})
-        for part in dc.split_by(table, np.array([zlib_bucket(k) for k in keys.to_pylist()])).values():
+        for part in split_by(table, np.array([zlib_bucket(k) for k in keys.to_pylist()])).values():
             counted += dc.leakage_counts(kind, part.column("k"), part.column("s"))
     leakage, duplicates = dc.leakage_report(counted)
     assert leakage["checks"] == {"documents_in_two_splits": 1, "pairs_in_two_splits": 0,

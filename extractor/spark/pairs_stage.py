@@ -244,13 +244,11 @@ def _files_task(plan: dict):
     drawn neutral ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet`:
     the files `ctx.write_table` would write, without a Spark shuffle."""
     def fn(p: int) -> dict:
-        import sys
-
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from extractor import scratch
-        from extractor.output import write_sorted
+        from extractor.output import task_attempt, write_sorted
         from extractor.pairs import buckets as pb
 
         def mine(rows):
@@ -264,9 +262,8 @@ def _files_task(plan: dict):
             parts.append(pb.drawn(mine(pool), plan["draw"], last))
         rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
         rows = rows.take(pc.sort_indices(rows, sort_keys=[("label", "ascending"), ("pair_id", "ascending")]))
-        task = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
         written = write_sorted(rows.to_batches(), plan["target"], ["label"], f"part-{p:05d}.parquet",
-                               task.attemptNumber() if task else 0)
+                               task_attempt())
         return {"files": [{"path": path, "rows": n, "bytes": size} for path, n, size in written]}
     return fn
 

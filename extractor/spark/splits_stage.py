@@ -197,8 +197,6 @@ def _files_task(plan: dict):
     as Parquet; or a split's card aggregates (`batches.split_aggregates`) and PMI word
     counts (`batches.split_words`)."""
     def fn(task) -> dict:
-        import sys
-
         kind, split, bucket = task
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
@@ -207,15 +205,9 @@ def _files_task(plan: dict):
             return {"aggregates": aggregates.astype(object).to_dict("records"),  # NaN stays NaN, as in Spark
                     "words": bt.split_words(stats)}
         table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
-        if not table.num_rows:
-            return {}
-        task_context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
-        attempt = task_context.attemptNumber() if task_context else 0  # 0: in one plain process
-        sink = _out._FileSink(fs.join(plan["target"], split, f"part-{bucket:05d}.parquet"), plan["schema"], attempt)
-        for batch in table.to_batches():
-            sink.add(batch)
-        path, rows, size = sink.close()
-        return {"path": path, "rows": rows, "bytes": size}
+        written = _out.write_sorted(table.to_batches(), fs.join(plan["target"], split), [],
+                                    f"part-{bucket:05d}.parquet", _out.task_attempt())
+        return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
     return fn
 
 

@@ -29,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.scratch import split_by  # noqa: F401  (re-exported for the stage and tests)
 from extractor.splits import assign as sp
 
 BITS = 10

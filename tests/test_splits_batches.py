@@ -139,3 +139,54 @@ def test_summaries_of_a_document_of_10000_pairs(pairs):
     assert out.num_rows == 10_000 and set(out.column("_unit").to_pylist()) == {7}
     assert set(out.column("_pdoc").to_pylist()) == {"wiki:long"}
     assert len(set(out.column("_skey").to_pylist())) == 10_000
+
+
+def test_summaries_keys_hash_order_and_flags_follow_the_per_row_definitions():
+    """The slim rows are computed column-wise (Arrow, one Python call per distinct token or
+    text): two rows get the same `_pkey`, `_skey` or `_hkey` exactly when
+    `statistics.pair_text_key` (ordered, either order) or `fold_text` of the hypothesis
+    agree; `_h` is `stable_hash(pair_id, seed)`; documents come from the *_ref strings by
+    the 'doc_id:para:sent' rule; `_reject` and `_test_only` as documented."""
+    from extractor.hashing import stable_hash
+
+    texts = ["The river rose.", "the  RIVER rose.", "The river rose. ", "Ştiu că ß.", "ştiu CĂ SS.",
+             "x\u00a0y", "X Y", "", "İ", "i̇"]
+    rows = []
+    for i, p in enumerate(texts):
+        for j, h in enumerate(texts):
+            if (i * 7 + j) % 3 == 0:
+                rows.append((p, h))
+    n = len(rows)
+    refs = ["wiki:a:b:0:1", "wiki:7:3", "no-colon", "one:colon", "", None, "a\nb:1:2", "::"]
+    table = pa.table({
+        "pair_id": [f"id{i}" for i in range(n)], "doc_id": [f"doc{i % 5}" for i in range(n)],
+        "corpus": [("talks", "wiki", None)[i % 3] for i in range(n)],
+        "premise": [p for p, _ in rows], "hypothesis": [h for _, h in rows], "label": ["neutral"] * n,
+        "premise_ref": [refs[i % len(refs)] for i in range(n)], "hypothesis_ref": [refs[(i + 3) % len(refs)] for i in range(n)],
+        "role": [("test-only", None, "train", None)[i % 4] for i in range(n)],
+        "pos_ok": [(True, False, None, True)[i % 4] for i in range(n)],
+        "keep": [(True, True, False, False, None)[i % 5] for i in range(n)]})
+    out = bt.summaries(table, seed=11, test_only=frozenset({"talks"}), unit=2).to_pylist()
+
+    def same_classes(keys, reference):
+        return all((keys[a] == keys[b]) == (reference[a] == reference[b]) for a in range(n) for b in range(n))
+
+    assert same_classes([r["_pkey"] for r in out], [st.pair_text_key(p, h) for p, h in rows])
+    assert same_classes([r["_skey"] for r in out], [st.pair_text_key(p, h, ordered=False) for p, h in rows])
+    assert same_classes([r["_hkey"] for r in out], [st.fold_text(h) for _, h in rows])
+    assert len({r["_skey"] for r in out}) < len({r["_pkey"] for r in out}) < n  # both kinds of copies occur
+    assert [r["_h"] for r in out] == [stable_hash(f"id{i}", seed=11) for i in range(n)]
+
+    def doc(ref, own):
+        head = ref.rsplit(":", 2)[0] if ref is not None and ref.count(":") >= 2 else ""
+        return head or own
+
+    assert [r["_pdoc"] for r in out] == [doc(table["premise_ref"][i].as_py(), f"doc{i % 5}") for i in range(n)]
+    assert [r["_hdoc"] for r in out] == [doc(table["hypothesis_ref"][i].as_py(), f"doc{i % 5}") for i in range(n)]
+    assert [r["_test_only"] for r in out] == [i % 3 == 0 or i % 4 == 0 for i in range(n)]
+    expected = []
+    for i in range(n):
+        pos_ok, keep = (True, False, None, True)[i % 4], (True, True, False, False, None)[i % 5]
+        expected.append("not_pos_ok" if not pos_ok else "not_keep" if not keep else None)
+    assert [r["_reject"] for r in out] == expected
+    assert {r["_unit"] for r in out} == {2} and [r["_row"] for r in out] == list(range(n))

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from extractor import statistics as st
+from tests.conftest import shared_file
 
 # Raw whitespace tokens (13 distinct each):
 #   P: Râul a inundat orașul în fiecare primăvară, așa că s-a construit un baraj.
@@ -89,30 +90,97 @@ def test_premise_side_pmi_by_hand():
     assert "premise" in st.markdown_report({"splits": {"train": res}})
 
 
-def test_batch_statistics_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
-    """The collector is off while the rows are computed (they hold no cycles; its passes
-    cost 18% of the batch) and back as it was afterwards, also after an error."""
-    import gc
+def _per_row(premises, hypotheses, labels) -> tuple[list, dict]:
+    """The definitions: every ROW_COLUMN from its per-row function, PMI counts from `word_counts`."""
+    rows = []
+    for p, h in zip(premises, hypotheses):
+        p, h = ("" if p is None else str(p)), ("" if h is None else str(h))
+        rows.append((st.word_count(p), st.word_count(h), st.overlap_jaccard(p, h), st.lcs_ratio(p, h),
+                     st.new_token_rate(p, h), st.inner_capital(h), st.overlap_jaccard_raw(p, h)))
+    return rows, {"hypothesis": st.word_counts(hypotheses, labels), "premise": st.word_counts(premises, labels)}
 
-    seen = []
-    real = st._row
 
-    def spy(*args):
-        seen.append(gc.isenabled())
-        return real(*args)
+def _assert_batch_is_per_row(premises, hypotheses, labels, given=None) -> pd.DataFrame:
+    """batch_statistics (of `given`, the same texts and labels as Arrow arrays, if set) equals
+    the per-row definitions: every column exactly (floats bit for bit), and the PMI counts."""
+    frame, counts = st.batch_statistics(*(given or (premises, hypotheses, labels)))
+    rows, expected = _per_row(premises, hypotheses, labels)
+    assert list(frame.columns) == list(st.ROW_COLUMNS) and len(frame) == len(rows)
+    got = [tuple(r) for r in frame.itertuples(index=False, name=None)]
+    wrong = [(i, premises[i], hypotheses[i], g, e) for i, (g, e) in enumerate(zip(got, rows)) if g != e]
+    assert not wrong, wrong[:3]
+    for side in ("hypothesis", "premise"):
+        assert counts[side]["labels"] == expected[side]["labels"]
+        assert {l: dict(c) for l, c in counts[side]["words"].items()} == \
+            {l: dict(c) for l, c in expected[side]["words"].items()}
+    return frame
 
-    monkeypatch.setattr(st, "_row", spy)
-    assert gc.isenabled()
-    st.batch_statistics(["The army crossed the river."], ["The river was crossed."], ["entailment"])
-    st.row_statistics(["The army crossed the river."], ["The river was crossed."])
-    assert seen == [False, False] and gc.isenabled()
-    gc.disable()
-    try:
-        st.batch_statistics(["a b"], ["b"], ["neutral"])
-        assert not gc.isenabled()  # left off when the caller had it off
-    finally:
-        gc.enable()
-    monkeypatch.setattr(st, "_row", lambda *args: 1 / 0)
-    with pytest.raises(ZeroDivisionError):
-        st.batch_statistics(["a b"], ["b"], ["neutral"])
-    assert gc.isenabled()
+
+def test_arrow_splits_text_at_exactly_the_characters_python_does():
+    """batch_statistics tokenises with Arrow's utf8_split_whitespace; the per-row
+    definitions use str.split(). Every code point, alone between two letters."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    points = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    texts = ["a" + chr(c) + "b" for c in points]
+    arrow = pc.list_value_length(pc.utf8_split_whitespace(pa.array(texts))).to_numpy() != 1
+    python = np.array([len(t.split()) != 1 for t in texts])
+    assert python.sum() == 29  # \t-\r, \x1c-\x1f, space, NEL, NBSP, the Zs spaces, LS, PS
+    assert (arrow == python).all(), [hex(points[i]) for i in np.nonzero(arrow != python)[0]]
+
+
+def test_batch_statistics_equal_the_per_row_functions_on_awkward_texts():
+    """Case folding that changes length (ß, İ), final sigma, Unicode spaces, edge punctuation
+    that leaves nothing, a capital after a leading space, empty and missing texts,
+    hypotheses of 64 and of more than 64 words (the batch's LCS takes up to 64 per row),
+    repeated words (LCS), labels that are None, NaN or not strings."""
+    premises = ["  The Army crossed  the river.", "", None, "ß STRASSE straße", "x\u00a0Y z\x1fw",
+                "İstanbul ΣΊΣΥΦΟΣ ΟΔΟΣ", "a " * 70, "(§4.3) -- !! ...", "Hello", "b a b a b a c",
+                "one two three", "Ana are mere.", "x " * 200]
+    hypotheses = ["the ARMY, crossed", " Leading Cap", "x", "Strasse ss", "Y\u2028zZ", "istanbul σίσυφος οδος",
+                  "a b " * 40, "4.3", "  ", "a b c a b", "three two One", "ana ARE mere", "x y " * 32]
+    labels = ["entailment", "contrasting", None, float("nan"), "entailment", 3, "neutral", "contrasting",
+              "entailment", "reasoning", "reasoning", "neutral", "neutral"]
+    frame = _assert_batch_is_per_row(premises, hypotheses, labels)
+    assert frame["hypothesis_words"][6] == 80 and frame["lcs_ratio"][6] == 40 / 80
+    assert frame["hypothesis_words"][12] == 64 and frame["lcs_ratio"][12] == 32 / 64
+    assert frame["hypothesis_inner_capital"].tolist()[:2] == [True, True]  # ARMY; L after a leading space
+
+
+def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
+    """Thousands of pairs: random word sequences over a small vocabulary (many repeated
+    words, every premise and hypothesis length from 0 to 70, so the rows of the batch's
+    LCS steps stop at every position), and neighbouring sentences of a real Romanian
+    novel, also given as Arrow arrays as the stage gives them."""
+    import random
+    import re
+
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    vocab = ["a", "A", "b,", "(b)", "c", "Ç", "ß", "ss", "—", "x1", "Şi", "și"]
+    premises = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 70))) for _ in range(3000)]
+    hypotheses = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 70))) for _ in range(3000)]
+    labels = [rng.choice(["entailment", "neutral", None]) for _ in range(3000)]
+    _assert_batch_is_per_row(premises, hypotheses, labels)
+
+    text = shared_file("text/eltec-rom-20/ROM001.txt").read_text(encoding="utf-8")
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()][:4000]
+    premises, hypotheses = sentences[:-1], sentences[1:]
+    labels = ["reasoning" if i % 3 else None for i in range(len(premises))]
+    arrow = (pa.chunked_array([pa.array(premises[:9]), pa.array(premises[9:])]), pa.array(hypotheses),
+             pa.array(labels, pa.string()))
+    _assert_batch_is_per_row(premises, hypotheses, labels, given=arrow)
+
+
+def test_fold_texts_is_fold_text_of_each_text():
+    """The batch fold (Arrow split and join, Python case folding per distinct token) gives
+    `fold_text`; it may fold token by token because no character case-folds to whitespace
+    or from it (checked over every code point)."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    assert not [c for c in points if c.casefold().split() != ([c.casefold()] if c.split() else [])]
+    texts = ["  The Army\u00a0crossed\tthe river. ", "", None, "ß STRASSE straße İ", "x\x1fY\u2028Z", "ΣΊΣΥΦΟΣ",
+             "Ştiu  că\n\nnu"]
+    assert st.fold_texts(texts).to_pylist() == [st.fold_text(t) for t in texts]

@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import zlib
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
 from extractor import statistics as st
 from extractor.output import partition_values, plain_schema
-from extractor.hashing import stable_hash
 
 SUMMARY_SCHEMA = pa.schema([
     ("_unit", pa.int32()), ("_row", pa.int32()), ("pair_id", pa.string()), ("corpus", pa.string()),
@@ -101,64 +101,88 @@ def read_unit(unit: dict, schema: pa.Schema, columns: list[str] | None = None) -
 
 # ---------------------------------------------------------------------------- step 1
 
-def _ref_docs(table: pa.Table, ref: str) -> list:
+def _ref_docs(table: pa.Table, ref: str) -> pa.Array:
     """doc_id of a *_ref column: a struct's doc_id, the 'doc_id:para_idx:sent_idx'
     string's head, or the pair's own doc_id when there is no such column or value."""
-    own = table.column("doc_id").to_pylist()
+    own = table.column("doc_id").cast(pa.string())
     if ref not in table.column_names:
         return own
     col = table.column(ref)
     if pa.types.is_struct(col.type):
         if col.type.get_field_index("doc_id") < 0:
             return own
-        values = pc.struct_field(col, "doc_id").cast(pa.string()).to_pylist()
-    else:
-        values = [None if v is None else (str(v).rsplit(":", 2)[0] if str(v).count(":") >= 2 else "")
-                  for v in col.cast(pa.string()).to_pylist()]
-    return [v if v else d for v, d in zip(values, own)]
+        values = pc.struct_field(col, "doc_id").cast(pa.string())
+    else:  # everything before the last two ':' ("" when there are fewer than two)
+        values = pc.replace_substring_regex(col.cast(pa.string()), r"(?s)^(?:(.*):[^:]*:[^:]*|[^:]*(?::[^:]*)?)$", r"\1")
+    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(values), 0), False), values, own)
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+def _digests(texts: pa.Array) -> np.ndarray:
+    """16 bytes of blake2b of each text's UTF-8, as an (n, 16) uint8 array."""
+    digest = hashlib.blake2b
+    joined = b"".join([digest(t, digest_size=16).digest() for t in texts.cast(pa.large_binary()).to_pylist()])
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(texts), 16)
+
+
+def _binary(rows: np.ndarray) -> pa.Array:
+    """Rows of a 2-d uint8 array as a binary array."""
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(rows.shape[1]), len(rows),
+                                                 [None, pa.py_buffer(np.ascontiguousarray(rows).tobytes())])
+    return fixed.cast(pa.binary())
+
+
+def _hash_order(pair_ids: pa.Array, seed: int) -> pa.Array:
+    """`stable_hash(pair_id, seed=seed)` of every pair."""
+    prefix = f"{seed}\x1f".encode("utf-8")
+    digest = hashlib.blake2b
+    joined = b"".join([digest(prefix + p, digest_size=8).digest() for p in pair_ids.cast(pa.large_binary()).to_pylist()])
+    return pa.array((np.frombuffer(joined, dtype=">u8") >> np.uint64(1)).astype(np.int64))
 
 
 def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) -> pa.Table:
     """One slim row per pair (`SUMMARY_SCHEMA`): `_h` the hash order of the pair
-    (`stable_hash(pair_id, seed)`); `_pkey` the pair, `_skey` the sentence pair in either
-    order, `_hkey` the hypothesis, each case-folded with whitespace collapsed and hashed
-    (16 bytes of blake2b); `_reject` why a row the pairs stage kept for inspection is not
-    data (`not_pos_ok`, `not_keep`), else null."""
+    (`stable_hash(pair_id, seed)`); `_hkey` the hypothesis (`statistics.fold_text`: case
+    folded, whitespace collapsed) hashed (16 bytes of blake2b), `_pkey` the pair (premise's
+    and hypothesis's hashes), `_skey` the sentence pair in either order (the two hashes,
+    smaller first); `_reject` why a row the pairs stage kept for inspection is not data
+    (`not_pos_ok`, `not_keep`), else null."""
     n = table.num_rows
-    pair_ids = [str(p) for p in table.column("pair_id").to_pylist()]
-    prem = [st.fold_text(p) for p in table.column("premise").to_pylist()]
-    hyp = [st.fold_text(h) for h in table.column("hypothesis").to_pylist()]
-    corpus = table.column("corpus").cast(pa.string()).to_pylist()
-    roles = table.column("role").to_pylist() if "role" in table.column_names else [None] * n
-    reject = [None] * n
-    for flag in ("pos_ok", "keep"):
+    pair_ids = pc.fill_null(table.column("pair_id").cast(pa.string()).combine_chunks(), "None")  # str(None)
+    folded = st.fold_texts(pa.chunked_array([table.column("premise").cast(pa.large_string()),
+                                             table.column("hypothesis").cast(pa.large_string())]))
+    digests = _digests(folded)
+    dp, dh = digests[:n], digests[n:]
+    hyp_first = _hyp_first(dp, dh)
+    corpus = table.column("corpus").cast(pa.string())
+    test = pc.is_in(corpus, value_set=pa.array(sorted(test_only), pa.string()))
+    if "role" in table.column_names:
+        test = pc.or_(test, pc.fill_null(pc.equal(table.column("role").cast(pa.string()), "test-only"), False))
+    reject = pa.nulls(n, pa.string())
+    for flag in ("keep", "pos_ok"):  # the first failing flag names the reason (null fails)
         if flag in table.column_names and pa.types.is_boolean(table.column(flag).type):
-            for i, v in enumerate(table.column(flag).to_pylist()):
-                if reject[i] is None and not v:
-                    reject[i] = f"not_{flag}"
+            reject = pc.if_else(pc.fill_null(table.column(flag), False), reject, pa.scalar(f"not_{flag}"))
 
     def col(name):
         return table.column(name).cast(pa.string()) if name in table.column_names else pa.nulls(n, pa.string())
 
     arrays = {
-        "_unit": pa.array([unit] * n, pa.int32()), "_row": pa.array(range(n), pa.int32()),
-        "pair_id": pa.array(pair_ids, pa.string()), "corpus": pa.array(corpus, pa.string()),
-        "doc_id": col("doc_id"), "_pdoc": pa.array(_ref_docs(table, "premise_ref"), pa.string()),
-        "_hdoc": pa.array(_ref_docs(table, "hypothesis_ref"), pa.string()), "label": col("label"),
-        "marker": col("marker"), "source": col("source"),
-        "_test_only": pa.array([c in test_only or r == "test-only" for c, r in zip(corpus, roles)], pa.bool_()),
-        "_reject": pa.array(reject, pa.string()),
-        "_h": pa.array([stable_hash(p, seed=seed) for p in pair_ids], pa.int64()),
-        "_pkey": pa.array([_digest(st.folded_pair_key(p, h)) for p, h in zip(prem, hyp)], pa.binary()),
-        "_skey": pa.array([_digest(st.folded_pair_key(p, h, ordered=False)) for p, h in zip(prem, hyp)],
-                          pa.binary()),
-        "_hkey": pa.array([_digest(h) for h in hyp], pa.binary()),
+        "_unit": pa.array(np.full(n, unit, dtype=np.int32)), "_row": pa.array(np.arange(n, dtype=np.int32)),
+        "pair_id": pair_ids, "corpus": corpus, "doc_id": col("doc_id"), "_pdoc": _ref_docs(table, "premise_ref"),
+        "_hdoc": _ref_docs(table, "hypothesis_ref"), "label": col("label"), "marker": col("marker"),
+        "source": col("source"), "_test_only": test, "_reject": reject, "_h": _hash_order(pair_ids, seed),
+        "_pkey": _binary(np.hstack([dp, dh])),
+        "_skey": _binary(np.where(hyp_first[:, None], np.hstack([dh, dp]), np.hstack([dp, dh]))),
+        "_hkey": _binary(dh),
     }
     return pa.Table.from_arrays([arrays[f.name] for f in SUMMARY_SCHEMA], schema=SUMMARY_SCHEMA)
+
+
+def _hyp_first(dp: np.ndarray, dh: np.ndarray) -> np.ndarray:
+    """Per row: the hypothesis's digest sorts before the premise's (bytes compared)."""
+    differ = dp != dh
+    first = np.where(differ.any(axis=1), differ.argmax(axis=1), 0)
+    rows = np.arange(len(dp))
+    return dh[rows, first] < dp[rows, first]
 
 
 # ---------------------------------------------------------------------------- step 2
@@ -217,12 +241,11 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
     for split in sorted(set(split_col)):
         idx = pa.array([i for i, s in enumerate(split_col) if s == split], pa.int32())
         part = kept.take(idx)
-        labels = part.column("label").cast(pa.string()).to_pylist()
-        rows, counts = st.batch_statistics(part.column("premise").to_pylist(), part.column("hypothesis").to_pylist(),
-                                           labels)
+        labels = part.column("label").cast(pa.string())
+        rows, counts = st.batch_statistics(part.column("premise"), part.column("hypothesis"), labels)
         n = len(rows)
         arrays = {"kind": pa.array(["row"] * n, pa.string()), "split": pa.array([split] * n, pa.string()),
-                  "label": pa.array(labels, pa.string())}
+                  "label": labels.combine_chunks()}
         for c in st.ROW_COLUMNS:
             arrays[c] = pa.array(rows[c].to_numpy(), STATS_SCHEMA.field(c).type)
         out.append(_stats_table(arrays, n))

@@ -573,33 +573,46 @@ def top_pmi(hypotheses: Iterable[str], labels: Iterable, k: int = 10, min_count:
 def top_pmi_from_counts(counts: dict, k: int = 10, min_count: int = PMI_MIN_COUNT,
                         smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
     """`top_pmi` from `word_counts` (of one batch or added over many)."""
-    per_label: dict = {}
-    per_word: Counter = Counter()
-    for label, c in counts["words"].items():
-        per_word.update(c)
-        for w, n in c.items():
-            per_label[(w, label)] = n
-    label_totals = {l: n for l, n in counts["labels"].items() if n}
-    total = sum(label_totals.values())
-    return pmi_table(per_label, per_word, label_totals, total, k=k, min_count=min_count, smoothing=smoothing)
+    rows = [(label, w, n) for label, c in counts["words"].items() for w, n in c.items()]
+    labels, words_, n = zip(*rows) if rows else ((), (), ())
+    return pmi_table(list(labels), list(words_), list(n), counts["labels"], k=k, min_count=min_count,
+                     smoothing=smoothing)
 
 
-def pmi_table(per_label: dict, per_word: dict, label_totals: dict, total: int, k: int = 10,
+def pmi_table(labels: Sequence[str], words: Sequence[str], counts: Sequence[int], label_totals: dict, k: int = 10,
               min_count: int = PMI_MIN_COUNT, smoothing: float = PMI_SMOOTHING) -> dict[str, list[dict]]:
-    """Top-k words with a positive PMI per label, from counts."""
-    n_labels = len(label_totals)
+    """Top-k words with a positive PMI per label (sorted by PMI, then word), from rows
+    (label, word, texts of the label holding the word), each (label, word) once, and the
+    texts per label (`label_totals`; labels without texts are left out). A word's count is
+    the sum of its rows; words below `min_count` are left out. numpy picks the candidates,
+    `pmi` in Python scores them, so the values are exactly those of the formula."""
+    label_totals = {l: n for l, n in label_totals.items() if n}
+    n_labels, total = len(label_totals), sum(label_totals.values())
+    per_word: Counter = Counter()
+    for w, c in zip(words, counts):
+        per_word[w] += c
+    c = np.asarray(counts, dtype=np.float64)
+    cw = np.array([per_word[w] for w in words], dtype=np.float64)
+    cl = np.array([label_totals.get(l, 0) for l in labels], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rough = np.log(((c + smoothing) / (cw + smoothing * n_labels)) / (cl / total)) if total else c
+    candidate = (cw >= min_count) & (cl > 0) & (rough > -1e-9)
+    names = np.array(labels, dtype=object)
     out: dict[str, list[dict]] = {}
     for label in sorted(label_totals):
+        sel = np.nonzero(candidate & (names == label))[0]
+        if len(sel) > k:  # the k best and whatever numpy's rounding could tie with them
+            kth = np.partition(rough[sel], len(sel) - k)[len(sel) - k]
+            sel = sel[rough[sel] >= kth - 1e-9]
         scored = []
-        for (w, lab), c in per_label.items():
-            if lab != label or per_word[w] < min_count:
-                continue
-            value = pmi(c, per_word[w], label_totals[label], total, n_labels, smoothing)
+        for i in sel.tolist():
+            w = words[i]
+            value = pmi(counts[i], per_word[w], label_totals[label], total, n_labels, smoothing)
             if value > 0:  # only words that point towards the label
-                scored.append((-value, w, c))
+                scored.append((-value, w, counts[i]))
         scored.sort()
-        out[label] = [{"word": w, "pmi": round(-neg, 4), "count": int(c), "word_count": int(per_word[w])}
-                      for neg, w, c in scored[:k]]
+        out[label] = [{"word": w, "pmi": round(-neg, 4), "count": int(n), "word_count": int(per_word[w])}
+                      for neg, w, n in scored[:k]]
     return out
 
 
@@ -640,27 +653,26 @@ def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN
     stats, counts = batch_statistics(list(df["premise"]), list(df["hypothesis"]),
                                      list(labels) if labels is not None else [None] * len(df))
     unlabeled = int(pd.Series(list(labels), dtype=object).isna().sum()) if labels is not None else 0
-    return assemble_split_statistics(aggregate_pandas(stats, labels), counts if labels is not None else None,
-                                     unlabeled, duplicate_counts(list(df["premise"]), list(df["hypothesis"])),
-                                     top_k, min_count)
+    pmi = {side: top_pmi_from_counts(counts[side], k=top_k, min_count=min_count) for side in ("hypothesis", "premise")}
+    return assemble_split_statistics(aggregate_pandas(stats, labels), pmi if labels is not None else None,
+                                     unlabeled, duplicate_counts(list(df["premise"]), list(df["hypothesis"])))
 
 
-def assemble_split_statistics(result: dict, counts: dict | None, unlabeled: int, duplicates: dict,
-                              top_k: int = 10, min_count: int = PMI_MIN_COUNT) -> dict:
+def assemble_split_statistics(result: dict, pmi: dict | None, unlabeled: int, duplicates: dict) -> dict:
     """The statistics block of one split from its parts: ``result`` the aggregates
-    (``{"labels": ..., "all": ...}`` of `aggregate_pandas` or `blocks_from_rows`), the word
-    counts of `batch_statistics` (None when the split has no label column), the rows
-    without a label and the `duplicate_counts`. The Spark stage gathers these parts from
-    many tasks; `split_statistics` computes them in one go."""
-    if counts is not None:
+    (``{"labels": ..., "all": ...}`` of `aggregate_pandas` or `blocks_from_rows`), the top
+    PMI words per side (``{"hypothesis": {label: [...]}, "premise": {...}}`` of
+    `top_pmi_from_counts`; None when the split has no label column), the rows without a
+    label and the `duplicate_counts`. The Spark stage gathers these parts from many tasks;
+    `split_statistics` computes them in one go."""
+    if pmi is not None:
         result["unlabeled"] = int(unlabeled)
-        for label, words_ in top_pmi_from_counts(counts["hypothesis"], k=top_k, min_count=min_count).items():
+        for label, words_ in pmi["hypothesis"].items():
             if label in result["labels"]:
                 result["labels"][label]["top_pmi_words"] = words_
         # premise side: a premise that announces its label is an artefact too
-        result["premise_top_pmi_words"] = {
-            label: words_ for label, words_ in
-            top_pmi_from_counts(counts["premise"], k=top_k, min_count=min_count).items() if label in result["labels"]}
+        result["premise_top_pmi_words"] = {label: words_ for label, words_ in pmi["premise"].items()
+                                           if label in result["labels"]}
     result["duplicates"] = duplicates
     return result
 

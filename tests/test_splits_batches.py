@@ -71,9 +71,12 @@ def test_unit_statistics_add_up_to_the_statistics_of_the_whole_split(pairs):
     for _, frame in rows.groupby("split"):
         frame = frame[["split", "label", *st.ROW_COLUMNS]]
         pd.testing.assert_frame_equal(bt.split_aggregates(frame), bt.split_aggregates(frame.iloc[::-1]))
-    words = parts[parts["kind"] == "word"].groupby(["split", "side", "label", "word"], as_index=False)["n"].sum()
+    stats = pa.concat_tables([bt.unit_statistics(t) for t in thirds])
+    pmi = {s: bt.split_pmi(stats.filter(pa.compute.equal(stats.column("split"), s)),
+                           {a["label"]: a["count"] for a in aggregates if a["split"] == s and a["label"] is not None})
+           for s in ("train", "test")}
     duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in ("train", "test")}
-    got = bt.card_statistics(aggregates, list(words.itertuples(index=False, name=None)), duplicates)
+    got = bt.card_statistics(aggregates, pmi, duplicates)
     frame = kept.to_pandas()
     for split_name in ("train", "test"):
         part = frame[frame["_split"] == split_name]
@@ -91,7 +94,7 @@ def test_split_aggregates_of_a_lone_pair_and_of_pairs_without_a_label():
                          "new_token_rate": [0.5, 0.25, 0.75, 1.0],
                          "hypothesis_inner_capital": [False, True, False, False],
                          "overlap_jaccard_raw": [0.1, 0.1, 0.2, 0.3]})
-    got = bt.card_statistics(bt.split_aggregates(rows).to_dict("records"), [],
+    got = bt.card_statistics(bt.split_aggregates(rows).to_dict("records"), {},
                              {"test": {"pairs": 0, "sentence_pairs": 0}})["test"]
     assert got["unlabeled"] == 1 and got["all"]["count"] == 4
     assert got["labels"]["reasoning"]["count"] == 1 and got["labels"]["reasoning"]["premise_words_std"] is None

@@ -2,6 +2,8 @@
 planted rows, and the bucketed rounds against one global sort, for any number of buckets."""
 from __future__ import annotations
 
+import math
+
 import random
 
 import numpy as np
@@ -137,11 +139,17 @@ def test_other_keys_are_distinct_and_count_documents_per_corpus():
     assert dc.documents_per_corpus(twice) == [["test", "news", 1], ["train", "wiki", 2]]
 
 
-def test_split_words_sum_units_and_leave_out_rare_words():
+def test_split_pmi_sums_units_and_leaves_out_rare_words():
+    """Word rows of several units add up per (side, label, word); a word held by fewer than
+    PMI_MIN_COUNT texts of the split (all labels) is not scored; the premise side is
+    scored on its own rows."""
+    rows = [("hypothesis", "neutral", "river", 3), ("hypothesis", "neutral", "river", 1),
+            ("hypothesis", "entailment", "river", 2), ("hypothesis", "neutral", "rare", 4),
+            ("premise", "entailment", "bank", 5)]
     stats = pa.Table.from_pylist(
-        [{"kind": "word", "split": "train", "side": "hypothesis", "label": l, "word": w, "n": n}
-         for l, w, n in (("neutral", "river", 3), ("neutral", "river", 1), ("entailment", "river", 2),
-                         ("neutral", "rare", 4))]
+        [{"kind": "word", "split": "train", "side": s, "label": l, "word": w, "n": n} for s, l, w, n in rows]
         + [{"kind": "row", "split": "train", "label": "neutral"}], schema=bt.STATS_SCHEMA)
-    assert bt.split_words(stats) == [["train", "hypothesis", "entailment", "river", 2],
-                                     ["train", "hypothesis", "neutral", "river", 4]]
+    got = bt.split_pmi(stats, {"neutral": 8, "entailment": 8})
+    river = {"word": "river", "pmi": round(math.log(((4 + 1) / (6 + 2)) / (8 / 16)), 4), "count": 4, "word_count": 6}
+    assert got["hypothesis"] == {"entailment": [], "neutral": [river]}
+    assert got["premise"]["entailment"][0]["word"] == "bank" and got["premise"]["neutral"] == []

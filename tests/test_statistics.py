@@ -184,3 +184,28 @@ def test_fold_texts_is_fold_text_of_each_text():
     texts = ["  The Army\u00a0crossed\tthe river. ", "", None, "ß STRASSE straße İ", "x\x1fY\u2028Z", "ΣΊΣΥΦΟΣ",
              "Ştiu  că\n\nnu"]
     assert st.fold_texts(texts).to_pylist() == [st.fold_text(t) for t in texts]
+
+
+def test_pmi_table_is_the_formula_sorted_with_ties_by_word():
+    """numpy only picks candidates: the lists equal scoring every (label, word) with `pmi`
+    in Python and sorting by (-PMI, word), on counts full of ties, words below the minimum
+    count, and a label without texts."""
+    import random
+
+    rng = random.Random(3)
+    totals = {"entailment": 40, "neutral": 25, "reasoning": 40, "empty": 0}
+    rows = [(label, f"w{w}", rng.choice([1, 2, 2, 3, 5, 8])) for label in totals for w in range(60)
+            if rng.random() < 0.7]
+    labels, words, counts = (list(x) for x in zip(*rows))
+    got = st.pmi_table(labels, words, counts, totals, k=10, min_count=4)
+    per_word: dict = {}
+    for w, c in zip(words, counts):
+        per_word[w] = per_word.get(w, 0) + c
+    live = {l: n for l, n in totals.items() if n}
+    want = {}
+    for label in sorted(live):
+        scored = sorted((-st.pmi(c, per_word[w], live[label], sum(live.values()), len(live)), w, c)
+                        for l, w, c in rows if l == label and per_word[w] >= 4)
+        want[label] = [{"word": w, "pmi": round(-v, 4), "count": c, "word_count": per_word[w]}
+                       for v, w, c in scored if v < 0][:10]
+    assert got == want and all(len(v) == 10 for v in got.values())

@@ -194,16 +194,18 @@ def _rows_task(plan: dict):
 
 def _files_task(plan: dict):
     """Round 7: an output file merged from its Arrow files (sorted by `pair_id`) and written
-    as Parquet; or a split's card aggregates (`batches.split_aggregates`) and PMI word
-    counts (`batches.split_words`)."""
+    as Parquet; or a split's card aggregates (`batches.split_aggregates`) and top PMI words
+    (`batches.split_pmi`)."""
     def fn(task) -> dict:
         kind, split, bucket = task
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
             aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]).to_pandas())
+            totals = {r["label"]: int(r["count"]) for r in aggregates.to_dict("records")
+                      if not r["label_all"] and r["label"] is not None}
             return {"aggregates": aggregates.astype(object).to_dict("records"),  # NaN stays NaN, as in Spark
-                    "words": bt.split_words(stats)}
+                    "pmi": {split: bt.split_pmi(stats, totals)}}
         table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
         written = _out.write_sorted(table.to_batches(), fs.join(plan["target"], split), [],
                                     f"part-{bucket:05d}.parquet", _out.task_attempt())
@@ -313,13 +315,13 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
             corpora_stats[f"{split}|{corpus}"]["documents"] += count
     leakage, duplicates = dc.leakage_report([row for r in kept + keyed for row in r.get("leakage", [])])
     aggregates = [a for r in last for a in r.get("aggregates", [])]
-    words = [tuple(w) for r in last for w in r.get("words", [])]
+    pmi = {split: top for r in last for split, top in r.get("pmi", {}).items()}
     kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
     if kept_sizes != sizes:
         raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
     return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
-            "leakage": leakage, "blocks": bt.card_statistics(aggregates, words, duplicates),
+            "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r]}
 
 

@@ -292,34 +292,26 @@ def split_aggregates(rows: "pd.DataFrame") -> "pd.DataFrame":
         {"count": "int64", **{name: "float64" for name in st.AGGREGATES}})
 
 
-def split_words(stats: pa.Table, min_count: int = st.PMI_MIN_COUNT) -> list[list]:
-    """[split, side, label, word, n] from the ``word`` rows of one split's statistics (all
-    units): ``n`` summed; words seen fewer than ``min_count`` times on a side (all labels)
-    are left out, they never reach the PMI lists. Sorted."""
-    words = stats.filter(pc.equal(stats.column("kind"), "word"))
-    if not words.num_rows:
-        return []
-    keys = ["split", "side", "label", "word"]
-    per_label = words.group_by(keys, use_threads=False).aggregate([("n", "sum")])
-    totals = per_label.group_by(["split", "side", "word"], use_threads=False).aggregate([("n_sum", "sum")])
-    frequent = totals.filter(pc.greater_equal(totals.column("n_sum_sum"), min_count)).select(["split", "side", "word"])
-    kept = per_label.join(frequent, keys=["split", "side", "word"], join_type="inner")
-    kept = kept.filter(pc.and_(pc.greater(kept.column("n_sum"), 0), pc.is_valid(kept.column("label"))))
-    return sorted([list(r) for r in zip(*(kept.column(c).to_pylist() for c in keys),
-                                        kept.column("n_sum").to_pylist())],
-                  key=lambda r: tuple("" if v is None else str(v) for v in r))
+def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> dict:
+    """The top PMI words of one split per side (``{"hypothesis": {label: [...]}, "premise":
+    ...}``, as `statistics.top_pmi_from_counts` gives them) from the ``word`` rows of the
+    split's statistics (all units; ``n`` summed per side, label and word) and the pairs
+    per label (`label_totals`)."""
+    words = stats.filter(pc.and_(pc.equal(stats.column("kind"), "word"), pc.is_valid(stats.column("label"))))
+    summed = words.group_by(["side", "label", "word"], use_threads=False).aggregate([("n", "sum")])
+    out = {}
+    for side in SIDES:
+        part = summed.filter(pc.equal(summed.column("side"), side))
+        out[side] = st.pmi_table(part.column("label").to_pylist(), part.column("word").to_pylist(),
+                                 part.column("n_sum").to_pylist(), label_totals, k=top_k, min_count=min_count)
+    return out
 
 
-def card_statistics(aggregates: list[dict], words: list[tuple], duplicates: dict, top_k: int = 10,
-                    min_count: int = st.PMI_MIN_COUNT) -> dict:
+def card_statistics(aggregates: list[dict], pmi: dict, duplicates: dict) -> dict:
     """``{split: block}`` as `statistics.split_statistics` gives it for each split, from
-    what the stage aggregated over all units: ``aggregates`` one dict per (split, label)
-    and per split (``label_all`` true) with ``count`` and the AGGREGATES; ``words``
-    (split, side, label, word, n) summed over units (words seen fewer than ``min_count``
-    times on a side of a split may be left out: they never reach the PMI lists);
-    ``duplicates`` {split: {"pairs": n, "sentence_pairs": n}}."""
-    from collections import Counter
-
+    what the stage gathered over all units: ``aggregates`` one dict per (split, label) and
+    per split (``label_all`` true) with ``count`` and the AGGREGATES; ``pmi`` {split: top
+    PMI words per side (`split_pmi`)}; ``duplicates`` {split: {"pairs": n, "sentence_pairs": n}}."""
     per_split: dict[str, list] = {}
     unlabeled: dict[str, int] = {}
     for row in aggregates:
@@ -331,18 +323,10 @@ def card_statistics(aggregates: list[dict], words: list[tuple], duplicates: dict
         if total:
             row["label"] = None
         per_split.setdefault(split, []).append(row)
-    counted: dict = {}
-    for split, side, label, word, n in words:
-        c = counted.setdefault(split, {s: {} for s in SIDES})[side]
-        c.setdefault(label, Counter())[word] = int(n)
-    out = {}
-    for split, rows in sorted(per_split.items()):
-        result = st.blocks_from_rows(rows)
-        labels = {l: b["count"] for l, b in result["labels"].items()}
-        counts = {side: {"labels": labels, "words": counted.get(split, {}).get(side, {})} for side in SIDES}
-        out[split] = st.assemble_split_statistics(result, counts,
-                                                  unlabeled.get(split, 0), duplicates.get(split, {}), top_k, min_count)
-    return out
+    return {split: st.assemble_split_statistics(st.blocks_from_rows(rows),
+                                                pmi.get(split) or {side: {} for side in SIDES},
+                                                unlabeled.get(split, 0), duplicates.get(split, {}))
+            for split, rows in sorted(per_split.items())}
 
 
 # ---------------------------------------------------------------------------- step 3

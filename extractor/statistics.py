@@ -361,24 +361,43 @@ def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
     return codes, list(names)
 
 
-def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: list[str], width: int) -> dict:
-    """`word_counts` of one side from its `_distinct` normalised keys."""
+def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(label number, word id, texts) per (label, word) of one side, from its `_distinct`
+    normalised keys: rows without a label left out; sorted by label, then word id."""
     lab = codes[keys // width]
     has = lab >= 0
     combined = np.sort(lab[has] * width + keys[has] % width)
     first = np.nonzero(_starts(combined))[0]
     counts = np.diff(np.append(first, len(combined)))
     combined = combined[first]
+    return combined // width, combined % width, counts
+
+
+def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: list[str], width: int) -> dict:
+    """`word_counts` of one side from its `_distinct` normalised keys."""
+    per_label, ids, counts = _word_count_rows(keys, codes, width)
     seen = np.bincount(codes[codes >= 0], minlength=len(names))
     out = {"labels": {name: int(seen[c]) for c, name in enumerate(names)},
            "words": {name: Counter() for name in names}}
-    per_label = combined // width
     bounds = np.searchsorted(per_label, np.arange(len(names) + 1))
     for c, name in enumerate(names):
         a, b = bounds[c], bounds[c + 1]
-        out["words"][name] = Counter(dict(zip([words[w] for w in (combined[a:b] % width).tolist()],
-                                              counts[a:b].tolist())))
+        out["words"][name] = Counter(dict(zip([words[w] for w in ids[a:b].tolist()], counts[a:b].tolist())))
     return out
+
+
+def _word_count_table(sides: dict, codes: np.ndarray, names: list[str], words: list[str], width: int) -> pa.Table:
+    """The word counts of both sides as one table (side, label, word, n): `batch_statistics`
+    with ``word_table``, for callers that add up counts column-wise."""
+    parts = []
+    vocabulary = pa.array(words, pa.string())
+    label_names = pa.array(names, pa.string())
+    for side, keys in sides.items():
+        per_label, ids, counts = _word_count_rows(keys, codes, width)
+        parts.append(pa.table({"side": pa.array(np.full(len(ids), side, dtype=object), pa.string()),
+                               "label": label_names.take(pa.array(per_label)), "word": vocabulary.take(pa.array(ids)),
+                               "n": pa.array(counts.astype(np.int64))}))
+    return pa.concat_tables(parts)
 
 
 def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
@@ -387,12 +406,13 @@ def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.Dat
     return batch_statistics(premises, hypotheses, None)[0]
 
 
-def batch_statistics(premises, hypotheses, labels) -> tuple[pd.DataFrame, dict]:
+def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> tuple[pd.DataFrame, dict | pa.Table]:
     """One pass over a batch of pairs (lists, pandas columns or Arrow arrays of texts): the
     per-row statistics (:data:`ROW_COLUMNS`, each the per-row function of this module) and
     the word counts PMI is computed from (`word_counts` of hypotheses and of premises, rows
     with a label only). The counts of several batches add up (`add_word_counts`), so a
-    split's PMI can be computed from the batches of many tasks."""
+    split's PMI can be computed from the batches of many tasks. With ``word_table`` the
+    counts come as one Arrow table (side, label, word, n) instead of Counters."""
     p_text, h_text = _text_array(premises), _text_array(hypotheses)
     if len(p_text) != len(h_text):
         raise ValueError(f"batch_statistics: {len(p_text)} premises but {len(h_text)} hypotheses")
@@ -419,6 +439,8 @@ def batch_statistics(premises, hypotheses, labels) -> tuple[pd.DataFrame, dict]:
     }
     frame = pd.DataFrame({c: columns[c] for c in ROW_COLUMNS}).astype(ROW_DTYPES)
     codes, names = _label_codes(labels, n)
+    if word_table:
+        return frame, _word_count_table({"hypothesis": hn_keys, "premise": pn_keys}, codes, names, words_, width)
     counts = {"hypothesis": _word_counts(hn_keys, codes, names, words_, width),
               "premise": _word_counts(pn_keys, codes, names, words_, width)}
     return frame, counts

@@ -180,8 +180,8 @@ def _rows_task(plan: dict):
         units = kept.column("_unit").to_numpy()
         n = 0
         for u, part in scratch.split_by(kept, units).items():
-            table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_pylist(),
-                                 part.column("_split").to_pylist())
+            table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_numpy(),
+                                 part.column("_split"))
             bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
             stats = bt.unit_statistics(table)
             for split in sorted(set(stats.column("split").to_pylist())):

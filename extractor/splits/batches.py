@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
+from extractor import scratch
 from extractor import statistics as st
 from extractor.output import partition_values, plain_schema
 
@@ -192,36 +193,40 @@ def files_per_split(n_pairs: int, files_per_table: int) -> int:
     return max(1, min(int(files_per_table or 4), n_pairs // PAIRS_PER_FILE + 1))
 
 
-def bucket_of(pair_id: str, n_files: int) -> int:
-    return zlib.crc32(str(pair_id).encode("utf-8")) % n_files
-
-
 def kept_rows(table: pa.Table, rows, splits) -> pa.Table:
-    """The rows of a unit that the split assignment kept, with their split (`_split`)."""
-    order = sorted(range(len(rows)), key=rows.__getitem__)
-    taken = table.take(pa.array([rows[i] for i in order], pa.int32()))
-    return taken.append_column("_split", pa.array([splits[i] for i in order], pa.string()))
+    """The rows of a unit that the split assignment kept (row numbers, any order), with
+    their split (`_split`), in row order."""
+    rows = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(rows, kind="stable")
+    taken = table.take(pa.array(rows[order]))
+    splits = splits if isinstance(splits, (pa.Array, pa.ChunkedArray)) else pa.array(list(splits), pa.string())
+    return taken.append_column("_split", splits.take(pa.array(order)).cast(pa.string()))
+
+
+def file_buckets(pair_ids, n_files) -> np.ndarray:
+    """The output file of every pair among `n_files` (one count, or one per pair): crc32 of
+    the pair id's UTF-8, modulo the count."""
+    crc = [zlib.crc32(p) for p in pc.fill_null(pa.array(pair_ids).cast(pa.string()), "None")
+           .cast(pa.binary()).to_pylist()]
+    return np.array(crc, dtype=np.int64) % np.asarray(n_files, dtype=np.int64)
 
 
 def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int]) -> list[str]:
     """Write a unit's kept rows as Arrow files ``<folder>/<split>/<bucket>/unit-<unit>.arrow``
-    (the rows of each final file, from this unit). Returns the paths written."""
-    import pyarrow.ipc as ipc
-
-    split_col = kept.column("_split").to_pylist()
-    pair_ids = kept.column("pair_id").to_pylist()
-    groups: dict[tuple[str, int], list[int]] = {}
-    for i, (s, p) in enumerate(zip(split_col, pair_ids)):
-        groups.setdefault((s, bucket_of(p, n_files[s])), []).append(i)
-    data = kept.drop_columns(["_split"])
+    (the rows of each final file, from this unit, in their order). Returns the paths written."""
+    split = pc.dictionary_encode(kept.column("_split").combine_chunks())
+    names = split.dictionary.to_pylist()
+    codes = split.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    per_row = np.array([n_files[s] for s in names], dtype=np.int64)[codes]
+    buckets = file_buckets(kept.column("pair_id").combine_chunks(), per_row)
     written = []
-    for (split, bucket), idx in sorted(groups.items()):
-        path = fs.join(folder, split, f"{bucket:05d}", f"unit-{unit:06d}.arrow")
-        part = data.take(pa.array(idx, pa.int32()))
-        with fs.open_output(path) as out, ipc.new_stream(out, part.schema) as writer:
-            writer.write_table(part)
+    data = kept.drop_columns(["_split"])
+    for group, part in scratch.split_by(data, codes * (int(per_row.max()) + 1) + buckets).items():
+        name, bucket = names[group // (int(per_row.max()) + 1)], group % (int(per_row.max()) + 1)
+        path = fs.join(folder, name, f"{bucket:05d}", f"unit-{unit:06d}.arrow")
+        scratch.write_arrow(part, path)
         written.append(path)
-    return written
+    return sorted(written)
 
 
 STATS_SCHEMA = pa.schema([("kind", pa.string()), ("split", pa.string()), ("label", pa.string()),
@@ -234,31 +239,31 @@ SIDES = ("hypothesis", "premise")
 def unit_statistics(kept: pa.Table) -> pa.Table:
     """The card's statistics of a unit's kept rows (`STATS_SCHEMA`): one ``row`` per pair
     with its :data:`~extractor.statistics.ROW_COLUMNS`, and one ``word`` row per (split,
-    side, label, word) with ``n`` the texts holding the word (`statistics.batch_statistics`).
-    Rows of many units add up: aggregates of the row columns, sums of ``n``."""
-    out = []
-    split_col = kept.column("_split").to_pylist()
-    for split in sorted(set(split_col)):
-        idx = pa.array([i for i, s in enumerate(split_col) if s == split], pa.int32())
-        part = kept.take(idx)
-        labels = part.column("label").cast(pa.string())
-        rows, counts = st.batch_statistics(part.column("premise"), part.column("hypothesis"), labels)
-        n = len(rows)
-        arrays = {"kind": pa.array(["row"] * n, pa.string()), "split": pa.array([split] * n, pa.string()),
-                  "label": labels.combine_chunks()}
-        for c in st.ROW_COLUMNS:
-            arrays[c] = pa.array(rows[c].to_numpy(), STATS_SCHEMA.field(c).type)
-        out.append(_stats_table(arrays, n))
-        words = [(side, label, w, c) for side in SIDES for label, counter in sorted(counts[side]["words"].items())
-                 for w, c in counter.items()]
-        if words:
-            side, label, word, cnt = (list(x) for x in zip(*words))
-            out.append(_stats_table({"kind": pa.array(["word"] * len(words), pa.string()),
-                                     "split": pa.array([split] * len(words), pa.string()),
-                                     "label": pa.array(label, pa.string()), "side": pa.array(side, pa.string()),
-                                     "word": pa.array(word, pa.string()), "n": pa.array(cnt, pa.int64())},
-                                    len(words)))
-    return pa.concat_tables(out) if out else STATS_SCHEMA.empty_table()
+    side, label, word) with ``n`` the texts holding the word (`statistics.batch_statistics`,
+    one call for all splits: its labels are split and label joined). Rows of many units add
+    up: aggregates of the row columns, sums of ``n``."""
+    if not kept.num_rows:
+        return STATS_SCHEMA.empty_table()
+    splits = kept.column("_split").cast(pa.string())
+    labels = kept.column("label").cast(pa.string())
+    rows, words = st.batch_statistics(kept.column("premise"), kept.column("hypothesis"),
+                                      pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
+    n = len(rows)
+    arrays = {"kind": pa.array(np.full(n, "row", dtype=object), pa.string()), "split": splits.combine_chunks(),
+              "label": labels.combine_chunks()}
+    for c in st.ROW_COLUMNS:
+        arrays[c] = pa.array(rows[c].to_numpy(), STATS_SCHEMA.field(c).type)
+    keys = words.column("label").to_pylist()  # "split\x1flabel"
+    m = len(keys)
+    out = [_stats_table(arrays, n)]
+    if m:
+        split_label = [k.split("\x1f", 1) for k in keys]
+        out.append(_stats_table({"kind": pa.array(np.full(m, "word", dtype=object), pa.string()),
+                                 "split": pa.array([s for s, _ in split_label], pa.string()),
+                                 "label": pa.array([l for _, l in split_label], pa.string()),
+                                 "side": words.column("side"), "word": words.column("word"),
+                                 "n": words.column("n")}, m))
+    return pa.concat_tables(out)
 
 
 def _stats_table(arrays: dict, n: int) -> pa.Table:

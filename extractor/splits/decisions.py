@@ -47,8 +47,11 @@ KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split",
 # ---------------------------------------------------------------------------- buckets
 
 def key_buckets(keys: pa.Array, n: int) -> np.ndarray:
-    """Bucket of each 16-byte digest key (its first four bytes) among `n`."""
-    return np.array([int.from_bytes(k[:4], "big") % n for k in keys.to_pylist()], dtype=np.int64)
+    """Bucket of each digest key (its first four bytes, big-endian) among `n`."""
+    heads = b"".join(pc.binary_slice(keys, 0, 4).to_pylist())
+    if len(heads) != 4 * len(keys):
+        raise ValueError("key_buckets: every key must be a digest of at least 4 bytes")
+    return np.frombuffer(heads, dtype=">u4").astype(np.int64) % n
 
 
 # ---------------------------------------------------------------------------- documents

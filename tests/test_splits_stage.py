@@ -228,11 +228,11 @@ def test_string_and_struct_refs_name_their_document():
 
     strings = pa.table({"doc_id": ["wiki:12", "news:1"], "premise_ref": ["wiki:12:3:4", None],
                         "hypothesis_ref": ["wiki:7:0:1", ""]})
-    assert batches._ref_docs(strings, "premise_ref") == ["wiki:12", "news:1"]
-    assert batches._ref_docs(strings, "hypothesis_ref") == ["wiki:7", "news:1"]
-    assert batches._ref_docs(strings, "no_such_ref") == ["wiki:12", "news:1"]
+    assert batches._ref_docs(strings, "premise_ref").to_pylist() == ["wiki:12", "news:1"]
+    assert batches._ref_docs(strings, "hypothesis_ref").to_pylist() == ["wiki:7", "news:1"]
+    assert batches._ref_docs(strings, "no_such_ref").to_pylist() == ["wiki:12", "news:1"]
     structs = pa.table({"doc_id": ["a:1", "b:2"], "premise_ref": [{"doc_id": "a:9", "sent_idx": 1}, None]})
-    assert batches._ref_docs(structs, "premise_ref") == ["a:9", "b:2"]
+    assert batches._ref_docs(structs, "premise_ref").to_pylist() == ["a:9", "b:2"]
 
 
 def test_an_independent_pandas_reference_gives_the_splits_of_the_spark_stage(built):

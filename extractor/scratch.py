@@ -45,7 +45,7 @@ def split_by(table: pa.Table, buckets: np.ndarray) -> dict[int, pa.Table]:
     return {int(v): table.take(pa.array(order[s:e])) for v, s, e in zip(values, starts, ends)}
 
 
-def run_in_process(fn, tasks: list, spread: bool = False) -> list:
+def run_in_process(fn, tasks: list, spread: bool = False, costs=None) -> list:
     """A round's tasks one after another in this process, results through JSON as Spark
     tasks return them (`session.run_tasks`): the stages' rounds without Spark, for the
     engine-overhead benchmarks."""

@@ -35,6 +35,7 @@ STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
 TMP_NAME = "_tmp-splits"
 WORK_NAME = "_tmp-splits-work"
+CHART_COST = 20_000  # drawing the chart (importing matplotlib) costs about what 20,000 rows do in round 6
 
 
 def _ratios(text: str) -> str:
@@ -165,9 +166,13 @@ def _keep_task(plan: dict):
 def _rows_task(plan: dict):
     """Round 6: a unit range's kept rows go to the Arrow files of their output files and
     their card statistics (`batches.unit_statistics`) to a scratch file per split; a keys
-    bucket gives the document and hypothesis leakage and the documents per corpus."""
+    bucket gives the document and hypothesis leakage and the documents per corpus; the
+    chart task draws the class distribution (pairs per split and label, known from the
+    quotas) into the output folder."""
     def fn(task) -> dict:
         kind, i = task
+        if kind == "chart":  # drawn here, beside the rows, not after them in the driver
+            return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
         if kind == "keys":
             keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
             docs = pc.equal(keys.column("kind"), "documents")
@@ -234,8 +239,9 @@ def run(ctx) -> None:
 
 
 def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int, slots: int) -> dict:
-    """Rounds 1-7 of the stage (docs/splits.md) with ``run(fn, tasks, spread=False)`` running
-    a round's tasks (Spark tasks in the stage, a loop in `extractor.splits.plain`) and
+    """Rounds 1-7 of the stage (docs/splits.md) with ``run(fn, tasks, costs)`` running a
+    round's tasks (each task's estimated cost: `session.run_tasks` packs them into one Spark
+    task per core) (Spark tasks in the stage, a loop in `extractor.splits.plain`) and
     returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
     bucket count, scratch folder (`work`) and output folder (`target`). Returns what the
     card and stats need (drops, documents, counts, quotas, sizes, figures, leakage, blocks,
@@ -244,7 +250,7 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     columns = plan["schema"].names
     # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
     #      filter) are not data: counted, then left out. Documents -> splits per corpus.
-    found = run(_summaries_task(plan), list(range(len(plan["units"]))))
+    found = run(_summaries_task(plan), list(range(len(plan["units"]))), [u["rows"] for u in plan["units"]])
     labels_seen = set()
     for r in found:
         for label, why, count in r["counts"]:
@@ -255,14 +261,15 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     plan["labels"] = sorted(labels_seen)
     corpora = sorted({c for r in found for c in r["corpora"]})
     documents: dict = {}
-    for r in run(_assign_task(plan), corpora, spread=True):
+    for r in run(_assign_task(plan), corpora, [1.0] * len(corpora)):
         for split, count in r["documents"]:
             documents[split] = documents.get(split, 0) + count
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
     #    (split, corpus, label) the quotas come from, and their histograms.
     buckets = list(range(plan["buckets"]))
-    ranked = run(_rank_task(plan), buckets) if found else []
+    even = [1.0] * len(buckets)
+    ranked = run(_rank_task(plan), buckets, even) if found else []
     counts: dict = {}
     drops["pair_spans_documents_of_two_splits"] = 0
     for r in ranked:
@@ -280,7 +287,7 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     drops["balance"] = sp.quota_drops(counts, quotas)
     plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
     partial = any(need for _, need in plan["cuts"].values())
-    edges = [row for r in run(_boundary_task(plan), buckets) for row in r["rows"]] if partial else []
+    edges = [row for r in run(_boundary_task(plan), buckets, even) for row in r["rows"]] if partial else []
     plan["last"] = dc.thresholds(edges, plan["cuts"])
     sizes = {s: 0 for s in sp.SPLITS}
     for (split, corpus, label), quota in quotas.items():
@@ -290,13 +297,20 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
 
     # 5. the kept rows; figures; pair and sentence-pair leakage.
-    kept = run(_keep_task(plan), buckets) if any(sizes.values()) else []
+    kept = run(_keep_task(plan), buckets, even) if any(sizes.values()) else []
     # 6. the rows of the kept pairs and their statistics; document and hypothesis leakage.
-    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets],
-                spread=True) if kept else []
+    rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
+    plan["chart"] = {s: {} for s in sp.SPLITS}
+    for (split, corpus, label), quota in sorted(quotas.items()):
+        if min(quota, counts.get((split, corpus, label), 0)):
+            plan["chart"][split][label] = plan["chart"][split].get(label, 0) + min(quota, counts[(split, corpus, label)])
+    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets]
+                + [("chart", 0)],
+                rows_of + [0.1 * sum(sizes.values()) / len(buckets)] * len(buckets) + [CHART_COST]) if kept else []
     # 7. the output files; the card's aggregates and PMI counts per split.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
-    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files, spread=True)
+    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files,
+               [float(sizes[s]) for s in sp.SPLITS if sizes[s]] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files])
 
     corpora_stats: dict = {}
     markers: dict = {}
@@ -322,7 +336,7 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
-            "written": [r for r in last if "path" in r]}
+            "written": [r for r in last if "path" in r], "chart": any("chart" in r for r in keyed)}
 
 
 def _unit_ranges(units: list, n: int) -> list[int]:
@@ -356,7 +370,7 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
     try:
-        found = rounds(lambda fn, tasks, spread=False: run_tasks(spark, fn, tasks, spread), plan, balance, max_eval,
+        found = rounds(lambda fn, tasks, costs: run_tasks(spark, fn, tasks, costs=costs), plan, balance, max_eval,
                        getattr(args, "files_per_table", 4), spark.sparkContext.defaultParallelism)
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]
@@ -391,7 +405,7 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
                                       schema=from_arrow_schema(schema), lang=ctx.lexicon.lang,
                                       license=getattr(args, "license", "cc-by-sa-4.0"), leakage=leakage,
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
-                                      num_bytes=num_bytes)
+                                      num_bytes=num_bytes, chart=not found["chart"])
             for f in sorted(local.iterdir()):
                 fs.write_bytes(fs.join(tmp, f.name), f.read_bytes())
         if _out.exists(spark, target):

@@ -299,12 +299,30 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
     return path
 
 
+def write_chart(counts: dict, folder: str) -> str:
+    """`plot_class_distribution` of ``{split: {label: pairs}}`` (every split, labels with
+    pairs) as ``<folder>/class_distribution.png`` through `extractor.fs` (a bucket too):
+    the stage draws it in a task while the rows are written."""
+    import tempfile
+
+    from extractor import fs
+
+    dataset = {"splits": {s: {"labels": {l: {"count": n} for l, n in sorted(labels.items())}}
+                          for s, labels in counts.items()}}
+    target = fs.join(folder, "class_distribution.png")
+    with tempfile.TemporaryDirectory() as tmp:
+        fs.write_bytes(target, plot_class_distribution(dataset, Path(tmp) / "chart.png").read_bytes())
+    return target
+
+
 # ---------------------------------------------------------------------------- files
 
 def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: dict, schema, lang: str,
                      license: str, leakage: dict, pairs_stats: dict | None = None,
-                     sentences_stats: dict | None = None, num_bytes: dict | None = None) -> list[Path]:
-    """README.md, class_distribution.png, stats.json and leakage.json into ``folder``."""
+                     sentences_stats: dict | None = None, num_bytes: dict | None = None,
+                     chart: bool = True) -> list[Path]:
+    """README.md, class_distribution.png (unless ``chart`` is false: the stage drew it
+    already, `write_chart`), stats.json and leakage.json into ``folder``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     sizes = {s: int(dataset["splits"][s]["all"]["count"]) for s in dataset["splits"]}
@@ -315,7 +333,7 @@ def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: d
     readme = folder / "README.md"
     readme.write_text("---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body,
                       encoding="utf-8")
-    png = plot_class_distribution(dataset, folder / "class_distribution.png")
+    png = plot_class_distribution(dataset, folder / "class_distribution.png") if chart else None
     stats_path = folder / "stats.json"
     stats_path.write_text(json.dumps({**dataset, "build": build, "stage": stage_stats}, indent=2, sort_keys=True,
                                      ensure_ascii=False) + "\n", encoding="utf-8")
@@ -323,4 +341,4 @@ def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: d
     leak_path.write_text(json.dumps({**leakage, "removed": {k: v for k, v in stage_stats.get("dropped", {}).items()
                                                             if k != "balance"}},
                                     indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return [readme, png, stats_path, leak_path]
+    return [p for p in (readme, png, stats_path, leak_path) if p is not None]

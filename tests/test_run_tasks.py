@@ -1,0 +1,26 @@
+"""extractor.spark.session.run_tasks: the Python tasks both stages run their rounds with.
+`pack` is pure; the Spark test runs a real local session."""
+from __future__ import annotations
+
+from extractor.spark.session import pack, run_tasks
+
+
+def test_pack_balances_costs_longest_first_and_is_deterministic():
+    groups = pack([5, 1, 4, 3, 3, 2, 8], 2)
+    assert sorted(i for g in groups for i in g) == list(range(7))  # every task once
+    loads = [sum([5, 1, 4, 3, 3, 2, 8][i] for i in g) for g in groups]
+    assert loads == [13, 13] and groups == pack([5, 1, 4, 3, 3, 2, 8], 2)
+    assert groups[0][0] == 6  # the costliest task starts first
+    assert pack([1.0, 1.0], 8) == [[0], [1]]  # never more groups than tasks
+    assert pack([2.0, 2.0, 2.0], 1) == [[0, 1, 2]]  # one core: one Spark task, in task order on ties
+
+
+def test_run_tasks_returns_results_in_task_order_however_tasks_are_grouped(spark):
+    tasks = [{"n": n} for n in range(11)]
+    costs = [float((n * 7) % 5) for n in range(11)]
+    want = [{"square": n * n} for n in range(11)]
+    fn = lambda t: {"square": t["n"] ** 2}  # noqa: E731
+    assert run_tasks(spark, fn, tasks) == want
+    assert run_tasks(spark, fn, tasks, spread=True) == want
+    assert run_tasks(spark, fn, tasks, costs=costs) == want
+    assert run_tasks(spark, fn, [], costs=[]) == []

@@ -366,10 +366,17 @@ def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[n
     normalised keys: rows without a label left out; sorted by label, then word id."""
     lab = codes[keys // width]
     has = lab >= 0
-    combined = np.sort(lab[has] * width + keys[has] % width)
-    first = np.nonzero(_starts(combined))[0]
-    counts = np.diff(np.append(first, len(combined)))
-    combined = combined[first]
+    combined = lab[has] * width + keys[has] % width
+    bins = (int(codes.max()) + 1) * width if len(codes) else 0
+    if bins <= 1 << 25:  # a count per (label, word) fits in memory: count, no sort
+        counts = np.bincount(combined, minlength=bins)
+        combined = np.nonzero(counts)[0]
+        counts = counts[combined]
+    else:
+        combined = np.sort(combined)
+        first = np.nonzero(_starts(combined))[0]
+        counts = np.diff(np.append(first, len(combined)))
+        combined = combined[first]
     return combined // width, combined % width, counts
 
 
@@ -413,6 +420,13 @@ def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> 
     with a label only). The counts of several batches add up (`add_word_counts`), so a
     split's PMI can be computed from the batches of many tasks. With ``word_table`` the
     counts come as one Arrow table (side, label, word, n) instead of Counters."""
+    columns, counts = batch_columns(premises, hypotheses, labels, word_table)
+    return pd.DataFrame(columns).astype(ROW_DTYPES), counts
+
+
+def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tuple[dict, dict | pa.Table]:
+    """`batch_statistics` as numpy columns (:data:`ROW_COLUMNS`, in order, with the
+    :data:`ROW_DTYPES`) and the word counts: for callers that go on column-wise."""
     p_text, h_text = _text_array(premises), _text_array(hypotheses)
     if len(p_text) != len(h_text):
         raise ValueError(f"batch_statistics: {len(p_text)} premises but {len(h_text)} hypotheses")
@@ -437,13 +451,13 @@ def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> 
         "overlap_jaccard_raw": _jaccard(_distinct(prem.row, prem.raw, width), _distinct(hyp.row, hyp.raw, width),
                                         width, n),
     }
-    frame = pd.DataFrame({c: columns[c] for c in ROW_COLUMNS}).astype(ROW_DTYPES)
+    columns = {c: columns[c].astype(ROW_DTYPES[c]) for c in ROW_COLUMNS}
     codes, names = _label_codes(labels, n)
     if word_table:
-        return frame, _word_count_table({"hypothesis": hn_keys, "premise": pn_keys}, codes, names, words_, width)
+        return columns, _word_count_table({"hypothesis": hn_keys, "premise": pn_keys}, codes, names, words_, width)
     counts = {"hypothesis": _word_counts(hn_keys, codes, names, words_, width),
               "premise": _word_counts(pn_keys, codes, names, words_, width)}
-    return frame, counts
+    return columns, counts
 
 
 def _count_sets(per_label: dict[str, list[set]]) -> dict:

@@ -246,13 +246,13 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
         return STATS_SCHEMA.empty_table()
     splits = kept.column("_split").cast(pa.string())
     labels = kept.column("label").cast(pa.string())
-    rows, words = st.batch_statistics(kept.column("premise"), kept.column("hypothesis"),
-                                      pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
-    n = len(rows)
+    rows, words = st.batch_columns(kept.column("premise"), kept.column("hypothesis"),
+                                   pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
+    n = kept.num_rows
     arrays = {"kind": pa.array(np.full(n, "row", dtype=object), pa.string()), "split": splits.combine_chunks(),
               "label": labels.combine_chunks()}
     for c in st.ROW_COLUMNS:
-        arrays[c] = pa.array(rows[c].to_numpy(), STATS_SCHEMA.field(c).type)
+        arrays[c] = pa.array(rows[c], STATS_SCHEMA.field(c).type)
     keys = words.column("label").to_pylist()  # "split\x1flabel"
     m = len(keys)
     out = [_stats_table(arrays, n)]

@@ -35,7 +35,7 @@ STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
 TMP_NAME = "_tmp-splits"
 WORK_NAME = "_tmp-splits-work"
-CHART_COST = 20_000  # drawing the chart (importing matplotlib) costs about what 20,000 rows do in round 6
+CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
 
 def _ratios(text: str) -> str:
@@ -168,13 +168,9 @@ def _keep_task(plan: dict):
 def _rows_task(plan: dict):
     """Round 6: a unit range's kept rows go to the Arrow files of their output files and
     their card statistics (`batches.unit_statistics`) to a scratch file per split; a keys
-    bucket gives the document and hypothesis leakage and the documents per corpus; the
-    chart task draws the class distribution (pairs per split and label, known from the
-    quotas) into the output folder."""
+    bucket gives the document and hypothesis leakage and the documents per corpus."""
     def fn(task) -> dict:
         kind, i = task
-        if kind == "chart":  # drawn here, beside the rows, not after them in the driver
-            return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
         if kind == "keys":
             keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
             docs = pc.equal(keys.column("kind"), "documents")
@@ -202,9 +198,12 @@ def _rows_task(plan: dict):
 def _files_task(plan: dict):
     """Round 7: an output file merged from its Arrow files (sorted by `pair_id`) and written
     as Parquet; or a split's card aggregates (`batches.split_aggregates`) and top PMI words
-    (`batches.split_pmi`)."""
+    (`batches.split_pmi`); or the chart of the class distribution (pairs per split and
+    label, known from the quotas) drawn into the output folder."""
     def fn(task) -> dict:
         kind, split, bucket = task
+        if kind == "chart":  # drawn here, beside the files, not after them in the driver
+            return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
@@ -307,13 +306,13 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
             plan["chart"][split][label] = plan["chart"][split].get(label, 0) + min(quota, counts[(split, corpus, label)])
-    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets]
-                + [("chart", 0)],
-                rows_of + [0.1 * sum(sizes.values()) / len(buckets)] * len(buckets) + [CHART_COST]) if kept else []
+    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets],
+                rows_of + [0.1 * sum(sizes.values()) / len(buckets)] * len(buckets)) if kept else []
     # 7. the output files; the card's aggregates and PMI counts per split.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
-    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files,
-               [float(sizes[s]) for s in sp.SPLITS if sizes[s]] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files])
+    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files + [("chart", "", 0)],
+               [float(sizes[s]) for s in sp.SPLITS if sizes[s]] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
+               + [CHART_COST])
 
     corpora_stats: dict = {}
     markers: dict = {}
@@ -339,15 +338,16 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
-            "written": [r for r in last if "path" in r], "chart": any("chart" in r for r in keyed)}
+            "written": [r for r in last if "path" in r], "chart": any("chart" in r for r in last)}
 
 
 def _unit_ranges(units: list, n: int) -> list[int]:
-    """Range number of each unit: `n` contiguous ranges of about equal rows."""
+    """Range number of each unit: `n` contiguous ranges of about equal rows (a unit goes to
+    the range its middle row falls in)."""
     total = sum(u["rows"] for u in units) or 1
     out, seen = [], 0
     for u in units:
-        out.append(min(n - 1, seen * n // total))
+        out.append(min(n - 1, (2 * seen + u["rows"]) * n // (2 * total)))
         seen += u["rows"]
     return out
 

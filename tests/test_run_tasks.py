@@ -24,3 +24,15 @@ def test_run_tasks_returns_results_in_task_order_however_tasks_are_grouped(spark
     assert run_tasks(spark, fn, tasks, spread=True) == want
     assert run_tasks(spark, fn, tasks, costs=costs) == want
     assert run_tasks(spark, fn, [], costs=[]) == []
+
+
+def test_packed_rounds_share_one_prepared_frame_and_each_runs_its_own_function(spark):
+    """Packed rounds run through one DataFrame per task count (planned once); each job
+    carries its own function and tasks, and the local property is cleared afterwards."""
+    from extractor.spark import session
+
+    first = run_tasks(spark, lambda t: {"v": t + 1}, [1, 2, 3], costs=[1.0, 1.0, 1.0])
+    second = run_tasks(spark, lambda t: {"v": t * 10}, [1, 2, 3], costs=[1.0, 1.0, 1.0])
+    assert first == [{"v": 2}, {"v": 3}, {"v": 4}] and second == [{"v": 10}, {"v": 20}, {"v": 30}]
+    frames = session._PREPARED[spark.sparkContext]
+    assert len(frames) == 1 and spark.sparkContext.getLocalProperty(session.ROUND_PROPERTY) is None

@@ -56,19 +56,70 @@ def pack(costs: list[float], slots: int) -> list[list[int]]:
     return groups
 
 
+ROUND_PROPERTY = "nli.round"  # Spark local property: the pickled (fn, tasks, groups) of a packed round
+_PREPARED: "weakref.WeakKeyDictionary" = None  # SparkContext -> {Spark tasks: prepared DataFrame}
+
+
+def _run_packed_round(batches):
+    """The Python task of a packed round: its groups' tasks, read from the job's local
+    property (`run_tasks` with ``costs``). One module-level function for every round, so
+    one DataFrame per task count serves them all and Spark plans it once."""
+    import base64
+    import json
+    import pickle
+
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    fn, tasks, groups = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(ROUND_PROPERTY)))
+    for batch in batches:
+        for g in batch.column(0).to_pylist():
+            for i in groups[g]:
+                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([json.dumps(fn(tasks[i]))],
+                                                                                      pa.string())],
+                                                 names=["i", "result"])
+
+
+def _prepared(spark, n: int):
+    """The DataFrame of `n` packed-round Spark tasks, built once per session: collecting
+    it again reuses its plan (about 0.04 CPU-s and 0.03 s less per job, measured)."""
+    import weakref
+
+    global _PREPARED
+    if _PREPARED is None:
+        _PREPARED = weakref.WeakKeyDictionary()
+    frames = _PREPARED.setdefault(spark.sparkContext, {})
+    if n not in frames:
+        frames[n] = spark.range(0, n, 1, n).mapInArrow(_run_packed_round, "i long, result string")
+    return frames[n]
+
+
 def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] | None = None) -> list:
     """One Spark job of Python tasks: ``fn(task)`` for every task (a small JSON-able result
     each), the results in task order. Tasks run in contiguous ranges, about two per core
     (`over_ids`); one Spark task each with ``spread`` (few tasks of unequal cost); or, given
     each task's estimated ``costs``, in one Spark task per core, packed to equal cost
     (`pack`: a Spark task costs about 35 ms of CPU and 55 ms of wall time on a local
-    master, more than many small tasks). The stages exchange their rows through scratch
-    files (`extractor.scratch`), not Spark."""
+    master, more than many small tasks), the round handed to the tasks as a local property
+    of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
+    exchange their rows through scratch files (`extractor.scratch`), not Spark."""
     import json
 
     if not tasks:
         return []
-    groups = pack(costs, spark.sparkContext.defaultParallelism) if costs is not None else None
+    if costs is not None:
+        import base64
+
+        from pyspark import cloudpickle
+
+        groups = pack(costs, spark.sparkContext.defaultParallelism)
+        sc = spark.sparkContext
+        sc.setLocalProperty(ROUND_PROPERTY, base64.b64encode(cloudpickle.dumps((fn, tasks, groups))).decode("ascii"))
+        try:
+            rows = _prepared(spark, len(groups)).collect()
+        finally:
+            sc.setLocalProperty(ROUND_PROPERTY, None)
+        return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
 
     def run(batches):
         import json as _json
@@ -76,16 +127,12 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
         import pyarrow as pa
 
         for batch in batches:
-            for g in batch.column(0).to_pylist():
-                for i in (groups[g] if groups is not None else [g]):
-                    yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
-                                                      pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
-                                                     names=["i", "result"])
+            for i in batch.column(0).to_pylist():
+                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
+                                                  pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
+                                                 names=["i", "result"])
 
-    if groups is not None:
-        ids = spark.range(0, len(groups), 1, len(groups))
-    else:
-        ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
+    ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
     rows = ids.mapInArrow(run, "i long, result string").collect()
     return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
 

@@ -32,7 +32,8 @@ def test_packed_rounds_share_one_prepared_frame_and_each_runs_its_own_function(s
     from extractor.spark import session
 
     first = run_tasks(spark, lambda t: {"v": t + 1}, [1, 2, 3], costs=[1.0, 1.0, 1.0])
+    frame = session._PREPARED[spark.sparkContext][2]  # two cores: two Spark tasks
     second = run_tasks(spark, lambda t: {"v": t * 10}, [1, 2, 3], costs=[1.0, 1.0, 1.0])
     assert first == [{"v": 2}, {"v": 3}, {"v": 4}] and second == [{"v": 10}, {"v": 20}, {"v": 30}]
-    frames = session._PREPARED[spark.sparkContext]
-    assert len(frames) == 1 and spark.sparkContext.getLocalProperty(session.ROUND_PROPERTY) is None
+    assert session._PREPARED[spark.sparkContext][2] is frame
+    assert spark.sparkContext.getLocalProperty(session.ROUND_PROPERTY) is None

@@ -130,13 +130,26 @@ def zlib_bucket(key: bytes) -> int:
 
 def test_other_keys_are_distinct_and_count_documents_per_corpus():
     kept = pa.table({"doc_id": ["a", "a", "b", "c"], "_hkey": [b"h1", b"h1", b"h2", b"h1"],
+                     "_pkey": [b"p1", b"p2", b"p2", b"p3"], "_skey": [b"s1", b"s2", b"s2", b"s1"],
                      "_split": ["train", "train", "train", "test"], "corpus": ["wiki", "wiki", "wiki", "news"]})
     keys = dc.other_keys(kept)
-    assert keys.num_rows == 3 + 3  # hypotheses h1 train, h2 train, h1 test; documents a, b, c
+    kinds = keys.column("kind").to_pylist()
+    # hypotheses h1 train, h2 train, h1 test; documents a, b, c: distinct; pair keys one per row
+    assert [kinds.count(k) for k in ("hypotheses", "documents", "pairs", "sentence_pairs")] == [3, 3, 4, 4]
     assert dc.documents_per_corpus(keys) == [["test", "news", 1], ["train", "wiki", 2]]
-    # the keys of one bucket come from many buckets of rows: a document counts once
+    # the keys of one bucket come from many ranges of rows: a document counts once
     twice = pa.concat_tables([keys, dc.other_keys(kept.slice(0, 1))])
     assert dc.documents_per_corpus(twice) == [["test", "news", 1], ["train", "wiki", 2]]
+    # leakage from the keys, as the last round counts it: s1 is in train and test, h1 too,
+    # p2 twice in train (a repeated pair), s2 twice in train
+    rows = []
+    for kind in dc.LEAKAGE_KINDS:
+        part = keys.filter(pa.compute.equal(keys.column("kind"), kind))
+        rows += dc.leakage_counts(kind, part.column("key"), part.column("split"))
+    leakage, duplicates = dc.leakage_report(rows)
+    assert leakage["checks"] == {"documents_in_two_splits": 0, "pairs_in_two_splits": 0,
+                                 "sentence_pairs_in_two_splits": 1, "hypotheses_in_two_splits": 1}
+    assert duplicates["train"] == {"pairs": 1, "sentence_pairs": 1} and duplicates["test"]["pairs"] == 0
 
 
 def test_split_pmi_sums_units_and_leaves_out_rare_words():

@@ -121,89 +121,84 @@ def _assign_task(plan: dict):
 
 
 def _rank_task(plan: dict):
-    """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`,
-    the rows kept so far written back with their split, and their histograms."""
+    """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
+    the rows kept so far, with their split, written to the folder of their unit range;
+    their histograms."""
     def fn(b: int) -> dict:
         rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
         assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
         ranked = dc.rank_identical(rows, assigned)
         kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
-        scratch.write_arrow(kept, fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
+        where = pa.array(plan["range_of"], pa.int64()).take(kept.column("_unit")).to_numpy()
+        for r, part in scratch.split_by(kept, where).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow"))
         return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
     return fn
-
-
-def _ranked(plan: dict, b: int):
-    return scratch.read_one(fs.join(plan["work"], "ranked", f"bucket-{b:05d}.arrow"))
 
 
 def _boundary_task(plan: dict):
     """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
     def fn(b: int) -> dict:
-        return {"rows": dc.boundary_rows(_ranked(plan, b), plan["cuts"])}
-    return fn
-
-
-def _keep_task(plan: dict):
-    """Round 5, per bucket: the rows within their quota; writes their (unit, row, split) to
-    the folder of their unit range and their document and hypothesis keys to the folder
-    of the keys' buckets; returns the figures and the pair and sentence-pair leakage."""
-    def fn(b: int) -> dict:
-        kept = dc.within_quota(_ranked(plan, b), plan["cuts"], plan["last"])
-        where = pa.array(plan["range_of"]).take(kept.column("_unit"))
-        for r, part in scratch.split_by(kept, where.to_numpy()).items():
-            scratch.write_arrow(part.select(list(dc.KEPT_SCHEMA.names)).cast(dc.KEPT_SCHEMA),
-                           fs.join(scratch.folder(plan["work"], "kept", r), f"bucket-{b:05d}.arrow"))
-        keys = dc.other_keys(kept)
-        for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"bucket-{b:05d}.arrow"))
-        return {"corpora": dc.tally(kept, ["_split", "corpus"]),
-                "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
-                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
-                "leakage": [*dc.leakage_counts("pairs", kept.column("_pkey"), kept.column("_split")),
-                            *dc.leakage_counts("sentence_pairs", kept.column("_skey"), kept.column("_split"))]}
+        parts = [fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow")
+                 for r in range(plan["n_ranges"])]
+        tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
+        return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan["cuts"])]}
     return fn
 
 
 def _rows_task(plan: dict):
-    """Round 6: a unit range's kept rows go to the Arrow files of their output files and
-    their card statistics (`batches.unit_statistics`) to a scratch file per split; a keys
-    bucket gives the document and hypothesis leakage and the documents per corpus."""
-    def fn(task) -> dict:
-        kind, i = task
-        if kind == "keys":
-            keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", i), dc.KEYS_SCHEMA)
-            docs = pc.equal(keys.column("kind"), "documents")
-            out = []
-            for kind_name, sel in (("documents", docs), ("hypotheses", pc.invert(docs))):
-                part = keys.filter(sel)
-                out += dc.leakage_counts(kind_name, part.column("key"), part.column("split"))
-            return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
-        kept = scratch.read_arrow(scratch.folder(plan["work"], "kept", i), dc.KEPT_SCHEMA)
-        units = kept.column("_unit").to_numpy()
+    """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
+    over its rows from every bucket); their document, hypothesis, pair and sentence-pair
+    keys to the folders of the keys' buckets; their texts to the Arrow files of their
+    output files and their card statistics (`batches.unit_statistics`) to a scratch file
+    per split. Returns the figures."""
+    def fn(r: int) -> dict:
+        folder = scratch.folder(plan["work"], "ranked", r)
+        if not fs.exists(folder):
+            return {"rows": 0, "corpora": [], "markers": [], "sources": []}
+        kept = dc.within_quota(scratch.read_arrow(folder, None), plan["cuts"], plan["last"])
+        keys = dc.other_keys(kept)
+        for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"range-{r:05d}.arrow"))
         n = 0
-        for u, part in scratch.split_by(kept, units).items():
+        for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
             table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_numpy(),
                                  part.column("_split"))
             bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
             stats = bt.unit_statistics(table)
             for split in sorted(set(stats.column("split").to_pylist())):
                 scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
-                               fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
+                                    fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
             n += table.num_rows
-        return {"rows": n}
+        return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
+                "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
+                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"])}
     return fn
 
 
+def _keys_result(plan: dict, k: int) -> dict:
+    """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
+    documents per corpus."""
+    keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", k), dc.KEYS_SCHEMA)
+    out = []
+    for kind in dc.LEAKAGE_KINDS:
+        part = keys.filter(pc.equal(keys.column("kind"), kind))
+        out += dc.leakage_counts(kind, part.column("key"), part.column("split"))
+    return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
+
+
 def _files_task(plan: dict):
-    """Round 7: an output file merged from its Arrow files (sorted by `pair_id`) and written
+    """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
     as Parquet; or a split's card aggregates (`batches.split_aggregates`) and top PMI words
-    (`batches.split_pmi`); or the chart of the class distribution (pairs per split and
-    label, known from the quotas) drawn into the output folder."""
+    (`batches.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the chart of the
+    class distribution (pairs per split and label, known from the quotas) drawn into the
+    output folder."""
     def fn(task) -> dict:
         kind, split, bucket = task
         if kind == "chart":  # drawn here, beside the files, not after them in the driver
             return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
+        if kind == "keys":
+            return _keys_result(plan, bucket)
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
@@ -240,9 +235,9 @@ def run(ctx) -> None:
 
 
 def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int, slots: int) -> dict:
-    """Rounds 1-7 of the stage (docs/splits.md) with ``run(fn, tasks, costs)`` running a
+    """Rounds 1-6 of the stage (docs/splits.md) with ``run(fn, tasks, costs)`` running a
     round's tasks (each task's estimated cost: `session.run_tasks` packs them into one Spark
-    task per core) (Spark tasks in the stage, a loop in `extractor.splits.plain`) and
+    task per core; a loop in `extractor.splits.plain`) and
     returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
     bucket count, scratch folder (`work`) and output folder (`target`). Returns what the
     card and stats need (drops, documents, counts, quotas, sizes, figures, leakage, blocks,
@@ -268,8 +263,11 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
             documents[split] = documents.get(split, 0) + count
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
-    #    (split, corpus, label) the quotas come from, and their histograms.
+    #    (split, corpus, label) the quotas come from, and their histograms. The rows left are
+    #    written per range of units, the way round 5 reads them.
     buckets = list(range(plan["buckets"]))
+    plan["n_ranges"] = n_ranges = max(1, min(len(plan["units"]), 2 * slots))
+    plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
     even = [1.0] * len(buckets)
     ranked = run(_rank_task(plan), buckets, even) if found else []
     counts: dict = {}
@@ -295,24 +293,22 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     for (split, corpus, label), quota in quotas.items():
         sizes[split] += min(quota, counts.get((split, corpus, label), 0))
     plan["n_files"] = {s: bt.files_per_split(sizes[s], files_per_table) for s in sp.SPLITS}
-    n_ranges = max(1, min(len(plan["units"]), 2 * slots))
-    plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
-
-    # 5. the kept rows; figures; pair and sentence-pair leakage.
-    kept = run(_keep_task(plan), buckets, even) if any(sizes.values()) else []
-    # 6. the rows of the kept pairs and their statistics; document and hypothesis leakage.
-    rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
     plan["chart"] = {s: {} for s in sp.SPLITS}
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
             plan["chart"][split][label] = plan["chart"][split].get(label, 0) + min(quota, counts[(split, corpus, label)])
-    keyed = run(_rows_task(plan), [("rows", r) for r in range(n_ranges)] + [("keys", k) for k in buckets],
-                rows_of + [0.1 * sum(sizes.values()) / len(buckets)] * len(buckets)) if kept else []
-    # 7. the output files; the card's aggregates and PMI counts per split.
+
+    # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
+    rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
+    kept = run(_rows_task(plan), list(range(n_ranges)), rows_of) if any(sizes.values()) else []
+    # 6. the output files; the card's aggregates and PMI words per split; the leakage of
+    #    every kind of key and the documents per corpus; the chart.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
-    last = run(_files_task(plan), [("statistics", s, 0) for s in sp.SPLITS if sizes[s]] + files + [("chart", "", 0)],
-               [float(sizes[s]) for s in sp.SPLITS if sizes[s]] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
-               + [CHART_COST])
+    stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
+    keys_tasks = [("keys", "", k) for k in buckets] if kept else []
+    last = run(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
+               [float(sizes[s]) for _, s, _ in stats_tasks] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
+               + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [CHART_COST])
 
     corpora_stats: dict = {}
     markers: dict = {}
@@ -326,10 +322,10 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
         for split, source, count in r["sources"]:
             if "source" in columns:
                 sources[f"{split}|{source}"] = sources.get(f"{split}|{source}", 0) + count
-    for r in keyed:
+    for r in last:
         for split, corpus, count in r.get("documents", []):
             corpora_stats[f"{split}|{corpus}"]["documents"] += count
-    leakage, duplicates = dc.leakage_report([row for r in kept + keyed for row in r.get("leakage", [])])
+    leakage, duplicates = dc.leakage_report([row for r in last for row in r.get("leakage", [])])
     aggregates = [a for r in last for a in r.get("aggregates", [])]
     pmi = {split: top for r in last for split, top in r.get("pmi", {}).items()}
     kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}

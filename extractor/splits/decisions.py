@@ -216,7 +216,7 @@ def thresholds(rows: list[list], cuts: dict) -> dict[tuple, list]:
 
 
 def within_quota(kept: pa.Table, cuts: dict, last: dict) -> pa.Table:
-    """The rows of `kept` (one bucket, `_why` null) that their group's quota takes."""
+    """The rows of `kept` (ranked rows, `_why` null; any subset) that their group's quota takes."""
     if not kept.num_rows:
         return kept
     number, groups, cut, _ = _group_cut(kept, cuts)
@@ -277,15 +277,20 @@ def leakage_report(rows: list[list]) -> tuple[dict, dict]:
 
 
 def other_keys(kept: pa.Table) -> pa.Table:
-    """The document and hypothesis keys of a bucket's kept rows, one row per distinct
-    (kind, key, split, corpus) (`KEYS_SCHEMA`): they are grouped in other buckets."""
+    """The keys of kept rows (`KEYS_SCHEMA`), to be grouped in buckets of keys: documents
+    and hypotheses one row per distinct (kind, key, split, corpus); pairs and sentence
+    pairs one row per kept row (no corpus), so that repeats within a split count."""
     docs = pa.table({"kind": pa.array(["documents"] * kept.num_rows, pa.string()),
                      "key": pc.cast(kept.column("doc_id"), pa.binary()), "split": kept.column("_split"),
                      "corpus": kept.column("corpus")})
     hyps = pa.table({"kind": pa.array(["hypotheses"] * kept.num_rows, pa.string()), "key": kept.column("_hkey"),
                      "split": kept.column("_split"), "corpus": kept.column("corpus")})
     both = pa.concat_tables([docs, hyps]).group_by(list(KEYS_SCHEMA.names), use_threads=False).aggregate([])
-    return both.select(list(KEYS_SCHEMA.names)).cast(KEYS_SCHEMA)
+    pairs = [pa.table({"kind": pa.array([kind] * kept.num_rows, pa.string()), "key": kept.column(col),
+                       "split": kept.column("_split"), "corpus": pa.nulls(kept.num_rows, pa.string())})
+             for kind, col in (("pairs", "_pkey"), ("sentence_pairs", "_skey"))]
+    return pa.concat_tables([both.select(list(KEYS_SCHEMA.names)).cast(KEYS_SCHEMA),
+                             *(p.cast(KEYS_SCHEMA) for p in pairs)])
 
 
 def other_key_buckets(keys: pa.Table, n: int) -> np.ndarray:

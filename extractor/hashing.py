@@ -10,6 +10,22 @@ def stable_hash(*parts: object, seed: int = 0) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
+def stable_hashes(values, seed: int = 0):
+    """`stable_hash(value, seed=seed)` of every value of a list or Arrow array of strings
+    (None hashes as "None"), as a numpy int64 array: one blake2b call per value, the
+    integers made by numpy."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    prefix = f"{seed}\x1f".encode("utf-8")
+    digest = hashlib.blake2b
+    values = pc.fill_null(pa.array(values, pa.string()) if not isinstance(values, (pa.Array, pa.ChunkedArray))
+                          else values.cast(pa.string()), "None")
+    joined = b"".join([digest(prefix + v, digest_size=8).digest() for v in values.cast(pa.large_binary()).to_pylist()])
+    return (np.frombuffer(joined, dtype=">u8") >> np.uint64(1)).astype(np.int64)
+
+
 def stable_unit(*parts: object, seed: int = 0) -> float:
     """A number in [0, 1) from the parts and the seed."""
     return stable_hash(*parts, seed=seed) / float(1 << 63)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from extractor.hashing import stable_hash
+from extractor.hashing import stable_hashes
 
 SPLITS = ("train", "validation", "test")
 EVAL_SPLITS = ("validation", "test")
@@ -88,7 +88,7 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
                              "split": pd.Series(dtype=str)})
     count_cols = sorted(c for c in docs.columns if c.startswith("n_"))
     docs = docs.copy()
-    docs["_h"] = [stable_hash(d, seed=seed) for d in docs["doc_id"]]
+    docs["_h"] = stable_hashes([str(d) for d in docs["doc_id"]], seed=seed)
     docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
     matrix = docs[count_cols].fillna(0).to_numpy(dtype="float64")
     label_totals = matrix.sum(axis=0)
@@ -109,15 +109,17 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
             out.append("test")
             continue
         best, best_score = open_splits[0], None
-        holds = any(row)
+        held = [l for l, c in enumerate(row) if c]  # the zero terms add nothing to a score
         for s in open_splits:
-            if holds:
-                score = sum(row[l] * (targets[s][l] - assigned[s][l]) * scale[l] for l in range(len(row)))
+            if held:
+                target, done, score = targets[s], assigned[s], 0.0
+                for l in held:
+                    score += row[l] * (target[l] - done[l]) * scale[l]
             else:  # a document that only lends a sentence: balance document counts
                 score = (doc_targets[s] - assigned_docs[s]) / max(len(docs), 1)
             if best_score is None or score > best_score + 1e-12:
                 best, best_score = s, score
-        for l in range(len(row)):
+        for l in held:
             assigned[best][l] += row[l]
         assigned_docs[best] += 1
         out.append(SPLITS[best])

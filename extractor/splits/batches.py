@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import scratch
 from extractor import statistics as st
+from extractor.hashing import stable_hashes
 from extractor.output import partition_values, plain_schema
 
 SUMMARY_SCHEMA = pa.schema([
@@ -132,14 +133,6 @@ def _binary(rows: np.ndarray) -> pa.Array:
     return fixed.cast(pa.binary())
 
 
-def _hash_order(pair_ids: pa.Array, seed: int) -> pa.Array:
-    """`stable_hash(pair_id, seed=seed)` of every pair."""
-    prefix = f"{seed}\x1f".encode("utf-8")
-    digest = hashlib.blake2b
-    joined = b"".join([digest(prefix + p, digest_size=8).digest() for p in pair_ids.cast(pa.large_binary()).to_pylist()])
-    return pa.array((np.frombuffer(joined, dtype=">u8") >> np.uint64(1)).astype(np.int64))
-
-
 def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) -> pa.Table:
     """One slim row per pair (`SUMMARY_SCHEMA`): `_h` the hash order of the pair
     (`stable_hash(pair_id, seed)`); `_hkey` the hypothesis (`statistics.fold_text`: case
@@ -170,7 +163,7 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
         "_unit": pa.array(np.full(n, unit, dtype=np.int32)), "_row": pa.array(np.arange(n, dtype=np.int32)),
         "pair_id": pair_ids, "corpus": corpus, "doc_id": col("doc_id"), "_pdoc": _ref_docs(table, "premise_ref"),
         "_hdoc": _ref_docs(table, "hypothesis_ref"), "label": col("label"), "marker": col("marker"),
-        "source": col("source"), "_test_only": test, "_reject": reject, "_h": _hash_order(pair_ids, seed),
+        "source": col("source"), "_test_only": test, "_reject": reject, "_h": pa.array(stable_hashes(pair_ids, seed)),
         "_pkey": _binary(np.hstack([dp, dh])),
         "_skey": _binary(np.where(hyp_first[:, None], np.hstack([dh, dp]), np.hstack([dp, dh]))),
         "_hkey": _binary(dh),

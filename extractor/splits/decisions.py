@@ -75,14 +75,32 @@ def document_weights(rows: pa.Table) -> pa.Table:
 def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Table:
     """Every document of one corpus (its `document_weights` rows from all units) -> its
     split (`ASSIGNED_SCHEMA`), by `assign.assign_documents`."""
-    if not weights.num_rows:
+    import pandas as pd
+
+    keyed = weights.filter(pc.and_(pc.is_valid(weights.column("corpus")), pc.is_valid(weights.column("doc_id"))))
+    labelled = keyed.filter(pc.is_valid(keyed.column("label")))
+    if not labelled.num_rows:  # only documents whose pairs have a label are assigned
         return ASSIGNED_SCHEMA.empty_table()
-    frame = weights.to_pandas()
-    docs = frame.pivot_table(index=["corpus", "doc_id"], columns="label", values="w", aggfunc="sum", fill_value=0)
-    docs = docs.reindex(columns=labels, fill_value=0)
-    docs.columns = [f"n_{i:03d}" for i in range(len(labels))]
-    docs["test_only"] = frame.groupby(["corpus", "doc_id"])["test_only"].max()
-    out = sp.assign_documents(docs.reset_index(), ratios, seed)
+    # one row per (corpus, document): its pairs per label (labels not in `labels` count 0)
+    sums = labelled.group_by(["corpus", "doc_id", "label"], use_threads=False).aggregate([("w", "sum")])
+    docs = sums.group_by(["corpus", "doc_id"], use_threads=False).aggregate([]).sort_by([("corpus", "ascending"),
+                                                                                         ("doc_id", "ascending")])
+    key = pc.binary_join_element_wise(docs.column("corpus"), docs.column("doc_id"), "\x1f")
+    row = pc.index_in(pc.binary_join_element_wise(sums.column("corpus"), sums.column("doc_id"), "\x1f"),
+                      value_set=key).to_numpy()
+    col = pc.index_in(sums.column("label"), value_set=pa.array(labels, pa.string()))
+    known = col.is_valid().to_numpy(zero_copy_only=False)
+    matrix = np.zeros((docs.num_rows, len(labels)), dtype=np.int64)
+    np.add.at(matrix, (row[known], col.drop_null().to_numpy()), sums.column("w_sum").to_numpy()[known])
+    flags = keyed.group_by(["corpus", "doc_id"], use_threads=False).aggregate([("test_only", "max")])
+    at = pc.index_in(pc.binary_join_element_wise(flags.column("corpus"), flags.column("doc_id"), "\x1f"),
+                     value_set=key)
+    test_only = np.zeros(docs.num_rows, dtype=bool)
+    found = at.is_valid().to_numpy(zero_copy_only=False)
+    test_only[at.drop_null().to_numpy()] = flags.column("test_only_max").to_numpy(zero_copy_only=False)[found]
+    frame = pd.DataFrame({"corpus": docs.column("corpus").to_pylist(), "doc_id": docs.column("doc_id").to_pylist(),
+                          **{f"n_{i:03d}": matrix[:, i] for i in range(len(labels))}, "test_only": test_only})
+    out = sp.assign_documents(frame, ratios, seed)
     return pa.Table.from_pandas(out, schema=ASSIGNED_SCHEMA, preserve_index=False)
 
 

@@ -3,7 +3,7 @@
 Thin Spark code around pure functions: `extractor.splits.batches` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
 `extractor.splits.assign` (assignment, quotas) and `extractor.statistics` (every number of
-the card). Spark schedules seven rounds of Python tasks (docs/splits.md); between rounds
+the card). Spark schedules the rounds of Python tasks (docs/splits.md); between rounds
 the tasks exchange scratch files (Arrow) under `_tmp-splits-work/`, cut into buckets by a
 hash of the key they are grouped by, and only small aggregates reach the driver, which
 turns them into the next round's decisions. No text crosses a shuffle, and there is no
@@ -221,9 +221,10 @@ def _test_only_corpora(ctx) -> set[str]:
 
 
 def run(ctx) -> None:
-    """Stage entry point: seven rounds of Python tasks (docs/splits.md). The slim rows are
-    cut into about one bucket per 100,000 pairs (never more than the session's
-    `spark.sql.shuffle.partitions`, never fewer than the cores); results do not depend on it."""
+    """Stage entry point: six rounds, five of them Spark jobs of Python tasks (docs/splits.md).
+    The slim rows are cut into about one bucket per 100,000 pairs (never more than the
+    session's `spark.sql.shuffle.partitions`, never fewer than the cores); results do not
+    depend on it."""
     spark = ctx.spark
     path = ctx.table_path("pairs")
     if not fs.exists(path):

@@ -1,4 +1,4 @@
-"""Stage 3 in one plain Python process (no Spark): the stage's seven rounds
+"""Stage 3 in one plain Python process (no Spark): the stage's six rounds
 (`extractor.spark.splits_stage.rounds`) with each round's tasks run one after another in
 this process, over the same Parquet files and scratch files in a temporary folder. For the
 engine-overhead benchmark (benchmarks/splits_throughput.py): Spark's CPU against the CPU of

@@ -192,10 +192,15 @@ def _files_task(plan: dict):
     as Parquet; or a split's card aggregates (`batches.split_aggregates`) and top PMI words
     (`batches.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the chart of the
     class distribution (pairs per split and label, known from the quotas) drawn into the
-    output folder."""
+    output folder, where the executors have matplotlib (a cluster's packed environment
+    leaves it out: then the driver draws it after the round, the same file)."""
     def fn(task) -> dict:
         kind, split, bucket = task
         if kind == "chart":  # drawn here, beside the files, not after them in the driver
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:  # a cluster's packed environment leaves it out: the driver draws
+                return {"chart": None}
             return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
         if kind == "keys":
             return _keys_result(plan, bucket)
@@ -335,7 +340,7 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
-            "written": [r for r in last if "path" in r], "chart": any("chart" in r for r in last)}
+            "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last)}
 
 
 def _unit_ranges(units: list, n: int) -> list[int]:

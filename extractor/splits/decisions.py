@@ -312,8 +312,14 @@ def other_keys(kept: pa.Table) -> pa.Table:
 
 
 def other_key_buckets(keys: pa.Table, n: int) -> np.ndarray:
-    """Bucket of each `other_keys` row among `n`: a hash of the key."""
-    return np.array([zlib.crc32(k) % n for k in keys.column("key").to_pylist()], dtype=np.int64)
+    """Bucket of each `other_keys` row among `n`: a hash of the key (a document id's crc32;
+    the first four bytes of the other kinds, which are digests)."""
+    docs = pc.equal(keys.column("kind"), "documents").to_numpy(zero_copy_only=False)
+    out = np.empty(keys.num_rows, dtype=np.int64)
+    key = keys.column("key")
+    out[docs] = [zlib.crc32(k) % n for k in key.filter(pa.array(docs)).to_pylist()]
+    out[~docs] = key_buckets(key.filter(pa.array(~docs)), n)
+    return out
 
 
 def documents_per_corpus(keys: pa.Table) -> list[list]:

@@ -10,20 +10,27 @@ def stable_hash(*parts: object, seed: int = 0) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
-def stable_hashes(values, seed: int = 0):
-    """`stable_hash(value, seed=seed)` of every value of a list or Arrow array of strings
-    (None hashes as "None"), as a numpy int64 array: one blake2b call per value, the
-    integers made by numpy."""
+def digests(texts, size: int, prefix: bytes = b""):
+    """blake2b (`size` bytes) of `prefix` + each text's UTF-8, for a list or Arrow array of
+    strings (None as "None"), as an (n, size) uint8 numpy array: one call per text."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    prefix = f"{seed}\x1f".encode("utf-8")
+    texts = texts.cast(pa.string()) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
+    values = pc.fill_null(texts, "None").cast(pa.large_binary()).to_pylist()
     digest = hashlib.blake2b
-    values = pc.fill_null(pa.array(values, pa.string()) if not isinstance(values, (pa.Array, pa.ChunkedArray))
-                          else values.cast(pa.string()), "None")
-    joined = b"".join([digest(prefix + v, digest_size=8).digest() for v in values.cast(pa.large_binary()).to_pylist()])
-    return (np.frombuffer(joined, dtype=">u8") >> np.uint64(1)).astype(np.int64)
+    joined = b"".join([digest(prefix + v, digest_size=size).digest() for v in values])
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(values), size)
+
+
+def stable_hashes(values, seed: int = 0):
+    """`stable_hash(value, seed=seed)` of every value of a list or Arrow array of strings
+    (None hashes as "None"), as a numpy int64 array."""
+    import numpy as np
+
+    raw = digests(values, 8, f"{seed}\x1f".encode("utf-8"))
+    return (raw.view(">u8").ravel() >> np.uint64(1)).astype(np.int64)
 
 
 def stable_unit(*parts: object, seed: int = 0) -> float:

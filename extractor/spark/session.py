@@ -65,19 +65,25 @@ def _run_packed_round(batches):
     property (`run_tasks` with ``costs``). One module-level function for every round, so
     one DataFrame per task count serves them all and Spark plans it once."""
     import base64
-    import json
     import pickle
 
-    import pyarrow as pa
     from pyspark import TaskContext
 
     fn, tasks, groups = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(ROUND_PROPERTY)))
     for batch in batches:
         for g in batch.column(0).to_pylist():
             for i in groups[g]:
-                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([json.dumps(fn(tasks[i]))],
-                                                                                      pa.string())],
-                                                 names=["i", "result"])
+                yield _result(i, fn(tasks[i]))
+
+
+def _result(i: int, result):
+    """A task's result as the one-row batch `run_tasks` collects."""
+    import json
+
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([json.dumps(result)], pa.string())],
+                                      names=["i", "result"])
 
 
 def _prepared(spark, n: int):
@@ -122,15 +128,9 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
         return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
 
     def run(batches):
-        import json as _json
-
-        import pyarrow as pa
-
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield pa.RecordBatch.from_arrays([pa.array([i], pa.int64()),
-                                                  pa.array([_json.dumps(fn(tasks[i]))], pa.string())],
-                                                 names=["i", "result"])
+                yield _result(i, fn(tasks[i]))
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
     rows = ids.mapInArrow(run, "i long, result string").collect()

@@ -15,7 +15,6 @@ touches the texts of the pairs table only here, in three steps:
 """
 from __future__ import annotations
 
-import hashlib
 import zlib
 
 import numpy as np
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import scratch
 from extractor import statistics as st
+from extractor.hashing import digests as hash_texts
 from extractor.hashing import stable_hashes
 from extractor.output import partition_values, plain_schema
 
@@ -119,13 +119,6 @@ def _ref_docs(table: pa.Table, ref: str) -> pa.Array:
     return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(values), 0), False), values, own)
 
 
-def _digests(texts: pa.Array) -> np.ndarray:
-    """16 bytes of blake2b of each text's UTF-8, as an (n, 16) uint8 array."""
-    digest = hashlib.blake2b
-    joined = b"".join([digest(t, digest_size=16).digest() for t in texts.cast(pa.large_binary()).to_pylist()])
-    return np.frombuffer(joined, dtype=np.uint8).reshape(len(texts), 16)
-
-
 def _binary(rows: np.ndarray) -> pa.Array:
     """Rows of a 2-d uint8 array as a binary array."""
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(rows.shape[1]), len(rows),
@@ -144,7 +137,7 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
     pair_ids = pc.fill_null(table.column("pair_id").cast(pa.string()).combine_chunks(), "None")  # str(None)
     folded = st.fold_texts(pa.chunked_array([table.column("premise").cast(pa.large_string()),
                                              table.column("hypothesis").cast(pa.large_string())]))
-    digests = _digests(folded)
+    digests = hash_texts(folded, 16)  # the texts never hold None: fold_texts gives ""
     dp, dh = digests[:n], digests[n:]
     hyp_first = _hyp_first(dp, dh)
     corpus = table.column("corpus").cast(pa.string())

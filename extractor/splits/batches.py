@@ -207,8 +207,9 @@ def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int
     buckets = file_buckets(kept.column("pair_id").combine_chunks(), per_row)
     written = []
     data = kept.drop_columns(["_split"])
-    for group, part in scratch.split_by(data, codes * (int(per_row.max()) + 1) + buckets).items():
-        name, bucket = names[group // (int(per_row.max()) + 1)], group % (int(per_row.max()) + 1)
+    width = int(per_row.max()) + 1  # (split, bucket) numbered as split * width + bucket
+    for group, part in scratch.split_by(data, codes * width + buckets).items():
+        name, bucket = names[group // width], group % width
         path = fs.join(folder, name, f"{bucket:05d}", f"unit-{unit:06d}.arrow")
         scratch.write_arrow(part, path)
         written.append(path)

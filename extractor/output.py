@@ -254,12 +254,15 @@ def _task_writer(table_dir: str, partition_by: list[str]):
         import pyarrow as pa
         from pyspark import TaskContext
 
+        from extractor.spark.session import task_done
+
         task = TaskContext.get()
         written = write_sorted(batches, table_dir, partition_by, f"part-{task.partitionId():05d}.parquet",
                                task.attemptNumber())
         yield pa.RecordBatch.from_arrays(
             [pa.array([w[0] for w in written], pa.string()), pa.array([w[1] for w in written], pa.int64()),
              pa.array([w[2] for w in written], pa.int64())], names=["path", "rows", "bytes"])
+        task_done()
 
     return write
 

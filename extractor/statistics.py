@@ -5,9 +5,11 @@ Three layers, each written once:
 - per-row functions on plain strings (`words`, `overlap_jaccard`, `lcs_ratio`, ...);
   `batch_statistics` applies them to a batch of pairs. The Spark stage calls it per work
   unit (`extractor.splits.batches.unit_statistics`); `trainer stats` on the whole split.
-- aggregation: :data:`AGGREGATES` says which row column is reduced how; `aggregate_pandas`
-  reduces a pandas frame (exact medians). The Spark stage calls it once per split
-  (`extractor.splits.batches.split_aggregates`), so the card and `trainer stats` agree.
+- aggregation: :data:`AGGREGATES` says which row column is reduced how; `aggregate_columns`
+  reduces numpy columns (exact medians), `aggregate_pandas` a pandas frame through it. The
+  Spark stage calls it once per split (`extractor.splits.batches.split_aggregates`), so
+  the card and `trainer stats` agree. pandas is imported only where a frame is made: a
+  Spark task of the stage does without it (0.2 CPU-s of import per Python worker).
 - PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et al. 2018):
   `pmi` is the formula over counts.
 
@@ -30,11 +32,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 
@@ -420,6 +425,8 @@ def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> 
     with a label only). The counts of several batches add up (`add_word_counts`), so a
     split's PMI can be computed from the batches of many tasks. With ``word_table`` the
     counts come as one Arrow table (side, label, word, n) instead of Counters."""
+    import pandas as pd
+
     columns, counts = batch_columns(premises, hypotheses, labels, word_table)
     return pd.DataFrame(columns).astype(ROW_DTYPES), counts
 
@@ -513,14 +520,15 @@ AGGREGATES: dict[str, tuple[str, str]] = {
 DIGITS = 10
 
 
-def _reduce(values: pd.Series, how: str) -> float | None:
+def _reduce(values: np.ndarray, how: str) -> float | None:
     if len(values) == 0:
         return None
+    values = np.asarray(values, dtype="float64")
     if how == "median":
-        return round(float(np.median(values.to_numpy(dtype="float64"))), DIGITS)
+        return round(float(np.median(values)), DIGITS)
     if how == "std":
-        return sample_std(values.to_numpy(dtype="float64"))
-    return round(float(values.astype("float64").mean()), DIGITS)
+        return sample_std(values)
+    return round(float(values.mean()), DIGITS)  # numpy's pairwise sum, as pandas' mean
 
 
 def sample_std(values) -> float | None:
@@ -531,24 +539,40 @@ def sample_std(values) -> float | None:
     return round(float(np.std(arr, ddof=1)), DIGITS)
 
 
-def aggregate_pandas(stats: pd.DataFrame, labels: pd.Series | None = None) -> dict:
+def _missing(labels) -> np.ndarray:
+    """True where a label is missing (None or NaN)."""
+    return np.fromiter((v is None or (isinstance(v, float) and v != v) for v in labels), bool, len(labels))
+
+
+def aggregate_columns(columns: dict, labels=None) -> dict:
     """``{"labels": {LABEL: {count, ...}}, "all": {count, ...}}`` for one split.
 
-    ``stats`` holds the :data:`ROW_COLUMNS` of the split; ``labels`` is aligned with it
-    (rows without a gold label count in ``all`` only).
+    ``columns`` holds the :data:`ROW_COLUMNS` of the split as arrays of equal length, in
+    the order the sums take them; ``labels`` is aligned with them (rows without a gold
+    label count in ``all`` only).
     """
-    def block(frame: pd.DataFrame) -> dict:
-        out = {"count": int(len(frame))}
+    arrays = {c: np.asarray(v) for c, v in columns.items()}
+    n = len(next(iter(arrays.values()))) if arrays else 0
+
+    def block(rows) -> dict:
+        out = {"count": int(n if rows is None else len(rows))}
         for name, (col, how) in AGGREGATES.items():
-            out[name] = _reduce(frame[col], how)
+            out[name] = _reduce(arrays[col] if rows is None else arrays[col][rows], how)
         return out
 
-    result = {"labels": {}, "all": block(stats)}
+    result = {"labels": {}, "all": block(None)}
     if labels is not None:
-        labels = pd.Series(list(labels), index=stats.index)
-        for label in sorted(labels.dropna().unique(), key=str):
-            result["labels"][str(label)] = block(stats[labels == label])
+        labels = np.array(list(labels), dtype=object)
+        known = ~_missing(labels)
+        for label in sorted(set(labels[known].tolist()), key=str):
+            result["labels"][str(label)] = block(np.nonzero(known & (labels == label))[0])
     return result
+
+
+def aggregate_pandas(stats: pd.DataFrame, labels=None) -> dict:
+    """`aggregate_columns` of a pandas frame of the :data:`ROW_COLUMNS` (``trainer stats``)."""
+    return aggregate_columns({c: stats[c].to_numpy() for c in stats.columns},
+                             None if labels is None else list(labels))
 
 
 def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
@@ -688,7 +712,7 @@ def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN
     labels = df["label"].reset_index(drop=True) if "label" in df.columns else None
     stats, counts = batch_statistics(list(df["premise"]), list(df["hypothesis"]),
                                      list(labels) if labels is not None else [None] * len(df))
-    unlabeled = int(pd.Series(list(labels), dtype=object).isna().sum()) if labels is not None else 0
+    unlabeled = int(_missing(list(labels)).sum()) if labels is not None else 0
     pmi = {side: top_pmi_from_counts(counts[side], k=top_k, min_count=min_count) for side in ("hypothesis", "premise")}
     return assemble_split_statistics(aggregate_pandas(stats, labels), pmi if labels is not None else None,
                                      unlabeled, duplicate_counts(list(df["premise"]), list(df["hypothesis"])))

@@ -32,6 +32,7 @@ from extractor.documents.units import UnitError, WorkUnit, list_units
 from extractor.hashing import stable_hex
 from extractor.job import ERROR_MARK, InputError
 from extractor.schemas import SENTENCES
+from extractor.spark.session import task_done
 
 NAME = "sentences"
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
@@ -357,6 +358,7 @@ def units_task(settings: dict, units: list[WorkUnit]):
                         [pa.array([r[i] for r in rows], type=t) for i, t in
                          enumerate((pa.string(), pa.string(), pa.string(), pa.int64(), pa.string()))],
                         names=["corpus", "count_kind", "count_reason", "count", "detail"])
+        task_done()
     return run
 
 

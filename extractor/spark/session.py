@@ -74,6 +74,23 @@ def _run_packed_round(batches):
         for g in batch.column(0).to_pylist():
             for i in groups[g]:
                 yield _result(i, fn(tasks[i]))
+    del fn, tasks, groups  # the round's plan: freed now, not frozen
+    task_done()
+
+
+def task_done() -> None:
+    """The last call of every Python task of the stages: collects what the task left
+    behind, then freezes the objects alive in the worker (its imports, loaded models,
+    caches) out of the garbage collector's walk. PySpark's daemon runs a full
+    `gc.collect()` in a reused worker after every task, which walks every object the
+    worker holds: 15 ms of CPU with pyarrow imported, 35-45 ms with pandas and matplotlib,
+    160 ms with spaCy (measured), between one task and the next. Collected first, no
+    garbage is frozen; this collection and the daemon's then walk only the objects made
+    since the last task (a frozen object is still freed when its last reference goes)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _result(i: int, result):
@@ -131,6 +148,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 yield _result(i, fn(tasks[i]))
+        task_done()
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
     rows = ids.mapInArrow(run, "i long, result string").collect()
@@ -151,6 +169,7 @@ def executor_python(spark) -> str | None:
         for _ in batches:
             pass
         yield pa.RecordBatch.from_arrays([pa.array([sys.executable], pa.string())], names=["python"])
+        task_done()
 
     try:
         return spark.range(0, 1, 1, 1).mapInArrow(where, "python string").collect()[0]["python"]

@@ -207,11 +207,9 @@ def _files_task(plan: dict):
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
-            aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]).to_pandas())
-            totals = {r["label"]: int(r["count"]) for r in aggregates.to_dict("records")
-                      if not r["label_all"] and r["label"] is not None}
-            return {"aggregates": aggregates.astype(object).to_dict("records"),  # NaN stays NaN, as in Spark
-                    "pmi": {split: bt.split_pmi(stats, totals)}}
+            aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
+            totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
+            return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
         table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
         written = _out.write_sorted(table.to_batches(), fs.join(plan["target"], split), [],
                                     f"part-{bucket:05d}.parquet", _out.task_attempt())

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from extractor.hashing import stable_hashes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SPLITS = ("train", "validation", "test")
 EVAL_SPLITS = ("validation", "test")
@@ -83,6 +85,8 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
     hold in pairs, every split gets every label as far as the documents allow, even for
     small corpora. ``test_only`` corpora go to test whole. Returns ``corpus, doc_id, split``.
     """
+    import pandas as pd  # here, not at the top: the stage's Spark tasks import this module without it
+
     if docs.empty:
         return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
                              "split": pd.Series(dtype=str)})

@@ -261,27 +261,24 @@ AGGREGATE_DDL = ("split string, label string, label_all boolean, count long, "
                  + ", ".join(f"{name} double" for name in st.AGGREGATES))
 
 
-def split_aggregates(rows: "pd.DataFrame") -> "pd.DataFrame":
+def split_aggregates(rows: pa.Table) -> list[dict]:
     """The aggregate rows of one split's ``row`` statistics (columns split, label and the
     ROW_COLUMNS, from `unit_statistics`): one per label, one for rows without a label
-    (count only) and one for the whole split (``label_all``), each with ``count`` and the
-    AGGREGATES of `statistics.aggregate_pandas` (the functions `trainer stats` uses). The
-    rows are put in one canonical order first, so that sums do not depend on the order in
-    which the tasks delivered them."""
-    import pandas as pd
-
-    split = rows["split"].iloc[0] if len(rows) else None
-    frame = rows.sort_values(["label", *st.ROW_COLUMNS], kind="mergesort", na_position="first").reset_index(drop=True)
-    labels = frame["label"]
-    blocks = st.aggregate_pandas(frame[list(st.ROW_COLUMNS)], labels)
+    (count only) and one for the whole split (``label_all``), each a dict with ``count``
+    and the AGGREGATES of `statistics.aggregate_columns` (the functions `trainer stats`
+    uses; None where there is no value). The rows are put in one canonical order first,
+    so that sums do not depend on the order in which the tasks delivered them."""
+    split = rows.column("split")[0].as_py() if rows.num_rows else None
+    keys = [("label", "ascending"), *((c, "ascending") for c in st.ROW_COLUMNS)]
+    frame = rows.take(pc.sort_indices(rows, sort_keys=keys, null_placement="at_start"))
+    labels = frame.column("label").to_pylist()
+    blocks = st.aggregate_columns({c: frame.column(c).to_numpy() for c in st.ROW_COLUMNS}, labels)
     out = [dict(split=split, label=label, label_all=False, **block) for label, block in blocks["labels"].items()]
-    missing = int(labels.isna().sum())
+    missing = labels.count(None)
     if missing:
         out.append(dict(split=split, label=None, label_all=False, count=missing))
     out.append(dict(split=split, label=None, label_all=True, **blocks["all"]))
-    columns = ["split", "label", "label_all", "count", *st.AGGREGATES]
-    return pd.DataFrame([{c: r.get(c) for c in columns} for r in out], columns=columns).astype(
-        {"count": "int64", **{name: "float64" for name in st.AGGREGATES}})
+    return [{c: r.get(c) for c in ("split", "label", "label_all", "count", *st.AGGREGATES)} for r in out]
 
 
 def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> dict:

@@ -61,6 +61,42 @@ def test_documents_get_weights_and_splits_per_corpus():
     assert set(assigned.column("split").to_pylist()) <= set(sp.SPLITS)
 
 
+def test_assign_corpus_gives_the_assignment_of_assign_documents():
+    """The stage's column-wise assignment (one group-by, numpy) visits the documents in the
+    order of `assign.assign_documents`, the pandas definition, and gives each the same
+    split: documents spread over several units, lenders (weight 0), a label outside the
+    list (counts 0), rows without a label (not assigned unless labelled elsewhere),
+    test-only documents, hash ties broken by doc_id."""
+    import pandas as pd
+
+    rng = random.Random(5)
+    labels = ["contrasting", "entailment", "neutral"]
+    rows = []
+    for d in range(400):
+        doc = f"d{d:03d}" if d % 50 else "tie"  # the same doc_id in two corpora: the same hash
+        corpus = "news" if d % 50 == 0 and d % 100 else "wiki"
+        for _ in range(rng.randrange(1, 4)):  # rows from several units repeat a (doc, label)
+            label = rng.choice(labels + ["reasoning", None])
+            rows.append({"corpus": corpus, "doc_id": doc, "label": label, "w": rng.choice([0, 1, 2, 5]),
+                         "test_only": d % 37 == 0 and label is None})
+    weights = pa.Table.from_pylist(rows, schema=dc.WEIGHTS_SCHEMA)
+    for seed in (0, 9):
+        for corpus in ("wiki", "news", None):  # None: both corpora in one call, "tie" in each
+            part = weights if corpus is None else weights.filter(pa.compute.equal(weights.column("corpus"), corpus))
+            got = dc.assign_corpus(part, labels, (0.7, 0.2, 0.1), seed)
+            frame = part.to_pandas()
+            held = frame[frame["label"].notna()].drop_duplicates(["corpus", "doc_id"])[["corpus", "doc_id"]]
+            counts = (frame[frame["label"].isin(labels)].groupby(["corpus", "doc_id", "label"])["w"].sum()
+                      .unstack("label").reindex(columns=labels).fillna(0))
+            counts.columns = [f"n_{i:03d}" for i in range(len(labels))]
+            flags = frame.groupby(["corpus", "doc_id"])["test_only"].any().rename("test_only").reset_index()
+            docs = (held.merge(counts.reset_index(), on=["corpus", "doc_id"], how="left").fillna(0)
+                    .merge(flags, on=["corpus", "doc_id"]).sort_values(["corpus", "doc_id"]))
+            want = sp.assign_documents(docs, (0.7, 0.2, 0.1), seed)
+            assert got.to_pandas().equals(want.reset_index(drop=True)), (seed, corpus)
+            assert got.num_rows == len(held) > 0
+
+
 def _random_slim(n: int, seed: int) -> pa.Table:
     rng = random.Random(seed)
     rows = [{"doc_id": f"d{rng.randrange(n // 5)}", "_skey": bytes([rng.randrange(256) for _ in range(16)]),

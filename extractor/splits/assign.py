@@ -94,21 +94,35 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
     docs = docs.copy()
     docs["_h"] = stable_hashes([str(d) for d in docs["doc_id"]], seed=seed)
     docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
-    matrix = docs[count_cols].fillna(0).to_numpy(dtype="float64")
+    out = greedy_splits(docs[count_cols].fillna(0).to_numpy(dtype="float64"), docs["test_only"].astype(bool).tolist(),
+                        ratios)
+    return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
+                         "split": pd.Series(out, dtype=object).astype(str)})
+
+
+def greedy_splits(counts, test_only: Sequence[bool], ratios: Sequence[float]) -> list[str]:
+    """The split of each document, visited in the given order (`assign_documents`: by the
+    hash of (doc_id, seed)): ``counts`` holds each document's pairs per label (a float64
+    array, documents x labels), ``test_only`` whether it belongs to a test-only corpus.
+    Each goes to the split with the largest remaining deficit for the labels it holds (see
+    `assign_documents`)."""
+    import numpy as np
+
+    matrix = np.asarray(counts, dtype="float64")
     label_totals = matrix.sum(axis=0)
     # plain Python floats in the loop (the same doubles as numpy's, without a numpy scalar
     # per element: 10,000 documents in 0.05 s instead of 0.3 s)
-    scale = (1.0 / pd.Series(label_totals).clip(lower=1.0).to_numpy()).tolist()
-    counts = matrix.tolist()
+    scale = (1.0 / np.maximum(label_totals, 1.0)).tolist()
+    rows = matrix.tolist()
     label_totals = label_totals.tolist()
+    n = len(rows)
     open_splits = [i for i, r in enumerate(ratios) if r > 0]
     targets = [[r * t for t in label_totals] for r in ratios]
-    doc_targets = [r * len(docs) for r in ratios]
-    assigned = [[0.0] * len(count_cols) for _ in ratios]
+    doc_targets = [r * n for r in ratios]
+    assigned = [[0.0] * matrix.shape[1] for _ in ratios]
     assigned_docs = [0] * len(ratios)
-    test_only = docs["test_only"].astype(bool).tolist()
     out = []
-    for i, row in enumerate(counts):
+    for i, row in enumerate(rows):
         if test_only[i]:
             out.append("test")
             continue
@@ -120,15 +134,14 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
                 for l in held:
                     score += row[l] * (target[l] - done[l]) * scale[l]
             else:  # a document that only lends a sentence: balance document counts
-                score = (doc_targets[s] - assigned_docs[s]) / max(len(docs), 1)
+                score = (doc_targets[s] - assigned_docs[s]) / max(n, 1)
             if best_score is None or score > best_score + 1e-12:
                 best, best_score = s, score
         for l in held:
             assigned[best][l] += row[l]
         assigned_docs[best] += 1
         out.append(SPLITS[best])
-    return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
-                         "split": pd.Series(out, dtype=object).astype(str)})
+    return out
 
 
 # ---------------------------------------------------------------------------- quotas

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from extractor.hashing import stable_hashes
 from extractor.splits import assign as sp
 
 BITS = 10
@@ -74,34 +75,36 @@ def document_weights(rows: pa.Table) -> pa.Table:
 
 def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Table:
     """Every document of one corpus (its `document_weights` rows from all units) -> its
-    split (`ASSIGNED_SCHEMA`), by `assign.assign_documents`."""
-    import pandas as pd
-
+    split (`ASSIGNED_SCHEMA`), in the order `assign.assign_documents` visits them (by the
+    hash of (doc_id, seed), then doc_id) and by its greedy (`assign.greedy_splits`): one
+    Arrow group-by and numpy, no pandas frame (the driver runs this between two rounds,
+    so all of it is serial time: 50,000 documents 0.38 -> 0.2 CPU-s)."""
     keyed = weights.filter(pc.and_(pc.is_valid(weights.column("corpus")), pc.is_valid(weights.column("doc_id"))))
-    labelled = keyed.filter(pc.is_valid(keyed.column("label")))
-    if not labelled.num_rows:  # only documents whose pairs have a label are assigned
+    # one row per (corpus, document, label) of all units; the rows without a label count
+    # for the test-only flag only (only documents whose pairs have a label are assigned)
+    sums = keyed.group_by(["corpus", "doc_id", "label"], use_threads=False).aggregate([("w", "sum"),
+                                                                                       ("test_only", "max")])
+    encoded = pc.dictionary_encode(_doc_keys(sums.column("corpus"), sums.column("doc_id"))).combine_chunks()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    labelled = sums.column("label").is_valid().to_numpy(zero_copy_only=False)
+    docs = np.unique(code[labelled])
+    if not len(docs):
         return ASSIGNED_SCHEMA.empty_table()
-    # one row per (corpus, document): its pairs per label (labels not in `labels` count 0)
-    sums = labelled.group_by(["corpus", "doc_id", "label"], use_threads=False).aggregate([("w", "sum")])
-    docs = sums.group_by(["corpus", "doc_id"], use_threads=False).aggregate([]).sort_by([("corpus", "ascending"),
-                                                                                         ("doc_id", "ascending")])
-    key = pc.binary_join_element_wise(docs.column("corpus"), docs.column("doc_id"), "\x1f")
-    row = pc.index_in(pc.binary_join_element_wise(sums.column("corpus"), sums.column("doc_id"), "\x1f"),
-                      value_set=key).to_numpy()
     col = pc.index_in(sums.column("label"), value_set=pa.array(labels, pa.string()))
     known = col.is_valid().to_numpy(zero_copy_only=False)
-    matrix = np.zeros((docs.num_rows, len(labels)), dtype=np.int64)
-    np.add.at(matrix, (row[known], col.drop_null().to_numpy()), sums.column("w_sum").to_numpy()[known])
-    flags = keyed.group_by(["corpus", "doc_id"], use_threads=False).aggregate([("test_only", "max")])
-    at = pc.index_in(pc.binary_join_element_wise(flags.column("corpus"), flags.column("doc_id"), "\x1f"),
-                     value_set=key)
-    test_only = np.zeros(docs.num_rows, dtype=bool)
-    found = at.is_valid().to_numpy(zero_copy_only=False)
-    test_only[at.drop_null().to_numpy()] = flags.column("test_only_max").to_numpy(zero_copy_only=False)[found]
-    frame = pd.DataFrame({"corpus": docs.column("corpus").to_pylist(), "doc_id": docs.column("doc_id").to_pylist(),
-                          **{f"n_{i:03d}": matrix[:, i] for i in range(len(labels))}, "test_only": test_only})
-    out = sp.assign_documents(frame, ratios, seed)
-    return pa.Table.from_pandas(out, schema=ASSIGNED_SCHEMA, preserve_index=False)
+    matrix = np.zeros((len(encoded.dictionary), len(labels)), dtype=np.int64)
+    np.add.at(matrix, (code[known], col.drop_null().to_numpy()), sums.column("w_sum").to_numpy()[known])
+    test_only = np.zeros(len(encoded.dictionary), dtype=bool)
+    np.logical_or.at(test_only, code, sums.column("test_only_max").to_numpy(zero_copy_only=False))
+    _, first = np.unique(code, return_index=True)  # a row of each document
+    at = pa.array(first[docs])
+    corpus, doc_id = sums.column("corpus").take(at), sums.column("doc_id").take(at)
+    at = pc.sort_indices(pa.table({"h": stable_hashes(doc_id, seed=seed), "doc_id": doc_id, "corpus": corpus}),
+                         sort_keys=[("h", "ascending"), ("doc_id", "ascending"), ("corpus", "ascending")])
+    rows = docs[at.to_numpy()]
+    splits = sp.greedy_splits(matrix[rows].astype(np.float64), test_only[rows].tolist(), ratios)
+    return pa.table({"corpus": corpus.take(at), "doc_id": doc_id.take(at), "split": pa.array(splits, pa.string())},
+                    schema=ASSIGNED_SCHEMA)
 
 
 def _doc_keys(corpus, docs) -> pa.Array:

@@ -8,8 +8,7 @@ Three layers, each written once:
 - aggregation: :data:`AGGREGATES` says which row column is reduced how; `aggregate_columns`
   reduces numpy columns (exact medians), `aggregate_pandas` a pandas frame through it. The
   Spark stage calls it once per split (`extractor.splits.batches.split_aggregates`), so
-  the card and `trainer stats` agree. pandas is imported only where a frame is made: a
-  Spark task of the stage does without it (0.2 CPU-s of import per Python worker).
+  the card and `trainer stats` agree.
 - PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et al. 2018):
   `pmi` is the formula over counts.
 
@@ -32,14 +31,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 
@@ -425,8 +421,6 @@ def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> 
     with a label only). The counts of several batches add up (`add_word_counts`), so a
     split's PMI can be computed from the batches of many tasks. With ``word_table`` the
     counts come as one Arrow table (side, label, word, n) instead of Counters."""
-    import pandas as pd
-
     columns, counts = batch_columns(premises, hypotheses, labels, word_table)
     return pd.DataFrame(columns).astype(ROW_DTYPES), counts
 

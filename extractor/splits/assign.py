@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
 
 from extractor.hashing import stable_hashes
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 SPLITS = ("train", "validation", "test")
 EVAL_SPLITS = ("validation", "test")
@@ -85,8 +84,6 @@ def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> 
     hold in pairs, every split gets every label as far as the documents allow, even for
     small corpora. ``test_only`` corpora go to test whole. Returns ``corpus, doc_id, split``.
     """
-    import pandas as pd  # here, not at the top: the stage's Spark tasks import this module without it
-
     if docs.empty:
         return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
                              "split": pd.Series(dtype=str)})
@@ -106,8 +103,6 @@ def greedy_splits(counts, test_only: Sequence[bool], ratios: Sequence[float]) ->
     array, documents x labels), ``test_only`` whether it belongs to a test-only corpus.
     Each goes to the split with the largest remaining deficit for the labels it holds (see
     `assign_documents`)."""
-    import numpy as np
-
     matrix = np.asarray(counts, dtype="float64")
     label_totals = matrix.sum(axis=0)
     # plain Python floats in the loop (the same doubles as numpy's, without a numpy scalar

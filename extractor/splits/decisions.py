@@ -6,7 +6,8 @@ in a task; only small aggregates (counts, histograms, a few boundary rows) reach
 driver, which turns them into decisions (quotas, cut points) for the next round:
 
 1. `document_weights` (per unit) -> `assign_corpus` (per corpus): every document of a
-   corpus goes, whole, to one split (`assign.assign_documents`);
+   corpus goes, whole, to one split (in the order and by the greedy of
+   `assign.assign_documents`: `assign.greedy_splits`);
 2. `rank_identical` (per bucket of sentence-pair keys: every copy of a sentence pair is in
    one bucket): pairs spanning two splits and all but one copy of each sentence pair are
    marked with their drop reason; `histogram` gives, per (split, corpus, label), how

@@ -1,0 +1,132 @@
+"""Write a folder beside its destination, then swap it in: a reader sees the old folder or
+the new one, never half of one.
+
+One helper for every command that writes a folder (the trainer's `train`, `evaluate`,
+`stress`, `annotate`, `consistency`, `cartography`; the job's run code may use `pid_alive`
+and `swap_in` for local disks). The vocabulary: the *work folder* is where the output is
+written until it is finished (``<out>.inprogress`` or ``<out>.inprogress-<pid>``, beside
+``out`` so that the swap is a rename on one filesystem); *swapping in* replaces ``out`` by
+the finished work folder.
+
+    with WorkFolder(out) as work:          # a fresh <out>.inprogress-<pid>/
+        write(work / "metrics.json")       # an exception: work removed, out left as it was
+    # here out is the new folder; the old one was removed only after the new one was in place
+
+A resumable command (``train --resume``) keeps its work folder under a fixed name after a
+failure (``WorkFolder(out, work=unfinished_path(out), keep=True, resume=True)``) and
+claims it with its pid (`claim`, `live_claim`), so that a second live writer is refused and
+a dead one's folder is taken over.
+
+Local paths only: the job's object-store outputs publish through a manifest instead
+(extractor/output.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+SUFFIX = ".inprogress"
+CLAIM_FILE = ".lock"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this host (a process of another user counts as alive)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def unfinished_path(out: Path | str) -> Path:
+    """The fixed work folder of a resumable output: ``<out>.inprogress``."""
+    out = Path(out)
+    return out.with_name(out.name + SUFFIX)
+
+
+def work_path(out: Path | str) -> Path:
+    """A work folder of this process only: ``<out>.inprogress-<pid>``."""
+    out = Path(out)
+    return out.with_name(f"{out.name}{SUFFIX}-{os.getpid()}")
+
+
+def swap_in(work: Path | str, out: Path | str) -> None:
+    """Replace `out` by the finished folder `work`: the old `out` is renamed aside, `work`
+    renamed to `out`, and only then the old one removed."""
+    work, out = Path(work), Path(out)
+    (work / CLAIM_FILE).unlink(missing_ok=True)
+    old = None
+    if out.exists() or out.is_symlink():
+        old = out.with_name(f"{out.name}.replaced-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(out, old)
+    os.replace(work, out)
+    if old is not None:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+
+
+def discard(work: Path | str) -> None:
+    """Remove a work folder (and whatever is in it); no error when it is not there."""
+    shutil.rmtree(Path(work), ignore_errors=True)
+
+
+def claim(work: Path | str) -> None:
+    """Mark `work` as written by this process (its pid in ``work/.lock``)."""
+    (Path(work) / CLAIM_FILE).write_text(f"{os.getpid()}\n")
+
+
+def release(work: Path | str) -> None:
+    (Path(work) / CLAIM_FILE).unlink(missing_ok=True)
+
+
+def live_claim(work: Path | str) -> int | None:
+    """The pid of another live process that claimed `work`, else None (no claim, an
+    unreadable one, our own, or a dead process's)."""
+    path = Path(work) / CLAIM_FILE
+    if not path.exists():
+        return None
+    try:
+        pid = int(path.read_text().split()[0])
+    except (ValueError, IndexError, OSError):
+        return None
+    if pid > 0 and pid != os.getpid() and pid_alive(pid):
+        return pid
+    return None
+
+
+class WorkFolder:
+    """``with WorkFolder(out) as work:`` write into `work`; when the block ends `work` is
+    swapped in as `out`; on an exception `work` is removed (or kept with ``keep=True``, for
+    a resumable command) and `out` is left as it was.
+
+    ``work`` defaults to `work_path(out)`. A work folder already there is emptied first,
+    unless ``resume=True`` (then it is continued)."""
+
+    def __init__(self, out: Path | str, *, work: Path | str | None = None, keep: bool = False,
+                 resume: bool = False):
+        self.out = Path(out)
+        self.work = Path(work) if work is not None else work_path(self.out)
+        self.keep, self.resume = keep, resume
+
+    def __enter__(self) -> Path:
+        if not self.resume:
+            discard(self.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        return self.work
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            if self.keep:
+                release(self.work)
+            else:
+                discard(self.work)
+            return False
+        swap_in(self.work, self.out)
+        return False

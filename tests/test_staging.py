@@ -1,0 +1,64 @@
+"""extractor.staging: a folder is written beside its destination and swapped in whole."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from extractor.staging import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
+                               work_path)
+
+
+def test_work_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):
+    out = tmp_path / "out"
+    with WorkFolder(out) as work:
+        assert work == tmp_path / f"out.inprogress-{os.getpid()}" == work_path(out)
+        (work / "a.txt").write_text("first")
+    assert (out / "a.txt").read_text() == "first" and not work.exists()
+    with pytest.raises(RuntimeError):
+        with WorkFolder(out) as work:
+            (work / "a.txt").write_text("second")
+            raise RuntimeError("boom")
+    assert (out / "a.txt").read_text() == "first" and not work.exists()
+    with WorkFolder(out) as work:
+        (work / "b.txt").write_text("second")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]  # replaced whole, not merged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing left beside it
+
+
+def test_a_kept_work_folder_survives_a_failure_and_is_continued(tmp_path):
+    out = tmp_path / "run"
+    work = unfinished_path(out)
+    assert work.name == "run.inprogress"
+    with pytest.raises(KeyboardInterrupt):
+        with WorkFolder(out, work=work, keep=True) as w:
+            claim(w)
+            (w / "epoch_1").write_text("done")
+            raise KeyboardInterrupt
+    assert (work / "epoch_1").exists() and not (work / ".lock").exists() and not out.exists()
+    with WorkFolder(out, work=work, resume=True) as w:
+        assert (w / "epoch_1").exists()  # continued, not emptied
+    assert (out / "epoch_1").exists() and not work.exists()
+
+
+def test_claims_of_live_and_dead_processes(tmp_path):
+    assert pid_alive(os.getpid()) and live_claim(tmp_path) is None
+    claim(tmp_path)
+    assert live_claim(tmp_path) is None  # our own claim is not another writer
+    (tmp_path / ".lock").write_text(f"{os.getppid()}\n")
+    assert live_claim(tmp_path) == os.getppid()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert not pid_alive(dead.pid)
+    (tmp_path / ".lock").write_text(f"{dead.pid}\n")
+    assert live_claim(tmp_path) is None
+    (tmp_path / ".lock").write_text("garbage\n")
+    assert live_claim(tmp_path) is None
+
+
+def test_swap_in_replaces_a_file_or_link_too(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "w"
+    out.write_text("a file")
+    work.mkdir()
+    swap_in(work, out)
+    assert out.is_dir() and not work.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -301,23 +301,65 @@ def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothe
     out["hypothesis"] = hyp.values
     if has_label:
         out["label"] = gold.values
+    # real datasets repeat rows (IndoNLI's val.jsonl holds one row twice): an exact repeat of
+    # an id is dropped and counted; an id repeated with other content is left to check_ids
+    out, dropped, id_rows = drop_identical_repeats(out, where) if id_source is not None else (out, {}, {})
     kinds = pd.DataFrame({c: out[c].map(text_kind) for c in ("premise", "hypothesis")})
-    dropped = {}
+    no_text: dict[str, int] = {}
     # one reason per row: the first of missing, empty, non-text on the premise, then the hypothesis
     row_reason = kinds["premise"].where(kinds["premise"] != "text", kinds["hypothesis"])
     for reason, n in row_reason[row_reason != "text"].value_counts().items():
-        dropped[str(reason)] = int(n)
-    if dropped:
+        no_text[str(reason)] = int(n)
+    if no_text:
         log.warning("%s: dropped %d rows without usable premise or hypothesis %s", where,
-                    sum(dropped.values()), dropped)
+                    sum(no_text.values()), no_text)
         out = out[(row_reason == "text").to_numpy()].reset_index(drop=True)
+        dropped.update(no_text)
     out["premise"] = out["premise"].map(as_text)
     out["hypothesis"] = out["hypothesis"].map(as_text)
     front = [c for c in CORE_COLUMNS if c in out.columns]
     out = out[front + [c for c in out.columns if c not in front]]
     out.attrs["dropped"] = dropped
     out.attrs["source"] = where
+    if id_rows:
+        out.attrs["id_rows"] = id_rows
     return out
+
+
+def drop_identical_repeats(df: pd.DataFrame, where: str) -> tuple[pd.DataFrame, dict[str, int], dict[str, list[int]]]:
+    """Rows that repeat an earlier row's id with the same content in every column, dropped.
+
+    Returns the frame without them, ``{"duplicate_identical": n}`` (empty when none) and, for
+    every id still repeated (with different content), the rows that hold it, counted from 1
+    in the order read (a JSONL file's line numbers; a CSV's data rows after the header), so
+    that :func:`check_ids` can name both rows. One ``note:`` line per file says what was dropped.
+    """
+    ids = df["id"].astype(str)
+    repeated = np.flatnonzero(ids.duplicated(keep=False).to_numpy())
+    if not len(repeated):
+        return df, {}, {}
+    # only the rows whose id repeats are compared: nothing to do for the usual unique file
+    content = df.iloc[repeated].astype(str).agg("\x1f".join, axis=1).to_numpy()
+    again = pd.Series(content).duplicated(keep="first").to_numpy()
+    dropped: dict[str, int] = {}
+    out = df
+    if again.any():
+        k = int(np.flatnonzero(again)[0])
+        earlier = int(repeated[np.flatnonzero(content == content[k])[0]])
+        n = int(again.sum())
+        log.warning("note: %s: %d row%s repeat%s an earlier row exactly (same id and content) and %s dropped, "
+                    "counted as duplicate_identical (first: id %r, row %d again at row %d)", where, n,
+                    "" if n == 1 else "s", "s" if n == 1 else "", "was" if n == 1 else "were",
+                    ids.iloc[repeated[k]], earlier + 1, int(repeated[k]) + 1)
+        keep = np.ones(len(df), dtype=bool)
+        keep[repeated[again]] = False
+        out = df[keep].reset_index(drop=True)
+        dropped["duplicate_identical"] = n
+    kept = repeated[~again]
+    kept_ids = ids.iloc[kept]
+    conflicting = kept_ids[kept_ids.duplicated(keep=False)]
+    id_rows = {str(i): [int(r) + 1 for r in kept[(kept_ids == i).to_numpy()]] for i in conflicting.unique()}
+    return out, dropped, id_rows
 
 
 def load_split_file(path, *, premise: str = "premise", hypothesis: str = "hypothesis",
@@ -495,11 +537,13 @@ def check_ids(df: pd.DataFrame, where: str, policy: str = "error") -> tuple[pd.D
     if not n:
         return df, 0
     first = df.loc[dup, "id"].iloc[0]
-    rows = [int(i) + 1 for i in df.index[df["id"] == first][:2]]
+    # rows as read from the file (normalize records them before any row is dropped)
+    rows = (df.attrs.get("id_rows") or {}).get(str(first)) or [int(i) + 1 for i in df.index[df["id"] == first]]
     if policy != "drop":
-        raise NLIDataError(f"{where}: id {first!r} occurs more than once (rows {rows[0]} and {rows[1]}; "
-                           f"{n} duplicate rows in all); ids must be unique: fix the file, name a unique "
-                           f"column with --id-col, or pass --duplicate-ids drop to keep each id's first row")
+        raise NLIDataError(f"{where}: id {first!r} occurs more than once with different content (rows {rows[0]} "
+                           f"and {rows[1]}; {n} conflicting rows in all; exact repeats are dropped by themselves); "
+                           f"ids must be unique: fix the file, name a unique column with --id-col, or pass "
+                           f"--duplicate-ids drop to keep each id's first row")
     log.warning("%s: dropped %d rows whose id was already used (first: %r)", where, n, first)
     out = df[~dup].reset_index(drop=True)
     out.attrs = dict(df.attrs)

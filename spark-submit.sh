@@ -20,6 +20,17 @@ if [ $# -eq 0 ]; then
   echo "usage: ./spark-submit.sh [spark-submit options] jobs/extract.py --lang LANG [job options]" >&2
   exit 2
 fi
+# Paths are the user's: spark-submit runs in the directory this script was run in, so the
+# job's relative --input/--output/--manifest/... mean what they say (the job makes them
+# absolute for the tasks, extractor/paths.py). The job script is looked for here, then in
+# the repository (/repo/spark-submit.sh jobs/extract.py from any folder). With
+# --deploy-mode cluster a relative job path is refused: the driver runs on a cluster node.
+ARGS_FILE="$(mktemp "${TMPDIR:-/tmp}/nli-submit-args.XXXXXX")"
+(cd "$REPO" && "$NLI_PY" -m extractor.paths submit "$REPO" "$PWD" -- "$@") > "$ARGS_FILE" || { rm -f "$ARGS_FILE"; exit 2; }
+SUBMIT_ARGS=()
+while IFS= read -r -d '' arg; do SUBMIT_ARGS+=("$arg"); done < "$ARGS_FILE"
+rm -f "$ARGS_FILE"
+set -- "${SUBMIT_ARGS[@]}"
 
 # First use for a language: install the first pip-installable spaCy model of its lexicon
 # (spacy_models); otherwise the job warns (--pos-filter auto) or fails (on).
@@ -95,7 +106,6 @@ elif [ "$LOCAL" = 0 ]; then
   PY_ARGS=()  # the nodes' own Python (PYSPARK_PYTHON of their environment)
 fi
 SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
-cd "$REPO"
 exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" ${JVM_ARGS[@]+"${JVM_ARGS[@]}"} ${PY_ARGS[@]+"${PY_ARGS[@]}"} \
   --conf "spark.ui.showConsoleProgress=true" --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
   --py-files "$DEPS/nli_extractor.zip" "$@"

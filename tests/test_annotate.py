@@ -233,7 +233,7 @@ def test_export_is_blind_seeded_and_in_romanian(splits, tmp_path, capsys):
     out = tmp_path / "batch"
     code, stdout, err = run_cli(["annotate", "export", "--data", splits, "--split", "validation,test",
                                  "--n", "24", "--seed", "5", "--annotators", "ana,bogdan", "--annotators", "carmen",
-                                 "--out", out], capsys)
+                                 "--output", out], capsys)
     assert code == 0, err
     assert "batch of 24 items" in stdout
     manifest = json.loads((out / "manifest.json").read_text())
@@ -263,12 +263,12 @@ def test_export_is_blind_seeded_and_in_romanian(splits, tmp_path, capsys):
     assert "Propoziția A" in (out / "instructions.md").read_text()
     # same data and seed -> byte-identical files
     code, _, _ = run_cli(["annotate", "export", "--data", splits, "--split", "validation,test", "--n", "24",
-                          "--seed", "5", "--annotators", "ana,bogdan,carmen", "--out", tmp_path / "again"], capsys)
+                          "--seed", "5", "--annotators", "ana,bogdan,carmen", "--output", tmp_path / "again"], capsys)
     assert code == 0
     for rel in ("annotators/round1-ana.csv", "label_studio/tasks.json", "label_studio/config.xml"):
         assert (out / rel).read_bytes() == (tmp_path / "again" / rel).read_bytes()
-    code, _, err = run_cli(["annotate", "export", "--data", splits, "--out", out], capsys)
-    assert code == 2 and err.count("\n") == 1 and "already exists" in err and "--force" in err
+    code, _, err = run_cli(["annotate", "export", "--data", splits, "--output", out], capsys)
+    assert code == 2 and err.count("\n") == 1 and "already exists" in err and "--overwrite" in err
 
 
 def test_export_of_a_file_without_pair_id_uses_the_loaders_id(tmp_path, capsys):
@@ -276,7 +276,7 @@ def test_export_of_a_file_without_pair_id_uses_the_loaders_id(tmp_path, capsys):
     data = tmp_path / "scinli.jsonl"
     dev.to_json(data, orient="records", lines=True)
     code, out, err = run_cli(["annotate", "export", "--data", data, "--premise", "sentence1", "--hypothesis",
-                              "sentence2", "--n", "8", "--sample", "natural", "--out", tmp_path / "b"], capsys)
+                              "sentence2", "--n", "8", "--sample", "natural", "--output", tmp_path / "b"], capsys)
     assert code == 0, err
     rows = read_csv_rows(tmp_path / "b" / "annotators" / "round1-annotator1.csv")
     assert len(rows) == 8 and all(len(r["item_id"]) == 16 for r in rows)  # stable hash ids of the loader
@@ -290,7 +290,7 @@ def test_export_of_a_file_without_pair_id_uses_the_loaders_id(tmp_path, capsys):
         write_labels(path, {r["item_id"]: auto[r["item_id"]] for r in rows})
     code, out, err = run_cli(["annotate", "import", *sorted((tmp_path / "b" / "annotators").glob("*.csv")),
                               "--data", data, "--premise", "sentence1", "--hypothesis", "sentence2",
-                              "--out", tmp_path / "imp"], capsys)
+                              "--output", tmp_path / "imp"], capsys)
     assert code == 0, err
     summary = json.loads((tmp_path / "imp" / "agreement.json").read_text())
     assert summary["fleiss_kappa"] == pytest.approx(1.0) and summary["cohen_kappa_auto_vs_majority"] == pytest.approx(1.0)
@@ -320,7 +320,7 @@ def test_known_disagreement_round_trip(splits, tmp_path, capsys):
     every other item keeps the automatic label as majority.
     """
     out = tmp_path / "r1"
-    assert run_cli(["annotate", "export", "--data", splits, "--annotators", "ana,bogdan,carmen", "--out", out],
+    assert run_cli(["annotate", "export", "--data", splits, "--annotators", "ana,bogdan,carmen", "--output", out],
                    capsys)[0] == 0
     auto = auto_labels(splits)
     num = lambda i: int(i[2:])  # noqa: E731
@@ -328,7 +328,7 @@ def test_known_disagreement_round_trip(splits, tmp_path, capsys):
                       "bogdan": lambda i, a: shift(a) if num(i) % 5 == 0 else a,
                       "carmen": lambda i, a: shift(a) if num(i) % 4 == 0 else a}, auto)
     code, stdout, err = run_cli(["annotate", "import", *sorted((out / "annotators").glob("*.csv")),
-                                 "--data", splits, "--out", tmp_path / "imp"], capsys)
+                                 "--data", splits, "--output", tmp_path / "imp"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "imp" / "agreement.json").read_text())
     assert s["splits"] == ["test"]  # from the batch manifest
@@ -371,7 +371,7 @@ def test_known_disagreement_round_trip(splits, tmp_path, capsys):
 def test_policies_and_validated_split_loads_with_datasets(splits, tmp_path, capsys):
     datasets = pytest.importorskip("datasets")
     out = tmp_path / "r1"
-    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "--split", "test", "--out", out],
+    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "--split", "test", "--output", out],
                    capsys)[0] == 0
     auto = auto_labels(splits)
     num = lambda i: int(i[2:])  # noqa: E731
@@ -385,7 +385,7 @@ def test_policies_and_validated_split_loads_with_datasets(splits, tmp_path, caps
     results = {}
     for policy in ("majority", "agree"):
         code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, "--policy", policy,
-                                     "--out", tmp_path / policy], capsys)
+                                     "--output", tmp_path / policy], capsys)
         assert code == 0, err
         results[policy] = json.loads((tmp_path / policy / "agreement.json").read_text())
     ids = [i for i in auto if i.startswith(("va", "te"))]
@@ -413,7 +413,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
     auto = auto_labels(splits)
     num = lambda i: int(i[2:])  # noqa: E731
     r1 = tmp_path / "r1"
-    assert run_cli(["annotate", "export", "--data", splits, "--out", r1], capsys)[0] == 0
+    assert run_cli(["annotate", "export", "--data", splits, "--output", r1], capsys)[0] == 0
     # items 2, 10, 18, ...: 1-1-1 split; item 3: two annotators skip it (too few votes)
     label_batch(r1, {
         "annotator1": lambda i, a: a,
@@ -421,7 +421,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
         "annotator3": lambda i, a: None if num(i) == 3 else (shift(a, 2) if num(i) % 8 == 2 else a),
     }, auto)
     code, _, err = run_cli(["annotate", "import", *sorted((r1 / "annotators").glob("*.csv")), "--data", splits,
-                            "--out", tmp_path / "imp1"], capsys)
+                            "--output", tmp_path / "imp1"], capsys)
     assert code == 0, err
     s1 = json.loads((tmp_path / "imp1" / "agreement.json").read_text())
     pending = sorted([f"te{k:03d}" for k in range(40) if k % 8 == 2] + ["te003"])
@@ -429,7 +429,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
     assert s1["counts"]["empty_labels"] == 2
     r2 = tmp_path / "r2"
     code, stdout, err = run_cli(["annotate", "export", "--data", splits, "--unresolved", tmp_path / "imp1",
-                                 "--annotators", "2", "--out", r2], capsys)
+                                 "--annotators", "2", "--output", r2], capsys)
     assert code == 0, err
     m2 = json.loads((r2 / "manifest.json").read_text())
     assert m2["round"] == 2 and m2["annotators"] == ["annotator4", "annotator5"]
@@ -438,7 +438,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
     files = sorted((r1 / "annotators").glob("*.csv")) + sorted((r2 / "annotators").glob("*.csv"))
     groups = ["--annotator-group", "first=annotator1,annotator2,annotator3", "--annotator-group",
               "second=annotator4,annotator5"]
-    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, *groups, "--out", tmp_path / "imp2"],
+    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, *groups, "--output", tmp_path / "imp2"],
                                 capsys)
     assert code == 0, err
     s2 = json.loads((tmp_path / "imp2" / "agreement.json").read_text())
@@ -447,7 +447,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
     assert (second["items_labelled"], second["with_majority"], second["fleiss_kappa"]) == (6, 1.0, pytest.approx(1.0))
     assert s2["by_annotator_group"]["between_majorities"][0]["items"] == 0  # round 2 only saw round 1's open items
     code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--annotator-group", "x=annotator9",
-                            "--out", tmp_path / "bad"], capsys)
+                            "--output", tmp_path / "bad"], capsys)
     _one_line_error(code, err)
     assert "annotator 'annotator9' labelled nothing" in err
     assert s2["counts"]["with_majority"] == 40 and s2["counts"]["annotations"] == 40 * 3 - 2 + 2 * 6
@@ -465,7 +465,7 @@ def test_second_round_only_for_unresolved_items_and_rounds_merge(splits, tmp_pat
 @pytest.fixture()
 def batch(splits, tmp_path, capsys):
     out = tmp_path / "b"
-    assert run_cli(["annotate", "export", "--data", splits, "--n", "8", "--out", out], capsys)[0] == 0
+    assert run_cli(["annotate", "export", "--data", splits, "--n", "8", "--output", out], capsys)[0] == 0
     auto = auto_labels(splits)
     label_batch(out, {n: (lambda i, a: a) for n in ("annotator1", "annotator2", "annotator3")}, auto)
     return out, sorted((out / "annotators").glob("*.csv")), auto
@@ -479,7 +479,7 @@ def test_label_outside_the_set_is_an_error_with_file_and_line(batch, splits, tmp
     out, files, auto = batch
     rows = read_csv_rows(files[1])
     write_labels(files[1], {r["item_id"]: (r["label"] if k != 4 else "contradiction") for k, r in enumerate(rows)})
-    code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--out", tmp_path / "x"], capsys)
+    code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--output", tmp_path / "x"], capsys)
     _one_line_error(code, err)
     assert f"{files[1]} line 6: label 'contradiction' is not one of contrasting, entailment" in err
     assert not (tmp_path / "x").exists()  # nothing half-written
@@ -490,7 +490,7 @@ def test_localized_names_semicolons_and_empty_cells_are_accepted(batch, splits, 
     ro = {"contrasting": "contrast", "entailment": "Implicatie", "reasoning": " RAȚIONAMENT ", "neutral": "Neutru"}
     rows = read_csv_rows(files[0])
     write_labels(files[0], {r["item_id"]: ro[auto[r["item_id"]]] for r in rows[1:]}, delimiter=";")
-    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, "--out", tmp_path / "x"], capsys)
+    code, stdout, err = run_cli(["annotate", "import", *files, "--data", splits, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     assert s["counts"]["empty_labels"] == 1 and s["counts"]["annotations"] == 23
@@ -503,12 +503,12 @@ def test_unknown_item_ids_are_an_error(batch, splits, tmp_path, capsys):
     text = files[2].read_text(encoding="utf-8")
     first_id = read_csv_rows(files[2])[0]["item_id"]
     files[2].write_text(text.replace(first_id, "zz999"), encoding="utf-8")
-    code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--out", tmp_path / "x"], capsys)
+    code, _, err = run_cli(["annotate", "import", *files, "--data", splits, "--output", tmp_path / "x"], capsys)
     _one_line_error(code, err)
     assert "item 'zz999' is not in" in err and "--data" in err
     # the batch was drawn from test: the validation split alone does not hold its items
     code, _, err = run_cli(["annotate", "import", *files[:2], "--data", splits, "--split", "validation",
-                            "--out", tmp_path / "y"], capsys)
+                            "--output", tmp_path / "y"], capsys)
     _one_line_error(code, err)
 
 
@@ -517,14 +517,14 @@ def test_an_annotator_labelling_an_item_twice(batch, splits, tmp_path, capsys):
     copy = tmp_path / "resent" / files[0].name
     copy.parent.mkdir()
     copy.write_bytes(files[0].read_bytes())
-    code, stdout, err = run_cli(["annotate", "import", *files, copy, "--data", splits, "--out", tmp_path / "x"], capsys)
+    code, stdout, err = run_cli(["annotate", "import", *files, copy, "--data", splits, "--output", tmp_path / "x"], capsys)
     assert code == 0, err  # the same labels twice: counted, kept once
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     assert s["counts"]["duplicates_identical"] == 8 and s["counts"]["annotations"] == 24
     assert "(kept once)" in (tmp_path / "x" / "report.md").read_text()
     rows = read_csv_rows(copy)
     write_labels(copy, {r["item_id"]: shift(r["label"]) if k == 2 else r["label"] for k, r in enumerate(rows)})
-    code, _, err = run_cli(["annotate", "import", *files, copy, "--data", splits, "--out", tmp_path / "y"], capsys)
+    code, _, err = run_cli(["annotate", "import", *files, copy, "--data", splits, "--output", tmp_path / "y"], capsys)
     _one_line_error(code, err)
     assert "annotator 'annotator1' labels item" in err and str(copy) in err and "keep one of the two" in err
 
@@ -534,7 +534,7 @@ def test_items_nobody_labelled_are_counted(batch, splits, tmp_path, capsys):
     nobody = read_csv_rows(files[0])[3]["item_id"]
     for f in files:
         write_labels(f, {r["item_id"]: r["label"] for r in read_csv_rows(f) if r["item_id"] != nobody})
-    code, stdout, err = run_cli(["annotate", "import", *files[:2], "--data", splits, "--out", tmp_path / "x"], capsys)
+    code, stdout, err = run_cli(["annotate", "import", *files[:2], "--data", splits, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     assert s["counts"]["unlabelled"] == 1 and s["counts"]["items_in_batch"] == 8 and s["counts"]["kept"] == 7
@@ -560,7 +560,7 @@ def test_label_studio_export_formats_from_the_docs(batch, splits, tmp_path, caps
         full.append({"id": k + 1, "data": t["data"], "annotations": anns, "predictions": []})
     (tmp_path / "export.json").write_text(json.dumps(full))
     code, stdout, err = run_cli(["annotate", "import", tmp_path / "export.json", "--data", splits,
-                                 "--batch", out, "--out", tmp_path / "x"], capsys)
+                                 "--batch", out, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     assert s["annotators"] == ["carmen@example.org", "ls-user-1", "ls-user-2"]
@@ -575,14 +575,14 @@ def test_label_studio_export_formats_from_the_docs(batch, splits, tmp_path, caps
                    "label": auto[t["data"]["item_id"]], "premise": t["data"]["premise"]}
                   for k, t in enumerate(tasks)]).to_csv(ls_csv, index=False)
     code, stdout, err = run_cli(["annotate", "import", tmp_path / "min.json", ls_csv, "--data", splits,
-                                 "--out", tmp_path / "y"], capsys)
+                                 "--output", tmp_path / "y"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "y" / "agreement.json").read_text())
     assert s["annotators"] == ["ls-user-1", "ls-user-2", "ls-user-7"] and s["fleiss_kappa"] == pytest.approx(1.0)
     # a task that does not come from our tasks.json
     (tmp_path / "foreign.json").write_text(json.dumps([{"id": 1, "data": {"text": "x"}, "annotations": []}]))
     code, _, err = run_cli(["annotate", "import", tmp_path / "foreign.json", "--data", splits,
-                            "--out", tmp_path / "z"], capsys)
+                            "--output", tmp_path / "z"], capsys)
     _one_line_error(code, err)
     assert "no data.item_id" in err
 
@@ -606,7 +606,7 @@ def test_kappa_per_cartography_group(splits, tmp_path, capsys):
     assert main(["cartography", str(run)]) == 0
     capsys.readouterr()
     out = tmp_path / "b"
-    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "--out", out], capsys)[0] == 0
+    assert run_cli(["annotate", "export", "--data", splits, "--split", "validation", "--output", out], capsys)[0] == 0
     num = lambda i: int(i[2:])  # noqa: E731
     # easy items (0-3): unanimous; hard items (8-11): everyone disagrees with the automatic label
     label_batch(out, {
@@ -615,7 +615,7 @@ def test_kappa_per_cartography_group(splits, tmp_path, capsys):
         "annotator3": lambda i, a: a if num(i) < 4 else shift(a, 2),
     }, auto)
     code, stdout, err = run_cli(["annotate", "import", *sorted((out / "annotators").glob("*.csv")), "--data", splits,
-                                 "--cartography", run, "--out", tmp_path / "x"], capsys)
+                                 "--cartography", run, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     metrics = pd.read_parquet(run / "cartography" / "metrics.parquet").set_index("id")
@@ -628,7 +628,7 @@ def test_kappa_per_cartography_group(splits, tmp_path, capsys):
     assert s["cartography"]["mapped"] == 12
     assert "Per cartography group (RoNLI Table 12)" in (tmp_path / "x" / "report.md").read_text()
     code, _, err = run_cli(["annotate", "import", *sorted((out / "annotators").glob("*.csv")), "--data", splits,
-                            "--cartography", tmp_path / "nowhere", "--out", tmp_path / "y"], capsys)
+                            "--cartography", tmp_path / "nowhere", "--output", tmp_path / "y"], capsys)
     _one_line_error(code, err)
 
 
@@ -649,47 +649,48 @@ def test_data_without_automatic_labels(tmp_path, capsys):
     rows = [{"premise": RO[l][0] + f" ({i})", "hypothesis": RO[l][1]} for i, l in enumerate(LABELS * 3)]
     data = tmp_path / "unlabelled.jsonl"
     pd.DataFrame(rows).to_json(data, orient="records", lines=True, force_ascii=False)
-    code, _, err = run_cli(["annotate", "export", "--data", data, "--n", "6", "--lang", "ro", "--out", tmp_path / "b"],
+    code, _, err = run_cli(["annotate", "export", "--data", data, "--n", "6", "--lang", "ro", "--output", tmp_path / "b"],
                            capsys)
     _one_line_error(code, err)
     assert "--sample natural" in err
     code, _, err = run_cli(["annotate", "export", "--data", data, "--n", "6", "--sample", "natural", "--lang", "ro",
-                            "--annotators", "2", "--out", tmp_path / "b"], capsys)
+                            "--annotators", "2", "--output", tmp_path / "b"], capsys)
     assert code == 0, err
     files = sorted((tmp_path / "b" / "annotators").glob("*.csv"))
     for f in files:
         write_labels(f, {r["item_id"]: "neutral" for r in read_csv_rows(f)})
-    code, stdout, err = run_cli(["annotate", "import", *files, "--data", data, "--out", tmp_path / "x"], capsys)
+    code, stdout, err = run_cli(["annotate", "import", *files, "--data", data, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
     assert s["counts"]["with_majority"] == 6 and s["cohen_kappa_auto_vs_majority"] is None
     assert s["auto_vs_majority"]["items"] == 0 and not (tmp_path / "x" / "confusion_matrix.png").exists()
-    code, _, err = run_cli(["annotate", "import", *files, "--data", data, "--policy", "agree", "--out", tmp_path / "y"],
+    code, _, err = run_cli(["annotate", "import", *files, "--data", data, "--policy", "agree", "--output", tmp_path / "y"],
                            capsys)
     _one_line_error(code, err)
     assert "--policy agree needs the automatic labels" in err
 
 
-def test_staged_output_publishes_on_success_and_leaves_out_alone_on_error(tmp_path):
-    from trainer.annotate import staged_output
+def test_output_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):
+    from trainer.annotate import output_folder
     from trainer.cli import UserError
 
     out = tmp_path / "out"
-    with staged_output(out, force=False) as staging:
-        assert staging.parent == tmp_path and staging.name.startswith(".out.staging-")
-        (staging / "a.txt").write_text("first")
-    assert (out / "a.txt").read_text() == "first" and not staging.exists()
+    with output_folder(out, overwrite=False) as work:
+        assert work.parent == tmp_path and work.name.startswith("out.inprogress-")
+        (work / "a.txt").write_text("first")
+    assert (out / "a.txt").read_text() == "first" and not work.exists()
     with pytest.raises(UserError, match="already exists"):
-        with staged_output(out, force=False):
+        with output_folder(out, overwrite=False):
             pass
     with pytest.raises(RuntimeError, match="half way"):
-        with staged_output(out, force=True) as staging:
-            (staging / "a.txt").write_text("second")
+        with output_folder(out, overwrite=True) as work:
+            (work / "a.txt").write_text("second")
             raise RuntimeError("half way")
-    assert (out / "a.txt").read_text() == "first" and not staging.exists()  # old output kept, staging gone
-    with staged_output(out, force=True) as staging:
-        (staging / "b.txt").write_text("second")
+    assert (out / "a.txt").read_text() == "first" and not work.exists()  # old output kept, work folder gone
+    with output_folder(out, overwrite=True) as work:
+        (work / "b.txt").write_text("second")
     assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_manifests_of_batch_folders_and_of_the_files_folders(batch, tmp_path):

@@ -29,7 +29,7 @@ def train_args(d, out, *extra):
     return ["train", "--train", str(d / "train.jsonl"), "--validation", str(d / "dev.jsonl"),
             "--test", str(d / "dev.jsonl"), "--premise", "sentence1", "--hypothesis", "sentence2",
             "--model", "cbow-softmax", "--epochs", "3", "--batch-size", "16", "--vector-size", "16",
-            "--no-progress", "--out", str(out), *extra]
+            "--no-progress", "--output", str(out), *extra]
 
 
 @pytest.fixture(scope="module")

@@ -417,7 +417,7 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
     model = _LookupModel(table, "neutral")
     monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
     out = tmp_path / "out"
-    assert main(["consistency", str(tmp_path / "run"), "--data", str(paths["test"]), "--out", str(out),
+    assert main(["consistency", str(tmp_path / "run"), "--data", str(paths["test"]), "--output", str(out),
                  "--batch-size", "100", "--no-progress"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     n = len(test)
@@ -460,7 +460,7 @@ def test_command_with_generated_items_builds_chains(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", "RUN", "--data", str(paths["test"]), "--generated", str(paths["generated"]),
-                 "--out", str(out), "--no-progress", "--readings", "SC", "EI"]) == 0
+                 "--output", str(out), "--no-progress", "--readings", "SC", "EI"]) == 0
     m = json.loads((out / "metrics.json").read_text())
     assert m["generated_items"]["n"] == len(gen) and m["generated_items"]["accuracy"] == 1.0
     kinds = m["counts"]["items_per_kind"]
@@ -482,7 +482,7 @@ def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
     views = {}
     for how in ("pred", "gold"):
         out = tmp_path / how
-        assert main(["consistency", "RUN", "--data", str(paths["test"]), "--out", str(out), "--no-progress",
+        assert main(["consistency", "RUN", "--data", str(paths["test"]), "--output", str(out), "--no-progress",
                      "--source-labels", how, "--max-items", "50"]) == 0
         views[how] = json.loads((out / "metrics.json").read_text())
     assert views["gold"]["counts"]["items_per_kind"] == {"swap": 50, "chain_ac": 0, "chain_ca": 0, "shared": 50}
@@ -498,7 +498,7 @@ def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
     assert {r["letters"] for r in filtered["rows"]} <= {"N", "NN"}
     # the same stable sample every time
     out = tmp_path / "again"
-    assert main(["consistency", "RUN", "--data", str(paths["test"]), "--out", str(out), "--no-progress",
+    assert main(["consistency", "RUN", "--data", str(paths["test"]), "--output", str(out), "--no-progress",
                  "--source-labels", "gold", "--max-items", "50"]) == 0
     a = pd.read_parquet(tmp_path / "gold" / "items.parquet")
     b = pd.read_parquet(out / "items.parquet")
@@ -546,7 +546,7 @@ def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
     model = _LookupModel(table, "entailment", labels=("contrasting", "entailment", "reasoning", "neutral"))
     monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
     out = tmp_path / "out"
-    assert main(["consistency", "RUN", "--sentences", str(tmp_path / "sentences"), "--out", str(out),
+    assert main(["consistency", "RUN", "--sentences", str(tmp_path / "sentences"), "--output", str(out),
                  "--label-map", "contrasting=N", "reasoning=-", "--no-progress"]) == 0
     m = json.loads((out / "metrics.json").read_text())
     assert m["counts"]["sentence_table"]["chains_used"] == 3
@@ -564,7 +564,7 @@ def test_trained_run_end_to_end(tmp_path, model, capsys):
     paths = write_dataset(tmp_path / "data")
     run_dir = tmp_path / "run"
     args = ["train", "--model", model, "--train", str(paths["train"]), "--validation", str(paths["validation"]),
-            "--test", str(paths["test"]), "--out", str(run_dir)]
+            "--test", str(paths["test"]), "--output", str(run_dir)]
     if model == "cbow-softmax":
         pytest.importorskip("torch")
         pytest.importorskip("gensim")

@@ -65,7 +65,7 @@ def four_label_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("x")
     train = write_jsonl(synthetic_nli(200), root / "train.jsonl")
     run = root / "run"
-    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--out", str(run)]) == 0
+    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--output", str(run)]) == 0
     return root, run
 
 
@@ -74,10 +74,10 @@ def test_four_label_run_on_a_three_label_file(four_label_run, capsys):
     snli = write_jsonl(three_label(90, 1), root / "snli.jsonl")
     cols = ["--premise", "sentence1", "--hypothesis", "sentence2", "--label", "gold_label"]
     capsys.readouterr()
-    assert main(["evaluate", str(run), "--test", str(snli), *cols]) == 2
+    assert main(["evaluate", str(run), "--data", str(snli), *cols]) == 2
     assert "map the file's labels with --label-map" in capsys.readouterr().err
-    assert main(["evaluate", str(run), "--test", str(snli), *cols, "--label-map", "contradiction=contrasting",
-                 "--out", str(root / "ev")]) == 0
+    assert main(["evaluate", str(run), "--data", str(snli), *cols, "--label-map", "contradiction=contrasting",
+                 "--output", str(root / "ev")]) == 0
     m = json.loads((root / "ev" / "metrics.json").read_text())["snli"]
     lm = m["label_map"]
     assert lm["unmapped_gold"] == {} and sorted(lm["averaged_over"]) == ["contrasting", "entailment", "neutral"]
@@ -116,8 +116,8 @@ def test_zero_shot_outside_checkpoint_with_its_own_labels(tiny_xnli, tmp_path, c
     ours = write_jsonl(synthetic_nli(48, seed=3), tmp_path / "ours.jsonl")
     out = tmp_path / "zs"
     capsys.readouterr()
-    assert main(["evaluate", str(tiny_xnli), "--test", str(ours), "--label-map", "contradiction=contrasting",
-                 "--out", str(out)]) == 0
+    assert main(["evaluate", str(tiny_xnli), "--data", str(ours), "--label-map", "contradiction=contrasting",
+                 "--output", str(out)]) == 0
     err = capsys.readouterr().err
     assert "gold labels the model cannot predict after --label-map: {'reasoning': 12}" in err
     m = json.loads((out / "metrics.json").read_text())["ours"]
@@ -127,7 +127,7 @@ def test_zero_shot_outside_checkpoint_with_its_own_labels(tiny_xnli, tmp_path, c
     assert set(preds["model_pred"]) <= set(XNLI.values())
     assert np.allclose(preds[["prob_entailment", "prob_neutral", "prob_contrasting"]].sum(1), 1, atol=1e-5)
     # the RoNLI reading: reasoning is a kind of entailment (many-to-one), nothing unmapped
-    assert main(["evaluate", str(tiny_xnli), "--test", str(ours), "--out", str(tmp_path / "zs2"),
+    assert main(["evaluate", str(tiny_xnli), "--data", str(ours), "--output", str(tmp_path / "zs2"),
                  "--label-map", "contradiction=contrasting,reasoning=entailment"]) == 0
     m2 = json.loads((tmp_path / "zs2" / "metrics.json").read_text())["ours"]
     assert m2["label_map"]["unmapped_gold"] == {} and m2["confusion_matrix"]["labels"] == \
@@ -141,7 +141,7 @@ def test_several_train_files_each_with_its_mapping(tmp_path):
     run = tmp_path / "run"
     spec = f"{b}::premise=sentence1,hypothesis=sentence2,label=gold_label,label_map=contradiction:contrasting"
     assert main(["train", "--train", str(a), "--train", spec, "--validation", str(dev), "--model", "tfidf-lr",
-                 "--out", str(run)]) == 0
+                 "--output", str(run)]) == 0
     cfg = json.loads((run / "config.json").read_text())
     n_b = len(three_label(90, 5))
     assert cfg["n_train"] == 120 + n_b and cfg["data"]["train"] == [str(a), spec]
@@ -161,7 +161,7 @@ def test_train_size_is_a_stratified_seeded_subsample(tmp_path):
     assert set(sub["id"]) != set(stratified_subsample(df, 100, seed=2)["id"])
     train = write_jsonl(synthetic_nli(200), tmp_path / "t.jsonl")
     assert main(["train", "--train", str(train), "--train-size", "50", "--model", "tfidf-lr",
-                 "--out", str(tmp_path / "r")]) == 0
+                 "--output", str(tmp_path / "r")]) == 0
     cfg = json.loads((tmp_path / "r" / "config.json").read_text())
     assert cfg["n_train"] == 50 and cfg["train_size"] == {"n": 50, "n_before": 200, "seed": 0}
     assert set(cfg["label_counts_train"].values()) == {12, 13}
@@ -186,7 +186,7 @@ def test_transformer_grid_over_lr_batch_dropout_head(tiny_nli_checkpoint, tmp_pa
                  "--pretrained", str(bert), "--encoding", "separate", "--epochs", "1", "--max-length", "32",
                  "--no-progress", "--device", "cpu", "--grid", "--grid-values", "lr=1e-3,3e-3",
                  "--grid-values", "batch_size=16", "--grid-values", "dropout=0.1", "--grid-values",
-                 "head_hidden=32,64", "--out", str(out)]) == 0
+                 "head_hidden=32,64", "--output", str(out)]) == 0
     cfg = json.loads((out / "config.json").read_text())
     assert len(cfg["grid"]) == 4
     best = max(cfg["grid"], key=lambda g: g["validation_macro_f1"])

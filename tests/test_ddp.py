@@ -40,7 +40,7 @@ def setup(tiny_nli_checkpoint):
 
 def _argv(s, out, *extra):
     return ["train", "--train", str(s["train"]), "--validation", str(s["dev"]), "--test", str(s["dev"]),
-            "--model", "transformer", "--pretrained", str(s["bert"]), "--out", str(out), "--epochs", "2",
+            "--model", "transformer", "--pretrained", str(s["bert"]), "--output", str(out), "--epochs", "2",
             "--patience", "0", "--lr", "2e-3", "--batch-size", "8", "--grad-accum", "2", "--max-length", "32",
             "--no-progress", "--seed", "1", "--device", "cpu", "--precision", "fp32", *extra]
 

@@ -32,7 +32,7 @@ def data(tiny_nli_checkpoint):
 
 def _train(data, out, *extra):
     argv = ["train", "--train", str(data["train"]), "--validation", str(data["dev"]), "--test", str(data["dev"]),
-            "--model", "transformer", "--pretrained", str(data["gpt2"]), "--out", str(out), *FAST, *extra]
+            "--model", "transformer", "--pretrained", str(data["gpt2"]), "--output", str(out), *FAST, *extra]
     assert main(argv) == 0
     return out
 
@@ -120,8 +120,8 @@ def test_outside_gpt2_classifier_pads_with_end_of_text(data, gpt2_classifier, tm
         np.testing.assert_allclose(run.predict_proba(df.iloc[[i]]), probs[[i]], atol=1e-5)
     # zero-shot evaluation of our 4-label file through the label map
     out = tmp_path / "ev"
-    assert main(["evaluate", str(gpt2_classifier), "--test", str(data["dev"]), "--label-map",
-                 "contradiction=contrasting", "--out", str(out)]) == 0
+    assert main(["evaluate", str(gpt2_classifier), "--data", str(data["dev"]), "--label-map",
+                 "contradiction=contrasting", "--output", str(out)]) == 0
     m = json.loads((out / "metrics.json").read_text())["dev"]
     assert m["n"] == len(df) and m["label_map"]["unmapped_gold"] == {"reasoning": int((df.label == "reasoning").sum())}
 

@@ -23,7 +23,7 @@ def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("evin")
     train = write_jsonl(synthetic_nli(160), root / "train.jsonl")
     out = root / "run"
-    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--out", str(out)]) == 0
+    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--output", str(out)]) == 0
     return out
 
 
@@ -98,7 +98,7 @@ def test_evaluate_reads_every_accepted_layout(run, tmp_path, kind, capsys):
     path = _layout(kind, tmp_path)
     out = tmp_path / "ev"
     capsys.readouterr()
-    assert main(["evaluate", str(run), "--test", str(path), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert main(["evaluate", str(run), "--data", str(path), "--output", str(out)]) == 0, capsys.readouterr().err
     metrics = json.loads((out / "metrics.json").read_text())
     name = path.name.split(".")[0]
     assert list(metrics) == [name]
@@ -116,7 +116,7 @@ def test_the_extractor_layout_uses_the_class_label_names(tmp_path):
 def test_split_flag_names_another_split(run, tmp_path):
     folder = _layout("split-folders", tmp_path)
     out = tmp_path / "ev"
-    assert main(["evaluate", str(run), "--test", str(folder), "--split", "validation", "--out", str(out)]) == 0
+    assert main(["evaluate", str(run), "--data", str(folder), "--split", "validation", "--output", str(out)]) == 0
     assert json.loads((out / "metrics.json").read_text())["split-folders"]["n"] == 24
 
 
@@ -136,7 +136,7 @@ def test_bad_inputs_are_one_line_errors(run, tmp_path, capsys):
     for split in ("train", "validation"):
         (two / split).mkdir(parents=True)
         _test_rows().to_parquet(two / split / "part-0.parquet")
-    ev = ["evaluate", str(run), "--out", str(tmp_path / "ev"), "--test"]
+    ev = ["evaluate", str(run), "--output", str(tmp_path / "ev"), "--data"]
     _one_line_error(capsys, [*ev, str(two)], str(two), "several splits (train, validation)", "none is 'test'",
                     "--split")
     _one_line_error(capsys, [*ev, str(two), "--split", "test"], str(two), "no split 'test'",
@@ -153,7 +153,7 @@ def test_bad_inputs_are_one_line_errors(run, tmp_path, capsys):
     (broken / "dataset_dict.json").write_text("{not json")
     _one_line_error(capsys, [*ev, str(broken)], str(broken), "expected")
     # the same check in the other commands that read one evaluation input
-    _one_line_error(capsys, ["predict", str(run), "--input", str(two), "--out", str(tmp_path / "p.jsonl")],
+    _one_line_error(capsys, ["predict", str(run), "--data", str(two), "--output", str(tmp_path / "p.jsonl")],
                     str(two), "several splits")
     _one_line_error(capsys, ["stress", str(run), "--data", str(two), "--lang", "en"], str(two), "--split")
 
@@ -162,12 +162,12 @@ def test_train_predict_and_stress_take_a_dataset_folder(run, tmp_path):
     folder = _layout("extractor", tmp_path)
     train = write_jsonl(synthetic_nli(160), tmp_path / "train.jsonl")
     out = tmp_path / "run2"
-    assert main(["train", "--train", str(train), "--test", str(folder), "--model", "tfidf-lr", "--out", str(out)]) == 0
+    assert main(["train", "--train", str(train), "--test", str(folder), "--model", "tfidf-lr", "--output", str(out)]) == 0
     assert json.loads((out / "metrics.json").read_text())["extractor"]["n"] == N
     pred = tmp_path / "pred.jsonl"
-    assert main(["predict", str(run), "--input", str(folder), "--out", str(pred)]) == 0
+    assert main(["predict", str(run), "--data", str(folder), "--output", str(pred)]) == 0
     assert len(pd.read_json(pred, lines=True)) == N
-    assert main(["stress", str(run), "--data", str(folder), "--lang", "en", "--out", str(tmp_path / "st")]) == 0
+    assert main(["stress", str(run), "--data", str(folder), "--lang", "en", "--output", str(tmp_path / "st")]) == 0
     config = json.loads((tmp_path / "st" / "config.json").read_text())
     assert config["split"] == "test" and config["n"] == N
 
@@ -186,11 +186,11 @@ def test_evaluate_label_map_flags_add_up(run, tmp_path, capsys):
     three["label"] = three["label"].replace({"contrasting": "contradiction", "neutral": "unrelated"})
     data = write_jsonl(three, tmp_path / "three.jsonl")
     out = tmp_path / "ev"
-    assert main(["evaluate", str(run), "--test", str(data), "--out", str(out),
+    assert main(["evaluate", str(run), "--data", str(data), "--output", str(out),
                  "--label-map", "contradiction=contrasting", "--label-map", "unrelated=neutral"]) == 0
     lm = json.loads((out / "metrics.json").read_text())["three"]["label_map"]
     assert lm["map"] == {"contradiction": "contrasting", "unrelated": "neutral"} and lm["unmapped_gold"] == {}
     capsys.readouterr()
-    assert main(["evaluate", str(run), "--test", str(data), "--out", str(out), "--label-map", "a=b",
+    assert main(["evaluate", str(run), "--data", str(data), "--output", str(out), "--label-map", "a=b",
                  "--label-map", "a=c"]) == 2
     assert "'a' is mapped twice ('b' and 'c')" in capsys.readouterr().err

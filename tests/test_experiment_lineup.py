@@ -49,7 +49,7 @@ def test_every_example_lineup_builds_valid_train_commands():
         for entry in lineup.entries:
             argv = ex.train_argv(lineup, entry)
             args = build_parser(argv).parse_args(argv)  # the flags exist in `train`
-            assert str(args.out).endswith(entry.name)
+            assert str(args.output).endswith(entry.name)
 
 
 def test_flags_conversion():
@@ -119,7 +119,7 @@ lineup: [baseline, {{name: cart, curriculum: cart}}, {{name: len, curriculum: le
     assert main(["experiment", str(y), "--dry-run", "--only", "cart"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2  # the reference is added because cart needs its cartography
-    assert "--out " + str(tmp_path / "o" / "baseline") in lines[0]
+    assert "--output " + str(tmp_path / "o" / "baseline") in lines[0]
     assert "--curriculum cart --cartography-from" in lines[1]
 
 

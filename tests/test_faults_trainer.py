@@ -31,7 +31,7 @@ def base(tmp_path_factory):
              "dev2": write_jsonl(synthetic_nli(24, seed=2), root / "other.jsonl")}
     good = root / "good"
     assert main(["train", "--train", str(files["train"]), "--validation", str(files["dev"]), "--test",
-                 str(files["dev"]), "--model", "tfidf-lr", "--out", str(good)]) == 0
+                 str(files["dev"]), "--model", "tfidf-lr", "--output", str(good)]) == 0
     files["good"] = good
     files["good_config"] = (good / "config.json").read_text()
     return files
@@ -55,7 +55,7 @@ def T(files, tmp, *extra, out=None, train=None, val=True, test=True, model="tfid
         argv += ["--validation", str(files["dev"])]
     if test:
         argv += ["--test", str(files["dev"])]
-    return argv + ["--model", model, "--out", str(out or tmp / "run"), *extra]
+    return argv + ["--model", model, "--output", str(out or tmp / "run"), *extra]
 
 
 def copy_good(files, tmp):
@@ -191,7 +191,7 @@ CASES = [
     Case("--overwrite of a directory that is not a run", lambda f, t: T(f, t, "--overwrite"), 2,
          "not a run directory (no config.json); --overwrite replaces runs only", "directory untouched",
          setup=not_a_run, check=lambda f, t: (t / "run" / "notes.txt").read_text() == "my notes"),
-    Case("--out is a file", lambda f, t: T(f, t, out=t / "file.txt"), 2, "--out is a file",
+    Case("--output is a file", lambda f, t: T(f, t, out=t / "file.txt"), 2, "--output is a file",
          "file untouched", setup=lambda f, t: (t / "file.txt").write_text("x"),
          check=lambda f, t: (t / "file.txt").read_text() == "x"),
     Case("--resume under other settings", lambda f, t: T(f, t, "--resume", "--C", "10"), 2,
@@ -206,7 +206,7 @@ CASES = [
     Case("unfinished stage left by a kill, no flag", lambda f, t: T(f, t), 2,
          "an unfinished run is there (a failed or killed train): use --resume", "stage kept",
          setup=stale_stage, check=lambda f, t: (t / "run.inprogress" / "train.log").exists()),
-    Case("another train writing the same --out", lambda f, t: T(f, t, "--overwrite"), 2,
+    Case("another train writing the same --output", lambda f, t: T(f, t, "--overwrite"), 2,
          "another train (pid", "stage of the other process kept", setup=live_lock,
          check=lambda f, t: (t / "run.inprogress" / ".lock").exists()),
     Case("misspelt label in 5 training rows", lambda f, t: T(f, t, train=t / "bad.jsonl"), 2,

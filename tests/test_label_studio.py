@@ -159,7 +159,7 @@ def test_label_studio_round_trip(label_studio, tmp_path, capsys):
     splits = make_splits(tmp_path / "splits")
     batch = tmp_path / "batch"
     code, _, err = run_cli(["annotate", "export", "--data", splits, "--n", "12", "--seed", "2",
-                            "--out", batch], capsys)
+                            "--output", batch], capsys)
     assert code == 0, err
     config = (batch / "label_studio" / "config.xml").read_text(encoding="utf-8")
     tasks = json.loads((batch / "label_studio" / "tasks.json").read_text(encoding="utf-8"))
@@ -220,7 +220,7 @@ def test_label_studio_round_trip(label_studio, tmp_path, capsys):
     for fmt, path in files.items():
         out = tmp_path / f"imp-{fmt.lower()}"
         code, stdout, err = run_cli(["annotate", "import", path, "--data", splits, "--batch", batch,
-                                     "--out", out], capsys)
+                                     "--output", out], capsys)
         assert code == 0, f"{fmt}: {err}"
         results[fmt] = json.loads((out / "agreement.json").read_text())
     s = results["JSON"]

@@ -46,7 +46,7 @@ def test_train_and_evaluate_report_slices_and_keep_columns(tmp_path):
     train = write_jsonl(tagged(200, 0, genres=["news", "books"]), tmp_path / "train.jsonl")
     test = write_jsonl(tagged(60, 1), tmp_path / "test.jsonl")
     run = tmp_path / "run"
-    assert main(["train", "--train", str(train), "--test", str(test), "--model", "tfidf-lr", "--out", str(run),
+    assert main(["train", "--train", str(train), "--test", str(test), "--model", "tfidf-lr", "--output", str(run),
                  "--by", "genre", "--by", "tags"]) == 0
     slices = json.loads((run / "slices.json").read_text())
     genre = {r["value"]: r for r in slices["test"]["genre"]}
@@ -62,7 +62,7 @@ def test_train_and_evaluate_report_slices_and_keep_columns(tmp_path):
     assert list(preds.loc[preds.split == "test", "tags"].iloc[1]) == ["NUM", "NEG"]
     assert "### test by genre" in (run / "slices.md").read_text()
     # evaluate: the same slices on another file, several --by at once (comma form)
-    assert main(["evaluate", str(run), "--test", str(test), "--by", "genre,tags", "--out", str(tmp_path / "ev")]) == 0
+    assert main(["evaluate", str(run), "--data", str(test), "--by", "genre,tags", "--output", str(tmp_path / "ev")]) == 0
     ev = json.loads((tmp_path / "ev" / "slices.json").read_text())
     assert {r["value"]: r["n"] for r in ev["test"]["genre"]} == {"news": 20, "books": 20, "talks": 20}
     assert ev["test"]["tags"] == [{k: v for k, v in r.items() if k != "n_train"} for r in slices["test"]["tags"]]

@@ -91,7 +91,7 @@ def test_stress_command_writes_metrics_sets_and_table(tmp_path, capsys):
     train = write_jsonl(synthetic_nli(200), tmp_path / "train.jsonl")
     test = write_jsonl(synthetic_nli(60, seed=1), tmp_path / "test.jsonl")
     run = tmp_path / "run"
-    assert main(["train", "--train", str(train), "--test", str(test), "--model", "tfidf-lr", "--out", str(run)]) == 0
+    assert main(["train", "--train", str(train), "--test", str(test), "--model", "tfidf-lr", "--output", str(run)]) == 0
     assert main(["stress", str(run), "--data", str(test), "--lang", "en"]) == 0
     out = run / "stress"
     metrics = json.loads((out / "metrics.json").read_text())
@@ -117,7 +117,7 @@ def test_scinli_negation_moves_predictions_more_than_spelling(tmp_path):
     run = tmp_path / "scinli"
     cols = ["--premise", "sentence1", "--hypothesis", "sentence2"]
     assert main(["train", "--train", str(train), "--test", str(dev), *cols, "--model", "tfidf-lr",
-                 "--out", str(run)]) == 0
+                 "--output", str(run)]) == 0
     assert main(["stress", str(run), "--data", str(dev), "--lang", "en"]) == 0
     m = json.loads((run / "stress" / "metrics.json").read_text())
     assert m["original"]["n"] == 2000
@@ -131,7 +131,7 @@ def test_stress_label_map_is_evaluate_s_repeatable_flag(tmp_path, capsys):
     flags add up, a label mapped to two names is an error, an unmapped label says --label-map."""
     train = write_jsonl(synthetic_nli(200), tmp_path / "train.jsonl")
     run = tmp_path / "run"
-    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--out", str(run)]) == 0
+    assert main(["train", "--train", str(train), "--model", "tfidf-lr", "--output", str(run)]) == 0
     three = synthetic_nli(80, seed=1)
     three = three[three.label != "reasoning"].copy()
     three["label"] = three["label"].replace({"contrasting": "contradiction"})

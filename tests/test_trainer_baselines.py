@@ -32,7 +32,7 @@ def syn(tmp_path_factory):
 
 def _train(syn, out, model, *extra):
     return main(["train", "--train", str(syn["train"]), "--validation", str(syn["dev"]), "--test", str(syn["dev"]),
-                 "--model", model, "--out", str(out), "--no-progress", "--vector-size", "20", *extra])
+                 "--model", model, "--output", str(out), "--no-progress", "--vector-size", "20", *extra])
 
 
 @pytest.mark.parametrize("model", ["majority", "tfidf-lr", "tfidf-svm", "bow-xgboost", "cbow-svm", "cbow-softmax"])
@@ -67,7 +67,7 @@ def test_scinli_pair_beats_hypothesis_only(tmp_path):
     for mode in ("pair", "hypothesis"):
         out = tmp_path / mode
         assert main(["train", "--train", str(train), "--validation", str(dev), *SCINLI, "--model", "tfidf-lr",
-                     "--input-mode", mode, "--out", str(out)]) == 0
+                     "--input-mode", mode, "--output", str(out)]) == 0
         scores[mode] = json.loads((out / "metrics.json").read_text())["validation"]["macro_f1"]
     assert scores["pair"] > scores["hypothesis"] + 0.03, scores
     assert scores["hypothesis"] > 0.3  # SciNLI hypotheses do leak their label (the artifact RoNLI measures)
@@ -80,7 +80,7 @@ def test_clear_errors(syn, tmp_path, capsys):
         assert rc == 2 and len(err.splitlines()) == 1, err
         return err
 
-    base = ["train", "--model", "tfidf-lr", "--out", str(tmp_path / "o")]
+    base = ["train", "--model", "tfidf-lr", "--output", str(tmp_path / "o")]
     dev = shared_file("nli/scinli-dev.jsonl")
     err = err_of(base + ["--train", str(dev)])
     assert "scinli-dev.jsonl: no column 'premise' (use --premise)" in err and "sentence1, sentence2" in err
@@ -96,11 +96,11 @@ def test_clear_errors(syn, tmp_path, capsys):
     # evaluate checks labels against the saved run
     assert _train(syn, tmp_path / "run", "majority") == 0
     capsys.readouterr()
-    err = err_of(["evaluate", str(tmp_path / "run"), "--test", str(bad)])
+    err = err_of(["evaluate", str(tmp_path / "run"), "--data", str(bad)])
     assert "'contradiction' is not one of the model's labels" in err
     # an existing run directory is never overwritten silently
     assert "not empty" in err_of(["train", "--train", str(syn["train"]), "--model", "majority",
-                                  "--out", str(tmp_path / "run")])
+                                  "--output", str(tmp_path / "run")])
 
 
 def test_seeds_protocol_selects_on_validation(syn, tmp_path):
@@ -161,7 +161,7 @@ def test_predict_labels_an_unlabelled_file(syn, tmp_path):
     assert _train(syn, tmp_path / "run", "tfidf-lr") == 0
     df = pd.read_json(syn["dev"], lines=True).drop(columns="label")
     src = write_jsonl(df, tmp_path / "unlabelled.jsonl")
-    assert main(["predict", str(tmp_path / "run"), "--input", str(src), "--out", str(tmp_path / "p.csv")]) == 0
+    assert main(["predict", str(tmp_path / "run"), "--input", str(src), "--output", str(tmp_path / "p.csv")]) == 0
     out = pd.read_csv(tmp_path / "p.csv")
     assert len(out) == len(df) and out["id"].tolist() == df["pair_id"].tolist()
     probs = out[[c for c in out.columns if c.startswith("prob_")]].to_numpy()

@@ -56,7 +56,7 @@ def data(tiny_nli_checkpoint):
 
 def _argv(data, out, *extra):
     return ["train", "--train", str(data["train"]), "--validation", str(data["dev"]), "--test", str(data["dev"]),
-            "--model", "transformer", "--pretrained", str(data["bert"]), "--out", str(out), "--epochs", "3",
+            "--model", "transformer", "--pretrained", str(data["bert"]), "--output", str(out), "--epochs", "3",
             "--patience", "0", "--lr", "2e-3", "--batch-size", "16", "--max-length", "32", "--no-progress",
             "--seed", "5", "--device", "cuda", *extra]
 

@@ -28,7 +28,7 @@ def data(tiny_nli_checkpoint):
 def _argv(data, out, *extra):
     """The test's train command; a flag in `extra` replaces the same flag's value (flags are given once)."""
     argv = ["train", "--train", str(data["train"]), "--validation", str(data["dev"]), "--test", str(data["dev"]),
-            "--model", "transformer", "--pretrained", str(data["bert"]), "--out", str(out), *FAST]
+            "--model", "transformer", "--pretrained", str(data["bert"]), "--output", str(out), *FAST]
     extra = list(extra)
     i = 0
     while i < len(extra):
@@ -83,7 +83,7 @@ def test_cross_encoding_trains_and_lowers_loss(cross_run, data):
 
 
 def test_saved_run_evaluates_identically_after_reload(cross_run, data, tmp_path):
-    assert main(["evaluate", str(cross_run), "--test", str(data["dev"]), "--out", str(tmp_path)]) == 0
+    assert main(["evaluate", str(cross_run), "--data", str(data["dev"]), "--output", str(tmp_path)]) == 0
     before = json.loads((cross_run / "metrics.json").read_text())["dev"]
     after = json.loads((tmp_path / "metrics.json").read_text())["dev"]
     assert after == before

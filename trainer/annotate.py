@@ -9,24 +9,28 @@ import: annotator CSVs and/or Label Studio exports, one or several rounds -> agr
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from trainer.cli import UserError
+from extractor.errors import UserError
+from extractor.staging import WorkFolder
+from trainer.annotation import agreement as ag
+from trainer.annotation import outputs
+from trainer.annotation.batches import annotator_names, select_items, write_batch
+from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
+from trainer.annotation.readers import check_known, find_manifests, read_annotations
+from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography
+from trainer.data import add_column_arguments, column_mapping, discover, load_nli, load_split_file
+from trainer.flags import add_output, add_overwrite
 
 # --------------------------------------------------------------------------- arguments
 
 
 def add_arguments(parser) -> None:
-    from trainer.data import add_column_arguments
-
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     e = sub.add_parser("export", help="write a blind annotation batch (annotator CSVs, Label Studio tasks)",
@@ -47,8 +51,8 @@ def add_arguments(parser) -> None:
     e.add_argument("--unresolved", type=Path, default=None, metavar="IMPORT_DIR",
                    help="next round: only the items without a majority in this `annotate import` output")
     e.add_argument("--round", type=int, default=None, help="round number (default 1, or the next after --unresolved)")
-    e.add_argument("--out", required=True, type=Path, help="batch folder to write")
-    e.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    add_output(e, "batch folder to write", required=True)
+    add_overwrite(e, "replace an existing --output folder")
     add_column_arguments(e)
 
     i = sub.add_parser("import", help="agreement, majority labels and a validated split from annotations",
@@ -60,7 +64,7 @@ def add_arguments(parser) -> None:
     i.add_argument("--split", action="append", default=None,
                    help="split of --data (repeatable or comma-separated; default: those of the batch manifests, "
                         "else all)")
-    i.add_argument("--out", required=True, type=Path, help="output folder")
+    add_output(i, "output folder", required=True)
     i.add_argument("--policy", choices=["majority", "agree"], default="majority",
                    help="majority: drop items without a majority, gold = majority (RoNLI); agree: keep items "
                         "whose majority equals the automatic label (ESNLIR). Default majority")
@@ -75,7 +79,7 @@ def add_arguments(parser) -> None:
                         "agreement within each group and between their majorities (IndoNLI lay vs expert)")
     i.add_argument("--lang", default=None, help="language of the label names (default: the batch's, else the data's)")
     i.add_argument("--labels", default=None, help="comma-separated label set (default: the batch's, else canonical)")
-    i.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    add_overwrite(i, "replace an existing --output folder")
     add_column_arguments(i)
 
 
@@ -94,31 +98,26 @@ def _splits_arg(values: list[str] | None) -> list[str] | None:
 
 def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test: bool) -> tuple[pd.DataFrame, list[str]]:
     """The chosen splits of ``path`` as one frame with a ``split`` column (ids unique)."""
-    from trainer.data import NLIDataError, discover, load_nli, load_split_file
-
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file or folder (--data)")
-    try:
-        if path.is_dir():
-            available = list(discover(path))
-            if splits:
-                missing = [s for s in splits if s not in available]
-                if missing:
-                    raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(available)} (--split)")
-            elif default_test:
-                splits = ["test"] if "test" in available else (available if len(available) == 1 else None)
-                if splits is None:
-                    raise UserError(f"{path}: several splits ({', '.join(available)}) and no test; name one with --split")
-            if splits and all((path / s).is_dir() for s in splits):
-                # split folders (our layout): read only the splits asked for, not a large train split
-                loaded = {s: load_split_file(path / s, **mapping) for s in splits}
-            else:
-                loaded = load_nli(path, **mapping)
+    if path.is_dir():
+        available = list(discover(path))
+        if splits:
+            missing = [s for s in splits if s not in available]
+            if missing:
+                raise UserError(f"{path}: no split {missing[0]!r}; splits are {', '.join(available)} (--split)")
+        elif default_test:
+            splits = ["test"] if "test" in available else (available if len(available) == 1 else None)
+            if splits is None:
+                raise UserError(f"{path}: several splits ({', '.join(available)}) and no test; name one with --split")
+        if splits and all((path / s).is_dir() for s in splits):
+            # split folders (our layout): read only the splits asked for, not a large train split
+            loaded = {s: load_split_file(path / s, **mapping) for s in splits}
         else:
             loaded = load_nli(path, **mapping)
-    except NLIDataError as exc:
-        raise UserError(str(exc)) from None
+    else:
+        loaded = load_nli(path, **mapping)
     if splits:
         missing = [s for s in splits if s not in loaded]
         if missing:
@@ -146,37 +145,14 @@ def default_lang(data: pd.DataFrame) -> str:
     return "en"
 
 
-def publish(staging: Path, out: Path) -> None:
-    """Move a finished staging folder into place (replacing ``out`` when --force was given)."""
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(staging, out)
-
-
-@contextlib.contextmanager
-def staged_output(out: Path, force: bool):
-    """``with staged_output(out, force) as staging:`` write into a hidden staging folder beside
-    ``out``; when the block ends it replaces ``out``, and on any error it is removed (``out``
-    left as it was)."""
-    staging = stage_for(out, force)
-    try:
-        yield staging
-        publish(staging, Path(out))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def stage_for(out: Path, force: bool) -> Path:
+def output_folder(out: Path, overwrite: bool) -> WorkFolder:
+    """``with output_folder(out, overwrite) as work:`` write into a work folder beside ``out``
+    (extractor/staging.py); when the block ends it replaces ``out``, and on any error it is
+    removed (``out`` left as it was). A non-empty ``out`` needs ``--overwrite``."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise UserError(f"{out}: already exists; choose another --out or pass --force to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir()
-    return staging
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+        raise UserError(f"{out}: already exists; choose another --output or pass --overwrite to replace it")
+    return WorkFolder(out)
 
 
 def _command_line() -> str:
@@ -188,10 +164,6 @@ def _command_line() -> str:
 
 
 def run_export(args) -> int:
-    from trainer.annotation.batches import annotator_names, select_items, write_batch
-    from trainer.annotation.guidelines import label_set, load_guidelines
-    from trainer.data import column_mapping
-
     mapping = {**column_mapping(args), "require_label": False}
     data, splits = load_data(args.data, _splits_arg(args.split), mapping, default_test=True)
     labels = label_set(data["label"], _labels_arg(args.labels))
@@ -220,14 +192,14 @@ def run_export(args) -> int:
     if args.n is not None and args.n < 1:
         raise UserError("--n must be at least 1")
     items, info = select_items(data, args.n, args.sample, args.seed, labels)
-    with staged_output(args.out, args.force) as staging:
-        manifest = write_batch(staging, items, annotators=names, round_no=round_no, seed=args.seed,
+    with output_folder(args.output, args.overwrite) as work:
+        manifest = write_batch(work, items, annotators=names, round_no=round_no, seed=args.seed,
                                guidelines=guidelines, manifest={
                                    "data": str(args.data), "splits": splits, "lang": lang,
                                    "guidelines": guidelines.source, "guidelines_fallback": guidelines.fallback,
                                    "labels": list(labels), "selection": info, "previous_round": previous,
                                    "command": _command_line()})
-    out = Path(args.out)
+    out = Path(args.output)
     print(f"batch of {len(items)} items (round {round_no}, {args.sample}, seed {args.seed}) from "
           f"{', '.join(splits)} of {args.data}; automatic labels: "
           + ", ".join(f"{k} {v}" for k, v in info["label_counts"].items()))
@@ -264,8 +236,6 @@ def parse_annotator_groups(specs: list[str] | None, known: set[str]) -> dict[str
 
 def cartography_groups(path: Path, ids: pd.Index) -> tuple[pd.Series, dict]:
     """item_id -> group name (E2L, A, H2L, no group; an item in two groups appears twice)."""
-    from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography
-
     table = load_cartography(path)
     table = table.assign(id=table["id"].astype(str)).drop_duplicates("id").set_index("id")
     mapped = table.index.intersection(ids)
@@ -284,12 +254,6 @@ def cartography_groups(path: Path, ids: pd.Index) -> tuple[pd.Series, dict]:
 
 
 def run_import(args) -> int:
-    from trainer.annotation import agreement as ag
-    from trainer.annotation import outputs
-    from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
-    from trainer.annotation.readers import check_known, find_manifests, read_annotations
-    from trainer.data import column_mapping
-
     t0 = time.perf_counter()
     if args.min_votes < 1:
         raise UserError("--min-votes must be at least 1")
@@ -412,22 +376,22 @@ def run_import(args) -> int:
     frames = outputs.validated_frames(data, items, args.policy)
     section = outputs.card_section(summary)
 
-    with staged_output(args.out, args.force) as staging:
-        outputs.write_json(staging / "agreement.json", {k: v for k, v in summary.items() if k != "command"}
+    with output_folder(args.output, args.overwrite) as work:
+        outputs.write_json(work / "agreement.json", {k: v for k, v in summary.items() if k != "command"}
                            | {"command": summary["command"], "seconds": round(time.perf_counter() - t0, 2)})
-        (staging / "report.md").write_text(outputs.report(summary), encoding="utf-8")
-        (staging / "human_validation.md").write_text(section, encoding="utf-8")
-        outputs.plot_confusion(avm["confusion_matrix"], staging / "confusion_matrix.png",
+        (work / "report.md").write_text(outputs.report(summary), encoding="utf-8")
+        (work / "human_validation.md").write_text(section, encoding="utf-8")
+        outputs.plot_confusion(avm["confusion_matrix"], work / "confusion_matrix.png",
                                f"automatic vs human majority ({avm['items']} items), Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
         flat = items.reset_index()
-        flat.to_parquet(staging / "items.parquet", index=False)
-        flat.to_csv(staging / "items.csv", index=False)
+        flat.to_parquet(work / "items.parquet", index=False)
+        flat.to_csv(work / "items.csv", index=False)
         flat[flat["status"] != "majority"][["item_id", "split", "status", "n_votes", "votes"]].to_csv(
-            staging / "unresolved.csv", index=False)
-        table.to_parquet(staging / "annotations.parquet", index=False)
-        outputs.write_validated(staging / "validated", frames, section, lang)
+            work / "unresolved.csv", index=False)
+        table.to_parquet(work / "annotations.parquet", index=False)
+        outputs.write_validated(work / "validated", frames, section, lang)
 
-    out = Path(args.out)
+    out = Path(args.output)
     print(f"{c['annotations']} labels by {c['annotators']} annotators on {c['items_in_batch']} items "
           f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, {c['without_majority']} without, "
           f"{c['too_few_votes']} with too few votes, {c['unlabelled']} unlabelled")

@@ -27,7 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trainer.cli import UserError
+from extractor.errors import UserError
+from extractor.staging import discard, swap_in, work_path
+from trainer.flags import add_output
 
 GROUPS = ("e2l", "a", "h2l")
 GROUP_NAMES = {"e2l": "E2L", "a": "A", "h2l": "H2L"}
@@ -413,7 +415,7 @@ def _dynamics_cost(run_dir: Path) -> dict | None:
 
 def add_arguments(parser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run with dynamics/epoch_N.parquet files")
-    parser.add_argument("--out", help="output folder (default RUN_DIR/cartography)")
+    add_output(parser, "output folder (default RUN_DIR/cartography)", type=str)
     parser.add_argument("--fraction", type=float, default=0.33,
                         help="share of the training set in each group, ranked on its measure (default 0.33)")
     parser.add_argument("--e2l-fraction", type=float, help="override --fraction for easy-to-learn")
@@ -427,6 +429,17 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """The outputs are written into a work folder beside OUT and swapped in once complete
+    (extractor/staging.py); a failure removes the work folder and leaves OUT as it was."""
+    try:
+        return _run(args)
+    except BaseException:
+        if getattr(args, "work_folder", None) is not None:
+            discard(args.work_folder)
+        raise
+
+
+def _run(args) -> int:
     import time
 
     t0 = time.perf_counter()
@@ -448,8 +461,10 @@ def run(args) -> int:
     dynamics = read_dynamics(dyn_dir)
     measures = compute_measures(dynamics, burn_out=args.burn_out)
     table, thresholds = cartography_table(measures, rules)
-    out = Path(args.out) if args.out else run_dir / "cartography"
-    out.mkdir(parents=True, exist_ok=True)
+    final = Path(args.output) if args.output else run_dir / "cartography"
+    out = args.work_folder = work_path(final)
+    discard(out)
+    out.mkdir(parents=True)
     cols = ["id", "gold", "epochs", "confidence", "variability", "correctness", *GROUPS, "n_groups", "s", "s_printed"]
     table[cols].to_parquet(out / "metrics.parquet", index=False)
     groups = group_table(table)
@@ -475,6 +490,8 @@ def run(args) -> int:
         "dynamics_cost": _dynamics_cost(run_dir),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    swap_in(out, final)
+    out, args.work_folder = final, None
     print(f"cartography of {n} examples over {summary['epochs']} epochs ({dyn_dir})")
     print(f"thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
     print(markdown_table(groups))

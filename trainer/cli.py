@@ -2,12 +2,16 @@
 
 Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Modules
 are imported only when their command runs, so `stats` works without torch installed.
+A `UserError` (extractor/errors.py) is printed as one line, ``error: ...``, exit status 2;
+any other exception is a bug and shows its traceback.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+
+from extractor.errors import UserError  # re-exported: `from trainer.cli import UserError` keeps working
 
 # command -> (module, one-line help)
 COMMANDS = {
@@ -22,10 +26,6 @@ COMMANDS = {
     "annotate": ("trainer.annotate", "human validation: export blind batches, import annotations, agreement"),
     "consistency": ("trainer.consistency", "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
 }
-
-
-class UserError(Exception):
-    """A problem with the user's input: printed as one line, exit status 2."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -54,5 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.one_line()}", file=sys.stderr)
         return 2
+
+
+__all__ = ["COMMANDS", "OneLineParser", "UserError", "build_parser", "main"]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from trainer.cli import UserError
+from extractor.errors import UserError
 
 EXACT_BELOW = 25  # discordant pairs under which the exact binomial McNemar test is used
 

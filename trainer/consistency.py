@@ -12,26 +12,31 @@ the share of inferred items whose predicted label the reading allows (Tables 4 a
 Sources: ``--data`` (any NLI file the trainer reads), ``--generated`` (JSONL of premise,
 hypothesis, intended label, e.g. written by an LLM from the data's hypotheses, §5.2) and
 ``--sentences`` (our sentence table: consecutive sentences of a paragraph as chains).
-Allowed label sets come from :mod:`trainer.logic`. Outputs (``--out``, default
-``RUN_DIR/consistency/``): ``metrics.json``, ``table.md``, ``items.parquet`` (inferred items
+Allowed label sets come from :mod:`trainer.logic`. Outputs (``--output``, default
+``RUN_DIR/consistency/``, written beside it and swapped in at the end; ``--out`` is a
+deprecated alias): ``metrics.json``, ``table.md``, ``items.parquet`` (inferred items
 with predictions), ``sources.parquet``, ``consistency.png``. See docs/consistency.md.
 """
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import shutil
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.dataset as ds
 
+from extractor.errors import UserError
+from extractor.hashing import stable_hash
+from extractor.staging import WorkFolder
 from trainer import logic
-from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, load_nli
+from trainer.data import add_column_arguments, load_nli, normalize, read_table
+from trainer.evaluate import run_mapping
+from trainer.flags import add_output
+from trainer.metrics import compute_metrics
+from trainer.runs import load_run, write_json
 
 log = logging.getLogger("trainer")
 
@@ -191,8 +196,6 @@ def sentence_chains(sentences: pd.DataFrame, *, max_chains: int | None = None,
     optionally short). Short sentences (flagged by the extractor) break chains, as they
     break pairs. Returns (sources, items, counts).
     """
-    from extractor.hashing import stable_hash
-
     need = ["corpus", "doc_id", "para_idx", "sent_idx", "text"]
     missing = [c for c in need if c not in sentences.columns]
     if missing:
@@ -236,8 +239,6 @@ def sentence_chains(sentences: pd.DataFrame, *, max_chains: int | None = None,
 
 def sample_items(items: pd.DataFrame, max_items: int | None, seed: int) -> tuple[pd.DataFrame, dict]:
     """At most max_items per kind, chosen by a stable hash of the item (same every run)."""
-    from extractor.hashing import stable_hash
-
     if not max_items or len(items) == 0:
         return items, {}
     keys = [stable_hash(k, a, b, seed=seed) for k, a, b in zip(items["kind"], items["source1"], items["source2"])]
@@ -442,19 +443,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                                "(stable sample)")
     p.add_argument("--seed", type=int, default=0, help="seed of the stable samples")
     p.add_argument("--batch-size", type=int, default=1024, help="pairs per prediction batch")
-    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/consistency)")
+    add_output(p, "output folder (default: RUN_DIR/consistency)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_column_arguments(p, from_run=True)
 
 
 def read_generated(path: Path) -> pd.DataFrame:
     """Generated items: premise, hypothesis, label rows, or one row per premise with a column per label."""
-    from trainer.data import read_table
-
-    try:
-        raw = read_table(path)
-    except NLIDataError as exc:
-        raise UserError(str(exc)) from exc
+    raw = read_table(path)
     wide = [c for c in raw.columns if str(c).lower() in ("entailment", "contradiction", "neutral")]
     if "hypothesis" not in raw.columns and wide and "premise" in raw.columns:
         long = raw.melt(id_vars=[c for c in raw.columns if c not in wide], value_vars=wide,
@@ -462,16 +458,10 @@ def read_generated(path: Path) -> pd.DataFrame:
         base = long["id"].astype(str) if "id" in long.columns else long.index.astype(str)
         long["id"] = [f"{b}-{lab}" for b, lab in zip(base, long["label"])]
         raw = long.reset_index(drop=True)
-    try:
-        from trainer.data import normalize
-        return normalize(raw, str(path))
-    except NLIDataError as exc:
-        raise UserError(str(exc)) from exc
+    return normalize(raw, str(path))
 
 
 def read_sentences(path: Path) -> pd.DataFrame:
-    import pyarrow.dataset as ds
-
     if not path.exists():
         raise UserError(f"{path}: no such sentence table")
     try:
@@ -495,30 +485,20 @@ def _choose_split(splits: dict, wanted: str | None, where: Path) -> pd.DataFrame
 
 
 def run(args) -> int:
-    from trainer.evaluate import run_mapping
-    from trainer.metrics import compute_metrics
-    from trainer.runs import load_run, write_json
-
     if args.data is None and args.sentences is None:
         raise UserError("nothing to test: give --data FILE (and optionally --generated FILE) or --sentences DIR")
     if args.generated and args.data is None:
         raise UserError("--generated needs --data: generated items chain onto the data's hypotheses")
     readings = list(dict.fromkeys(args.readings or logic.READINGS))
     label_map = parse_label_map(args.label_map)
-    try:
-        run_ = load_run(args.run_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0]) from exc
+    run_ = load_run(args.run_dir)
     to_letter = model_letters(run_.labels, label_map)
 
     parts, counts = [], {}
     items = pd.DataFrame(columns=["kind", "c", "source1", "source2", "premise", "hypothesis"])
     if args.data is not None:
-        try:
-            splits = load_nli(args.data, **run_mapping(args, run_), require_label=False)
-            df = _choose_split(splits, args.split, args.data)
-        except (NLIDataError, FileNotFoundError) as exc:
-            raise UserError(str(exc).splitlines()[0]) from exc
+        splits = load_nli(args.data, **run_mapping(args, run_), require_label=False)
+        df = _choose_split(splits, args.split, args.data)
         parts.append(source_frame(df, "data", label_map, str(args.data)))
         for path in args.generated:
             parts.append(source_frame(read_generated(path), "generated", label_map, str(path)))
@@ -613,27 +593,15 @@ def run(args) -> int:
                              title=f"unfiltered, source labels = {args.source_labels} (Table 7 layout)"))
     table = "\n".join(md)
 
-    out = Path(args.out) if args.out else Path(args.run_dir) / "consistency"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        write_json(tmp / "metrics.json", result)
-        (tmp / "table.md").write_text(table, encoding="utf-8")
-        _parquet(items, tmp / "items.parquet")
-        _parquet(sources, tmp / "sources.parquet")
+    out = Path(args.output) if args.output else Path(args.run_dir) / "consistency"
+    with WorkFolder(out) as work:
+        write_json(work / "metrics.json", result)
+        (work / "table.md").write_text(table, encoding="utf-8")
+        _parquet(items, work / "items.parquet")
+        _parquet(sources, work / "sources.parquet")
         view = "filtered" if has_gold else "unfiltered"
-        plot_scores(result["views"][view]["rows"], readings, tmp / "consistency.png",
+        plot_scores(result["views"][view]["rows"], readings, work / "consistency.png",
                     f"meta-inferential consistency ({view}): {Path(args.run_dir).name}")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
     per_kind = ", ".join(f"{k} {n}" for k, n in counts["items_per_kind"].items())
     print(f"inferred items: {per_kind}")

@@ -31,13 +31,13 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from extractor.errors import UserError
+
 CURRICULA = ("length", "sts", "cart", "cart++", "cart-stra++")
 DEFAULT_STAGES = 5  # RoNLI's released code unlocks 20%, 40%, ..., 100% of the ordered data
 
 
 def _user_error(message: str) -> Exception:
-    from trainer.cli import UserError
-
     return UserError(message)
 
 

@@ -11,7 +11,7 @@ columns and labels the same way. Inputs:
 - one file: JSONL, JSON array, CSV, TSV or Parquet (split ``data``), or several files
   (each split named after its file stem).
 
-Bad input raises :class:`NLIDataError` (a ``ValueError``) with one line naming the file.
+Bad input raises :class:`NLIDataError` (a ``UserError``, and a ``ValueError``) with one line naming the file.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from extractor.errors import UserError
 from extractor.hashing import stable_hex
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,9 @@ UNLABELED = {"-", "", "-1"}
 CORE_COLUMNS = ["id", "premise", "hypothesis", "label"]
 
 
-class NLIDataError(ValueError):
-    """Bad NLI input: the message is one line and names the file."""
+class NLIDataError(UserError, ValueError):
+    """Bad NLI input: the message is one line and names the file (a user error; still a
+    ``ValueError`` for older callers)."""
 
 
 class NLIFileNotFound(NLIDataError, FileNotFoundError):

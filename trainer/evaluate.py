@@ -1,8 +1,9 @@
-"""`python -m trainer evaluate RUN_DIR --test FILE [--test FILE ...]`: a saved run on new data.
+"""`python -m trainer evaluate RUN_DIR --data FILE [--data FILE ...]`: a saved run on new data.
 
 Writes the same outputs as training (metrics.json keyed by each file's stem,
-predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--out` (default
-RUN_DIR/evaluation/), staged and published at the end. Column flags default to the mapping
+predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
+(default RUN_DIR/evaluation/), written beside it and swapped in at the end
+(extractor/staging.py). `--test` and `--out` are deprecated aliases of `--data` and `--output`. Column flags default to the mapping
 the run was trained with.
 
 - `--by COL` (repeatable): metrics per value of a column (genre, corpus, source, marker,
@@ -24,11 +25,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trainer.cli import UserError
-from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
+from extractor.errors import UserError
+from extractor.staging import WorkFolder
+from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
                           load_one_split, parse_label_map)
 from trainer.metrics import compute_metrics
-from trainer.runs import (check_labels, evaluate_splits, load_run, predictions_frame, staged_dir, with_row_columns,
+from trainer.errors import RunError
+from trainer.flags import add_data, add_output
+from trainer.runs import (check_labels, evaluate_splits, load_run, predictions_frame, with_row_columns,
                           write_evaluation, write_json, write_slices)
 
 log = logging.getLogger("trainer")
@@ -37,13 +41,12 @@ log = logging.getLogger("trainer")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="a run directory, or a local Hugging Face sequence-classification checkpoint")
-    p.add_argument("--test", type=Path, nargs="+", action="extend", required=True,
-                   help="labelled file(s) or dataset folder(s) to evaluate on (repeatable): JSONL/JSON/CSV/TSV/"
-                        "Parquet files, a split folder, or a folder with split folders or test.* files "
-                        "(its test split, see --split)")
+    add_data(p, "labelled file(s) or dataset folder(s) to evaluate on (repeatable): JSONL/JSON/CSV/TSV/"
+                "Parquet files, a split folder, or a folder with split folders or test.* files "
+                "(its test split, see --split)", old="--test", required=True, many=True)
     p.add_argument("--split", default=None,
-                   help="split of a dataset folder given to --test (default: test, or the folder's only split)")
-    p.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/evaluation)")
+                   help="split of a dataset folder given to --data (default: test, or the folder's only split)")
+    add_output(p, "output directory (default: RUN_DIR/evaluation)")
     p.add_argument("--by", action="append", default=[], metavar="COL",
                    help="metrics per value of column COL (repeatable; a list column counts each tag)")
     add_label_map_arguments(p)
@@ -92,7 +95,7 @@ def load_frames(files, mapping, labels, *, label_map: dict | None = None, duplic
         if check:
             try:
                 check_labels(df, labels, str(f))
-            except ValueError as exc:
+            except RunError as exc:
                 raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
         frames[name] = df
     return frames
@@ -152,29 +155,26 @@ def score_mapped(gold: pd.Series, probs: np.ndarray, model_labels: list[str], la
 
 
 def run(args) -> int:
-    try:
-        label_map = parse_label_map(args.label_map)
-        run_ = load_run(args.run_dir)
-        frames = load_frames(args.test, run_mapping(args, run_), run_.labels, label_map=label_map,
-                             duplicate_ids=args.duplicate_ids, check=not label_map, split=args.split)
-        for col in [c for item in args.by for c in item.split(",") if c]:
-            if not any(col in df.columns for df in frames.values()):
-                first = next(iter(frames.values()))
-                raise UserError(f"--by {col}: no test file has a column {col!r} "
-                                f"(columns: {', '.join(map(str, first.columns))})")
-        metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
-    except (NLIDataError, FileNotFoundError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0]) from exc
+    label_map = parse_label_map(args.label_map)
+    run_ = load_run(args.run_dir)
+    frames = load_frames(args.data, run_mapping(args, run_), run_.labels, label_map=label_map,
+                         duplicate_ids=args.duplicate_ids, check=not label_map, split=args.split)
+    for col in [c for item in args.by for c in item.split(",") if c]:
+        if not any(col in df.columns for df in frames.values()):
+            first = next(iter(frames.values()))
+            raise UserError(f"--by {col}: no test file has a column {col!r} "
+                            f"(columns: {', '.join(map(str, first.columns))})")
+    metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
     for name, df in frames.items():
         if df.attrs.get("dropped"):
             metrics[name]["dropped"] = df.attrs["dropped"]
             print(f"note: {name}: dropped {sum(df.attrs['dropped'].values())} rows {df.attrs['dropped']}",
                   file=sys.stderr)
-    out = args.out or Path(args.run_dir) / "evaluation"
-    with staged_dir(out) as tmp:
-        write_evaluation(tmp, metrics, preds)
+    out = args.output or Path(args.run_dir) / "evaluation"
+    with WorkFolder(out) as work:
+        write_evaluation(work, metrics, preds)
         if args.by:
-            write_slices(tmp, preds, args.by, labels)
+            write_slices(work, preds, args.by, labels)
     for split, m in metrics.items():
         print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
               f"(n={m['n']})")

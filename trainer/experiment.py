@@ -5,8 +5,9 @@ seeds, and a line-up of entries; each entry is one ``train`` run with extra flag
 ``oversample``, ``subset`` (e2l, a, h2l, e2l+a), ``curriculum`` (length, sts, cart, cart++,
 cart-stra++) or any ``args``. Entries that need data cartography or sentence embeddings
 use the ``reference`` entry's run (default: the first entry, the baseline): its
-cartography is computed once after it is trained. Every run goes to ``OUT/<name>/``; a
-finished run (``metrics.json`` present) is kept unless ``--force``. The results are one
+cartography is computed once after it is trained. Every run goes to ``OUT/<name>/`` (OUT:
+``--output``, else the file's ``output``); a finished run (``metrics.json`` present) is kept
+unless ``--overwrite``. ``--out``/``--force`` and the file key ``out`` are deprecated aliases. The results are one
 markdown file, ``OUT/results.md``, with the layouts of RoNLI Tables 5 (micro/macro F1)
 and 4 (per-class precision, recall, F1), and ``OUT/results.json``. See
 ``examples/lineup-cbow-cpu.yaml``.
@@ -22,8 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import yaml
 
-from trainer.cli import UserError
+from extractor.errors import UserError
+from extractor.staging import discard, unfinished_path
+from trainer.cartography import SUBSETS
+from trainer.compare import cochrans_q, load_predictions
+from trainer.curriculum import CURRICULA
+from trainer.flags import add_output, add_overwrite
 
 CART_CURRICULA = {"cart", "cart++", "cart-stra++"}
 DISPLAY = {  # RoNLI's method names
@@ -64,8 +71,6 @@ class Lineup:
 
 
 def load_lineup(path) -> Lineup:
-    import yaml
-
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
@@ -75,12 +80,12 @@ def load_lineup(path) -> Lineup:
         raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(spec, dict) or not spec.get("lineup"):
         raise UserError(f"{path}: needs a mapping with a non-empty 'lineup' list")
-    known = {"name", "out", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}
+    if "out" in spec and "output" in spec:
+        raise UserError(f"{path}: both 'output' and 'out' (its deprecated alias) are given; keep 'output'")
+    known = {"name", "output", "out", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise UserError(f"{path}: unknown key(s) {unknown}; known: {sorted(known)}")
-    from trainer.cartography import SUBSETS
-    from trainer.curriculum import CURRICULA
 
     entries, seen = [], set()
     for i, raw in enumerate(spec["lineup"]):
@@ -113,7 +118,7 @@ def load_lineup(path) -> Lineup:
     if ref.subset or ref.curriculum:
         raise UserError(f"{path}: the reference run {reference!r} must be plain training (no subset/curriculum)")
     name = str(spec.get("name") or path.stem)
-    out = Path(spec.get("out") or Path("runs") / name)  # relative to the current directory, like any flag
+    out = Path(spec.get("output") or spec.get("out") or Path("runs") / name)  # relative to the current directory, like any flag
     return Lineup(path, name, out, dict(spec.get("train_args") or {}), int(spec.get("seeds") or 1), reference,
                   spec.get("split"), dict(spec.get("cartography_args") or {}), entries)
 
@@ -147,7 +152,7 @@ def train_argv(lineup: Lineup, entry: Entry) -> list[str]:
     args = {**lineup.train_args, **entry.args}
     if lineup.seeds > 1:
         args.setdefault("seeds", lineup.seeds)
-    argv = ["train", *flags(args), "--out", str(lineup.out / entry.name)]
+    argv = ["train", *flags(args), "--output", str(lineup.out / entry.name)]
     if entry.subset:
         argv += ["--subset", entry.subset, "--cartography-from", str(ref_dir)]
     if entry.curriculum:
@@ -189,8 +194,6 @@ def _split_of(metrics: dict, wanted: str | None, where: Path) -> str:
 
 def collect(lineup: Lineup) -> dict:
     """Scores of every finished run: the selected seed's test metrics, mean +- std over seeds."""
-    from trainer.compare import cochrans_q, load_predictions
-
     rows = []
     labels: list[str] = []
     ref_preds = None
@@ -298,18 +301,18 @@ def results_markdown(results: dict, *, title: str = "", train_args: dict | None 
 
 def add_arguments(parser) -> None:
     parser.add_argument("lineup", metavar="LINEUP.yaml", help="the line-up file (see examples/lineup-*.yaml)")
-    parser.add_argument("--out", help="output folder (default: the file's 'out', else runs/<name>)")
+    add_output(parser, "output folder (default: the file's 'output', else runs/<name>)", type=str)
     parser.add_argument("--seeds", type=int, help="override the file's number of seeds")
     parser.add_argument("--only", nargs="+", action="extend", metavar="NAME", help="run only these entries (the reference is run if needed)")
-    parser.add_argument("--force", action="store_true", help="retrain runs that already have metrics.json")
+    add_overwrite(parser, "retrain runs that already have metrics.json")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--report-only", action="store_true", help="only rebuild results.md from finished runs")
 
 
 def run(args) -> int:
     lineup = load_lineup(args.lineup)
-    if args.out:
-        lineup.out = Path(args.out)
+    if args.output:
+        lineup.out = Path(args.output)
     if args.seeds:
         lineup.seeds = args.seeds
     names = [e.name for e in lineup.entries]
@@ -332,17 +335,14 @@ def run(args) -> int:
             if args.dry_run:
                 print("python -m trainer " + " ".join(shlex.quote(a) for a in argv))
                 continue
-            if (run_dir / "metrics.json").exists() and not args.force:
-                print(f"[{entry.name}] done already ({run_dir}/metrics.json); --force retrains", flush=True)
+            if (run_dir / "metrics.json").exists() and not args.overwrite:
+                print(f"[{entry.name}] done already ({run_dir}/metrics.json); --overwrite retrains", flush=True)
             else:
-                stage = run_dir.with_name(run_dir.name + ".inprogress")  # trainer.train.stage_dir
-                if args.force:
-                    import shutil
-
-                    for d in (run_dir, stage):
-                        if d.exists():
-                            shutil.rmtree(d)
-                elif stage.exists():  # a failed or killed attempt: continue it (same settings only)
+                unfinished = unfinished_path(run_dir)  # where `train` keeps a run until it is finished
+                if args.overwrite:
+                    for d in (run_dir, unfinished):
+                        discard(d)
+                elif unfinished.exists():  # a failed or killed attempt: continue it (same settings only)
                     argv = [*argv, "--resume"]
                 print(f"[{entry.name}] training", flush=True)
                 t0 = time.perf_counter()
@@ -356,7 +356,7 @@ def run(args) -> int:
                 print(f"[{entry.name}] {timings[entry.name]:.0f}s", flush=True)
             if entry.name == lineup.reference and any(e.needs_cartography for e in todo):
                 carto = run_dir / "cartography" / "metrics.parquet"
-                if not carto.exists() or args.force:
+                if not carto.exists() or args.overwrite:
                     argv_c = ["cartography", str(run_dir), *flags(lineup.cartography_args)]
                     if _run_trainer(argv_c, lineup.out / "logs" / "cartography.log") != 0:
                         raise UserError(f"cartography of {run_dir} failed; see {lineup.out}/logs/cartography.log")

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from trainer import distributed as dist
+from trainer.errors import RunFileNotFound
 
 log = logging.getLogger("trainer")
 
@@ -331,7 +332,7 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
     ckpt = Path(checkpoint_dir) / CHECKPOINT if checkpoint_dir else None
     if resume:
         if ckpt is None or not ckpt.exists():
-            raise FileNotFoundError(f"{ckpt or checkpoint_dir}: no checkpoint to resume from")
+            raise RunFileNotFound(f"{ckpt or checkpoint_dir}: no checkpoint to resume from")
         saved = torch.load(dist.main_path(ckpt), map_location="cpu", weights_only=False)  # rank 0's file
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])

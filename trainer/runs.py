@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from trainer.metrics import compute_metrics, plot_confusion
+from trainer.errors import RunError, RunFileNotFound
+from trainer.metrics import compute_metrics, plot_confusion, slice_metrics, slice_values, slices_markdown
+from trainer.models import MODELS, model_class
 
 log = logging.getLogger("trainer")
 
@@ -40,7 +44,7 @@ def _jsonable(o):
 def read_json(path: Path):
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise RunFileNotFound(f"{path}: no such file")
     return json.loads(path.read_text())
 
 
@@ -49,7 +53,7 @@ def resolve_run_dir(run_dir) -> Path:
     run_dir = Path(run_dir)
     config_path = run_dir / "config.json"
     if not config_path.exists():
-        raise FileNotFoundError(f"{run_dir}: not a run directory (no config.json)")
+        raise RunFileNotFound(f"{run_dir}: not a run directory (no config.json)")
     config = read_json(config_path)
     if config.get("selected_seed") is not None and not (run_dir / "model").exists():
         return run_dir / f"seed_{config['selected_seed']}"
@@ -114,13 +118,13 @@ class HFSequenceClassifier:
             self.model = AutoModelForSequenceClassification.from_pretrained(str(self.path))
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ValueError(f"{self.path}: cannot load as a sequence-classification checkpoint: {first}") from exc
+            raise RunError(f"{self.path}: cannot load as a sequence-classification checkpoint: {first}") from exc
         self._set_pad_token()
         id2label = self.model.config.id2label or {}
         self.labels = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}")))
                        for i in range(self.model.config.num_labels)]
         if len(set(self.labels)) != len(self.labels):
-            raise ValueError(f"{self.path}: id2label names are not distinct: {self.labels}")
+            raise RunError(f"{self.path}: id2label names are not distinct: {self.labels}")
         self.input_mode = input_mode
         self.batch_size, self.max_length = batch_size, max_length
         if device == "auto":
@@ -132,6 +136,8 @@ class HFSequenceClassifier:
         """Decoder checkpoints (GPT-2 style) ship no padding token: pad with the end-of-text
         token, as the transformers docs recommend, and give the model the same id, which
         GPT-2-style classifiers use to find each row's last non-padding token."""
+        # lazy: trainer.models.transformer imports torch at its top (start-up time of the
+        # commands that never load a transformer)
         from trainer.models.transformer import ensure_pad_token
 
         try:
@@ -139,7 +145,7 @@ class HFSequenceClassifier:
                 log.info("%s: the tokenizer has no padding token: padding with %r", self.path,
                          self.tokenizer.pad_token)
         except ValueError as exc:
-            raise ValueError(f"{self.path}: {exc}") from exc
+            raise RunError(f"{self.path}: {exc}") from exc
         if self.model.config.pad_token_id != self.tokenizer.pad_token_id:
             self.model.config.pad_token_id = self.tokenizer.pad_token_id
 
@@ -165,13 +171,11 @@ class HFSequenceClassifier:
         return np.concatenate(out) if out else np.zeros((0, len(self.labels)), dtype=np.float32)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        raise ValueError(f"{self.path}: embeddings of an outside checkpoint are not supported")
+        raise RunError(f"{self.path}: embeddings of an outside checkpoint are not supported")
 
 
 def load_run(run_dir) -> LoadedRun:
     """A run directory of ours, or a local Hugging Face sequence-classification checkpoint."""
-    from trainer.models import MODELS, model_class
-
     if is_hf_checkpoint(run_dir):
         model = HFSequenceClassifier(run_dir)
         return LoadedRun(Path(run_dir), model, {"model": "hf-checkpoint", "pretrained": str(run_dir),
@@ -180,10 +184,10 @@ def load_run(run_dir) -> LoadedRun:
     model_dir = base / "model"
     meta_path = model_dir / "model.json"
     if not meta_path.exists():
-        raise FileNotFoundError(f"{base}: no saved model (model/model.json missing)")
+        raise RunFileNotFound(f"{base}: no saved model (model/model.json missing)")
     meta = read_json(meta_path)
     if meta.get("kind") not in MODELS:
-        raise ValueError(f"{meta_path}: unknown model kind {meta.get('kind')!r}")
+        raise RunError(f"{meta_path}: unknown model kind {meta.get('kind')!r}")
     model = model_class(meta["kind"]).load(model_dir, meta)
     return LoadedRun(base, model, read_json(base / "config.json"))
 
@@ -240,8 +244,6 @@ def write_evaluation(out_dir: Path, metrics: dict, preds: pd.DataFrame) -> None:
 
 def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
     """Columns pyarrow cannot type (mixed ints and strings, dicts of varying keys...) as JSON text."""
-    import pyarrow as pa
-
     out = df
     for c in df.columns:
         if df[c].dtype != object:
@@ -267,8 +269,6 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
 def write_slices(out_dir: Path, preds: pd.DataFrame, by: list[str], labels: list[str],
                  train: pd.DataFrame | None = None) -> dict:
     """``slices.json`` and ``slices.md``: metrics per value of each `--by` column, per evaluated split."""
-    from trainer.metrics import slice_metrics, slice_values, slices_markdown
-
     columns = [c for item in by for c in str(item).split(",") if c]
     result: dict = {}
     for split, part in preds.groupby("split", sort=False):
@@ -288,44 +288,13 @@ def write_slices(out_dir: Path, preds: pd.DataFrame, by: list[str], labels: list
     return result
 
 
-class staged_dir:
-    """``with staged_dir(out) as tmp:`` write into ``tmp``; on success ``tmp`` replaces ``out``
-    (the old one removed only after), on failure ``out`` is left as it was."""
-
-    def __init__(self, out):
-        self.out = Path(out)
-        self.tmp = self.out.with_name(f"{self.out.name}.inprogress-{os.getpid()}")
-
-    def __enter__(self) -> Path:
-        import shutil
-
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        self.tmp.mkdir(parents=True)
-        return self.tmp
-
-    def __exit__(self, exc_type, exc, tb):
-        import shutil
-
-        if exc_type is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            return False
-        old = None
-        if self.out.exists():
-            old = self.out.with_name(f"{self.out.name}.replaced-{os.getpid()}")
-            os.replace(self.out, old)
-        os.replace(self.tmp, self.out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        return False
-
-
 def check_labels(df: pd.DataFrame, labels: list[str], where: str) -> None:
     """Gold labels of evaluation data must be labels the model knows."""
     if "label" not in df.columns:
         return
     unknown = sorted(set(df["label"].dropna()) - set(labels))
     if unknown:
-        raise ValueError(f"{where}: label {unknown[0]!r} is not one of the model's labels {labels}"
+        raise RunError(f"{where}: label {unknown[0]!r} is not one of the model's labels {labels}"
                          + (f" ({len(unknown)} unknown labels)" if len(unknown) > 1 else ""))
 
 
@@ -334,13 +303,9 @@ class _CurrentStderr:
     stderr (tests, notebooks) never gets a write to a closed stream."""
 
     def write(self, text):
-        import sys
-
         return sys.stderr.write(text)
 
     def flush(self):
-        import sys
-
         sys.stderr.flush()
 
 

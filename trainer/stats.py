@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 
+from extractor import neardup
 from extractor import statistics as st
-from trainer.cli import UserError
-from trainer.data import NLIDataError, add_column_arguments, column_mapping, load_nli
+from trainer.data import add_column_arguments, column_mapping, load_nli
+from trainer.flags import add_output
 
 
 def add_arguments(parser) -> None:
@@ -20,19 +21,21 @@ def add_arguments(parser) -> None:
                              "(several files are compared as splits named after their stems)")
     add_column_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of markdown")
-    parser.add_argument("--out", default=None, help="also write the report (markdown or JSON) to this file")
+    add_output(parser, "also write the report (markdown or JSON) to this file", type=str)
     parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
     parser.add_argument("--pmi-min-count", type=int, default=st.PMI_MIN_COUNT,
                         help=f"only words in at least this many hypotheses get a PMI (default: {st.PMI_MIN_COUNT})")
+    neardup.add_arguments(parser)
 
 
 def compute(args) -> dict:
     data = args.data[0] if len(args.data) == 1 else list(args.data)
-    try:
-        splits = load_nli(data, **column_mapping(args), require_label=False)
-    except NLIDataError as exc:
-        raise UserError(str(exc)) from exc
+    splits = load_nli(data, **column_mapping(args), require_label=False)
     result = st.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
+    near = neardup.settings_from_args(args)
+    if near is not None and len(splits) > 1:
+        result["near_duplicate_leakage"] = neardup.near_duplicate_leakage(
+            {n: (list(df["premise"]), list(df["hypothesis"])) for n, df in splits.items()}, near)
     for name, df in splits.items():
         dropped = df.attrs.get("dropped")
         if dropped:
@@ -46,8 +49,10 @@ def run(args) -> int:
         text = json.dumps(result, indent=2, ensure_ascii=False, sort_keys=False)
     else:
         text = st.markdown_report(result, source=" ".join(map(str, args.data)))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
+        if "near_duplicate_leakage" in result:
+            text += "\n" + neardup.leakage_markdown(result["near_duplicate_leakage"]) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     sys.stdout.write(text + "\n")
     return 0

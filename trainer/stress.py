@@ -10,8 +10,8 @@ from the `stress_tests` templates of `phrase_lexicons/<lang>.yaml`:
 
 `--data` is a file or a dataset folder (its `--split`, default test, else its only split).
 `--label-map`/`--unmapped` are `evaluate`'s: data with another label set is scored in the
-mapped label space. The run is evaluated on the original and on each copy. Output (default ``RUN/stress/``,
-staged and published at the end): ``metrics.json`` keyed by test name (accuracy, macro-F1,
+mapped label space. The run is evaluated on the original and on each copy. Output (``--output``,
+default ``RUN/stress/``, written beside it and swapped in at the end; ``--out`` is a deprecated alias): ``metrics.json`` keyed by test name (accuracy, macro-F1,
 per-class F1, and the change from the original), ``sets/<test>.parquet`` (the test sets),
 ``predictions.parquet``, ``table.md`` (ESNLIR Table 6 layout) and ``config.json``.
 """
@@ -25,12 +25,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extractor.errors import UserError
 from extractor.hashing import stable_hash
-from trainer.cli import UserError
-from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
-                          load_one_split, parse_label_map)
-from trainer.evaluate import add_label_map_arguments
-from trainer.runs import check_labels, load_run, staged_dir, write_json, write_parquet
+from extractor.lexicon import LexiconError, lexicon_path, load_lexicon
+from extractor.staging import WorkFolder
+from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,
+                          parse_label_map)
+from trainer.errors import RunError
+from trainer.evaluate import add_label_map_arguments, evaluate_frames, note_unmapped, run_mapping
+from trainer.flags import add_data, add_output
+from trainer.runs import check_labels, load_run, write_json, write_parquet
 
 TESTS = ("length_mismatch", "negation", "overlap", "spelling")
 APPEND_TESTS = ("length_mismatch", "negation", "overlap")
@@ -43,11 +47,9 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 def load_templates(lang_or_path: str) -> tuple[dict, str]:
     """The validated `stress_tests` entry of a lexicon and the lexicon's path."""
-    from extractor.lexicon import LexiconError, lexicon_path, load_lexicon
-
     try:
         lex = load_lexicon(lang_or_path)
-    except (LexiconError, FileNotFoundError, OSError) as exc:
+    except LexiconError as exc:
         raise UserError(str(exc).splitlines()[0] if str(exc) else f"{lang_or_path}: cannot read the lexicon") from exc
     path = str(lang_or_path) if str(lang_or_path).endswith((".yaml", ".yml")) else str(lexicon_path(lang_or_path))
     return validate_templates(lex.stress_tests, path), path
@@ -184,21 +186,19 @@ def table_markdown(report: dict, labels: list[str], split: str = "test") -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN")
-    p.add_argument("--data", type=Path, required=True, help="test file, or a dataset folder (see --split)")
+    add_data(p, "test file, or a dataset folder (see --split)", required=True)
     p.add_argument("--split", default=None, help="split of a dataset folder (default: test, or its only split)")
     p.add_argument("--lang", required=True,
                    help="lexicon whose stress_tests templates to use: a language code (ro, es, en) or a YAML path")
     p.add_argument("--tests", default=",".join(TESTS), help=f"comma-separated subset of {', '.join(TESTS)}")
     p.add_argument("--seed", type=int, default=0, help="seed of the spelling rule (default 0)")
-    p.add_argument("--out", type=Path, help="output directory (default: RUN/stress)")
+    add_output(p, "output directory (default: RUN/stress)")
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
     add_label_map_arguments(p)
     add_column_arguments(p, from_run=True)
 
 
 def run(args) -> int:
-    from trainer.evaluate import evaluate_frames, note_unmapped, run_mapping
-
     tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     bad = [t for t in tests if t not in TESTS]
     if bad or not tests:
@@ -206,21 +206,18 @@ def run(args) -> int:
     if not args.data.exists():
         raise UserError(f"{args.data}: no such file or folder (--data)")
     templates, lexicon = load_templates(args.lang)
-    try:
-        label_map = parse_label_map(args.label_map)
-        run_ = load_run(args.run_dir)
-        split, df = load_one_split(args.data, args.split, **run_mapping(args, run_))
-        split = "test" if split == "data" else split
-        df, n_unlabeled = drop_unlabeled(df)
-        df, n_dup = check_ids(df, str(args.data), args.duplicate_ids)
-        df = apply_label_map(df, label_map)
-        if not label_map:
-            try:
-                check_labels(df, run_.labels, str(args.data))
-            except ValueError as exc:
-                raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
-    except (NLIDataError, FileNotFoundError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0]) from exc
+    label_map = parse_label_map(args.label_map)
+    run_ = load_run(args.run_dir)
+    split, df = load_one_split(args.data, args.split, **run_mapping(args, run_))
+    split = "test" if split == "data" else split
+    df, n_unlabeled = drop_unlabeled(df)
+    df, n_dup = check_ids(df, str(args.data), args.duplicate_ids)
+    df = apply_label_map(df, label_map)
+    if not label_map:
+        try:
+            check_labels(df, run_.labels, str(args.data))
+        except RunError as exc:
+            raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
     if not len(df):
         raise UserError(f"{args.data}: no labelled rows to stress")
     sets = build_sets(df, templates, args.seed, tests)
@@ -233,15 +230,15 @@ def run(args) -> int:
         metrics[name]["predictions_changed"] = float(
             np.mean(preds.loc[preds["split"] == name, "pred"].to_numpy() != base_pred))
     report = stress_report(metrics, labels)
-    out = args.out or Path(args.run_dir) / "stress"
-    with staged_dir(out) as tmp:
-        write_json(tmp / "metrics.json", report)
-        (tmp / "sets").mkdir()
+    out = args.output or Path(args.run_dir) / "stress"
+    with WorkFolder(out) as work:
+        write_json(work / "metrics.json", report)
+        (work / "sets").mkdir()
         for name, s in sets.items():
-            write_parquet(s, tmp / "sets" / f"{name}.parquet")
-        write_parquet(preds, tmp / "predictions.parquet")
-        (tmp / "table.md").write_text(table_markdown(report, labels, split))
-        write_json(tmp / "config.json", {"run": str(args.run_dir), "data": str(args.data), "split": split,
+            write_parquet(s, work / "sets" / f"{name}.parquet")
+        write_parquet(preds, work / "predictions.parquet")
+        (work / "table.md").write_text(table_markdown(report, labels, split))
+        write_json(work / "config.json", {"run": str(args.run_dir), "data": str(args.data), "split": split,
                                          "lexicon": lexicon, "templates": {t: templates[t] for t in tests},
                                          "seed": args.seed, "n": len(df), "label_map": label_map,
                                          "unmapped": args.unmapped if label_map else None,

@@ -7,9 +7,10 @@ Protocols: `--seeds N` (RoNLI: best seed on validation, its test scores, mean ±
 `--cartography-from`, `--curriculum`, `--sts-from`.
 
 Reliability by construction: every setting is checked before any data is read; the run is
-written into ``OUT.inprogress/`` and published as ``OUT`` only when it has finished, so a
-failed or killed run never damages the run it would replace (``--overwrite``); ``--resume``
-continues an unfinished run only under the same settings (``resume.json``).
+written into its work folder ``OUT.inprogress/`` and swapped in as ``OUT`` only when it has
+finished (extractor/staging.py), so a failed or killed run never damages the run it would
+replace (``--overwrite``); ``--resume`` continues an unfinished run only under the same
+settings (``resume.json``). ``--out`` is a deprecated alias of ``--output``.
 """
 from __future__ import annotations
 
@@ -28,19 +29,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trainer.cli import UserError
-from trainer.data import (NLIDataError, add_column_arguments, apply_label_map, check_ids, column_mapping,
+from extractor import staging
+from extractor.errors import UserError
+from extractor.hashing import stable_hash
+from extractor.names import LABELS
+from trainer.cartography import SUBSETS, select_subset
+from trainer.curriculum import CURRICULA, make_schedule
+from trainer.data import (add_column_arguments, apply_label_map, check_ids, column_mapping,
                           drop_unlabeled, load_nli, load_one_split, merge_frames, parse_file_spec,
                           stratified_subsample)
+from trainer.distributed import setup_run
+from trainer.flags import add_output
+from trainer.metrics import compute_metrics, mean_std
 from trainer.models import INPUT_MODES, MODELS, TORCH_MODELS, FitContext, model_class
 from trainer.runs import (check_labels, evaluate_splits, file_logger, write_evaluation, write_json,
                           write_slices)
-from trainer.metrics import mean_std
-CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")  # DESIGN.md, extractor.lexicon
 
 log = logging.getLogger("trainer")
-SUBSETS = ("e2l", "a", "h2l", "e2l+a")
-CURRICULA = ("length", "sts", "cart", "cart++", "cart-stra++")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--model", required=True, choices=sorted(MODELS))
     m.add_argument("--input-mode", choices=INPUT_MODES, default="pair",
                    help="pair, or one sentence only (hypothesis-only / premise-only artifact baselines)")
-    m.add_argument("--out", type=Path, required=True, help="run directory to write")
+    add_output(m, "run directory to write", required=True)
     m.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--seeds", type=int, default=1, help="train N runs (seeds seed..seed+N-1), select on validation")
@@ -205,12 +210,10 @@ def validate_args(args) -> None:
     if args.model == "transformer" and not args.pretrained:
         raise UserError("--model transformer needs --pretrained NAME_OR_DIR")
     if args.model == "transformer":
+        # lazy: trainer.models.transformer imports torch and transformers (seconds of start-up)
         from trainer.models.transformer import check_pretrained
 
-        try:
-            check_pretrained(args.pretrained)
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
+        check_pretrained(args.pretrained)
     if args.curriculum and args.model not in TORCH_MODELS:
         raise UserError(f"--curriculum needs a model trained by steps ({', '.join(sorted(TORCH_MODELS))})")
     if args.curriculum in ("cart", "cart++", "cart-stra++") and not args.cartography_from:
@@ -231,10 +234,7 @@ def validate_args(args) -> None:
             raise UserError(f"{path}: no such file or folder ({flag})")
     for flag, specs in (("--train", args.train), ("--validation", args.validation)):
         for spec in specs:
-            try:
-                path, _ = parse_file_spec(spec)
-            except NLIDataError as exc:
-                raise UserError(str(exc)) from exc
+            path, _ = parse_file_spec(spec)
             if not path.exists():
                 raise UserError(f"{path}: no such file or folder ({flag})")
     names: dict[str, Path] = {}
@@ -247,14 +247,14 @@ def validate_args(args) -> None:
         if name in ("train", "validation") and not args.data:
             raise UserError(f"{f}: a test file may not be named {name!r} (the name of a split); rename it")
         names[name] = Path(f)
-    out = Path(args.out)
+    out = Path(args.output)
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: --out is a file, not a run directory")
+        raise UserError(f"{out}: --output is a file, not a run directory")
     parent = out.resolve().parent
     while not parent.exists():
         parent = parent.parent
     if not os.access(parent, os.W_OK):
-        raise UserError(f"{parent}: not writable (--out {out})")
+        raise UserError(f"{parent}: not writable (--output {out})")
 
 
 # ---------------------------------------------------------------------------- data
@@ -333,8 +333,8 @@ def declared_labels(args, train: pd.DataFrame, val, tests: dict) -> tuple[list[s
     if names:
         return list(names), "--label-names"
     seen = set(train["label"].dropna())
-    if len(seen & set(CANONICAL_LABELS)) >= 3:
-        return list(CANONICAL_LABELS), "the canonical labels (the training data uses at least 3 of them)"
+    if len(seen & set(LABELS)) >= 3:
+        return list(LABELS), "the canonical labels (the training data uses at least 3 of them)"
     held_out = set()
     for df in ([val] if val is not None else []) + list(tests.values()):
         held_out |= set(df["label"].dropna())
@@ -368,8 +368,6 @@ def oversample(df: pd.DataFrame, seed: int) -> pd.DataFrame:
     Whole copies first, then the remainder chosen by a stable hash of id and seed, so the
     result does not depend on row order or on anything but the data and the seed.
     """
-    from extractor.hashing import stable_hash
-
     counts = df["label"].value_counts()
     target = int(counts.max())
     parts = [df]
@@ -402,8 +400,6 @@ def grid_search(args, labels, train, val, params, seed) -> tuple[dict, list]:
         return params, []
     if val is None or not len(val):
         raise UserError("--grid needs validation data (--validation FILE or a validation split)")
-    from trainer.metrics import compute_metrics
-
     keys = sorted(grid)
     combos = list(itertools.product(*(grid[k] for k in keys)))
     results = []
@@ -483,8 +479,6 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
                  n_before, seed, train["label"].value_counts().sort_index().to_dict())
         config["train_size"] = {"n": len(train), "n_before": n_before, "seed": seed}
     if args.subset:
-        from trainer.cartography import select_subset
-
         n_before = len(train)
         train = select_subset(train, args.cartography_from, args.subset).reset_index(drop=True)
         log.info("--subset %s: %d of %d training rows", args.subset, len(train), n_before)
@@ -509,8 +503,6 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
 
     schedule = None
     if args.curriculum:
-        from trainer.curriculum import make_schedule
-
         step_size, total = steps_for(model, len(train))
         schedule = make_schedule(args.curriculum, train, total_steps=total, batch_size=step_size, seed=seed,
                                  cartography_from=args.cartography_from, sts_from=args.sts_from)
@@ -581,69 +573,33 @@ def versions() -> dict:
 
 def run(args, callbacks=()) -> int:
     """Entry point of `train`; `callbacks` (torch models) is for Python callers and tests."""
-    from trainer.distributed import setup_run
-
-    args.out = setup_run(Path(args.out), args.device)  # torchrun: ranks > 0 write a scratch copy
-    try:
-        return _run(args, list(callbacks))
-    except (NLIDataError, FileNotFoundError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
-
-
-def stage_dir(out: Path) -> Path:
-    """Where a run is written until it is published as `out`."""
-    return out.with_name(out.name + ".inprogress")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    args.output = setup_run(Path(args.output), args.device)  # torchrun: ranks > 0 write a scratch copy
+    return _run(args, list(callbacks))
 
 
 def prepare_output(args) -> Path:
-    """Decide what happens to `--out` before any work; returns the staging directory (not created yet)."""
-    out = Path(args.out)
-    stage = stage_dir(out)
-    lock = stage / ".lock"
-    if lock.exists():
-        try:
-            pid = int(lock.read_text().split()[0])
-        except (ValueError, IndexError, OSError):
-            pid = -1
-        if pid > 0 and pid != os.getpid() and _pid_alive(pid):
-            raise UserError(f"{out}: another train (pid {pid}) is writing this run ({stage}); wait for it or "
-                            f"choose another --out")
+    """Decide what happens to `--output` before any work; returns the run's work folder,
+    ``OUT.inprogress`` (not created yet)."""
+    out = Path(args.output)
+    work = staging.unfinished_path(out)
+    pid = staging.live_claim(work)
+    if pid is not None:
+        raise UserError(f"{out}: another train (pid {pid}) is writing this run ({work}); wait for it or "
+                        f"choose another --output")
     if out.exists() and any(out.iterdir()):
         is_run = (out / "config.json").exists()
         if not (args.resume or args.overwrite):
             raise UserError(f"{out}: run directory exists and is not empty (use --overwrite or --resume)")
         if args.overwrite and not is_run:
             raise UserError(f"{out}: not a run directory (no config.json); --overwrite replaces runs only: "
-                            f"choose another --out or remove it yourself")
-    if stage.exists():
+                            f"choose another --output or remove it yourself")
+    if work.exists():
         if args.overwrite:
-            shutil.rmtree(stage)
+            staging.discard(work)
         elif not args.resume:
-            raise UserError(f"{stage}: an unfinished run is there (a failed or killed train): use --resume to "
+            raise UserError(f"{work}: an unfinished run is there (a failed or killed train): use --resume to "
                             f"continue it, or --overwrite to start again")
-    return stage
-
-
-def publish(stage: Path, out: Path) -> None:
-    """Replace `out` by the finished `stage`: the old run is removed only after the new one is in place."""
-    (stage / ".lock").unlink(missing_ok=True)
-    old = None
-    if out.exists():
-        old = out.with_name(f"{out.name}.replaced-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(stage, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    return work
 
 
 def note_validation(args, val) -> str | None:
@@ -658,9 +614,9 @@ def note_validation(args, val) -> str | None:
 
 def _run(args, callbacks) -> int:
     validate_args(args)
-    out: Path = Path(args.out)
-    stage = prepare_output(args)
-    if args.resume and not stage.exists() and (out / "metrics.json").exists() and (out / "config.json").exists():
+    out: Path = Path(args.output)
+    work = prepare_output(args)
+    if args.resume and not work.exists() and (out / "metrics.json").exists() and (out / "config.json").exists():
         print(f"--resume: {out} is complete; kept as it is")
         return 0
 
@@ -699,51 +655,50 @@ def _run(args, callbacks) -> int:
         "by": args.by, "versions": versions(),
     }
 
-    stage.mkdir(parents=True, exist_ok=True)
-    (stage / ".lock").write_text(f"{os.getpid()}\n")
-    try:
-        code = _train_all(args, stage, out, train, val, tests, labels, base_config, callbacks)
-    except BaseException:
-        (stage / ".lock").unlink(missing_ok=True)
-        log.error("train failed: %s keeps its previous state; the unfinished run is in %s (--resume continues it)",
-                  out, stage)
-        raise
-    publish(stage, out)
+    # kept on failure (a checkpoint for --resume), continued when it is there, swapped in when finished
+    with staging.WorkFolder(out, work=work, keep=True, resume=True) as work:
+        staging.claim(work)
+        try:
+            code = _train_all(args, work, out, train, val, tests, labels, base_config, callbacks)
+        except BaseException:
+            log.error("train failed: %s keeps its previous state; the unfinished run is in %s (--resume continues it)",
+                      out, work)
+            raise
     print(f"wrote {out}")
     return code
 
 
-def _train_all(args, stage, out, train, val, tests, labels, base_config, callbacks) -> int:
+def _train_all(args, work, out, train, val, tests, labels, base_config, callbacks) -> int:
     if args.seeds == 1:
-        metrics = train_one(args, args.seed, stage, train, val, tests, labels, base_config, callbacks, final_out=out)
+        metrics = train_one(args, args.seed, work, train, val, tests, labels, base_config, callbacks, final_out=out)
         _print_summary(metrics)
         return 0
 
     seeds = [args.seed + i for i in range(args.seeds)]
     per_seed = {}
     for s in seeds:
-        per_seed[str(s)] = train_one(args, s, stage / f"seed_{s}", train, val, tests, labels, base_config, callbacks,
+        per_seed[str(s)] = train_one(args, s, work / f"seed_{s}", train, val, tests, labels, base_config, callbacks,
                                      final_out=out / f"seed_{s}")
     selected = max(seeds, key=lambda s: (per_seed[str(s)]["validation"]["macro_f1"], -s))
     summary_keys = ("accuracy", "micro_f1", "macro_f1")
     runs = {s: {split: {k: m[k] for k in summary_keys} for split, m in ms.items()} for s, ms in per_seed.items()}
     mean, std = mean_std(runs)
-    write_json(stage / "seeds.json", {"selection": "validation macro_f1", "selected_seed": selected,
+    write_json(work / "seeds.json", {"selection": "validation macro_f1", "selected_seed": selected,
                                       "seeds": seeds, "runs": runs, "mean": mean, "std": std})
-    sel = stage / f"seed_{selected}"
+    sel = work / f"seed_{selected}"
     names = ["metrics.json", "predictions.parquet", *[p.name for p in sel.glob("confusion_matrix_*.png")],
              *[p.name for p in sel.glob("slices.*")]]
     for name in names:
-        shutil.copy2(sel / name, stage / name)
+        shutil.copy2(sel / name, work / name)
     if (sel / "dynamics").exists():
-        shutil.rmtree(stage / "dynamics", ignore_errors=True)
-        shutil.copytree(sel / "dynamics", stage / "dynamics")
+        shutil.rmtree(work / "dynamics", ignore_errors=True)
+        shutil.copytree(sel / "dynamics", work / "dynamics")
     selected_config = json.loads((sel / "config.json").read_text())
-    write_json(stage / "config.json", {**selected_config, "out": str(out), "seeds": seeds, "selected_seed": selected})
-    with open(stage / "train.log", "w", encoding="utf-8") as logf:
+    write_json(work / "config.json", {**selected_config, "out": str(out), "seeds": seeds, "selected_seed": selected})
+    with open(work / "train.log", "w", encoding="utf-8") as logf:
         for s in seeds:
             logf.write(f"==> seed_{s}/train.log\n")
-            logf.write((stage / f"seed_{s}" / "train.log").read_text(encoding="utf-8"))
+            logf.write((work / f"seed_{s}" / "train.log").read_text(encoding="utf-8"))
     print(f"selected seed {selected} (best validation macro-F1)")
     _print_summary(per_seed[str(selected)])
     for split in mean:

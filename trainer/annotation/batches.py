@@ -19,7 +19,7 @@ import pandas as pd
 
 from extractor.hashing import stable_hash
 from trainer.annotation.guidelines import Guidelines, instructions_html, instructions_markdown, labeling_config
-from trainer.cli import UserError
+from extractor.errors import UserError
 
 MANIFEST = "manifest.json"
 MANIFEST_KIND = "nli-annotation-batch"

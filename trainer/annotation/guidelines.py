@@ -25,7 +25,7 @@ from xml.sax.saxutils import quoteattr
 import yaml
 
 from extractor.lexicon import CANONICAL_LABELS, LEXICON_DIR, available_languages
-from trainer.cli import UserError
+from extractor.errors import UserError
 
 FALLBACK_LANG = "en"
 

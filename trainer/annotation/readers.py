@@ -32,7 +32,7 @@ import pandas as pd
 
 from trainer.annotation.batches import CSV_NAME, MANIFEST, manifest_near, read_manifest
 from trainer.annotation.guidelines import fold
-from trainer.cli import UserError
+from extractor.errors import UserError
 
 COLUMNS = ["item_id", "annotator", "label", "round", "where"]
 

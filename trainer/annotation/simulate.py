@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 from extractor.hashing import stable_hash, stable_unit
-from trainer.cli import UserError
+from extractor.errors import UserError
 
 
 def simulate_label(item: str, annotator: str, auto: str, labels: list[str], accuracy: float, seed: int,

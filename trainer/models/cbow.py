@@ -16,6 +16,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from trainer.errors import ModelError, ModelFileNotFound
+from trainer.loop import DynamicsWriter, LoopConfig, fit
 from trainer.models import FitContext, balanced_weights, sides, softmax, words, write_meta
 
 log = logging.getLogger("trainer")
@@ -34,7 +36,7 @@ def load_vectors(path: str | Path):
 
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such vectors file")
+        raise ModelFileNotFound(f"{path}: no such vectors file")
     key = f"file:{path.resolve()}"
     if key not in _CACHE:
         try:
@@ -45,7 +47,7 @@ def load_vectors(path: str | Path):
             else:
                 _CACHE[key] = KeyedVectors.load_word2vec_format(str(path), binary=False)
         except Exception as exc:
-            raise ValueError(f"{path}: cannot read word vectors: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
+            raise ModelError(f"{path}: cannot read word vectors: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
     return _CACHE[key]
 
 
@@ -216,7 +218,6 @@ class CbowSoftmax(CbowBase):
                 "warmup_ratio": 0.0}
 
     def fit(self, train: pd.DataFrame, val: pd.DataFrame | None, ctx: FitContext):
-        from trainer.loop import DynamicsWriter, LoopConfig, fit
 
         self.kv = self._vectors(train, ctx.seed)
         X, y = self.features(train), self._y(train)

@@ -16,6 +16,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
+from trainer.errors import ModelError
 from trainer.models import FitContext, balanced_weights, sides, softmax, words, write_meta
 
 
@@ -118,7 +119,7 @@ class SklearnModel:
         return model
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        raise ValueError(f"model {self.kind!r} has no sentence embeddings (use cbow-* or transformer)")
+        raise ModelError(f"model {self.kind!r} has no sentence embeddings (use cbow-* or transformer)")
 
 
 class Majority(SklearnModel):

@@ -20,6 +20,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from trainer.errors import ModelError
+from trainer.loop import DynamicsWriter, LoopConfig, fit, predict_proba, select_device
 from trainer.models import FitContext, balanced_weights, sides, write_meta
 
 log = logging.getLogger("trainer")
@@ -96,11 +98,11 @@ def check_pretrained(name: str) -> None:
     path = Path(name)
     if path.exists():
         if not path.is_dir():
-            raise ValueError(f"{path}: --pretrained must be a model directory or a hub name")
+            raise ModelError(f"{path}: --pretrained must be a model directory or a hub name")
         if not (path / "config.json").exists():
-            raise ValueError(f"{path}: no config.json in the --pretrained directory")
+            raise ModelError(f"{path}: no config.json in the --pretrained directory")
         if not any((path / f).exists() for f in WEIGHT_FILES) and not list(path.glob("*.safetensors")):
-            raise ValueError(f"{path}: no model weights in the --pretrained directory "
+            raise ModelError(f"{path}: no model weights in the --pretrained directory "
                              f"(expected model.safetensors or pytorch_model.bin)")
 
 
@@ -172,7 +174,7 @@ def ensure_pad_token(tok) -> bool:
         return False
     fallback = tok.eos_token or tok.unk_token or tok.bos_token
     if fallback is None:
-        raise ValueError("the tokenizer has no padding, end-of-text or unknown token to pad with")
+        raise ModelError("the tokenizer has no padding, end-of-text or unknown token to pad with")
     tok.pad_token = fallback
     return True
 
@@ -248,7 +250,7 @@ class Transformer:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
         except Exception as exc:
-            raise ValueError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
+            raise ModelError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
         self._prepare_tokenizer()
         n = len(self.labels)
         try:
@@ -265,7 +267,7 @@ class Transformer:
                 self.model = SeparateModel(enc, 2 if self.input_mode == "pair" else 1, n,
                                            int(self.params["head_hidden"]), float(self.params["dropout"]),
                                            bool(self.params["freeze_encoder"]), self.params["pooling"])
-        except ValueError:
+        except ModelError:
             raise
         except Exception as exc:
             raise ValueError(f"{pretrained}: cannot load the model: {_one_line(exc)}") from exc
@@ -319,8 +321,6 @@ class Transformer:
         return TokenData(fields, labels, len(self.labels), tok.pad_token_id or 0)
 
     def loop_config(self, seed: int):
-        from trainer.loop import LoopConfig
-
         p = self.params
         return LoopConfig(epochs=int(p["epochs"]), batch_size=int(p["batch_size"]), grad_accum=int(p["grad_accum"]),
                           lr=float(p["lr"]), weight_decay=float(p["weight_decay"]),
@@ -333,10 +333,8 @@ class Transformer:
 
     # ------------------------------------------------------------------ interface
     def fit(self, train: pd.DataFrame, val: pd.DataFrame | None, ctx: FitContext) -> None:
-        from trainer.loop import DynamicsWriter, fit
-
         if not self.params.get("pretrained"):
-            raise ValueError("--model transformer needs --pretrained NAME_OR_DIR")
+            raise ModelError("--model transformer needs --pretrained NAME_OR_DIR")
         torch.manual_seed(ctx.seed)  # the head's initial weights
         self._build(self.params["pretrained"])
         data = self.encode(train)
@@ -352,8 +350,6 @@ class Transformer:
         self.device = self.state.device
 
     def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
-        from trainer.loop import predict_proba, select_device
-
         device = getattr(self, "device", None) or select_device(self.params["device"])
         self.model.to(device)
         return predict_proba(self.model, self.encode(df, with_labels=False), device=device,
@@ -362,8 +358,6 @@ class Transformer:
     @torch.no_grad()
     def embed(self, texts: list[str]) -> np.ndarray:
         """[CLS] vectors of the (fine-tuned) encoder, one sentence at a time."""
-        from trainer.loop import select_device
-
         device = getattr(self, "device", None) or select_device(self.params["device"])
         enc = self.model.encoder().to(device).eval()
         out = []

@@ -14,12 +14,12 @@ Parts:
    with psutil. Target: stage 2 CPU <= 0.5x stage 1 CPU.
    Also each stage alone at local[2], the ratio of the stages without the session
    start-up both jobs pay: a child process starts its session, then samples the CPU of
-   its process tree just before and after `sentences_stage.run(ctx)` (over the dump) or
-   `pairs_stage.run(ctx)` (over the sentences of the job above).
-2. engine: stage 2 alone under local[1] (CPU sampled around `pairs_stage.run(ctx)`, as
+   its process tree just before and after stage 1's `run(ctx, runner)` (over the dump) or
+   stage 2's (over the sentences of the job above).
+2. engine: stage 2 alone under local[1] (CPU sampled around stage 2's `run(ctx, runner)`, as
    benchmarks/splits_throughput.py does for stage 3: the session start-up is not the
    stage's), against `--plain`: one Python process that runs the stage's rounds one after
-   another over the same sentence files (`extractor.pairs.plain.run_plain`: the same
+   another over the same sentence files (`extractor.pairs.stage.pairs_in_one_process`: the same
    functions, scratch files and writer, no Spark), its CPU sampled around that work; its
    files are compared byte for byte with the stage's. Target: Spark <= 1.5x the plain
    process's CPU.
@@ -102,7 +102,7 @@ def _delta(before: dict, after: dict) -> dict:
 
 
 # A child process: starts its session, then samples the CPU of its whole process tree just
-# before and just after `pairs_stage.run(ctx)` (the stage, not the session start-up), the
+# before and just after stage 2's `run(ctx, runner)` (the stage, not the session start-up), the
 # way benchmarks/splits_throughput.py measures stage 3.
 CHILD = """
 import argparse, json, os, sys, time
@@ -112,7 +112,8 @@ from pairs_throughput import tree_cpu, _delta
 from extractor.spark.session import get_session
 from extractor.job import JobContext
 from extractor.lexicon import load_lexicon
-from extractor.spark import pairs_stage
+from extractor.pairs import stage as pairs_stage
+from extractor.spark.runner import SparkRunner
 out = Path({out!r})
 spark = get_session(master={master!r}, progress=False)
 spark.sparkContext.setLogLevel("FATAL")
@@ -121,7 +122,7 @@ p = argparse.ArgumentParser(); pairs_stage.add_arguments(p); args = p.parse_args
 args.seed, args.overwrite, args.min_chars = 0, True, 50
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
 c, t = tree_cpu(), time.time()
-pairs_stage.run(ctx)
+pairs_stage.run(ctx, SparkRunner(spark))
 d = _delta(c, tree_cpu())
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d,
                              "labels": ctx.stats["pairs"]["labels"]}}))
@@ -129,7 +130,7 @@ print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "b
 
 
 # Stage 1 measured the same way: a child starts its session, then samples the CPU of its
-# process tree around `sentences_stage.run(ctx)` over the dump.
+# process tree around stage 1's `run(ctx, runner)` over the dump.
 CHILD_STAGE1 = """
 import json, sys, time
 sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r}); sys.path.insert(0, {jobs!r})
@@ -139,16 +140,17 @@ import extract
 from extractor.spark.session import get_session
 from extractor.job import JobContext, corpora_from_args
 from extractor.lexicon import load_lexicon
-from extractor.spark import sentences_stage
+from extractor.documents import stage as sentences_stage
+from extractor.spark.runner import SparkRunner
 out = Path({out!r})
 spark = get_session(master={master!r}, progress=False)
 spark.sparkContext.setLogLevel("FATAL")
 spark.range(10).count()
-args = extract.build_parser(extract.stage_modules()).parse_args(["--lang", "en", "--input", {dump!r}, "--overwrite"])
+args = extract.build_parser().parse_args(["--lang", "en", "--input", {dump!r}, "--overwrite"])
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out,
                  corpora=corpora_from_args([{dump!r}], None, None), command_line="bench")
 c, t = tree_cpu(), time.time()
-sentences_stage.run(ctx)
+sentences_stage.run(ctx, SparkRunner(spark))
 d = _delta(c, tree_cpu())
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d}}))
 """
@@ -198,18 +200,17 @@ def engine(size: int) -> dict:
 
 def plain(table: str, dest: str) -> None:
     """One plain Python process: the stage's rounds run one after another
-    (`extractor.pairs.plain.run_plain`: the same functions, scratch files and writer, no
+    (`extractor.pairs.stage.pairs_in_one_process`: the same functions, scratch files and writer, no
     Spark) over the same sentence files; CPU sampled around that work (not the
     interpreter's start-up), as for the Spark run."""
     from extractor.lexicon import load_lexicon
-    from extractor.pairs.plain import run_plain
-    from extractor.spark.pairs_stage import PairsOptions
+    from extractor.pairs.stage import Options, pairs_in_one_process
 
     shutil.rmtree(dest, ignore_errors=True)
     lexicon = load_lexicon("en")
-    options = PairsOptions(pos_filter="on")
+    options = Options(pos_filter="on")
     c, t = tree_cpu(), time.time()
-    _, stats = run_plain(table, dest, lexicon, options)
+    _, stats = pairs_in_one_process(table, dest, lexicon, options)
     d = _delta(c, tree_cpu())
     print("RESULT", json.dumps({"wall": time.time() - t, "cpu": sum(d.values()), "labels": stats["labels"]}))
 
@@ -252,7 +253,7 @@ def one_round(size: int, parts: set) -> dict:
         sp, pl = r["spark_local1"], r["plain"]
         print(f"[engine overhead, stage 2 alone (CPU sampled around run(ctx), session started before), {size} MB "
               f"sentences] Spark local[1]: {sp['cpu']:.1f} CPU-s {sp['by_kind']} ({sp['wall']:.1f} s wall); plain "
-              f"Python process, same functions (around run_plain): {pl['cpu']:.1f} CPU-s ({pl['wall']:.1f} s wall); "
+              f"Python process, same functions (around pairs_in_one_process): {pl['cpu']:.1f} CPU-s ({pl['wall']:.1f} s wall); "
               f"ratio {r['ratio']:.2f}x (target <= 1.5x); pairs {r['rows']}, same counts per label: "
               f"{r['same_counts']}; files identical to the stage's: {'yes' if r['same_files'] else 'NO'}", flush=True)
     if "eltec" in parts:

@@ -8,10 +8,10 @@ functions in one plain Python process; then `trainer stats` against a textbook L
 Builds a synthetic pairs table (10 pairs per document, four labels) under
 benchmarks/_work/. Each Spark run is a child process that starts its session, writes the
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
-Python workers) just before and just after `splits_stage.run(ctx)`: the stage's CPU,
+Python workers) just before and just after stage 3's `run(ctx, runner)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
 without the session start-up. The plain run (`--plain`) runs
-`extractor.splits.plain.run_plain` on the pairs table the local[1] run read: the stage's
+`extractor.splits.stage.splits_in_one_process` on the pairs table the local[1] run read: the stage's
 six rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
 way around the work, and its split files are compared byte for byte with the stage's.
@@ -81,7 +81,8 @@ from splits_throughput import tree_cpu
 from extractor.spark.session import get_session
 from extractor.job import JobContext
 from extractor.lexicon import load_lexicon
-from extractor.spark import splits_stage
+from extractor.spark.runner import SparkRunner
+from extractor.splits import stage as splits_stage
 out = Path({out!r})
 spark = get_session(master={master!r}, shuffle_partitions=8, progress=False)
 spark.sparkContext.setLogLevel("FATAL")
@@ -90,7 +91,7 @@ args.seed, args.overwrite, args.files_per_table = 0, True, 4
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
 ctx.write_table(spark.read.parquet({src!r}), "pairs", sort_by=["pair_id"])  # as stage 2 writes it: 4 files
 c, t = tree_cpu(), time.time()
-splits_stage.run(ctx)
+splits_stage.run(ctx, SparkRunner(spark))
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"]}}))
 """
 
@@ -116,11 +117,11 @@ def run_plain_child(src: Path) -> dict:
 
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
-    from extractor.splits.plain import run_plain
+    from extractor.splits.stage import splits_in_one_process
 
     shutil.rmtree(out, ignore_errors=True)
     c, t = tree_cpu(), time.time()
-    result = run_plain(src, out, seed=0)
+    result = splits_in_one_process(src, out, seed=0)
     print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": result["splits"]}))
 
 

@@ -21,12 +21,14 @@ import re
 import threading
 from pathlib import Path
 
+from extractor.errors import UserError
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's connector names for S3; pyarrow knows the bucket as s3://.
 _S3_ALIASES = ("s3a", "s3n")
 
 
-class FsError(OSError):
+class FsError(UserError, OSError):
     """A filesystem failure with a one-line message naming the path."""
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractor import output as _out
+from extractor.errors import UserError
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
 ROLES = ("train", "test-only")
@@ -15,7 +16,7 @@ ROLES = ("train", "test-only")
 DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title", "genre_field": "genre"}
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """Bad or missing input; the message is one line and names the file."""
 
 
@@ -58,6 +59,14 @@ class JobContext:
     warnings: list[str] = field(default_factory=list)
     output_uri: str | None = None  # set when the output is a URI (gs://, s3a://, file://...)
     run: object = None             # extractor.output.Run of the job; None: write into `output`
+    options: dict = field(default_factory=dict)  # stage name -> its options (built once by the job)
+
+    def stage_options(self, stage: str, cls):
+        """The options of `stage` (a dataclass `cls` with `from_args`): the ones the job built
+        from the flags, else built now from `args` (a context made by hand)."""
+        if stage not in self.options:
+            self.options[stage] = cls.from_args(self.args)
+        return self.options[stage]
 
     @property
     def root(self) -> str:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from extractor.errors import UserError
+
 CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")
 MARKED_LABELS = ("contrasting", "entailment", "reasoning")
 
@@ -34,7 +36,7 @@ _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "
 _MODEL_KEYS = {"name", "pip", "pip_options", "install", "license", "about"}
 
 
-class LexiconError(ValueError):
+class LexiconError(UserError, ValueError):
     """A lexicon file that does not follow the format; the message names the file."""
 
 

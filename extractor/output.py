@@ -39,6 +39,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from extractor import fs
+from extractor.errors import UserError
+from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
+from extractor.stage import task_done
 
 RUNS = "_runs"
 LOCK = "_lock"
@@ -53,16 +56,52 @@ REMOTE_LOCK_STALE_S = int(os.environ.get("NLI_LOCK_STALE_S", "300"))
 HEARTBEAT_S = 30
 
 
-class OutputExistsError(FileExistsError):
+class OutputExistsError(UserError, FileExistsError):
     """The output already holds a table and --overwrite was not given."""
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(UserError, RuntimeError):
     """Another live run is writing the same output."""
 
 
-class OutputError(OSError):
+class OutputError(UserError, OSError):
     """The output cannot be written (permissions, full disk, read-only filesystem)."""
+
+
+class ResumeError(UserError, ValueError):
+    """--resume found an unfinished run made from other inputs or settings."""
+
+
+def first_difference(then, now, where: str = ""):
+    """(what, then, now) of the first difference of two fingerprints, in their order (a
+    missing key counts as None); None when they are the same."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        for key in list(then) + [k for k in now if k not in then]:
+            found = first_difference(then.get(key), now.get(key), f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+        return None
+    if isinstance(then, list) and isinstance(now, list) and len(then) == len(now):
+        for i, (a, b) in enumerate(zip(then, now)):
+            found = first_difference(a, b, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    return None if then == now else (_what(where), then, now)
+
+
+def _what(where: str) -> str:
+    """A fingerprint path as the user knows it: settings.split_ratios -> --split-ratios."""
+    if where.startswith("settings."):
+        return "--" + where.split(".", 1)[1].replace("_", "-")
+    if where.startswith("inputs["):
+        return f"input {where}"
+    return where.replace("lexicon_sha256", "the lexicon (its sha256)")
+
+
+def _short(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -252,9 +291,7 @@ def _task_writer(table_dir: str, partition_by: list[str]):
 
     def write(batches):
         import pyarrow as pa
-        from pyspark import TaskContext
-
-        from extractor.spark.session import task_done
+        from pyspark import TaskContext  # in a Spark task: pyspark is there
 
         task = TaskContext.get()
         written = write_sorted(batches, table_dir, partition_by, f"part-{task.partitionId():05d}.parquet",
@@ -607,10 +644,17 @@ class Run:
         self.reused: dict = {}               # table name -> manifest entry of an earlier run
         self.lock = None
         self.took_over: dict | None = None
+        self.resumed: str | None = None      # the run id this run continues (--resume)
 
     # ---- life cycle
     @classmethod
-    def open(cls, root: str, command_line: str = "") -> "Run":
+    def open(cls, root: str, command_line: str = "", fingerprint: dict | None = None,
+             resume: bool = False) -> "Run":
+        """Take the lock and start a run. `fingerprint` (inputs, lexicon, settings) is
+        recorded in the run so that a later `resume=True` can continue it: then the newest
+        unpublished run of `root` is continued when its fingerprint is the same, and a
+        one-line `ResumeError` names the first difference otherwise (no unpublished run: a
+        new one starts)."""
         run = cls(root, command_line)
         try:
             fs.makedirs(run.root)
@@ -627,12 +671,44 @@ class Run:
                 _log(f"the lock of {_describe(run.lock.previous)} was left by a dead run; taken over")
             run._adopt_legacy()
             run.current = read_manifest(run.root)
+            if resume:
+                run._resume(fingerprint or {})
             run._collect_garbage(keep_manifests=[run.current])
             fs.makedirs(run.dir)
+            if run.resumed is None and fingerprint is not None:
+                put_record(fs.join(run.dir, PROGRESS, RUN_RECORD),
+                           {"fingerprint": fingerprint, "command_line": command_line})
         except BaseException:
             run.lock.release()
             raise
         return run
+
+    def _resume(self, fingerprint: dict) -> None:
+        """Continue the newest unpublished run that recorded a fingerprint: the same one, or
+        refuse naming the first difference."""
+        used = set()
+        for manifest in [self.current] if self.current else []:
+            used |= {manifest.get("run_id"), manifest.get("previous_run")}
+            used |= {e.get("run_id") for e in manifest.get("tables", {}).values()}
+        try:
+            names = [n for n in _list_dirs(fs.join(self.root, RUNS)) if n not in used and n != self.run_id]
+        except fs.FsError:
+            names = []
+        for name in sorted(names, reverse=True):  # run ids begin with their start time
+            record = read_record(fs.join(self.root, RUNS, name, PROGRESS, RUN_RECORD))
+            if record is None:
+                continue
+            where = first_difference(record.get("fingerprint") or {}, fingerprint)
+            if where is not None:
+                what, then, now = where
+                raise ResumeError(f"{self.root}: cannot resume run {name}: {what} differs ({_short(then)} then, "
+                                  f"{_short(now)} now); run without --resume to start a new run")
+            self.run_id, self.dir = name, fs.join(self.root, RUNS, name)
+            self.command_line = record.get("command_line") or self.command_line
+            self.resumed = name
+            _log(f"resuming run {name} (started by: {self.command_line})")
+            return
+        _log("--resume: no unfinished run to continue under this output; a new run starts")
 
     def abort(self) -> None:
         """Remove what this run staged and release the lock; the published run is untouched."""
@@ -667,9 +743,10 @@ class Run:
         if entry is None or name not in self.current.get("tables", {}):
             return None
         self.reused[name] = dict(entry, run_id=entry.get("run_id") or self.current.get("run_id"))
-        if self.local:  # so that <output>/<name> -> current/<name> resolves in this run too
+        link = os.path.join(fs.local_path(self.dir), name) if self.local else None
+        if link and not os.path.lexists(link):  # so that <output>/<name> -> current/<name> resolves in this run too
             target = os.path.relpath(fs.local_path(fs.join(self.root, entry["path"])), fs.local_path(self.dir))
-            os.symlink(target, os.path.join(fs.local_path(self.dir), name))
+            os.symlink(target, link)
         return self.table_path(name)
 
     def published_stats(self) -> dict:

@@ -45,15 +45,6 @@ def split_by(table: pa.Table, buckets: np.ndarray) -> dict[int, pa.Table]:
     return {int(v): table.take(pa.array(order[s:e])) for v, s, e in zip(values, starts, ends)}
 
 
-def run_in_process(fn, tasks: list, spread: bool = False, costs=None) -> list:
-    """A round's tasks one after another in this process, results through JSON as Spark
-    tasks return them (`session.run_tasks`): the stages' rounds without Spark, for the
-    engine-overhead benchmarks."""
-    import json
-
-    return [json.loads(json.dumps(fn(task))) for task in tasks]
-
-
 def folder(base: str, name: str, i: int) -> str:
     """The scratch folder of bucket (or range) `i` of kind `name`."""
     return fs.join(base, f"{name}-{i:05d}")

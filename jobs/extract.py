@@ -1,14 +1,15 @@
 """spark-submit entry point: dumps -> sentences/ -> pairs/ -> splits/ under one output root.
 
-    spark-submit jobs/extract.py --lang ro [--input PATH ...] [--output output/ro] [--stages all]
+    spark-submit jobs/extract.py --lang ro [--input PATH ...] [--output output/ro] [--stages all] [--resume]
 
-CLI and wiring only: flags, the JobContext, the stages in order, stats.json and the summary.
-Each stage module (extractor/spark/<stage>_stage.py) adds its own flags and does its own work.
+CLI and wiring only: flags, the JobContext, the stages in order through the Spark runner,
+the completion records of --resume, stats.json and the summary. Each stage
+(extractor/documents/stage.py, extractor/pairs/stage.py, extractor/splits/stage.py; the
+contract: extractor/stage.py) adds its own flags and does its own work.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import os
 import shlex
@@ -17,35 +18,32 @@ import time
 from pathlib import Path
 
 # Under plain `python jobs/extract.py` from a checkout, make the repository importable
-# (spark-submit.sh ships extractor/ with --py-files instead).
+# (spark-submit.sh ships extractor/ with --py-files instead); so the imports below follow it.
 _REPO = Path(__file__).resolve().parents[1]
 if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-STAGES = ("sentences", "pairs", "splits")
-TABLES = {"sentences": "sentences", "pairs": "pairs", "splits": "splits"}
+from extractor import output as out  # noqa: E402
+from extractor import stage as contract  # noqa: E402
+from extractor.documents import stage as sentences_stage  # noqa: E402
+from extractor.errors import UserError  # noqa: E402
+from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message  # noqa: E402
+from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.names import STAGES  # noqa: E402
+from extractor.pairs import stage as pairs_stage  # noqa: E402
+from extractor.paths import resolve_job_args  # noqa: E402
+from extractor.progress import PROGRESS, Progress  # noqa: E402
+from extractor.spark.runner import run_stage  # noqa: E402
+from extractor.spark.session import executor_python, get_session  # noqa: E402
+from extractor.splits import stage as splits_stage  # noqa: E402
+
+STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
+TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
+# Flags that do not change a byte of the output: a resumed run may differ in them.
+NOT_IN_FINGERPRINT = ("resume", "overwrite", "master", "jvm_tuning", "output")
 
 
-BROKEN: dict = {}  # stage -> why its module could not be imported
-
-
-def stage_modules() -> dict:
-    """The stage modules that exist: each lands independently. A module that fails to
-    import is an error only when its stage is asked for."""
-    modules = {}
-    for stage in STAGES:
-        name = f"extractor.spark.{stage}_stage"
-        try:
-            modules[stage] = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # the module exists but one of its imports is missing
-                BROKEN[stage] = f"{name} cannot be imported: {exc}"
-        except Exception as exc:
-            BROKEN[stage] = f"{name} cannot be imported: {type(exc).__name__}: {exc}"
-    return modules
-
-
-def build_parser(modules: dict) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="extract.py", description="Build an NLI corpus from text dumps by distant supervision.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -66,9 +64,14 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
     g.add_argument("--start-at", default=STAGES[0], choices=STAGES,
                    help="skip the stages before this one and read their table back from --output")
     g.add_argument("--overwrite", action="store_true", help="replace tables that already exist under --output")
-    g.add_argument("--min-chars", type=int, default=50, help="sentences shorter than this are flagged short")
-    g.add_argument("--seed", type=int, default=0, help="seed of every hash-based random choice")
-    g.add_argument("--files-per-table", type=int, default=4,
+    g.add_argument("--resume", action="store_true",
+                   help="continue the newest unpublished run of --output (killed, preempted, interrupted): its "
+                        "finished stages and work units are reused when the inputs (paths, sizes, mtimes), the "
+                        "lexicon and every setting are the same, else a one-line refusal names the first "
+                        "difference; with nothing to resume, a new run starts (docs/deployment.md)")
+    g.add_argument("--min-chars", type=int, default=contract.MIN_CHARS, help="sentences shorter than this are flagged short")
+    g.add_argument("--seed", type=int, default=contract.SEED, help="seed of every hash-based random choice")
+    g.add_argument("--files-per-table", type=int, default=contract.FILES_PER_TABLE,
                    help="Parquet files per table (per partition); part of the deterministic layout")
     g.add_argument("--master", default=None,
                    help="Spark master when run with plain python (spark-submit's own --master wins)")
@@ -76,7 +79,7 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
                    help="local mode only: 'startup' runs the driver JVM with C1 JIT and a class-data archive "
                         "(half the JVM CPU on inputs up to a few GB); 'throughput' keeps the JVM defaults "
                         "(long runs). See extractor/spark/jvm.py")
-    for module in modules.values():
+    for module in STAGE_MODULES.values():
         module.add_arguments(p)
     return p
 
@@ -87,95 +90,90 @@ def _fail(message: str) -> int:
 
 
 def _versions() -> dict:
-    out = {"python": sys.version.split()[0]}
+    found = {"python": sys.version.split()[0]}
     for name in ("pyspark", "mwparserfromhell", "nltk", "spacy", "pyarrow"):
         # from the installed metadata: importing spacy would import thinc and torch (~10 CPU-s)
         try:
-            out[name] = importlib.metadata.version(name)
+            found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:  # not installed: the card says so
-            out[name] = None
-    return out
+            found[name] = None
+    return found
+
+
+def fingerprint(args, lexicon, corpora) -> dict:
+    """What a resumed run must share with the run it continues: the inputs (path, size,
+    mtime), the lexicon's hash, the corpora and every setting that can change a byte."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
+    return {"inputs": [out.fingerprint(p) for c in corpora for p in c.paths],
+            "lexicon_sha256": lexicon.sha256,
+            "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
+                         "options": c.options} for c in corpora],
+            "settings": settings}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message
-    from extractor.lexicon import LexiconError, load_lexicon
-    from extractor import output as out
+    parser = build_parser()
+    args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
+    try:
+        return _main(args, argv)
+    except UserError as exc:
+        return _fail(exc.one_line())
 
-    modules = stage_modules()
-    parser = build_parser(modules)
-    args = parser.parse_args(argv)
+
+def _main(args, argv) -> int:
     last = len(STAGES) - 1 if args.stages == "all" else STAGES.index(args.stages)
     first = STAGES.index(args.start_at)
     if first > last:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
-    to_run = [s for s in STAGES[first:last + 1]]
-    missing = [s for s in to_run if s not in modules]
-    if missing and missing[0] in BROKEN:
-        return _fail(BROKEN[missing[0]])
-    if missing:
-        return _fail(f"stage(s) {', '.join(missing)} not available in this version (module extractor/spark/{missing[0]}_stage.py)")
+    to_run = list(STAGES[first:last + 1])
 
-    try:
-        lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set)
-        if args.manifest:
-            if args.input or args.corpus:
-                raise InputError("--manifest and --input/--corpus exclude each other")
-            corpora = load_manifest(args.manifest)
-        else:
-            inputs = args.input or ([str(lexicon.sample_input)] if lexicon.sample_input else [])
-            if not inputs:
-                raise InputError(f"{lexicon.path}: no bundled sample corpus here (an installed engine ships "
-                                 f"none); give --input PATH")
-            corpora = corpora_from_args(inputs, args.corpus, args.genre)
-            if not args.input:  # the bundled sample: a stable corpus name
-                for spec in corpora:
-                    spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
-    except (InputError, LexiconError, FileNotFoundError) as exc:
-        return _fail(str(exc))
+    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set)
+    if args.manifest:
+        if args.input or args.corpus:
+            raise InputError("--manifest and --input/--corpus exclude each other")
+        corpora = load_manifest(args.manifest)
+    else:
+        inputs = args.input or ([str(lexicon.sample_input)] if lexicon.sample_input else [])
+        if not inputs:
+            raise InputError(f"{lexicon.path}: no bundled sample corpus here (an installed engine ships "
+                             f"none); give --input PATH")
+        corpora = corpora_from_args(inputs, args.corpus, args.genre)
+        if not args.input:  # the bundled sample: a stable corpus name
+            for spec in corpora:
+                spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
 
-    try:
-        check_settings(args, modules, to_run)
-    except ValueError as exc:
-        return _fail(str(exc).splitlines()[0])
-
+    options = stage_options(args, to_run)
     output = args.output or f"output/{lexicon.lang}"
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:
-        run = out.Run.open(output, command_line)
-    except out.RunLockedError as exc:
-        return _fail(str(exc))
+        run = out.Run.open(output, command_line, fingerprint=fingerprint(args, lexicon, corpora), resume=args.resume)
     except OSError as exc:
-        return _fail(out.environment_failure_message(exc, output) or str(exc).splitlines()[0])
+        message = out.environment_failure_message(exc, output)
+        if message is None and not isinstance(exc, UserError):
+            raise
+        return _fail(message or str(exc).splitlines()[0])
     try:
-        return _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line)
+        return _run(args, options, to_run, first, last, lexicon, corpora, run)
+    except KeyboardInterrupt:  # the staged work stays for --resume; the lock is released
+        run.release()
+        print(f"[extract] interrupted: run {run.run_id} is kept under {output}/{out.RUNS}/; run the same command "
+              f"with --resume to continue it", file=sys.stderr)
+        return 130
     except BaseException:
         run.abort()  # the published output stays as it was; nothing staged is left
         raise
 
 
-def check_settings(args, modules: dict, to_run: list) -> None:
-    """Every setting checked before any work (issue: bad --split-ratios found after two
-    stages): a stage module's `check_args(args)` when it has one, and the splits flags."""
-    for stage in to_run:
-        check = getattr(modules.get(stage), "check_args", None)
-        if check is not None:
-            check(args)
-    if "splits" in to_run:
-        from extractor.splits import assign
-
-        assign.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
-        assign.parse_balance(getattr(args, "balance", ["downsample"]))
+def stage_options(args, to_run: list) -> dict:
+    """Every stage's options, built once from the flags before any work: a bad value (e.g.
+    --split-ratios) fails now, not after two stages."""
     if args.files_per_table < 1:
-        raise ValueError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
+        raise InputError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
+    return {stage: STAGE_MODULES[stage].Options.from_args(args) for stage in to_run}
 
 
-def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line) -> int:
-    from extractor.job import InputError, JobContext, spark_failure_message
-    from extractor.lexicon import LexiconError
-    from extractor import output as out
-
+def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     output = run.root
     earlier = [TABLES[s] for s in STAGES[:first]]
     try:
@@ -186,20 +184,19 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
         for stage in to_run:  # fail before hours of work, not after
             if run.published(TABLES[stage]) and not args.overwrite:
                 raise out.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
-    except (InputError, FileExistsError) as exc:
+    except UserError as exc:
         run.abort()
-        return _fail(str(exc))
+        return _fail(exc.one_line())
     dropped = [TABLES[s] for s in STAGES[last + 1:] if run.published(TABLES[s])]
-
-    from extractor.spark.session import executor_python, get_session
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
     # Input failures are reported as one line below; others are re-raised with their trace.
     spark.sparkContext.setLogLevel("FATAL")
     local_dir = Path(out.fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
-                     corpora=corpora, stats={}, command_line=command_line, warnings=[],
-                     output_uri=None if local_dir else run.dir, run=run)
+                     corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
+                     output_uri=None if local_dir else run.dir, run=run, options=options)
+    progress = Progress(run.path(PROGRESS), resuming=run.resumed is not None)
     # Earlier stages' counts survive a rerun that starts later.
     ctx.stats.update({k: v for k, v in run.published_stats().items() if k in STAGES[:first]})
     for name in dropped:
@@ -209,16 +206,25 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
     timings = {}
     try:
         for stage in to_run:  # settings a stage can check before any stage runs (e.g. a missing model)
-            if hasattr(modules[stage], "check"):
-                modules[stage].check(ctx)
+            STAGE_MODULES[stage].check(ctx)
         for stage in to_run:
             t0 = time.time()
-            print(f"[extract] stage {stage} ...", file=sys.stderr, flush=True)
-            modules[stage].run(ctx)
+            finished = progress.finished_stage(stage)
+            if finished is not None:  # a resumed run: this stage's table is complete
+                print(f"[extract] stage {stage}: reused from the interrupted run", file=sys.stderr, flush=True)
+                progress.stages.append(stage)
+                ctx.stats[stage] = finished["stats"]
+                for msg in finished["warnings"]:
+                    ctx.warn(msg)
+            else:
+                print(f"[extract] stage {stage} ...", file=sys.stderr, flush=True)
+                seen = len(ctx.warnings)
+                run_stage(STAGE_MODULES[stage], ctx, progress)
+                progress.finish_stage(stage, {"stats": ctx.stats[stage], "warnings": ctx.warnings[seen:]})
             timings[stage] = round(time.time() - t0, 3)
             out.fault_point(f"after:{stage}")
         ctx.stats["job"] = {
-            "command_line": command_line, "run_id": run.run_id, "lang": lexicon.lang,
+            "command_line": run.command_line, "run_id": run.run_id, "lang": lexicon.lang,
             "lexicon": str(Path(str(lexicon.path)).name), "lexicon_sha256": lexicon.sha256, "seed": args.seed,
             "min_chars": args.min_chars, "stages_run": to_run, "seconds": timings,
             "total_seconds": round(time.time() - started, 3),
@@ -228,22 +234,36 @@ def _run(args, modules, to_run, first, last, lexicon, corpora, run, command_line
             "executor_python": executor_python(spark),
         }
         run.put_bytes("stats.json", out.stats_bytes(ctx.stats))
-        manifest = run.publish({"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,
-                                "inputs": [out.fingerprint(p) for c in corpora for p in c.paths]})
-    except (InputError, LexiconError, FileNotFoundError, FileExistsError, ValueError, OSError) as exc:
+        extra = {"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,
+                 "inputs": [out.fingerprint(p) for c in corpora for p in c.paths]}
+        if run.resumed is not None:
+            extra["resumed"] = progress.summary()
+        manifest = run.publish(extra)
+    except UserError as exc:
         run.abort()
         # a full disk met inside a reader's task may come back wrapped as an input error
         message = out.environment_failure_message(exc, output, any_error=isinstance(exc, OSError))
-        return _fail(message or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-    except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
+        return _fail(message or exc.one_line())
+    except OSError as exc:  # the output's filesystem (full disk, read-only, permissions); else a bug
+        message = out.environment_failure_message(exc, output)
+        if message is None:
+            raise
         run.abort()
+        return _fail(message)
+    except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
         message = out.environment_failure_message(exc, output) or spark_failure_message(exc, ctx.corpora)
         if message is None:
             raise
+        run.abort()
         return _fail(message)
     print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats]))
     for msg in ctx.warnings:
         print(f"warning: {msg}", file=sys.stderr)
+    if run.resumed is not None:
+        done = progress.summary()
+        units = ", ".join(f"{stage} {done['tasks_reused'].get(stage, 0)} of {n}" for stage, n in done["tasks"].items())
+        print(f"[extract] resumed run {run.run_id}: stages reused whole: {', '.join(done['stages_reused']) or 'none'}; "
+              f"work units reused: {units or 'none'}", file=sys.stderr)
     print(f"[extract] done: {output} (run {manifest['run_id']}; {output}/stats.json, {output}/manifest.json)")
     return 0
 

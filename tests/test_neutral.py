@@ -83,7 +83,7 @@ def test_neutral_flags_fail_when_the_command_line_is_parsed():
 
     import pytest
 
-    from extractor.spark import pairs_stage
+    from extractor.pairs import stage as pairs_stage
 
     parser = argparse.ArgumentParser()
     pairs_stage.add_arguments(parser)

@@ -226,8 +226,8 @@ def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio
     """Pass 1 emits the neutral candidates of the lowest EARLY_BINS bins; when every cut
     falls below, they replace pass 2. Both ways give the same pairs and stats."""
     from extractor.lexicon import load_lexicon
-    from extractor.pairs.corpus import run_plain
-    from extractor.spark import pairs_stage as ps
+    from extractor.pairs import stage as ps
+    from extractor.pairs.corpus import reference_pairs
     from tests.test_pairs_stage import sentence_rows, write_sentences
 
     rows = []
@@ -240,7 +240,7 @@ def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio
     out = {}
     for early in (0, 1 << nt.BIN_BITS):
         monkeypatch.setattr(bt, "EARLY_BINS", early)
-        out[early] = run_plain(table, lexicon, options, model, status)
+        out[early] = reference_pairs(table, lexicon, options, model, status)
     (a, sa), (b, sb) = out.values()
     assert a.to_pylist() == b.to_pylist() and sa == sb
     assert sa["labels"].get("neutral", 0) > 0

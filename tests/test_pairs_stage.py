@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from extractor.spark import pairs_stage as ps
+from extractor.pairs import stage as ps
+from extractor.spark.runner import SparkRunner
 from extractor.hashing import stable_hex
 from extractor.lexicon import load_lexicon
 from extractor.pairs.matching import matcher_for
@@ -131,7 +132,7 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
     options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
     warnings: list = []
     with tempfile.TemporaryDirectory(prefix="pairs-test-") as tmp:
-        write, stats, cleanup = ps.build_pairs(spark, write_sentences(tmp, files), load_lexicon("en"), options,
+        write, stats, cleanup = ps.build_pairs(SparkRunner(spark), write_sentences(tmp, files), load_lexicon("en"), options,
                                                warn=warnings.append)
         try:
             write(os.path.join(tmp, "pairs"))
@@ -278,31 +279,30 @@ def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_pat
 
 
 def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
-    """The stage in Spark and `corpus.run_plain` (same functions, one process) agree."""
-    from extractor.pairs.corpus import run_plain
+    """The stage in Spark and `corpus.reference_pairs` (an independent implementation over
+    Python rows) agree."""
+    from extractor.pairs.corpus import reference_pairs
 
     options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
     model, status = ps.pos_status(options, load_lexicon("en"))
-    plain, stats = run_plain(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
+    plain, stats = reference_pairs(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
     got = sorted(tuple(tuple(v.values()) if isinstance(v, dict) else v for v in r.values()) for r in plain.to_pylist())
     assert got == without_pos[0]
 
 
 @pytest.mark.parametrize("pos_filter", ["off", "on"])
 def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp_path, pos_filter):
-    """`extractor.pairs.plain` (the stage's rounds run one after another in one process: the
+    """`pairs.stage.pairs_in_one_process` (the stage's rounds run one after another in one process: the
     benchmark's engine-overhead reference) writes the Spark stage's files byte for byte,
     with its stats, whatever the buckets (one core's there, two cores' here)."""
-    from extractor.pairs.plain import run_plain
-
     options = ps.PairsOptions(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
     table = write_sentences(tmp_path / "in", 2)
-    write, stats, cleanup = ps.build_pairs(spark, table, load_lexicon("en"), options, files=3)
+    write, stats, cleanup = ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options, files=3)
     try:
         write(str(tmp_path / "spark"))
     finally:
         cleanup()
-    _, plain_stats = run_plain(table, str(tmp_path / "plain"), load_lexicon("en"), options, files=3)
+    _, plain_stats = ps.pairs_in_one_process(table, str(tmp_path / "plain"), load_lexicon("en"), options, files=3)
 
     def files(folder):
         return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.parquet"))}
@@ -313,15 +313,15 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
 def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
     """24 rows in two files of 12: document c1:B starts in one file and ends in the other;
     an error, not two half-documents paired on their own (in Spark and in the plain run)."""
-    from extractor.pairs.corpus import run_plain
+    from extractor.pairs.corpus import reference_pairs
 
     options = ps.PairsOptions(min_chars=50, pos_filter="off")
     table = write_sentences(tmp_path, split=[12, 12])
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
-        ps.build_pairs(spark, table, load_lexicon("en"), options)
+        ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options)
     model, status = ps.pos_status(options, load_lexicon("en"))
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
-        run_plain(table, load_lexicon("en"), options, model, status)
+        reference_pairs(table, load_lexicon("en"), options, model, status)
 
 
 def test_a_model_that_cannot_load_on_executors_is_one_line_and_leaves_nothing(spark, tmp_path, capsys):

@@ -131,7 +131,7 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     from extractor.documents.units import list_units
     from extractor.job import CorpusSpec
     from extractor.lexicon import load_lexicon
-    from extractor.spark.sentences_stage import process_unit
+    from extractor.documents.process import process_unit
 
     dump, out, _, stats = enwiki
     spec = CorpusSpec("enwiki-sample-206pages", "wikipedia", "mediawiki", [str(dump)])

@@ -154,9 +154,8 @@ def test_summary_rejects_rows_kept_for_inspection_and_marks_test_only_roles():
 
 def test_split_settings_fail_when_the_command_line_is_parsed():
     import argparse
-    from types import SimpleNamespace
 
-    from extractor.spark import splits_stage
+    from extractor.splits import stage as splits_stage
 
     parser = argparse.ArgumentParser()
     splits_stage.add_arguments(parser)
@@ -165,4 +164,4 @@ def test_split_settings_fail_when_the_command_line_is_parsed():
             parser.parse_args(bad)
     args = parser.parse_args(["--balance", "cap", "zero"])
     with pytest.raises(ValueError, match="--balance"):
-        splits_stage.check(SimpleNamespace(args=args))
+        splits_stage.Options.from_args(args)

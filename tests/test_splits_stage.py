@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from extractor.spark import splits_stage
+from extractor.spark.runner import SparkRunner
+from extractor.splits import stage as splits_stage
 from extractor.hashing import stable_hex, stable_unit
 from extractor.job import CorpusSpec, JobContext
 from extractor.lexicon import load_lexicon
@@ -75,7 +76,7 @@ def run_stage(spark, out: Path, pdf: pd.DataFrame, *flags: str, seed: int = 0, o
                CorpusSpec("talks", "talks", "text", [], role="test-only")]
     ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=corpora,
                      command_line="jobs/extract.py --lang en " + " ".join(flags))
-    splits_stage.run(ctx)
+    splits_stage.run(ctx, SparkRunner(spark))
     return ctx
 
 
@@ -269,13 +270,11 @@ def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path,
 
 @pytest.mark.parametrize("buckets", [1, 5])
 def test_plain_process_writes_the_bytes_of_the_spark_stage(built, tmp_path, buckets):
-    """extractor.splits.plain (the stage's rounds run in one process, no Spark; the
+    """splits.stage.splits_in_one_process (the stage's rounds run in one process, no Spark; the
     benchmark's engine-overhead reference) writes the stage's split files byte for byte,
     whatever its number of buckets, with the same drops and figures."""
-    from extractor.splits.plain import run_plain
-
     out, pdf, ctx = built
-    result = run_plain(str(out / "pairs"), str(tmp_path), seed=0, max_eval_per_corpus=200, test_only={"talks"},
+    result = splits_stage.splits_in_one_process(str(out / "pairs"), str(tmp_path), seed=0, max_eval_per_corpus=200, test_only={"talks"},
                        files_per_table=2, buckets=buckets)
     ours = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in sorted(tmp_path.glob("*/*.parquet"))}
     stage = {p.relative_to(out / "splits").as_posix(): p.read_bytes()

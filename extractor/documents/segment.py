@@ -18,6 +18,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
+from extractor import fs
+from extractor.errors import UserError
+
 
 def _punkt_module():
     """nltk.tokenize.punkt without running nltk/__init__.py and nltk/tokenize/__init__.py,
@@ -128,7 +131,7 @@ def params_to_dict(params: PunktParameters) -> dict:
 
 def params_from_dict(data: dict, source: str = "<dict>") -> PunktParameters:
     if not isinstance(data, dict) or data.get("format") != PARAMS_FORMAT:
-        raise ValueError(f"{source}: not a Punkt parameter file (expected format {PARAMS_FORMAT!r})")
+        raise PunktParamsError(f"{source}: not a Punkt parameter file (expected format {PARAMS_FORMAT!r})")
     params = PunktParameters()
     params.abbrev_types = set(data.get("abbrev_types", ()))
     params.collocations = {tuple(pair) for pair in data.get("collocations", ())}
@@ -159,15 +162,17 @@ def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     return str(path)
 
 
-def load_params(path: str | Path) -> PunktParameters:
-    from extractor import fs
+class PunktParamsError(UserError, ValueError):
+    """A --punkt-params file that is missing or not a Punkt parameter file."""
 
+
+def load_params(path: str | Path) -> PunktParameters:
     if not fs.exists(str(path)):
-        raise FileNotFoundError(f"{path}: Punkt parameter file not found")
+        raise PunktParamsError(f"{path}: Punkt parameter file not found")
     try:
         data = json.loads(fs.read_bytes(str(path)).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a Punkt parameter file ({exc.__class__.__name__})") from None
+        raise PunktParamsError(f"{path}: not a Punkt parameter file ({exc.__class__.__name__})") from None
     return params_from_dict(data, str(path))
 
 

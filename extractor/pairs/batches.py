@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from extractor.errors import UserError
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, candidate_arrays, marked_pairs,
                                      neutral_candidates, neutral_pools, pos_texts, _previous)
 from extractor.pairs.neutral import STRATEGIES, hist_keys
@@ -47,7 +48,7 @@ WORK = pa.schema(list(PAIRS) + [
 ])
 
 
-class DocumentOrderError(ValueError):
+class DocumentOrderError(UserError, ValueError):
     """The sentences of a document are not contiguous in the input."""
 
 

@@ -12,7 +12,7 @@ The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
 * `final_allocation`: the exact draw over what pass 2 kept;
 * `build_stats`: `stats.json` -> `pairs` from the aggregate rows.
 
-`run_plain(batches, ...)` chains pass 1, the plan, pass 2 and the exact draw in one
+`reference_pairs(table, ...)` chains pass 1, the plan, pass 2 and the exact draw in one
 Python process with the same functions; the Spark stage does the same steps with
 `mapInArrow` and Spark SQL, and a test checks both give the same rows.
 """
@@ -233,7 +233,7 @@ def _pos_checked(rows: list, model, lexicon, without_torch: bool) -> list:
                                                                    table.schema.names} for r in rows])]
 
 
-def run_plain(table: str, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
+def reference_pairs(table: str, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
     """The whole stage in this process over the `sentences/` table at `table` (its files
     read with pyarrow, as the Spark tasks read them), in the stage's order: pass 1, identical
     marked pairs grouped, the POS filter over them, the plan, pass 2, the POS filter over its
@@ -252,7 +252,7 @@ def run_plain(table: str, lexicon, options, model: str | None, status: dict, wit
                           for c in ("corpus", "doc_id")]))
     split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
     if split:
-        raise ValueError(bt.split_document_error(*split))
+        raise bt.DocumentOrderError(bt.split_document_error(*split))
     pairs = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     rows = _pos_checked(_ranked([r for r in pairs if r["source"] == "marker"]), model, lexicon, without_torch)
     groups: dict = defaultdict(lambda: [0, 0])

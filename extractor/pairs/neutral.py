@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+from extractor.errors import UserError
+
 STRATEGIES = ("both_random", "first_random", "second_random", "marked_different_paragraphs", "adjacent_unmarked")
 DEFAULT_MIX = ",".join(f"{s}=1" for s in STRATEGIES)
 # Pools each strategy draws its premise and hypothesis from (adjacent_unmarked pairs
@@ -36,7 +38,7 @@ POOLS = {
 }
 
 
-class NeutralMixError(ValueError):
+class NeutralMixError(UserError, ValueError):
     """A malformed --neutral-mix or --neutral-ratio."""
 
 

@@ -13,6 +13,8 @@ import importlib.util
 import warnings
 from typing import Iterable, Sequence
 
+from extractor.errors import UserError
+
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
 POS_FILTER_MODES = ("auto", "on", "off")
 # Components POS tags need (tagger + attribute_ruler in English-style pipelines, the
@@ -22,7 +24,7 @@ _SKIP = ("parser", "ner", "lemmatizer", "trainable_lemmatizer", "senter", "sente
          "entity_linker", "span_ruler", "spancat", "textcat", "textcat_multilabel", "coref", "span_resolver")
 
 
-class ModelMissingError(ValueError):
+class ModelMissingError(UserError, ValueError):
     """--pos-filter on with a spaCy model that is not installed."""
 
 

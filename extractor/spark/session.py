@@ -5,6 +5,8 @@ import os
 import socket
 import sys
 
+from extractor.stage import task_done  # noqa: F401  (the last call of every Python task)
+
 
 def get_session(master: str | None = None, app_name: str = "nli-extract",
                 shuffle_partitions: int | None = None, progress: bool = True, conf: dict | None = None,
@@ -101,21 +103,6 @@ def _run_packed_round(batches):
                 yield _result(i, fn(tasks[i]))
     del fn, tasks, groups  # the round's plan: freed now, not frozen
     task_done()
-
-
-def task_done() -> None:
-    """The last call of every Python task of the stages: collects what the task left
-    behind, then freezes the objects alive in the worker (its imports, loaded models,
-    caches) out of the garbage collector's walk. PySpark's daemon runs a full
-    `gc.collect()` in a reused worker after every task, which walks every object the
-    worker holds: 15 ms of CPU with pyarrow imported, 35-45 ms with pandas and matplotlib,
-    160 ms with spaCy (measured), between one task and the next. Collected first, no
-    garbage is frozen; this collection and the daemon's then walk only the objects made
-    since the last task (a frozen object is still freed when its last reference goes)."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
 
 
 def _result(i: int, result):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from extractor.errors import UserError
 from extractor.hashing import stable_hashes
 
 SPLITS = ("train", "validation", "test")
@@ -30,7 +31,7 @@ DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
 BALANCE_MODES = ("downsample", "none", "cap")
 
 
-class SplitsError(ValueError):
+class SplitsError(UserError, ValueError):
     """Bad split settings: one-line message."""
 
 

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import scratch
 from extractor import statistics as st
+from extractor.errors import UserError
 from extractor.hashing import digests as hash_texts
 from extractor.hashing import stable_hashes
 from extractor.output import partition_values, plain_schema
@@ -38,7 +39,7 @@ UNIT_ROWS = 65_536  # row groups per unit: about this many pairs
 PAIRS_PER_FILE = 100_000
 
 
-class PairsTableError(ValueError):
+class PairsTableError(UserError, ValueError):
     """The pairs table cannot be read as stage 3 needs it: one-line message."""
 
 

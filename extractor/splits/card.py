@@ -11,6 +11,7 @@ import platform
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import yaml
 
 from extractor import statistics as st
@@ -84,7 +85,28 @@ _SPARK_DTYPES = {"string": "string", "bigint": "int64", "int": "int32", "smallin
                  "timestamp": "timestamp[us]", "binary": "binary"}
 
 
+# Arrow types as the Hugging Face dtypes of the Spark types Arrow maps them to.
+_ARROW_DTYPES = {"string": "string", "large_string": "string", "int64": "int64", "int32": "int32",
+                 "int16": "int16", "int8": "int8", "double": "float64", "float": "float32", "bool": "bool",
+                 "date32[day]": "date32", "binary": "binary"}
+
+
+def _arrow_feature(name: str, dtype: pa.DataType, label_names: list[str]) -> dict:
+    if name == "label":
+        return {"name": name, "dtype": {"class_label": {"names": {str(i): n for i, n in enumerate(label_names)}}}}
+    if pa.types.is_struct(dtype):
+        return {"name": name, "struct": [_arrow_feature(f.name, f.type, label_names) for f in dtype]}
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        inner = _arrow_feature("item", dtype.value_type, label_names)
+        return {"name": name, "sequence": inner.get("dtype", inner)}
+    if pa.types.is_timestamp(dtype):
+        return {"name": name, "dtype": "timestamp[us]"}
+    return {"name": name, "dtype": _ARROW_DTYPES.get(str(dtype), "string")}
+
+
 def _feature(name: str, dtype, label_names: list[str]) -> dict:
+    if isinstance(dtype, pa.DataType):
+        return _arrow_feature(name, dtype, label_names)
     kind = dtype.typeName() if hasattr(dtype, "typeName") else str(dtype)
     if name == "label":
         return {"name": name, "dtype": {"class_label": {"names": {str(i): n for i, n in enumerate(label_names)}}}}
@@ -124,7 +146,9 @@ def yaml_header(*, lang: str, license: str, sizes: dict[str, int], schema=None, 
     info: dict = {}
     if schema is not None:
         names = label_names(labels)
-        info["features"] = [_feature(f.name, f.dataType, names) for f in schema.fields]
+        fields = [(f.name, f.type) for f in schema] if isinstance(schema, pa.Schema) else \
+            [(f.name, f.dataType) for f in schema.fields]
+        info["features"] = [_feature(name, dtype, names) for name, dtype in fields]
     info["splits"] = [{"name": s, "num_bytes": int((num_bytes or {}).get(s, 0)), "num_examples": int(sizes[s])}
                       for s in present]
     header["dataset_info"] = info

@@ -1,42 +1,31 @@
-"""Stage 1: documents -> `sentences/` (Spark glue; the text work is in readers, wikitext
-and segment).
-
-One path, on a laptop and on a cluster alike:
-1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
-   ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
-   one unit), reading only sizes, heads and footers through `extractor/fs.py`.
-2. `spark.range(n_units).mapInArrow(...)`: each task reads its unit through `extractor/fs.py`
-   (local paths, file://, gs://, s3://, hdfs://), cleans and segments it, writes the rows to
-   one Parquet file named by the unit (`<table>/corpus=<name>/part-<input>-<unit>.parquet`)
-   with pyarrow and fixed writer settings, and returns only its count rows.
-3. The driver sums the counts into stats["sentences"].
-
-Rows never pass through the JVM. A file's bytes depend only on its unit's input and the
-settings, so they are the same whatever core, executor or filesystem writes them. Within
-a file, rows are in input order: a document's sentences are contiguous and in order.
+"""Stage 1 per work unit, without an engine: the documents of one unit (`read_unit`: the
+format dispatch, UTF-8 and truncation handling) -> sentence rows (`DocumentProcessor`:
+cleaning, segmentation, counts) -> one Parquet file per unit (`SentenceFileWriter`); the
+Punkt sample and training on the driver, and the stats from the units' count rows.
+`extractor.documents.stage` plans the units and hands `process_unit` to a runner.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
-import time
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from extractor import fs
-from extractor import output as _out
-from extractor.documents.readers import (CorruptData, Page, PageError, json_document, jsonl_lines,
-                                         plain_paragraphs, stream_pages, wiki_unit_pages)
-from extractor.documents.units import UnitError, WorkUnit, list_units
+from extractor.documents.readers import (CorruptData, PageError, json_document, jsonl_lines, plain_paragraphs,
+                                         stream_pages, wiki_unit_pages)
+from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
+                                         train_punkt)
+from extractor.documents.units import WorkUnit
+from extractor.documents.wikitext import clean_page, page_skip_reason
 from extractor.hashing import stable_hex
 from extractor.job import ERROR_MARK, InputError
+from extractor.output import partition_dir
 from extractor.schemas import SENTENCES
-from extractor.spark.session import task_done
 
-NAME = "sentences"
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
-COUNT_DDL = "corpus string, count_kind string, count_reason string, count long, detail string"
 MAX_LISTED_ERRORS = 100
 ROW_GROUP = 65536
 # Fixed writer settings: the bytes of a file are a function of its rows (and the pyarrow
@@ -44,24 +33,6 @@ ROW_GROUP = 65536
 PARQUET_OPTIONS = {"compression": "snappy", "version": "2.6", "data_page_version": "1.0", "use_dictionary": True,
                    "write_statistics": True, "data_page_size": 1 << 20}
 
-
-def add_arguments(parser) -> None:
-    g = parser.add_argument_group("sentences stage")
-    g.add_argument("--punkt-params", default=None, metavar="PATH",
-                   help="read Punkt parameters from this JSON file instead of training them on the corpus")
-    g.add_argument("--punkt-sample-mb", type=float, default=4.0,
-                   help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
-    g.add_argument("--unit-mb", type=int, default=8,
-                   help="MB per work unit of an input file (one task reads one unit; smaller: more tasks)")
-    g.add_argument("--split-mb", dest="unit_mb", type=int, help=argparse.SUPPRESS)  # deprecated name
-    g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
-    g.add_argument("--text-field", default="text", help="JSONL/Parquet: field holding the document text")
-    g.add_argument("--id-field", default="id", help="JSONL/Parquet: field holding the document id")
-    g.add_argument("--title-field", default="title", help="JSONL/Parquet: field holding the title")
-    g.add_argument("--genre-field", default="genre", help="JSONL/Parquet: field holding a per-document genre")
-
-
-# --------------------------------------------------------------------------- pure part
 
 class DocumentProcessor:
     """Turns the documents of one work unit into sentence rows and keeps the counts. Built
@@ -113,8 +84,6 @@ class DocumentProcessor:
             self.first_bad[path] = (offset, message)
 
     def wiki_page(self, page, path: str) -> None:
-        from extractor.documents.wikitext import clean_page, page_skip_reason
-
         if page is None:
             return
         if isinstance(page, PageError) and page.reason == "no_page_element":
@@ -179,8 +148,6 @@ _SEGMENTERS: dict = {}
 def _segmenter(punkt: dict):
     """One Segmenter per parameter set and Python worker process: a worker runs many tasks
     one after another, and the Segmenter's memo of Punkt decisions stays warm."""
-    from extractor.documents.segment import Segmenter, params_from_dict
-
     key = hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
     if key not in _SEGMENTERS:
         _SEGMENTERS.clear()  # a new job's parameters: drop the old ones
@@ -258,8 +225,6 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
 
 
 def _read_parquet(unit: WorkUnit, fields: dict, proc: DocumentProcessor, enough) -> None:
-    import pyarrow.parquet as pq
-
     with fs.open_input(unit.path) as fh:
         pf = pq.ParquetFile(fh)
         names = pf.schema_arrow.names
@@ -290,9 +255,6 @@ class SentenceFileWriter:
         self.writer = None
 
     def write(self, rows: list) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         schema = file_schema()
         table = pa.Table.from_arrays([pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)],
                                      schema=schema)
@@ -345,32 +307,15 @@ def process_unit(unit: WorkUnit, settings: dict) -> list[tuple]:
     return proc.count_rows()
 
 
-def units_task(settings: dict, units: list[WorkUnit]):
-    """mapInArrow over spark.range(n_units): each id is one work unit."""
-    def run(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            for k in batch.column("id").to_pylist():
-                rows = process_unit(units[k], settings)
-                if rows:
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array([r[i] for r in rows], type=t) for i, t in
-                         enumerate((pa.string(), pa.string(), pa.string(), pa.int64(), pa.string()))],
-                        names=["corpus", "count_kind", "count_reason", "count", "detail"])
-        task_done()
-    return run
-
-
-# --------------------------------------------------------------------------- driver
-
-def corpus_settings(ctx) -> list[dict]:
+def corpus_settings(corpora, lang: str, fields: dict) -> list[dict]:
+    """What a unit's task needs of its corpus (picklable): names, partition directory, the
+    JSONL/Parquet field names (a manifest entry's own first, then `fields`, the flags)."""
     out = []
-    for spec in ctx.corpora:
+    for spec in corpora:
         out.append({
-            "name": spec.name, "genre": spec.genre, "lang": ctx.lexicon.lang, "role": spec.role,
-            "partition": _out.partition_dir("corpus", spec.name),
-            "fields": {k: spec.options.get(k, getattr(ctx.args, k, None) or d)
+            "name": spec.name, "genre": spec.genre, "lang": lang, "role": spec.role,
+            "partition": partition_dir("corpus", spec.name),
+            "fields": {k: spec.options.get(k, fields.get(k) or d)
                        for k, d in (("text_field", "text"), ("id_field", "id"), ("title_field", "title"),
                                     ("genre_field", "genre"))},
         })
@@ -394,14 +339,14 @@ class _Sample(DocumentProcessor):
                     self.chars += len(para)
 
 
-def sample_paragraphs(ctx, settings: dict, units: list[WorkUnit], max_chars: int) -> list[str]:
+def sample_paragraphs(lexicon, settings: dict, units: list[WorkUnit], max_chars: int) -> list[str]:
     """Cleaned paragraphs from the first units of the inputs (in input order), read on the
     driver by the same readers as the tasks, for Punkt training."""
     out: list[str] = []
     for unit in units:
         if sum(len(p) for p in out) >= max_chars:
             break
-        sample = _Sample(settings["corpora"][unit.corpus], ctx.lexicon, settings["namespaces"].get(unit.path),
+        sample = _Sample(settings["corpora"][unit.corpus], lexicon, settings["namespaces"].get(unit.path),
                          max_chars - sum(len(p) for p in out))
         try:
             read_unit(unit, settings, sample, lambda: sample.chars >= sample.max_chars)
@@ -411,101 +356,42 @@ def sample_paragraphs(ctx, settings: dict, units: list[WorkUnit], max_chars: int
     return out
 
 
-def punkt_parameters(ctx, settings: dict, units: list[WorkUnit]) -> tuple[dict, dict]:
-    """Punkt parameters as a dict (for the executors) and how they were obtained."""
-    from extractor.documents.segment import load_params, params_json, params_to_dict, train_punkt
-
-    if ctx.args.punkt_params:
-        params = load_params(ctx.args.punkt_params)
-        return params_to_dict(params), {"source": str(ctx.args.punkt_params)}
-    max_chars = int(float(ctx.args.punkt_sample_mb) * 1_000_000)
-    texts = sample_paragraphs(ctx, settings, units, max_chars)
-    params = train_punkt(texts, ctx.lexicon.abbreviations, max_chars=max_chars)
+def punkt_parameters(lexicon, settings: dict, units: list[WorkUnit], params_path: str | None,
+                     sample_mb: float, put_bytes) -> tuple[dict, dict]:
+    """Punkt parameters as a dict (for the executors) and how they were obtained: read from
+    `params_path`, or trained on the first `sample_mb` MB of cleaned text and saved with
+    ``put_bytes(data, "punkt_params.json")``."""
+    if params_path:
+        params = load_params(params_path)
+        return params_to_dict(params), {"source": str(params_path)}
+    max_chars = int(float(sample_mb) * 1_000_000)
+    texts = sample_paragraphs(lexicon, settings, units, max_chars)
+    params = train_punkt(texts, lexicon.abbreviations, max_chars=max_chars)
     info = {"source": "trained", "sample_chars": sum(len(t) for t in texts), "sample_paragraphs": len(texts),
             "abbreviations_learnt": len(params.abbrev_types)}
     info["saved"] = "punkt_params.json"
-    ctx.put_bytes(params_json(params), "punkt_params.json")
+    put_bytes(params_json(params), "punkt_params.json")
     return params_to_dict(params), info
 
 
 def sum_counts(rows) -> tuple[list[dict], list[dict], dict, list[str]]:
-    """Collected count rows -> summed counts per (corpus, kind, reason), the listed errors,
+    """The units' count rows ((corpus, kind, reason, count, detail) each) -> summed counts per (corpus, kind, reason), the listed errors,
     the first invalid UTF-8 per file, and the warnings."""
     sums: Counter = Counter()
     errors, first_bad, warnings = [], {}, []
-    for r in rows:
-        kind = r["count_kind"]
+    for corpus, kind, reason, count, detail in rows:
         if kind == "error":
-            errors.append({"corpus": r["corpus"], "count_reason": r["count_reason"], "detail": r["detail"]})
+            errors.append({"corpus": corpus, "count_reason": reason, "detail": detail})
         elif kind == "first_invalid_utf8":
-            path = r["count_reason"]
-            if path not in first_bad or r["count"] < first_bad[path][0]:
-                first_bad[path] = (r["count"], r["detail"])
+            if reason not in first_bad or count < first_bad[reason][0]:
+                first_bad[reason] = (count, detail)
         elif kind == "warning":
-            if r["detail"] not in warnings:
-                warnings.append(r["detail"])
+            if detail not in warnings:
+                warnings.append(detail)
         else:
-            sums[r["corpus"], kind, r["count_reason"]] += r["count"]
+            sums[corpus, kind, reason] += count
     counted = [{"corpus": c, "count_kind": k, "count_reason": reason, "n": n} for (c, k, reason), n in sums.items()]
     return counted, errors, first_bad, warnings
-
-
-def run(ctx) -> None:
-    if not ctx.corpora:
-        raise InputError("no input corpora")
-    t0 = time.time()
-    settings = {"corpora": corpus_settings(ctx), "lexicon": ctx.lexicon, "min_chars": int(ctx.args.min_chars)}
-    try:  # every input checked and listed before any work, Punkt training included
-        listing = list_units(ctx.corpora, max(1, int(ctx.args.unit_mb or 8)) << 20,
-                             lambda spec: settings["corpora"][ctx.corpora.index(spec)]["fields"])
-    except UnitError as exc:
-        raise InputError(str(exc)) from None
-    if getattr(ctx.args, "dump_reader", None):
-        ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
-    for msg in listing.warnings:
-        ctx.warn(msg)
-    settings["namespaces"] = listing.namespaces
-    units = listing.units
-    punkt, punkt_info = punkt_parameters(ctx, settings, units)
-    punkt_info["seconds"] = round(time.time() - t0, 3)
-    settings["punkt"] = punkt
-    _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
-    table_dir = ctx.table_path(NAME)
-    settings["table_dir"] = table_dir
-    if fs.exists(table_dir):
-        fs.delete(table_dir)  # a stale table in this run's place (the job checked --overwrite)
-    try:
-        rows = ctx.spark.range(len(units), numPartitions=max(1, len(units))) \
-            .mapInArrow(units_task(settings, units), COUNT_DDL).collect()  # count rows only: a few per unit
-    except BaseException:
-        fs.delete(table_dir)  # no half-written table left behind
-        raise
-    counted, errors, first_bad, warnings = sum_counts(rows)
-    names = [c["name"] for c in settings["corpora"]]
-    counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
-    errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
-    stats = build_stats(counted, errors, ctx.corpora)
-    for msg in warnings:
-        ctx.warn(msg)
-    for path, (offset, message) in sorted(first_bad.items()):
-        ctx.warn(f"{path}: documents that are not valid UTF-8 were skipped (counted as documents_dropped.invalid_utf8);"
-                 f" the first: {message}")
-    stats["first_invalid_utf8"] = {p: {"offset": o, "detail": m} for p, (o, m) in sorted(first_bad.items())}
-    try:
-        check_corpora(ctx, stats)
-    except InputError:
-        fs.delete(table_dir)
-        raise
-    stats["seconds"] = {"punkt": punkt_info["seconds"],
-                        "read_clean_segment_write": round(time.time() - t0 - punkt_info["seconds"], 3)}
-    _log(f"sentences/ read, cleaned, segmented and written in {stats['seconds']['read_clean_segment_write']:.1f}s")
-    stats["punkt"] = punkt_info
-    stats["inputs"] = listing.inputs
-    stats["work_units"] = len(units)
-    stats["min_chars"] = int(ctx.args.min_chars)
-    ctx.stats[NAME] = stats
-    for row in errors[:5]:
-        print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}", file=sys.stderr)
 
 
 def check_corpora(ctx, stats: dict) -> None:
@@ -527,10 +413,6 @@ def check_corpora(ctx, stats: dict) -> None:
                              f"e.g. iconv -f LATIN1 -t UTF-8")
         if pc.get("sentences", 0) == 0:
             ctx.warn(f"corpus {spec.name}: {read} documents read but no sentence kept")
-
-
-def _log(msg: str) -> None:
-    print(f"[sentences] {msg}", file=sys.stderr, flush=True)
 
 
 def build_stats(counted, errors, corpora) -> dict:

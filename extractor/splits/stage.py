@@ -1,9 +1,10 @@
-"""Stage 3 glue: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage.
+"""Stage 3: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage (the
+stage contract: extractor/stage.py).
 
-Thin Spark code around pure functions: `extractor.splits.batches` (per work unit of the
+Rounds of tasks handed to the runner around pure functions: `extractor.splits.batches` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
 `extractor.splits.assign` (assignment, quotas) and `extractor.statistics` (every number of
-the card). Spark schedules the rounds of Python tasks (docs/splits.md); between rounds
+the card). The runner (Spark in the job) runs the rounds' tasks (docs/splits.md); between rounds
 the tasks exchange scratch files (Arrow) under `_tmp-splits-work/`, cut into buckets by a
 hash of the key they are grouped by, and only small aggregates reach the driver, which
 turns them into the next round's decisions. No text crosses a shuffle, and there is no
@@ -14,8 +15,10 @@ end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
+import argparse
 import tempfile
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,24 +27,49 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import output as _out
 from extractor import scratch
+from extractor import stage as contract
 from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import batches as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
-from extractor.spark.session import run_tasks
+from extractor.names import LABELS
 
-STAGE = "splits"
+NAME = STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
 TMP_NAME = "_tmp-splits"
 WORK_NAME = "_tmp-splits-work"
 CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
 
+@dataclass
+class Options:
+    """The flags stage 3 reads (defaults declared here once). `ratios` and `balance_mode`
+    are the parsed settings: a bad value fails when the options are built, before any work."""
+    split_ratios: str = "0.8,0.1,0.1"
+    balance: list = field(default_factory=lambda: ["downsample"])
+    max_eval_per_corpus: int = sp.DEFAULT_MAX_EVAL_PER_CORPUS
+    license: str = "cc-by-sa-4.0"
+    seed: int = contract.SEED
+    files_per_table: int = contract.FILES_PER_TABLE
+    overwrite: bool = False
+
+    def __post_init__(self):
+        self.ratios = sp.parse_ratios(self.split_ratios)
+        self.balance_mode = sp.parse_balance(self.balance)
+        self.seed = int(self.seed or 0)
+
+    @classmethod
+    def from_args(cls, args) -> "Options":
+        return contract.options_from_args(cls, args)
+
+    @property
+    def max_eval(self) -> int | None:
+        return int(self.max_eval_per_corpus or 0) or None
+
+
 def _ratios(text: str) -> str:
     """argparse type of --split-ratios: checked when the command line is parsed."""
-    import argparse
-
     try:
         sp.parse_ratios(text)
     except sp.SplitsError as exc:
@@ -50,8 +78,6 @@ def _ratios(text: str) -> str:
 
 
 def _non_negative(text: str) -> int:
-    import argparse
-
     try:
         value = int(text)
     except ValueError:
@@ -64,21 +90,20 @@ def _non_negative(text: str) -> int:
 def check(ctx) -> None:
     """Before any stage runs (jobs/extract.py): the split settings, so that a bad
     --balance fails in a second, not after stages 1 and 2."""
-    args = ctx.args
-    sp.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
-    sp.parse_balance(getattr(args, "balance", ["downsample"]))
+    ctx.stage_options(NAME, Options)
 
 
 def add_arguments(parser) -> None:
+    d = Options()
     g = parser.add_argument_group("splits (stage 3)")
-    g.add_argument("--split-ratios", default="0.8,0.1,0.1", type=_ratios,
+    g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
                    help="train,validation,test shares of each corpus's pairs, assigned by whole documents")
-    g.add_argument("--balance", nargs="+", default=["downsample"], metavar="MODE",
+    g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
                         "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
-    g.add_argument("--max-eval-per-corpus", type=_non_negative, default=sp.DEFAULT_MAX_EVAL_PER_CORPUS,
+    g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
-    g.add_argument("--license", default="cc-by-sa-4.0",
+    g.add_argument("--license", default=d.license,
                    help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
 
 
@@ -223,34 +248,34 @@ def _test_only_corpora(ctx) -> set[str]:
     return {c.name for c in (ctx.corpora or []) if getattr(c, "role", "train") == "test-only"}
 
 
-def run(ctx) -> None:
-    """Stage entry point: six rounds, five of them Spark jobs of Python tasks (docs/splits.md).
-    The slim rows are cut into about one bucket per 100,000 pairs (never more than the
-    session's `spark.sql.shuffle.partitions`, never fewer than the cores); results do not
-    depend on it."""
-    spark = ctx.spark
+def run(ctx, runner) -> None:
+    """Stage entry point: six rounds, five of them rounds of tasks handed to `runner`
+    (docs/splits.md). The slim rows are cut into about one bucket per 100,000 pairs (never
+    more than the runner's `max_buckets`, Spark's `spark.sql.shuffle.partitions`, never
+    fewer than the cores); results do not depend on it."""
     path = ctx.table_path("pairs")
     if not fs.exists(path):
         ctx.read_table("pairs")  # the job's one-line "no such table" error
     schema, units = bt.list_units(path)
     n = sum(u["rows"] for u in units)
-    wanted = max(spark.sparkContext.defaultParallelism, n // PAIRS_PER_PARTITION + 1)
-    _run(ctx, schema, units, n, max(1, min(int(spark.conf.get("spark.sql.shuffle.partitions")), wanted)))
+    wanted = max(runner.slots, n // PAIRS_PER_PARTITION + 1)
+    _run(ctx, runner, schema, units, n, max(1, min(runner.max_buckets or wanted, wanted)))
 
 
-def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int, slots: int) -> dict:
-    """Rounds 1-6 of the stage (docs/splits.md) with ``run(fn, tasks, costs)`` running a
-    round's tasks (each task's estimated cost: `session.run_tasks` packs them into one Spark
-    task per core; a loop in `extractor.splits.plain`) and
-    returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
+def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: int) -> dict:
+    """Rounds 1-6 of the stage (docs/splits.md) with `runner` running a round's tasks (with
+    each task's estimated cost: the Spark runner packs them into one Spark task per core)
+    and returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
     bucket count, scratch folder (`work`) and output folder (`target`). Returns what the
     card and stats need (drops, documents, counts, quotas, sizes, figures, leakage, blocks,
     files written)."""
     drops: dict = {}
+    slots = runner.slots
     columns = plan["schema"].names
     # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
     #      filter) are not data: counted, then left out. Documents -> splits per corpus.
-    found = run(_summaries_task(plan), list(range(len(plan["units"]))), [u["rows"] for u in plan["units"]])
+    found = runner.map(_summaries_task(plan), list(range(len(plan["units"]))), costs=[u["rows"] for u in plan["units"]],
+                       name="summaries")
     labels_seen = set()
     for r in found:
         for label, why, count in r["counts"]:
@@ -273,7 +298,7 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     plan["n_ranges"] = n_ranges = max(1, min(len(plan["units"]), 2 * slots))
     plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
     even = [1.0] * len(buckets)
-    ranked = run(_rank_task(plan), buckets, even) if found else []
+    ranked = runner.map(_rank_task(plan), buckets, costs=even, name="rank") if found else []
     counts: dict = {}
     drops["pair_spans_documents_of_two_splits"] = 0
     for r in ranked:
@@ -291,7 +316,8 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
     drops["balance"] = sp.quota_drops(counts, quotas)
     plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
     partial = any(need for _, need in plan["cuts"].values())
-    edges = [row for r in run(_boundary_task(plan), buckets, even) for row in r["rows"]] if partial else []
+    edges = [row for r in runner.map(_boundary_task(plan), buckets, costs=even, name="boundary")
+             for row in r["rows"]] if partial else []
     plan["last"] = dc.thresholds(edges, plan["cuts"])
     sizes = {s: 0 for s in sp.SPLITS}
     for (split, corpus, label), quota in quotas.items():
@@ -304,15 +330,18 @@ def rounds(run, plan: dict, balance, max_eval: int | None, files_per_table: int,
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
     rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
-    kept = run(_rows_task(plan), list(range(n_ranges)), rows_of) if any(sizes.values()) else []
+    kept = runner.map(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
+        if any(sizes.values()) else []
     # 6. the output files; the card's aggregates and PMI words per split; the leakage of
     #    every kind of key and the documents per corpus; the chart.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
     stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
-    last = run(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
-               [float(sizes[s]) for _, s, _ in stats_tasks] + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
-               + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [CHART_COST])
+    # (not recorded: round 6 writes the output folder, which a resumed run writes again whole)
+    last = runner.map(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
+                      costs=[float(sizes[s]) for _, s, _ in stats_tasks]
+                      + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
+                      + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [CHART_COST])
 
     corpora_stats: dict = {}
     markers: dict = {}
@@ -352,29 +381,24 @@ def _unit_ranges(units: list, n: int) -> list[int]:
     return out
 
 
-def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    args = ctx.args
-    ratios = sp.parse_ratios(getattr(args, "split_ratios", "0.8,0.1,0.1"))
-    balance = sp.parse_balance(getattr(args, "balance", ["downsample"]))
-    max_eval = int(getattr(args, "max_eval_per_corpus", sp.DEFAULT_MAX_EVAL_PER_CORPUS) or 0) or None
-    seed = int(getattr(args, "seed", 0) or 0)
-    spark = ctx.spark
+def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
+    options = ctx.stage_options(NAME, Options)
+    ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
     target = ctx.table_path("splits")
-    if _out.exists(spark, target) and not getattr(args, "overwrite", False):  # fail before the work
+    if fs.exists(target) and not options.overwrite:  # fail before the work
         raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
     stats["input_pairs"] = n_input
     tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
-    for folder in (tmp, work):
-        _out.delete(spark, folder)
+    fs.delete(tmp)  # round 6 writes it whole
+    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
+                        "settings": stats["settings"], "files": options.files_per_table}):
+        fs.delete(work)
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
     try:
-        found = rounds(lambda fn, tasks, costs: run_tasks(spark, fn, tasks, costs=costs), plan, balance, max_eval,
-                       getattr(args, "files_per_table", 4), spark.sparkContext.defaultParallelism)
+        found = rounds(runner, plan, balance, max_eval, options.files_per_table)
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]
         _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
@@ -405,24 +429,28 @@ def _run(ctx, schema, units: list, n_input: int, buckets: int) -> None:
         with tempfile.TemporaryDirectory() as local_tmp:
             local = Path(local_tmp)
             card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
-                                      schema=from_arrow_schema(schema), lang=ctx.lexicon.lang,
-                                      license=getattr(args, "license", "cc-by-sa-4.0"), leakage=leakage,
+                                      schema=schema, lang=ctx.lexicon.lang,
+                                      license=options.license, leakage=leakage,
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
                                       num_bytes=num_bytes, chart=not found["chart"])
             for f in sorted(local.iterdir()):
                 fs.write_bytes(fs.join(tmp, f.name), f.read_bytes())
-        if _out.exists(spark, target):
-            if not getattr(args, "overwrite", False):
+        if fs.exists(target):
+            if not options.overwrite:
                 raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
-            _out.delete(spark, target)
-        _out.rename(spark, tmp, target)
-    finally:
-        _out.delete(spark, work)
+            fs.delete(target)
+        fs.move(tmp, target)
+    except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
+        runner.forget()  # the records first: they speak of the scratch files
+        fs.delete(work)
+        raise
+    runner.forget()
+    fs.delete(work)
     ctx.stats[STAGE] = stats
 
 
 def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
-    for label in ("contrasting", "entailment", "reasoning", "neutral"):
+    for label in LABELS:
         if label not in labels:
             ctx.warn(f"splits: no '{label}' pairs in pairs/ after leakage removal")
     for split, corpus in sorted({(s, c) for (s, c, _) in counts}):
@@ -431,3 +459,27 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
+
+
+def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1),
+                          balance: str = "downsample", max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS,
+                          test_only: set | None = None, files_per_table: int = 4, buckets: int = 1) -> dict:
+    """Stage 3 in one plain Python process (no Spark): the six rounds (`rounds`) with each
+    round's tasks run one after another here (`InProcessRunner`), over the same Parquet files
+    and scratch files in a temporary folder. For the engine-overhead benchmark
+    (benchmarks/splits_throughput.py): Spark's CPU against the CPU of exactly the same
+    functions (the tests compare the stage with an independent pandas reference,
+    tests/splits_reference.py). The pairs table in `pairs_dir` -> the split files under
+    `out_dir/<split>/`, as the stage writes them (no card). Returns the rounds' results with
+    the pairs per split."""
+    schema, units = bt.list_units(pairs_dir)
+    with tempfile.TemporaryDirectory() as work:
+        plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
+                "test_only": frozenset(test_only or ()), "ratios": tuple(ratios)}
+        result = rounds(contract.InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
+                        files_per_table)
+    result["splits"] = {}
+    for w in result["written"]:
+        split = fs.basename(fs.parent(w["path"]))
+        result["splits"][split] = result["splits"].get(split, 0) + int(w["rows"])
+    return result

@@ -1,10 +1,10 @@
-"""Stage 2 of the job: `sentences/` -> `pairs/` (Spark glue; the logic is per document in
+"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/stage.py; the logic is per document in
 extractor.pairs.pairing, run over Arrow batches by extractor.pairs.batches; the global
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
-Five rounds of Python tasks (`session.run_tasks`, or one process with
-`scratch.run_in_process`); the pair rows travel between rounds as Arrow scratch files in
+Five rounds of tasks handed to the runner (Spark tasks in the job, one process in the tests
+and benchmarks); the pair rows travel between rounds as Arrow scratch files in
 the scratch folder, cut into buckets by a hash of their texts, so every copy of a pair is
 in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 1. pass 1, per unit of the sentence files as stage 1 wrote them (a document's sentences
@@ -23,18 +23,28 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 from __future__ import annotations
 
 import argparse
+import tempfile
 from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from extractor import fs
+from extractor import scratch
+from extractor import stage as contract
+from extractor.output import finish_table_files, spark_partition, task_attempt, write_sorted
+from extractor.pairs import batches as bt
+from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
 from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
+from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS
-from extractor.spark.session import run_tasks
 
-STAGE = "pairs"
+NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
 OUTPUT_COLUMNS = tuple(f.name for f in PAIRS)
 
@@ -61,46 +71,52 @@ def _neutral_mix(text: str) -> str:
     return text
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("pairs stage (sentences/ -> pairs/)")
-    g.add_argument("--spacy-model", default=None,
-                   help="spaCy model for the POS completeness filter (default: the lexicon's spacy_model)")
-    g.add_argument("--pos-filter", choices=pf.POS_FILTER_MODES, default="auto",
-                   help="auto: filter when the model is installed, else skip with a warning; "
-                        "on: a missing model is an error; off: no filter (default auto)")
-    g.add_argument("--neutral-ratio", type=_neutral_ratio, default=1.0,
-                   help="neutral pairs per corpus, relative to its largest marked class (default 1.0)")
-    g.add_argument("--neutral-mix", type=_neutral_mix, default=nt.DEFAULT_MIX,
-                   help="weights of the neutral strategies, e.g. both_random=1,first_random=1,second_random=1,"
-                        "marked_different_paragraphs=1,adjacent_unmarked=1 (default: all 1)")
+@dataclass
+class Options:
+    """The flags the stage reads, with their defaults (declared here once; tests build one
+    directly). `neutral_mix` is given as text (the flag) or as weights; it is kept as weights."""
+    min_chars: int = contract.MIN_CHARS
+    seed: int = contract.SEED
+    spacy_model: str | None = None
+    pos_filter: str = "auto"
+    neutral_ratio: float = 1.0
+    neutral_mix: dict | str = nt.DEFAULT_MIX
 
-
-class PairsOptions:
-    """The flags the stage reads, with their defaults (tests build one directly)."""
-
-    def __init__(self, min_chars: int = 50, seed: int = 0, spacy_model: str | None = None,
-                 pos_filter: str = "auto", neutral_ratio: float = 1.0, neutral_mix: str = nt.DEFAULT_MIX):
-        self.min_chars = int(min_chars)
-        self.seed = int(seed)
-        self.spacy_model = spacy_model
-        self.pos_filter = pos_filter
-        self.neutral_ratio = float(neutral_ratio)
-        self.neutral_mix = nt.parse_neutral_mix(neutral_mix)
+    def __post_init__(self):
+        self.min_chars = int(self.min_chars)
+        self.seed = int(self.seed)
+        self.neutral_ratio = float(self.neutral_ratio)
+        if isinstance(self.neutral_mix, str):
+            self.neutral_mix = nt.parse_neutral_mix(self.neutral_mix)
         nt.neutral_target({}, self.neutral_ratio)  # validates the ratio
 
     @classmethod
-    def from_args(cls, args) -> "PairsOptions":
-        return cls(min_chars=getattr(args, "min_chars", 50), seed=getattr(args, "seed", 0),
-                   spacy_model=getattr(args, "spacy_model", None), pos_filter=getattr(args, "pos_filter", "auto"),
-                   neutral_ratio=getattr(args, "neutral_ratio", 1.0),
-                   neutral_mix=getattr(args, "neutral_mix", nt.DEFAULT_MIX))
+    def from_args(cls, args) -> "Options":
+        return contract.options_from_args(cls, args)
 
     @property
     def strategies(self) -> list[str]:
         return [s for s in nt.STRATEGIES if self.neutral_mix.get(s, 0) > 0]
 
 
-def pos_status(options: PairsOptions, lexicon, warn=None) -> tuple[str | None, dict]:
+PairsOptions = Options  # the name the tests and benchmarks know
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("pairs stage (sentences/ -> pairs/)")
+    g.add_argument("--spacy-model", default=contract.default(Options, "spacy_model"),
+                   help="spaCy model for the POS completeness filter (default: the lexicon's spacy_model)")
+    g.add_argument("--pos-filter", choices=pf.POS_FILTER_MODES, default=contract.default(Options, "pos_filter"),
+                   help="auto: filter when the model is installed, else skip with a warning; "
+                        "on: a missing model is an error; off: no filter (default auto)")
+    g.add_argument("--neutral-ratio", type=_neutral_ratio, default=contract.default(Options, "neutral_ratio"),
+                   help="neutral pairs per corpus, relative to its largest marked class (default 1.0)")
+    g.add_argument("--neutral-mix", type=_neutral_mix, default=contract.default(Options, "neutral_mix"),
+                   help="weights of the neutral strategies, e.g. both_random=1,first_random=1,second_random=1,"
+                        "marked_different_paragraphs=1,adjacent_unmarked=1 (default: all 1)")
+
+
+def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
     """(model to run or None, stats block) for the POS filter."""
     model = options.spacy_model or lexicon.spacy_model
     enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
@@ -119,16 +135,13 @@ def _pos_tasks(slots: int, units: int) -> int:
     return max(1, slots, units // 16)
 
 
-def _plan_of(lexicon, options: PairsOptions, units: list, model, work: str, buckets: int) -> dict:
+def _plan_of(lexicon, options: Options, units: list, model, work: str, buckets: int) -> dict:
     return {"lexicon": lexicon, "units": units, "model": model, "work": work, "buckets": buckets,
             "seed": options.seed, "strategies": options.strategies, "min_chars": options.min_chars}
 
 
 def _write_pairs(plan: dict, rows, name: str, tag: str) -> None:
     """Pair rows cut into buckets of their texts: `<name>-<bucket>/<tag>.arrow`."""
-    from extractor import scratch
-    from extractor.pairs import buckets as pb
-
     if rows.num_rows:
         for b, part in scratch.split_by(rows, pb.text_buckets(rows, plan["buckets"])).items():
             scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], name, b), f"{tag}.arrow"))
@@ -139,13 +152,6 @@ def _pass_one_task(plan: dict):
     neutral candidates to the buckets of their texts, the documents' lowest bins to a
     scratch file; returns pass 1's aggregate rows."""
     def fn(k: int) -> dict:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from extractor import scratch
-        from extractor.pairs import batches as bt
-        from extractor.pairs import buckets as pb
-        from extractor.pairs.matching import matcher_for
 
         unit = plan["units"][k]
         table = pa.Table.from_batches(list(bt.pass_one_streams(
@@ -166,11 +172,6 @@ def _marked_task(plan: dict):
     """Round 2, per bucket: identical marked pairs ranked, POS-checked; the kept ones (the
     lowest pair_id of each text pair, not rejected) to a scratch file; returns the tallies."""
     def fn(b: int) -> dict:
-        import pyarrow.compute as pc
-
-        from extractor import scratch
-        from extractor.pairs import batches as bt
-        from extractor.pairs import buckets as pb
 
         rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
         ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
@@ -184,11 +185,7 @@ def _pass_two_task(plan: dict, needed):
     """Round 3 (only when a cut goes beyond pass 1's early bins), per unit: the neutral
     candidates under the cuts to the buckets of their texts."""
     def fn(k: int) -> dict:
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        from extractor.pairs import batches as bt
-        from extractor.pairs.matching import matcher_for
 
         by_file = needed.value if needed is not None else None
         unit = plan["units"][k]
@@ -205,12 +202,6 @@ def _neutral_task(plan: dict):
     marked pairs and each other, POS-checked; those that stay to a scratch file; returns
     their tallies."""
     def fn(b: int) -> dict:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from extractor import scratch
-        from extractor.pairs import batches as bt
-        from extractor.pairs import buckets as pb
 
         if plan["early"]:
             cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
@@ -229,10 +220,6 @@ def _neutral_task(plan: dict):
 def _with_file(rows, files: int):
     """The rows with `_file`: the file of the pairs table each goes to, the hash partition
     of (label, pair_id) that `ctx.write_table` would give it (`output.spark_partition`)."""
-    import pyarrow as pa
-
-    from extractor.output import spark_partition
-
     part = [spark_partition(key, files) for key in zip(rows.column("label").to_pylist(),
                                                           rows.column("pair_id").to_pylist())]
     return rows.append_column("_file", pa.array(part, pa.int32()))
@@ -244,12 +231,6 @@ def _files_task(plan: dict):
     drawn neutral ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet`:
     the files `ctx.write_table` would write, without a Spark shuffle."""
     def fn(p: int) -> dict:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from extractor import scratch
-        from extractor.output import task_attempt, write_sorted
-        from extractor.pairs import buckets as pb
 
         def mine(rows):
             return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
@@ -268,32 +249,28 @@ def _files_task(plan: dict):
     return fn
 
 
-def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, work: str | None = None,
-                files: int = 4, run=None):
+def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: str | None = None,
+                files: int = 4):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
     one file) -> (write, stats dict, cleanup callable): ``write(directory)`` writes the pairs
     table's `files` files there (what `ctx.write_table` would write: partitioned by label,
     sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
-    scratch folder `work` (default: beside `table`). ``run(fn, tasks, spread=False)`` runs a
-    round's tasks: Spark tasks by default (`session.run_tasks`); `extractor.pairs.plain`
-    passes `scratch.run_in_process` (and no session) to run the same rounds in one process."""
-    from extractor.pairs.batches import EARLY_BINS, file_units, needed_documents, sentence_files
-
+    scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
+    (extractor.stage: Spark tasks in the job, `InProcessRunner` in one process)."""
     model, status = pos_status(options, lexicon, warn)
-    slots = max(1, spark.sparkContext.defaultParallelism) if spark is not None else 1
-    if run is None:
-        def run(fn, tasks, spread=False):
-            return run_tasks(spark, fn, tasks, spread)
-    units = file_units(sentence_files(table), 2 * slots)
+    slots = max(1, runner.slots)
+    units = bt.file_units(bt.sentence_files(table), 2 * slots)
     work = work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME)
-    if fs.exists(work):
-        fs.delete(work)
     buckets = list(range(_pos_tasks(slots, len(units))))
+    if not runner.plan({"units": units, "buckets": len(buckets), "files": files, "model": model}) \
+            and fs.exists(work):
+        fs.delete(work)  # what an earlier attempt of this stage left
     plan = _plan_of(lexicon, options, units, model, work, len(buckets))
     plan["files"] = files
     released: list = []
 
     def cleanup():
+        runner.forget()  # the records first: they speak of the scratch files
         for item in released:
             try:
                 item.destroy()
@@ -304,9 +281,10 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
 
     try:
         # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
-        counts = [tuple(r) for out in run(_pass_one_task(plan), list(range(len(units))))
+        counts = [tuple(r) for out in runner.map(_pass_one_task(plan), list(range(len(units))), name="pass-one")
                   for r in out["counts"]]
-        tallies = [tuple(r) for out in run(_marked_task(plan), buckets) for r in out["tallies"]]
+        tallies = [tuple(r) for out in runner.map(_marked_task(plan), buckets, name="marked")
+                   for r in out["tallies"]]
         rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
                 for kind, corpus, label, reject, b, edge, a in counts]
         rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
@@ -324,8 +302,7 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
                 groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
         split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
         if split:
-            from extractor.pairs.batches import split_document_error
-            raise ValueError(split_document_error(*split))
+            raise bt.DocumentOrderError(bt.split_document_error(*split))
         duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
         checked = sum(pos.values())
         pass_rate = pos.get(None, 0) / checked if model and checked else None
@@ -338,31 +315,31 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
         allocated = final_allocation(targets, options.neutral_mix, {})
         plan["cuts"], plan["draw"] = cuts, None
         if any(b >= 0 for b in cuts.values()):
-            plan["early"] = max(cuts.values()) < EARLY_BINS
+            plan["early"] = max(cuts.values()) < bt.EARLY_BINS
             if not plan["early"]:
-                found = _needed(work, cuts, needed_documents)
+                found = _needed(work, cuts, bt.needed_documents)
                 needed, two_units = None, units
                 if found is not None:
                     by_file, _ = found
                     two_units = [u for u in units if u[0] in by_file]
-                    needed = spark.sparkContext.broadcast(by_file) if spark is not None else _Value(by_file)
+                    needed = runner.share(by_file)
                     released.append(needed)
-                run(_pass_two_task(plan, needed), [u[0] for u in two_units])
-            neutral = [tuple(r) for out in run(_neutral_task(plan), buckets) for r in out["tallies"]]
+                runner.map(_pass_two_task(plan, needed), [u[0] for u in two_units], name="pass-two")
+            neutral = [tuple(r) for out in runner.map(_neutral_task(plan), buckets, name="neutral")
+                       for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, options.neutral_mix, avail2)
             plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
-    except BaseException:
+    except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
         cleanup()
         raise
 
     def write(directory: str) -> list[dict]:
-        """Round 5: the pairs table's files into `directory` (one task per file)."""
-        from extractor.output import finish_table_files
-
+        """Round 5: the pairs table's files into `directory` (one task per file; not
+        recorded: `directory` is written whole, after the decisions)."""
         directory = fs.canonical(directory)
-        written = [f for out in run(_files_task(dict(plan, target=directory)), list(range(files)),
-                                          spread=True) for f in out["files"]]
+        written = [f for out in runner.map(_files_task(dict(plan, target=directory)), list(range(files)),
+                                           spread=True) for f in out["files"]]
         return finish_table_files(written, directory, lambda: PAIRS)
 
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
@@ -372,16 +349,6 @@ def build_pairs(spark, table: str, lexicon, options: PairsOptions, warn=None, wo
     return write, stats, cleanup
 
 
-class _Value:
-    """`by_file` where a broadcast variable would hold it, in one process."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def destroy(self):
-        pass
-
-
 MAX_NEEDED_DOCUMENTS = 2_000_000
 
 
@@ -389,10 +356,6 @@ def _needed(work: str, cuts: dict, needed_documents):
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
     pass 1's "doc" rows ({unit key: doc_ids}, {(corpus, doc_id)}); None (every document)
     when a cut takes (nearly) every candidate or there are too many documents to list."""
-    import pyarrow as pa
-
-    from extractor import scratch
-
     if max(cuts.values(), default=-1) >= (1 << nt.BIN_BITS) - 1:
         return None
     docs = scratch.read_arrow(fs.join(work, "documents"), pa.schema(
@@ -405,19 +368,37 @@ def _needed(work: str, cuts: dict, needed_documents):
 def check(ctx) -> None:
     """Before any stage runs: flag values, and `--pos-filter on` with a missing model
     (a one-line error now rather than after stage 1)."""
-    options = PairsOptions.from_args(ctx.args)
+    options = ctx.stage_options(NAME, Options)
     pf.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
 
 
-def run(ctx) -> None:
-    options = PairsOptions.from_args(ctx.args)
+def run(ctx, runner) -> None:
+    options = ctx.stage_options(NAME, Options)
     table = ctx.table_path("sentences")
     if not fs.exists(table):
         ctx.read_table("sentences")  # its one-line error
-    write, stats, cleanup = build_pairs(ctx.spark, table, ctx.lexicon, options, warn=ctx.warn,
+    write, stats, cleanup = build_pairs(runner, table, ctx.lexicon, options, warn=ctx.warn,
                                         work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())
     try:
         ctx.write_table_with("pairs", write)
     finally:
         cleanup()
     ctx.stats[STAGE] = stats
+
+
+def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options, files: int = 4) -> tuple[list[dict], dict]:
+    """Stage 2 in one plain Python process (no Spark): the same rounds with each round's
+    tasks run one after another here (`InProcessRunner`), over the same sentence files, with
+    scratch files in a temporary folder and the same writer. For the engine-overhead
+    benchmark (benchmarks/pairs_throughput.py): Spark's CPU against the CPU of exactly the
+    same functions. The tests compare the stage with `corpus.reference_pairs`, an
+    independent implementation over Python rows, instead. Returns (the files written, the
+    stage's `stats.json` block)."""
+    with tempfile.TemporaryDirectory() as work:
+        write, stats, cleanup = build_pairs(contract.InProcessRunner(), table, lexicon, options,
+                                            work=f"{work}/scratch", files=files)
+        try:
+            written = write(out_dir)
+        finally:
+            cleanup()
+    return written, stats

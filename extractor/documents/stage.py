@@ -1,0 +1,163 @@
+"""Stage 1: documents -> `sentences/` (the stage contract: extractor/stage.py).
+
+1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
+   ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
+   one unit), reading only sizes, heads and footers through `extractor/fs.py`, and trains
+   Punkt on the first MB of cleaned text (or reads `--punkt-params`).
+2. One round, one task per unit (`process.process_unit`): the task reads its unit through
+   `extractor/fs.py` (local paths, file://, gs://, s3://, hdfs://), cleans and segments it,
+   writes the rows to one Parquet file named by the unit
+   (`<table>/corpus=<name>/part-<input>-<unit>.parquet`) with pyarrow and fixed writer
+   settings, and returns only its count rows.
+3. The driver sums the counts into stats["sentences"].
+
+Rows never pass through the engine. A file's bytes depend only on its unit's input and the
+settings, so they are the same whatever core, executor or filesystem writes them. Within
+a file, rows are in input order: a document's sentences are contiguous and in order.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+from extractor import fs
+from extractor import stage as contract
+from extractor.documents.process import (MAX_LISTED_ERRORS, build_stats, check_corpora, corpus_settings,
+                                         process_unit, punkt_parameters, sum_counts)
+from extractor.documents.units import UnitError, list_units
+from extractor.job import InputError
+
+NAME = "sentences"
+FIELDS = ("text_field", "id_field", "title_field", "genre_field")
+
+
+@dataclass
+class Options:
+    """The flags stage 1 reads (defaults declared here once)."""
+    min_chars: int = contract.MIN_CHARS
+    punkt_params: str | None = None
+    punkt_sample_mb: float = 4.0
+    unit_mb: float = 8
+    text_field: str = "text"
+    id_field: str = "id"
+    title_field: str = "title"
+    genre_field: str = "genre"
+    dump_reader: str | None = None   # removed flag: a warning when given
+
+    @classmethod
+    def from_args(cls, args) -> "Options":
+        return contract.options_from_args(cls, args)
+
+    @property
+    def unit_bytes(self) -> int:
+        return max(1 << 16, int(float(self.unit_mb or 8) * (1 << 20)))
+
+
+def _unit_mb(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of MB > 0, not {text!r}")
+    return value
+
+
+def add_arguments(parser) -> None:
+    d = Options()
+    g = parser.add_argument_group("sentences stage")
+    g.add_argument("--punkt-params", default=d.punkt_params, metavar="PATH",
+                   help="read Punkt parameters from this JSON file instead of training them on the corpus")
+    g.add_argument("--punkt-sample-mb", type=float, default=d.punkt_sample_mb,
+                   help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
+    g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
+                   help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
+                        "a fraction such as 0.1 is allowed, at least 64 KB)")
+    g.add_argument("--split-mb", dest="unit_mb", type=_unit_mb, help=argparse.SUPPRESS)  # deprecated name
+    g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
+    g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
+    g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
+    g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")
+    g.add_argument("--genre-field", default=d.genre_field, help="JSONL/Parquet: field holding a per-document genre")
+
+
+def check(ctx) -> None:
+    """Nothing to check before the stages run (the inputs are checked when listed)."""
+
+
+def _unit_task(settings: dict, units: list):
+    """A unit's task: its file written, its count rows returned."""
+    def fn(k: int) -> list:
+        return process_unit(units[k], settings)
+    return fn
+
+
+def run(ctx, runner) -> None:
+    options = ctx.stage_options(NAME, Options)
+    if not ctx.corpora:
+        raise InputError("no input corpora")
+    t0 = time.time()
+    fields = {k: getattr(options, k) for k in FIELDS}
+    settings = {"corpora": corpus_settings(ctx.corpora, ctx.lexicon.lang, fields), "lexicon": ctx.lexicon,
+                "min_chars": int(options.min_chars)}
+    try:  # every input checked and listed before any work, Punkt training included
+        listing = list_units(ctx.corpora, options.unit_bytes,
+                             lambda spec: settings["corpora"][ctx.corpora.index(spec)]["fields"])
+    except UnitError as exc:
+        raise InputError(str(exc)) from None
+    if options.dump_reader:
+        ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
+    for msg in listing.warnings:
+        ctx.warn(msg)
+    settings["namespaces"] = listing.namespaces
+    units = listing.units
+    table_dir = ctx.table_path(NAME)
+    if not runner.plan({"units": [repr(u) for u in units], "settings": repr(sorted(fields.items()))}):
+        if fs.exists(table_dir):
+            fs.delete(table_dir)  # a stale table in this run's place (the job checked --overwrite)
+    punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
+        ctx.lexicon, settings, units, options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
+    punkt_info["seconds"] = round(time.time() - t0, 3)
+    settings["punkt"] = punkt
+    _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
+    settings["table_dir"] = table_dir
+    try:
+        rows = [row for out in runner.map(_unit_task(settings, units), list(range(len(units))), spread=True,
+                                          name="units") for row in out]
+    except Exception:
+        runner.forget()
+        fs.delete(table_dir)  # no half-written table left behind
+        raise
+    counted, errors, first_bad, warnings = sum_counts(rows)
+    names = [c["name"] for c in settings["corpora"]]
+    counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
+    errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
+    stats = build_stats(counted, errors, ctx.corpora)
+    for msg in warnings:
+        ctx.warn(msg)
+    for path, (offset, message) in sorted(first_bad.items()):
+        ctx.warn(f"{path}: documents that are not valid UTF-8 were skipped (counted as documents_dropped.invalid_utf8);"
+                 f" the first: {message}")
+    stats["first_invalid_utf8"] = {p: {"offset": o, "detail": m} for p, (o, m) in sorted(first_bad.items())}
+    try:
+        check_corpora(ctx, stats)
+    except InputError:
+        runner.forget()
+        fs.delete(table_dir)
+        raise
+    stats["seconds"] = {"punkt": punkt_info["seconds"],
+                        "read_clean_segment_write": round(time.time() - t0 - punkt_info["seconds"], 3)}
+    _log(f"sentences/ read, cleaned, segmented and written in {stats['seconds']['read_clean_segment_write']:.1f}s")
+    stats["punkt"] = punkt_info
+    stats["inputs"] = listing.inputs
+    stats["work_units"] = len(units)
+    stats["min_chars"] = int(options.min_chars)
+    ctx.stats[NAME] = stats
+    for row in errors[:5]:
+        print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}", file=sys.stderr)
+
+
+def _log(msg: str) -> None:
+    print(f"[sentences] {msg}", file=sys.stderr, flush=True)

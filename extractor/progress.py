@@ -1,0 +1,174 @@
+"""Completion records of a run: what `jobs/extract.py --resume` reuses (docs/deployment.md
+"Resuming a killed run").
+
+Everything lives under the run's staging directory, in `_progress/` (removed before the
+run is published, like every `_`-prefixed folder):
+
+    _progress/run.json                      the run's fingerprint: inputs (path, size, mtime),
+                                            lexicon hash, every setting; the command line
+    _progress/<stage>.json                  a finished stage: its stats.json block and warnings
+    _progress/<stage>/plan.json             the stage's plan of work units
+    _progress/<stage>/steps/<name>.json     a driver step's result (the Punkt parameters)
+    _progress/<stage>/rounds/<round>/<i>.json
+                                            task `i` of a round finished: its result. Written by
+                                            the task itself after its files are complete, so a
+                                            task without a record is redone from scratch (it
+                                            rewrites the same files under the same names).
+
+A record is one small JSON file, written under a temporary name and renamed on a local
+disk (one PUT on an object store), so it is either whole or absent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+
+from extractor import fs
+
+PROGRESS = "_progress"
+RUN_RECORD = "run.json"
+
+
+def _dumps(value) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+
+
+def put_record(path: str, value) -> None:
+    """One whole record: a temporary name renamed on a local disk, one PUT on a store."""
+    data = _dumps(value)
+    if fs.is_local(path):
+        tmp = fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{os.getpid()}")
+        fs.write_bytes(tmp, data)
+        fs.move(tmp, path)
+    else:
+        fs.write_bytes(path, data)
+
+
+def read_record(path: str):
+    """A record, or None when it is absent or unreadable (then the work is redone)."""
+    try:
+        return json.loads(fs.read_bytes(path))
+    except (fs.FsError, ValueError):
+        return None
+
+
+def _kill_hook(folder: str, where: str) -> None:
+    """Test hook of the kill-and-resume tests: `NLI_KILL_AT=task:<stage>/<round>:<n>` SIGKILLs
+    the driver (`NLI_DRIVER_PID`) once `n` tasks of that round have their record, from
+    the task that wrote the n-th (an executor process)."""
+    wanted = os.environ.get("NLI_KILL_AT") or ""
+    for item in wanted.split(","):
+        if item.startswith(f"task:{where}:"):
+            n = int(item.rsplit(":", 1)[1])
+            done = [p for p, _ in fs.list_files(folder) if p.endswith(".json")]
+            if len(done) >= n and os.environ.get("NLI_DRIVER_PID"):
+                os.kill(int(os.environ["NLI_DRIVER_PID"]), signal.SIGKILL)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Progress:
+    """The completion records of one run (`folder`: `<run dir>/_progress`), and what a
+    resumed run reused of them (`reused`: tasks per stage, `stages`: stages reused whole)."""
+
+    def __init__(self, folder: str, resuming: bool = False):
+        self.folder = folder
+        self.resuming = resuming
+        self.reused: Counter = Counter()
+        self.tasks: Counter = Counter()
+        self.stages: list[str] = []
+
+    def runner(self, stage: str, inner) -> "RecordingRunner":
+        return RecordingRunner(inner, fs.join(self.folder, stage), self, stage)
+
+    def finished_stage(self, stage: str) -> dict | None:
+        """The record of a stage a resumed run finished (None: run it)."""
+        if not self.resuming:
+            return None
+        return read_record(fs.join(self.folder, f"{stage}.json"))
+
+    def finish_stage(self, stage: str, record: dict) -> None:
+        put_record(fs.join(self.folder, f"{stage}.json"), record)
+
+    def summary(self) -> dict:
+        return {"stages_reused": list(self.stages), "tasks_reused": dict(self.reused),
+                "tasks": dict(self.tasks)}
+
+
+class RecordingRunner:
+    """A runner (extractor.stage) whose named rounds record every finished task and, in a
+    resumed run with the same plan, hand back the recorded results instead of running the
+    task again."""
+
+    def __init__(self, inner, folder: str, progress: Progress, stage: str):
+        self.inner, self.folder, self.progress, self.stage = inner, folder, progress, stage
+        self.reuse = False
+
+    @property
+    def slots(self) -> int:
+        return self.inner.slots
+
+    @property
+    def max_buckets(self):
+        return self.inner.max_buckets
+
+    def share(self, value):
+        return self.inner.share(value)
+
+    def plan(self, key) -> bool:
+        """Record the stage's plan; True when a resumed run finds the same one (its
+        finished tasks are reused), False otherwise (the records are cleared)."""
+        path = fs.join(self.folder, "plan.json")
+        if self.progress.resuming and read_record(path) == json.loads(_dumps(key)):
+            self.reuse = True
+            return True
+        fs.delete(self.folder)
+        put_record(path, key)
+        self.reuse = False
+        return False
+
+    def forget(self) -> None:
+        fs.delete(self.folder)
+        self.reuse = False
+
+    def step(self, name: str, fn):
+        path = fs.join(self.folder, "steps", f"{name}.json")
+        if self.reuse:
+            found = read_record(path)
+            if found is not None:
+                return found
+        result = json.loads(_dumps(fn()))
+        put_record(path, result)
+        return result
+
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
+        if name is None:
+            return self.inner.map(fn, tasks, spread=spread, costs=costs)
+        rounds = fs.join(self.folder, "rounds", name)
+        keys = [json.loads(_dumps(t)) for t in tasks]
+        results: dict = {}
+        if self.reuse and fs.exists(rounds):
+            for path, _ in fs.list_files(rounds):
+                if not path.endswith(".json"):
+                    continue
+                found = read_record(path)
+                i = found.get("i") if isinstance(found, dict) else None
+                if isinstance(i, int) and 0 <= i < len(tasks) and found.get("task") == keys[i]:
+                    results[i] = found["result"]
+        todo = [i for i in range(len(tasks)) if i not in results]
+        self.progress.reused[self.stage] += len(tasks) - len(todo)
+        self.progress.tasks[self.stage] += len(tasks)
+        where = f"{self.stage}/{name}"
+
+        def recorded(item):
+            i, task = item
+            result = fn(task)
+            put_record(fs.join(rounds, f"{i:06d}.json"), {"i": i, "task": keys[i], "result": result})
+            _kill_hook(rounds, where)
+            return result
+
+        done = self.inner.map(recorded, [(i, tasks[i]) for i in todo], spread=spread,
+                              costs=None if costs is None else [costs[i] for i in todo])
+        results.update(zip(todo, done))
+        return [results[i] for i in range(len(tasks))]

@@ -1,0 +1,46 @@
+"""The Spark runner of the stage contract (extractor/stage.py): each round of a stage is
+one Spark job of Python tasks (`session.run_tasks`); shared values are broadcast variables.
+The job (`jobs/extract.py`) runs every stage through it:
+
+    run_stage(stage_module, ctx)   ==   stage_module.run(ctx, SparkRunner(ctx.spark))
+"""
+from __future__ import annotations
+
+from extractor.spark.session import run_tasks
+
+
+class SparkRunner:
+    """Runs a stage's rounds as Spark jobs of Python tasks on `spark`."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    @property
+    def slots(self) -> int:
+        return max(1, self.spark.sparkContext.defaultParallelism)
+
+    @property
+    def max_buckets(self) -> int:
+        return int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
+        return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs)
+
+    def plan(self, key) -> bool:
+        return False
+
+    def step(self, name: str, fn):
+        return fn()
+
+    def share(self, value):
+        return self.spark.sparkContext.broadcast(value)
+
+    def forget(self) -> None:
+        pass
+
+
+def run_stage(stage, ctx, progress=None) -> None:
+    """Run a stage module on the context's Spark session (with its completion records
+    when `progress`, an extractor.progress.Progress, is given)."""
+    runner = SparkRunner(ctx.spark)
+    stage.run(ctx, progress.runner(stage.NAME, runner) if progress is not None else runner)

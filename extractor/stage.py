@@ -1,0 +1,111 @@
+"""The one contract of the job's stages, and the runner that runs their work units.
+
+A stage is a module of `extractor/documents/`, `extractor/pairs/` or `extractor/splits/`
+(`documents.stage`, `pairs.stage`, `splits.stage`) with:
+
+    NAME                      its name (extractor.names.STAGES) and the table it writes
+    Options                   a dataclass of the flags it reads, defaults declared there once;
+                              `Options.from_args(args)` builds it from the parsed arguments
+    add_arguments(parser)     its flags (their defaults come from `Options`)
+    check(ctx)                settings checked before any stage runs (a bad flag, a missing
+                              model): a one-line error now, not after hours of work
+    run(ctx, runner)          plans the work units and hands pure per-unit functions to
+                              `runner`; global steps (quotas, dedup, split assignment) run in
+                              the driver on the units' small results
+
+The stage never imports pyspark: the runner is the engine. Two runners:
+`extractor.spark.runner.SparkRunner` (the job: one Spark job of Python tasks per round) and
+`InProcessRunner` below (one process; the tests and the engine-overhead benchmarks).
+
+    runner.map(fn, tasks, spread=False, costs=None, name=None) -> [fn(task) for task in tasks]
+        a round: `fn` is a picklable function of one task (a unit number, a bucket, ...)
+        returning a small JSON-able result; results come back in task order, through JSON.
+        `spread`: one engine task each (few tasks of unequal cost); `costs`: each task's
+        estimated cost (packed into one engine task per core). `name` names the round for
+        the completion records of `--resume` (extractor.progress.RecordingRunner): a named
+        round's finished tasks are not run again by a resumed run.
+    runner.plan(key) -> bool  the stage's plan of work units (JSON-able); True when the
+                              finished work of this same plan may be reused (a resumed run),
+                              False when the stage starts from scratch (then it removes
+                              whatever an earlier attempt left in its folders)
+    runner.step(name, fn)     a driver step whose JSON-able result a resumed run reuses
+    runner.share(value)       a read-only value for every task (`.value`; `.destroy()`)
+    runner.forget()           drop the stage's completion records (called before a stage
+                              deletes its folders after a failure)
+    runner.slots              parallel task slots (cores); the plans size their rounds on it
+    runner.max_buckets        the most buckets a stage should cut rows into (None: no limit)
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+
+
+class Shared:
+    """A value shared with every task where a broadcast variable would hold it, in one process."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def destroy(self) -> None:
+        pass
+
+
+class InProcessRunner:
+    """Every round's tasks one after another in this process, results through JSON as the
+    engine returns them: the stages without Spark (tests, benchmarks' peers)."""
+
+    slots = 1
+    max_buckets = None
+
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
+        return [json.loads(json.dumps(fn(task))) for task in tasks]
+
+    def plan(self, key) -> bool:
+        return False
+
+    def step(self, name: str, fn):
+        return fn()
+
+    def share(self, value) -> Shared:
+        return Shared(value)
+
+    def forget(self) -> None:
+        pass
+
+
+def task_done() -> None:
+    """The last call of every Python task of the stages: collects what the task left
+    behind, then freezes the objects alive in the worker (its imports, loaded models,
+    caches) out of the garbage collector's walk. PySpark's daemon runs a full
+    `gc.collect()` in a reused worker after every task, which walks every object the
+    worker holds: 15 ms of CPU with pyarrow imported, 35-45 ms with pandas and matplotlib,
+    160 ms with spaCy (measured), between one task and the next. Collected first, no
+    garbage is frozen; this collection and the daemon's then walk only the objects made
+    since the last task (a frozen object is still freed when its last reference goes)."""
+    gc.collect()
+    gc.freeze()
+
+
+def options_from_args(cls, args):
+    """A stage's options dataclass from parsed arguments: every field the arguments have;
+    the others keep the dataclass's default (a hand-built namespace in a test)."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    return cls(**{n: getattr(args, n) for n in names if hasattr(args, n)})
+
+
+def default(cls, name: str):
+    """The default of field `name` of an options dataclass (what `add_arguments` shows)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            return f.default_factory()
+    raise KeyError(name)
+
+
+# Flags of the job that more than one stage reads: their defaults, declared once.
+MIN_CHARS = 50
+SEED = 0
+FILES_PER_TABLE = 4

@@ -222,7 +222,7 @@ CASES = [
          "note: train: dropped 4 rows", "run; drops in config.json", setup=data_file("texts.jsonl", with_bad_texts),
          check=check_bad_texts),
     Case("duplicate ids", lambda f, t: T(f, t, train=t / "dup.jsonl"), 2,
-         "id 's0_2' occurs more than once (rows 3 and 7", "nothing written",
+         "id 's0_2' occurs more than once with different content (rows 3 and 7", "nothing written",
          setup=data_file("dup.jsonl", with_dup_ids), check=absent),
     Case("duplicate ids, --duplicate-ids drop", lambda f, t: T(f, t, "--duplicate-ids", "drop", train=t / "dup.jsonl"),
          0, "note: train: dropped 1 rows", "run; drop in config.json", setup=data_file("dup.jsonl", with_dup_ids),

@@ -403,14 +403,15 @@ def cartography_for(train_df: pd.DataFrame, cartography_dir_or_run_dir) -> pd.Da
 
 
 def _dynamics_cost(run_dir: Path) -> dict | None:
-    """The extra-pass cost `train` stored in config.json ("dynamics": {"seconds", "share"})."""
+    """The recording cost `train` stored in config.json ("dynamics": {"mode", "seconds", "share"});
+    runs from before the "forward" mode recorded by an extra pass."""
     try:
         d = json.loads((Path(run_dir) / "config.json").read_text()).get("dynamics") or {}
     except (OSError, ValueError, AttributeError):
         return None
     if "seconds" not in d or "share" not in d:
         return None
-    return {"seconds": float(d["seconds"]), "share": float(d["share"])}
+    return {"seconds": float(d["seconds"]), "share": float(d["share"]), "mode": str(d.get("mode", "pass"))}
 
 
 def add_arguments(parser) -> None:
@@ -499,7 +500,9 @@ def _run(args) -> int:
           f"in two groups: {summary['in_two_groups']} ({summary['in_two_groups'] / n:.1%})")
     cost = summary["dynamics_cost"]
     if cost:
-        print(f"recording the dynamics cost {cost['seconds']:.2f}s, {100 * cost['share']:.1f}% of the training time")
+        how = "from the training forward pass" if cost["mode"] == "forward" else "by a pass after each epoch"
+        print(f"recording the dynamics ({how}) cost {cost['seconds']:.2f}s, "
+              f"{100 * cost['share']:.1f}% of the training time")
     print(f"wrote {out}/metrics.parquet, groups.md, groups.csv, summary.json, data_map.png "
           f"in {summary['seconds']:.1f}s")
     return 0

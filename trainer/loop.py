@@ -94,6 +94,9 @@ class LoopState:
 
 class Callback:
     def on_train_begin(self, state: LoopState) -> None: ...
+    def on_train_batch(self, state: LoopState, rows: np.ndarray, logits: torch.Tensor) -> None:
+        """The training forward pass of one micro-batch: its rows of the training data (this
+        rank's share) and their logits, detached. Only callbacks that override it are called."""
     def on_step_end(self, state: LoopState) -> None: ...
     def on_epoch_end(self, state: LoopState) -> None: ...
     def on_train_end(self, state: LoopState) -> None: ...
@@ -353,6 +356,8 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
     model.train()
     forward = torch.compile(model, dynamic=True) if config.compile else model
     params = [p for p in model.parameters() if p.requires_grad]
+    # callbacks that read the training forward pass (DynamicsWriter's "forward" mode)
+    batch_callbacks = [cb for cb in callbacks if type(cb).on_train_batch is not Callback.on_train_batch]
     ahead = config.prefetch if config.prefetch is not None else (4 if device.type == "cuda" else 0)
     pin = device.type == "cuda"
     n_epochs = math.ceil(total / spe)
@@ -383,6 +388,8 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
                 y = torch.as_tensor(train.labels[rows]).to(device, non_blocking=True)
                 with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
                     logits = forward(**batch)
+                for cb in batch_callbacks:
+                    cb.on_train_batch(state, rows, logits.detach())
                 # mean over the whole (global) step, however it is split into micro-batches and ranks
                 loss = loss_fn(logits.float(), y) / step_len
                 scaler.scale(loss).backward()
@@ -460,24 +467,99 @@ def _save_checkpoint(path: Path, state: LoopState, model, optimizer, scheduler, 
 
 # ---------------------------------------------------------------------------- dynamics
 
-class DynamicsWriter(Callback):
-    """Training dynamics for cartography: ``dynamics/epoch_N.parquet`` after every epoch.
+DYNAMICS_MODES = ("forward", "pass")
 
-    An extra no-grad pass over the distinct training rows (model in eval mode); its cost
-    is measured against the epoch's training time and kept in ``state.extra["dynamics"]``.
+
+class _Rows:
+    """Some rows of encoded data, themselves encoded data (to score only those rows)."""
+
+    def __init__(self, data: Encoded, rows: np.ndarray):
+        self.data, self.rows = data, np.asarray(rows, dtype=np.int64)
+        self.labels = data.labels[self.rows]
+        self.n_classes = data.n_classes
+        lengths = getattr(data, "lengths", None)
+        self.lengths = lengths[self.rows] if lengths is not None else None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batch(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
+        return self.data.batch([int(self.rows[i]) for i in indices])
+
+
+class DynamicsWriter(Callback):
+    """Training dynamics for cartography: ``dynamics/epoch_N.parquet`` after every epoch, one
+    row per distinct training example (id, gold, gold_prob, pred, correct).
+
+    Two sources of an example's probabilities in an epoch (docs/cartography.md):
+
+    - ``forward``: the training forward pass itself, recorded as each micro-batch is trained
+      (dropout on, the weights of that moment), as Swayamdipta et al.'s released code logs
+      the training logits; it costs a softmax per batch. An example trained several times in
+      an epoch (``--oversample``) gets the mean of its probabilities; one not trained in an
+      epoch (a curriculum that leaves it out) is scored by a no-grad pass at the epoch's end.
+      Needs ``train_ids``, the id of every training row (without them: ``pass``).
+    - ``pass``: a no-grad pass over the distinct training rows after each epoch (eval mode,
+      the epoch's final weights), the paper's definition read literally, for the price of
+      one more forward pass over the training set per epoch.
+
+    Its time (the per-batch recording plus the epoch-end work) is kept in
+    ``state.extra["dynamics"]`` with its share of the training time.
     """
 
-    def __init__(self, data: Encoded, ids: Sequence[str], labels: Sequence[str], out_dir: Path):
+    def __init__(self, data: Encoded, ids: Sequence[str], labels: Sequence[str], out_dir: Path, *,
+                 mode: str = "pass", train_ids: Sequence[str] | None = None):
+        if mode not in DYNAMICS_MODES:
+            raise ValueError(f"dynamics mode {mode!r}: expected one of {', '.join(DYNAMICS_MODES)}")
         self.data, self.ids, self.labels = data, pd.Series(list(ids), dtype=str), list(labels)
         self.out_dir = Path(out_dir)
+        self.mode = mode if train_ids is not None else "pass"
+        if self.mode == "forward":
+            index = {k: i for i, k in enumerate(self.ids)}
+            self.row_of = np.array([index.get(str(k), -1) for k in train_ids], dtype=np.int64)
+        self.spent = 0.0  # seconds recording in the current epoch
 
     def on_train_begin(self, state: LoopState) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         state.extra.setdefault("dynamics", {"epochs": []})
+        state.extra["dynamics"]["mode"] = self.mode
+        if self.mode == "forward":
+            self._reset(state.device)
+
+    def _reset(self, device: torch.device) -> None:
+        self.prob_sum = torch.zeros((len(self.ids), self.data.n_classes), dtype=torch.float32, device=device)
+        self.count = torch.zeros(len(self.ids), dtype=torch.float32, device=device)
+        self.spent = 0.0
+
+    def on_train_batch(self, state: LoopState, rows: np.ndarray, logits: torch.Tensor) -> None:
+        if self.mode != "forward" or not len(rows):
+            return
+        t0 = time.perf_counter()
+        target = self.row_of[np.asarray(rows)]
+        keep = target >= 0  # rows outside the distinct set (none in practice) are not recorded
+        if not keep.all():
+            target, logits = target[keep], logits[torch.as_tensor(keep, device=logits.device)]
+        idx = torch.as_tensor(target, device=self.prob_sum.device)
+        self.prob_sum.index_add_(0, idx, torch.softmax(logits.float(), dim=-1).to(self.prob_sum.device))
+        self.count.index_add_(0, idx, torch.ones(len(target), device=self.count.device))
+        self.spent += time.perf_counter() - t0
 
     def on_epoch_end(self, state: LoopState) -> None:
         t0 = time.perf_counter()
-        probs = state.predict(self.data)
+        unseen = None
+        if self.mode == "forward":
+            dist.all_reduce_sum(self.prob_sum)  # torchrun: each rank saw its share of every step
+            dist.all_reduce_sum(self.count)
+            count = self.count.cpu().numpy()
+            probs = (self.prob_sum / self.count.clamp_min(1)[:, None]).cpu().numpy()
+            unseen = np.flatnonzero(count == 0)
+            if len(unseen):
+                probs[unseen] = state.predict(_Rows(self.data, unseen))
+            spent = self.spent
+            self._reset(state.device)
+        else:
+            probs = state.predict(self.data)
+            spent = 0.0
         gold = self.data.labels
         pred = probs.argmax(1)
         names = np.asarray(self.labels, dtype=object)
@@ -488,13 +570,15 @@ class DynamicsWriter(Callback):
         tmp = path.with_suffix(".tmp")
         table.to_parquet(tmp, index=False)
         os.replace(tmp, path)
-        seconds = time.perf_counter() - t0
+        seconds = spent + time.perf_counter() - t0
         entry = {"epoch": state.epoch, "seconds": round(seconds, 3), "epoch_seconds": round(state.epoch_seconds, 3),
                  "share": round(seconds / max(state.epoch_seconds, 1e-9), 4)}
+        if unseen is not None:
+            entry["scored_after_epoch"] = int(len(unseen))
         epochs = state.extra["dynamics"]["epochs"]
         epochs[:] = [e for e in epochs if e["epoch"] != state.epoch] + [entry]
-        log.info("dynamics epoch %d: %d rows in %.2fs (%.1f%% of the epoch's training time)",
-                 state.epoch, len(table), seconds, 100 * entry["share"])
+        log.info("dynamics epoch %d (%s): %d rows in %.2fs (%.1f%% of the epoch's training time)",
+                 state.epoch, self.mode, len(table), seconds, 100 * entry["share"])
 
     def on_train_end(self, state: LoopState) -> None:
         d = state.extra["dynamics"]

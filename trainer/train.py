@@ -112,6 +112,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--no-progress", dest="progress", action="store_false", default=None)
     t.add_argument("--resume", action="store_true", help="continue from RUN_DIR/checkpoint")
     t.add_argument("--keep-checkpoint", action="store_true", help="keep RUN_DIR/checkpoint after training")
+    t.add_argument("--dynamics", choices=["forward", "pass", "off"],
+                   help="training dynamics for cartography (transformer): forward (default: recorded from the "
+                        "training forward pass, free), pass (a no-grad pass after each epoch), off "
+                        "(docs/cartography.md)")
     c = p.add_argument_group("cartography and curriculum (trainer.cartography, trainer.curriculum)")
     c.add_argument("--subset", choices=SUBSETS, help="train on a cartography region of the training set")
     c.add_argument("--cartography-from", type=Path, help="run (or cartography) directory with training dynamics")
@@ -122,7 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
                "grad_accum", "lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
                "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
-               "deterministic"]
+               "deterministic", "dynamics"]
 
 
 def model_params(args) -> dict:
@@ -132,7 +136,7 @@ def model_params(args) -> dict:
     if args.vectors:
         params["vectors"] = str(args.vectors)
     if args.model in ("cbow-svm", "cbow-softmax"):
-        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length")}
+        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length", "dynamics")}
     return params
 
 

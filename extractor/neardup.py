@@ -1,0 +1,588 @@
+"""Near-duplicate detection: MinHash signatures of normalised sentences and LSH bands.
+
+Pure functions over a batch of texts (numpy and Arrow, no Spark), in the order a
+distributed run uses them (docs/neardup.md):
+
+1. `shingle_sets`: each text's *normalised words* (`extractor.statistics.norm_words`:
+   case-folded, edge punctuation stripped, empty tokens dropped) cut into word shingles of
+   `Settings.shingle` words, each shingle a 64-bit hash; a text with fewer words than a
+   shingle is one shingle of all its words; a text with no word has no shingle.
+2. `signatures`: ``num_perm`` MinHash values per text, from a fixed set of hash functions
+   drawn from `Settings.seed` (``h_i(x) = (a_i * x + b_i) mod 2**64``, high 32 bits, over
+   well-mixed 64-bit shingle hashes). The signature of a text depends only on the text and
+   the settings: never on the batch it comes in.
+3. `band_keys`: the signature cut into ``bands`` bands of ``num_perm / bands`` rows, each
+   band hashed to a 64-bit key (the band number in it). Texts sharing a key are candidates.
+4. `bucket_pairs`: candidate pairs from rows grouped by band key (each text against the
+   first `Settings.max_bucket` texts of its bucket in id order: every pair of a bucket up
+   to that size), deduplicated over bands.
+5. `pair_jaccard`: the exact Jaccard index of the candidates' shingle sets; a pair is a
+   near-duplicate when it is >= `Settings.threshold`.
+6. `components`: connected components over ids (label = smallest id of the component).
+
+`near_duplicate_leakage` puts them together for `python -m trainer stats`: near-duplicate
+hypotheses and pairs between every two splits of a dataset.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor import statistics as st
+from extractor.errors import UserError
+
+_MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+_GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
+# the shingles of a chunk whose (shingle x permutation) hash matrix is built at once
+_CHUNK_SHINGLES = 2048
+
+
+class NearDupSettingsError(UserError, ValueError):
+    """Near-duplicate settings that do not fit together (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Near-duplicate settings; the defaults are documented in docs/neardup.md.
+
+    threshold: a pair of texts is a near-duplicate when the Jaccard index of their shingle
+      sets is at least this (with ``shingle=1``: the word sets, as `statistics.overlap_jaccard`).
+    shingle: words per shingle.
+    num_perm: MinHash values per text; bands: LSH bands (``num_perm`` a multiple of it).
+      With 120 values in 20 bands of 6, a pair of Jaccard 0.8 shares a band with
+      probability 1 - (1 - 0.8**6)**20 = 0.9977, of 0.9: 1.0000, of 0.5: 0.27, of 0.2:
+      0.0013 (bands of 4 rows let 16x more unrelated pairs through: 4.5 candidates per
+      sentence on the ELTeC novels against 0.29).
+    seed: draws the hash functions (not the job's seed: signatures stay comparable).
+    max_bucket: each text of a bucket is compared with at most this many others (the first
+      in id order), so a bucket of a template shared by thousands of texts stays linear.
+    """
+    threshold: float = 0.8
+    shingle: int = 1
+    num_perm: int = 120
+    bands: int = 20
+    seed: int = 1
+    max_bucket: int = 64
+
+    def __post_init__(self):
+        if not 0.0 < self.threshold <= 1.0:
+            raise NearDupSettingsError(f"near-duplicate threshold {self.threshold} is not in (0, 1]: "
+                                       "give a Jaccard index such as 0.8")
+        if self.shingle < 1:
+            raise NearDupSettingsError(f"near-duplicate shingle size {self.shingle} is below 1: give 1 or more words")
+        if self.bands < 1 or self.num_perm < self.bands or self.num_perm % self.bands:
+            raise NearDupSettingsError(f"near-duplicate permutations {self.num_perm} are not a multiple of the "
+                                       f"{self.bands} bands: give a number of permutations divisible by the bands")
+        if self.max_bucket < 1:
+            raise NearDupSettingsError(f"near-duplicate max bucket {self.max_bucket} is below 1")
+
+    @property
+    def rows(self) -> int:
+        return self.num_perm // self.bands
+
+    def candidate_probability(self, jaccard: float) -> float:
+        """Probability that two texts of this Jaccard index share at least one band."""
+        return 1.0 - (1.0 - jaccard ** self.rows) ** self.bands
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------- hashing
+
+def _unique(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is 100x
+    slower on nearly sorted int64 keys, measured)."""
+    x = np.sort(x, kind="stable")
+    if len(x) > 1:
+        x = x[np.concatenate([[True], x[1:] != x[:-1]])]
+    return x
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over a uint64 array (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x.astype(np.uint64, copy=True)
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58_476D_1CE4_E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D0_49BB_1331_11EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def _coefficients(settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """The ``a_i`` (odd) and ``b_i`` of the hash functions, from the settings' seed."""
+    base = np.arange(1, 2 * settings.num_perm + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        drawn = _mix(base * _GOLDEN + _mix(np.array([settings.seed], dtype=np.uint64)))
+    return drawn[0::2] | np.uint64(1), drawn[1::2]
+
+
+# ---------------------------------------------------------------------------- shingles
+
+def _text_array(texts) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if isinstance(texts, pa.Array):
+        return texts.cast(pa.large_string())
+    return pa.array(["" if t is None else str(t) for t in texts], pa.large_string())
+
+
+@dataclass
+class Shingles:
+    """The distinct shingles of a batch of texts in CSR form: text ``t`` owns
+    ``values[offsets[t]:offsets[t + 1]]`` (64-bit hashes, never 0). ``distinct`` holds the
+    batch's distinct values and ``dense`` each value's index in it (built on first use
+    where `shingle_sets` does not give them)."""
+    offsets: np.ndarray
+    values: np.ndarray
+    distinct: np.ndarray | None = None
+    dense: np.ndarray | None = None
+    _table: tuple | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def vocabulary(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct values, index of each value among them)."""
+        if self.distinct is None or self.dense is None:
+            self.distinct = _unique(self.values)
+            self.dense = np.searchsorted(self.distinct, self.values)
+        return self.distinct, self.dense
+
+    def lookup(self) -> tuple[np.ndarray, np.ndarray, np.int64]:
+        """(sorted keys ``text * width + dense shingle id``, dense id per value, width),
+        built once: what `pair_jaccard` searches."""
+        if self._table is None:
+            uniq, dense = self.vocabulary()
+            width = np.int64(max(len(uniq), 1))
+            table = np.repeat(np.arange(self.n, dtype=np.int64), self.sizes) * width + dense
+            table.sort()
+            self._table = (table, dense, width)
+        return self._table
+
+
+_PLAIN_CLASS: str | None = None
+
+
+def _plain_token_pattern() -> str:
+    """An RE2 pattern of the tokens `statistics.norm_words` keeps as they are: every
+    character alphanumeric and its own case folding (by Python's definitions, code points up
+    to U+2FFF; built from Python once per process, about 5 ms)."""
+    global _PLAIN_CLASS
+    if _PLAIN_CLASS is None:
+        ranges, start, prev = [], None, None
+        for cp in range(0x30, 0x3000):
+            c = chr(cp)
+            ok = c.isalnum() and c.casefold() == c
+            if ok and start is None:
+                start = cp
+            if not ok and start is not None:
+                ranges.append((start, prev))
+                start = None
+            prev = cp
+        if start is not None:
+            ranges.append((start, prev))
+        _PLAIN_CLASS = "^[" + "".join(f"\\x{{{a:04X}}}-\\x{{{b:04X}}}" if a != b else f"\\x{{{a:04X}}}"
+                                      for a, b in ranges) + "]+$"
+    return _PLAIN_CLASS
+
+
+def _normalised_vocabulary(vocab: pa.Array) -> pa.Array:
+    """`statistics.norm_words` of each distinct whitespace token ("" when nothing is left):
+    Arrow finds the tokens that stay as they are (`_plain_token_pattern`); Python case-folds
+    the others and strips their edge punctuation where an end is not alphanumeric."""
+    plain = pc.match_substring_regex(vocab, _plain_token_pattern()).fill_null(False)
+    other = pc.invert(plain)
+    todo = vocab.filter(other).to_pylist()
+    if not todo:
+        return vocab
+    strip = st._EDGE_PUNCT.sub
+    folded = [t.casefold() for t in todo]
+    done = [t if t and t[0].isalnum() and t[-1].isalnum() else strip("", t) for t in folded]
+    return pc.replace_with_mask(vocab, other, pa.array(done, vocab.type))
+
+
+def _string_hashes(strings: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each string's UTF-8 bytes (numpy over the Arrow buffers, one pass per
+    byte position): the same string has the same hash in every batch and process."""
+    strings = strings.cast(pa.large_binary())
+    n = len(strings)
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset:strings.offset + n + 1]
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8) if strings.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    h = _mix(lengths.astype(np.uint64) + _GOLDEN)
+    # 8 bytes at a time: each word's bytes padded with zeros to a multiple of 8
+    words8 = (lengths + 7) // 8
+    padded = np.zeros(int(words8.sum()) * 8, dtype=np.uint8)
+    start8 = (np.cumsum(words8) - words8) * 8
+    within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    padded[np.repeat(start8, lengths) + within] = data[np.repeat(offsets[:-1], lengths) + within]
+    chunks = padded.view("<u8")
+    first = np.cumsum(words8) - words8
+    with np.errstate(over="ignore"):
+        for j in range(int(words8.max())):
+            live = np.nonzero(words8 > j)[0]
+            h[live] = _mix(h[live] * _GOLDEN ^ chunks[first[live] + j])
+    return h
+
+
+def shingle_sets(texts, settings: Settings) -> Shingles:
+    """The shingle sets of a batch of texts (list or Arrow array; None is empty). Arrow
+    splits at whitespace (Python's ``str.split`` characters); Python normalises each distinct
+    token once (`statistics.norm_words`); numpy hashes each distinct normalised word."""
+    arr = _text_array(texts)
+    n = len(arr)
+    lists = pc.utf8_split_whitespace(arr)
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = pc.list_flatten(lists)
+    row = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    encoded = flat.dictionary_encode()
+    normal = _normalised_vocabulary(encoded.dictionary).dictionary_encode()
+    word_hash = _string_hashes(normal.dictionary)
+    word_hash[pc.equal(normal.dictionary, "").to_numpy(zero_copy_only=False)] = 0  # nothing left: no word
+    norm_id = normal.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = norm_id[encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)] if len(flat) else norm_id[:0]
+    keep = word_hash[ids] != 0
+    row, ids = row[keep], ids[keep]
+    k = settings.shingle
+    if k == 1:
+        # distinct words per text: one sort of row * width + word id
+        width = np.int64(max(len(word_hash), 1))
+        key = _unique(row * width + ids)
+        row, ids = key // width, key % width
+        h = word_hash[ids]
+    else:
+        h = word_hash[ids]
+        count = np.bincount(row, minlength=n)
+        start = np.cumsum(count) - count
+        pos = np.arange(len(h), dtype=np.int64) - np.repeat(start, count)
+        # shingle j of a text covers words j .. j+k-1; a text with fewer than k words has
+        # one shingle of all its words
+        n_sh = np.where(count >= k, count - k + 1, np.minimum(count, 1))
+        first = pos < np.repeat(n_sh, count)
+        sh = h.copy()
+        with np.errstate(over="ignore"):
+            for step in range(1, k):
+                nxt = np.zeros_like(h)
+                ok = pos + step < np.repeat(count, count)
+                idx = np.nonzero(ok)[0]
+                nxt[idx] = h[idx + step]
+                sh = np.where(ok, _mix(sh * _GOLDEN + nxt), sh)
+        row, h = row[first], sh[first]
+        order = np.lexsort((h, row))
+        row, h = row[order], h[order]
+        new = np.ones(len(h), dtype=bool)
+        new[1:] = (row[1:] != row[:-1]) | (h[1:] != h[:-1])
+        row, h = row[new], h[new]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
+    if k == 1:  # the words are the shingles: their hashes are distinct (64 bits)
+        return Shingles(offsets, h, distinct=word_hash, dense=ids)
+    return Shingles(offsets, h)
+
+
+# ---------------------------------------------------------------------------- signatures and bands
+
+EMPTY = np.uint32(0xFFFF_FFFF)
+
+
+def signatures(shingles: Shingles, settings: Settings) -> np.ndarray:
+    """MinHash signatures, an (n, num_perm) uint32 array; a text without shingles has all
+    values `EMPTY` (and `band_keys` leaves it out of every bucket)."""
+    a, b = _coefficients(settings)
+    n, sizes = shingles.n, shingles.sizes
+    out = np.full((n, settings.num_perm), EMPTY, dtype=np.uint32)
+    nonempty = np.nonzero(sizes > 0)[0]
+    if not len(nonempty):
+        return out
+    # the hash functions run once per distinct shingle of the batch (in blocks that stay
+    # in cache); each chunk of whole texts (about _CHUNK_SHINGLES shingles) gathers its
+    # rows and takes the minima
+    uniq, dense = shingles.vocabulary()
+    hashed = np.empty((len(uniq), settings.num_perm), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for r0 in range(0, len(uniq), _CHUNK_SHINGLES):
+            u = uniq[r0:r0 + _CHUNK_SHINGLES, None]
+            hashed[r0:r0 + _CHUNK_SHINGLES] = (u * a[None, :] + b[None, :]) >> np.uint64(32)
+    ends = shingles.offsets[nonempty + 1]
+    cut = np.searchsorted(ends, np.arange(_CHUNK_SHINGLES, int(ends[-1]) + _CHUNK_SHINGLES, _CHUNK_SHINGLES),
+                          side="right")
+    lo = 0
+    for hi in _unique(np.concatenate([cut, [len(nonempty)]])):
+        hi = int(hi)
+        if hi <= lo:
+            continue
+        texts = nonempty[lo:hi]
+        s0, s1 = int(shingles.offsets[texts[0]]), int(shingles.offsets[texts[-1] + 1])
+        out[texts] = np.minimum.reduceat(hashed[dense[s0:s1]], shingles.offsets[texts] - s0, axis=0)
+        lo = hi
+    return out
+
+
+def band_keys(sigs: np.ndarray, settings: Settings) -> np.ndarray:
+    """64-bit key of each band of each signature, an (n, bands) uint64 array; 0 marks a text
+    without shingles (no real key is 0: keys are forced odd)."""
+    n = len(sigs)
+    r = settings.rows
+    cube = sigs.reshape(n, settings.bands, r).astype(np.uint64)
+    key = _mix(np.arange(settings.bands, dtype=np.uint64) * _GOLDEN + np.uint64(settings.seed))[None, :].repeat(n, 0)
+    with np.errstate(over="ignore"):
+        for c in range(r):
+            key = _mix(key * _GOLDEN + cube[:, :, c])
+    key |= np.uint64(1)
+    key[(sigs == EMPTY).all(axis=1)] = 0
+    return key
+
+
+def band_rows(ids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, id) rows a per-unit task emits for the engine to group: one per band of
+    each text with shingles."""
+    ids = np.asarray(ids, dtype=np.int64)
+    k = keys.ravel()
+    i = np.repeat(ids, keys.shape[1])
+    keep = k != 0
+    return k[keep], i[keep]
+
+
+def bucket_pairs(keys: np.ndarray, ids: np.ndarray, max_bucket: int) -> np.ndarray:
+    """Candidate pairs ``(low id, high id)`` (an (m, 2) int64 array, sorted, distinct) from
+    (band key, id) rows of any order: within each key, sorted by id, each id is paired with
+    the first `max_bucket` ids before it. The result depends only on the set of rows."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(keys):
+        return np.zeros((0, 2), dtype=np.int64)
+    order = np.argsort(keys)
+    keys, ids = keys[order], ids[order]
+    # ids in order within each key: only the rows of keys held by several rows
+    shared = np.zeros(len(keys), dtype=bool)
+    same = keys[1:] == keys[:-1]
+    shared[1:] |= same
+    shared[:-1] |= same
+    at = np.nonzero(shared)[0]
+    if len(at):
+        sub = np.lexsort((ids[at], keys[at]))
+        keys[at], ids[at] = keys[at][sub], ids[at][sub]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = (keys[1:] != keys[:-1]) | (ids[1:] != ids[:-1])  # the same id twice in a bucket
+    keys, ids = keys[new], ids[new]
+    start_flag = np.ones(len(keys), dtype=bool)
+    start_flag[1:] = keys[1:] != keys[:-1]
+    group_start = np.maximum.accumulate(np.where(start_flag, np.arange(len(keys)), 0))
+    pos = np.arange(len(keys)) - group_start
+    n_left = np.minimum(pos, max_bucket)
+    right = np.repeat(np.arange(len(keys)), n_left)
+    left = np.repeat(group_start, n_left) + (np.arange(len(right)) - np.repeat(np.cumsum(n_left) - n_left, n_left))
+    lo, hi = ids[left], ids[right]  # lo < hi: ids sorted and distinct within a key
+    order = np.lexsort((hi, lo))
+    lo, hi = lo[order], hi[order]
+    new = np.ones(len(lo), dtype=bool)
+    new[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    return np.stack([lo[new], hi[new]], axis=1)
+
+
+def pair_jaccard(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Exact Jaccard index of the shingle sets of texts ``left[i]`` and ``right[i]`` (indexes
+    into `shingles`; 0 when both are empty)."""
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    if not len(left):
+        return np.zeros(0)
+    # dense shingle ids so that (text, shingle) fits one sorted int64 key
+    table, dense, width = shingles.lookup()
+    sizes = shingles.sizes
+    li = sizes[left]
+    # every shingle of each left text, looked up in its right text
+    pair_of = np.repeat(np.arange(len(left), dtype=np.int64), li)
+    at = np.repeat(shingles.offsets[left], li) + (np.arange(len(pair_of)) - np.repeat(np.cumsum(li) - li, li))
+    query = right[pair_of] * width + dense[at]
+    pos = np.minimum(np.searchsorted(table, query), max(len(table) - 1, 0))
+    hit = table[pos] == query if len(table) else np.zeros(len(query), dtype=bool)
+    shared = np.bincount(pair_of[hit], minlength=len(left))
+    union = li + sizes[right] - shared
+    return np.divide(shared, union, out=np.zeros(len(left)), where=union > 0)
+
+
+def components(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Connected components of ``n`` nodes (0..n-1) joined by `pairs`: per node the smallest
+    node of its component (the same whatever the order of the pairs)."""
+    parent = np.arange(n, dtype=np.int64)
+    if len(pairs):
+        from scipy.sparse import coo_matrix  # lazy: scipy only where components are needed
+        from scipy.sparse.csgraph import connected_components
+
+        graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+        _, labels = connected_components(graph, directed=False)
+        smallest = np.full(labels.max() + 1, n, dtype=np.int64)
+        np.minimum.at(smallest, labels, np.arange(n, dtype=np.int64))
+        parent = smallest[labels]
+    return parent
+
+
+def near_duplicates(texts, settings: Settings, shingles: Shingles | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Near-duplicate pairs of a batch of texts: ``(pairs, jaccard)`` with ``pairs`` an
+    (m, 2) array of text indexes (low, high) whose shingle Jaccard is >= the threshold."""
+    sh = shingle_sets(texts, settings) if shingles is None else shingles
+    keys = band_keys(signatures(sh, settings), settings)
+    k, i = band_rows(np.arange(sh.n), keys)
+    cand = bucket_pairs(k, i, settings.max_bucket)
+    jac = pair_jaccard(sh, cand[:, 0], cand[:, 1])
+    keep = jac >= settings.threshold
+    return cand[keep], jac[keep]
+
+
+# ---------------------------------------------------------------------------- leakage between splits
+
+def near_duplicate_leakage(splits: dict, settings: Settings) -> dict:
+    """Near-duplicate leakage between every two splits ``"A|B"`` of ``{name: (premises,
+    hypotheses)}``: per split, its distinct hypotheses (after `statistics.fold_text`) with a
+    hypothesis of the other split at Jaccard >= threshold, and its rows (pairs) whose
+    premise and hypothesis both are at Jaccard >= threshold with the premise and hypothesis
+    of one pair of the other split. Identical texts count (Jaccard 1): the exact leakage is
+    the part of these with Jaccard 1 (see ``leakage`` for it)."""
+    names = list(splits)
+    texts: dict[str, int] = {}
+    rows = {}
+    for name in names:
+        prem, hyp = splits[name]
+        p = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in prem], dtype=np.int64)
+        h = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in hyp], dtype=np.int64)
+        rows[name] = (p, h)
+    node_text = list(texts)
+    sh = shingle_sets(node_text, settings)
+    # hypothesis graph: LSH over the distinct hypothesis nodes only
+    hyp_nodes = _unique(np.concatenate([rows[n][1] for n in names])) if names else np.zeros(0, np.int64)
+    sub = _subset(sh, hyp_nodes)
+    keys = band_keys(signatures(sub, settings), settings)
+    k, i = band_rows(hyp_nodes, keys)
+    cand = bucket_pairs(k, i, settings.max_bucket)
+    jac = pair_jaccard(sh, cand[:, 0], cand[:, 1])
+    edges = cand[jac >= settings.threshold]
+    # both directions and every node to itself
+    link = np.concatenate([edges, edges[:, ::-1], np.stack([hyp_nodes, hyp_nodes], axis=1)])
+    out: dict = {"settings": settings.as_dict()}
+    for a_i, a in enumerate(names):
+        for b in names[a_i + 1:]:
+            block = {"hypotheses": {}, "pairs": {}, "rows": {}}
+            for x, y in ((a, b), (b, a)):
+                xh, yh = _unique(rows[x][1]), _unique(rows[y][1])
+                ln = link[np.isin(link[:, 0], xh) & np.isin(link[:, 1], yh)]
+                block["hypotheses"][x] = int(len(_unique(ln[:, 0])))
+                block["pairs"][x] = int(_pairs_with_match(rows[x], rows[y], ln, sh, settings.threshold).sum())
+                block["rows"][x] = int(len(rows[x][0]))
+            out[f"{a}|{b}"] = block
+    return out
+
+
+def _subset(sh: Shingles, nodes: np.ndarray) -> Shingles:
+    sizes = sh.sizes[nodes]
+    offsets = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    at = np.repeat(sh.offsets[nodes], sizes) + (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], sizes))
+    return Shingles(offsets, sh.values[at])
+
+
+def _pairs_with_match(xrows, yrows, links: np.ndarray, sh: Shingles, threshold: float,
+                      chunk: int = 1 << 20) -> np.ndarray:
+    """Per row of split x: whether a row of split y has a linked hypothesis (`links`:
+    (x hypothesis node, y hypothesis node)) and a premise at Jaccard >= `threshold`."""
+    xp, xh = xrows
+    yp, yh = yrows
+    found = np.zeros(len(xp), dtype=bool)
+    if not len(links) or not len(xp) or not len(yp):
+        return found
+    # y rows by hypothesis node
+    y_order = np.argsort(yh, kind="stable")
+    y_sorted = yh[y_order]
+    # x rows joined to the links through their hypothesis
+    x_order = np.argsort(xh, kind="stable")
+    x_sorted = xh[x_order]
+    lo = np.searchsorted(x_sorted, links[:, 0], side="left")
+    hi = np.searchsorted(x_sorted, links[:, 0], side="right")
+    n_x = hi - lo
+    link_rep = np.repeat(np.arange(len(links)), n_x)
+    x_row = x_order[np.repeat(lo, n_x) + (np.arange(len(link_rep)) - np.repeat(np.cumsum(n_x) - n_x, n_x))]
+    ylo = np.searchsorted(y_sorted, links[link_rep, 1], side="left")
+    yhi = np.searchsorted(y_sorted, links[link_rep, 1], side="right")
+    n_y = yhi - ylo
+    # (x row, y row) candidates in chunks: premise Jaccard
+    starts = np.cumsum(n_y) - n_y
+    total = int(n_y.sum())
+    for c0 in range(0, total, chunk):
+        c1 = min(total, c0 + chunk)
+        which = np.searchsorted(starts, np.arange(c0, c1), side="right") - 1
+        yr = y_order[ylo[which] + (np.arange(c0, c1) - starts[which])]
+        xr = x_row[which]
+        todo = ~found[xr]
+        xr, yr = xr[todo], yr[todo]
+        same = xp[xr] == yp[yr]
+        ok = same.copy()
+        if (~same).any():
+            ok[~same] = pair_jaccard(sh, xp[xr[~same]], yp[yr[~same]]) >= threshold
+        found[xr[ok]] = True
+    return found
+
+
+
+
+# ---------------------------------------------------------------------------- flags and report
+
+def add_arguments(parser, default: str = "on") -> None:
+    """``--near-duplicates on|off`` and the settings flags (the job and `trainer stats`)."""
+    d = Settings()
+    parser.add_argument("--near-duplicates", choices=("on", "off"), default=default,
+                        help=f"near-duplicate detection (MinHash LSH, docs/neardup.md; default: {default})")
+    parser.add_argument("--near-duplicate-threshold", type=float, default=d.threshold, metavar="J",
+                        help=f"Jaccard index of shingle sets from which two texts are near-duplicates "
+                             f"(default: {d.threshold})")
+    parser.add_argument("--near-duplicate-shingle", type=int, default=d.shingle, metavar="N",
+                        help=f"words per shingle (default: {d.shingle}: word sets)")
+    parser.add_argument("--near-duplicate-permutations", type=int, default=d.num_perm, metavar="N",
+                        help=f"MinHash values per text (default: {d.num_perm})")
+    parser.add_argument("--near-duplicate-bands", type=int, default=d.bands, metavar="N",
+                        help=f"LSH bands, dividing the permutations (default: {d.bands})")
+
+
+def settings_from_args(args) -> Settings | None:
+    """The `Settings` of parsed flags, None with ``--near-duplicates off`` (a bad
+    combination raises `NearDupSettingsError`, a one-line user error)."""
+    if getattr(args, "near_duplicates", "on") == "off":
+        return None
+    return Settings(threshold=args.near_duplicate_threshold, shingle=args.near_duplicate_shingle,
+                    num_perm=args.near_duplicate_permutations, bands=args.near_duplicate_bands)
+
+
+def settings_line(settings: dict) -> str:
+    return (f"Jaccard >= {settings['threshold']} of {settings['shingle']}-word shingle sets of normalised words; "
+            f"MinHash {settings['num_perm']} values in {settings['bands']} bands of "
+            f"{settings['num_perm'] // settings['bands']}")
+
+
+def leakage_markdown(near: dict) -> str:
+    """The near-duplicate leakage table of `near_duplicate_leakage`'s result."""
+    lines = ["Near-duplicate leakage (" + settings_line(near["settings"]) + "; identical texts included):", "",
+             "| splits | split | rows | pairs with a near-duplicate pair in the other split "
+             "| distinct hypotheses with a near-duplicate in the other split |",
+             "|---|---|---:|---:|---:|"]
+    for key, block in near.items():
+        if key == "settings":
+            continue
+        for name in block["rows"]:
+            rows = block["rows"][name]
+            pairs = block["pairs"][name]
+            share = f" ({100 * pairs / rows:.1f} %)" if rows else ""
+            lines.append(f"| {key.replace('|', ' / ')} | {name} | {rows:,} | {pairs:,}{share} | "
+                         f"{block['hypotheses'][name]:,} |")
+    return "\n".join(lines)

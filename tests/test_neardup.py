@@ -1,0 +1,304 @@
+"""Near-duplicate detection (extractor/neardup.py): planted near-duplicates in real novels,
+determinism, exact Jaccard, components, and the leakage report of `trainer stats`.
+
+The planted corpus: the 20 ELTeC Romanian novels of ../shared/data cut into documents of
+consecutive paragraphs (sentences of 50 characters or more, as stage 1 keeps); 400 paragraphs are copied into 3 other documents of their group of 6
+consecutive documents, with one word of every sentence replaced by another word of the novels (seeded). A planted pair is
+(original sentence, altered copy)."""
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+
+from conftest import shared_file
+from extractor import neardup as nd
+from extractor import statistics as st
+from extractor.hashing import stable_hash
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[—„\"A-ZĂÂÎȘȚŞŢ])")
+PARAS_PER_DOC = 20
+MIN_CHARS = 50  # stage 1's default --min-chars: shorter sentences never reach the pairs
+PLANTED_PARAS = 400
+COPIES = 3
+# copies go to documents of the same group of 6 (a story syndicated by a few outlets):
+# copies into any document would join ~1,200 random links over ~960 documents, one
+# connected component holding most of the corpus (a random graph past its threshold)
+GROUP = 6
+
+
+def novel_documents() -> list[list[list[str]]]:
+    """Documents (lists of paragraphs, each a list of sentences) of the ELTeC novels."""
+    folder = shared_file("text/eltec-rom-20")
+    docs = []
+    for path in sorted(folder.glob("*.txt")):
+        paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", path.read_text(encoding="utf-8"))]
+        paras = [[s for s in _SENTENCE_END.split(p) if len(s) >= MIN_CHARS] for p in paras]
+        paras = [p for p in paras if p]
+        docs += [paras[i:i + PARAS_PER_DOC] for i in range(0, len(paras), PARAS_PER_DOC)]
+    return docs
+
+
+def alter(sentence: str, rng: random.Random, vocabulary: list[str]) -> str:
+    """The sentence with one whitespace token (one holding a letter) replaced by a word of
+    the vocabulary that the sentence does not hold."""
+    tokens = sentence.split()
+    slots = [i for i, t in enumerate(tokens) if any(c.isalpha() for c in t)]
+    if not slots:
+        return sentence
+    i = rng.choice(slots)
+    have = set(st.norm_words(sentence))
+    while True:
+        word = rng.choice(vocabulary)
+        if word not in have:
+            break
+    tokens[i] = word
+    return " ".join(tokens)
+
+
+def planted_corpus(seed: int = 7):
+    """(sentences, doc of each sentence, planted pairs as (original index, copy index))."""
+    rng = random.Random(seed)
+    docs = novel_documents()
+    vocabulary = sorted({w for d in docs for p in d for s in p for w in st.norm_words(s) if w.isalpha()})
+    sources = [(d, p) for d in range(len(docs)) for p in range(len(docs[d])) if len(docs[d][p]) >= 2]
+    planted_src = rng.sample(sources, PLANTED_PARAS)
+    extra: dict[int, list[tuple[int, int, list[str]]]] = {}
+    for d, p in planted_src:
+        group = range(d - d % GROUP, min(len(docs), d - d % GROUP + GROUP))
+        targets = rng.sample([t for t in group if t != d], min(COPIES, len(group) - 1))
+        for t in targets:
+            extra.setdefault(t, []).append((d, p, [alter(s, rng, vocabulary) for s in docs[d][p]]))
+    sentences, doc_of, where = [], [], {}
+    for d, paras in enumerate(docs):
+        for p, para in enumerate(paras):
+            for k, s in enumerate(para):
+                where[(d, p, k)] = len(sentences)
+                sentences.append(s)
+                doc_of.append(d)
+    planted = []
+    for t in sorted(extra):
+        for d, p, copy in extra[t]:
+            for k, s in enumerate(copy):
+                planted.append((where[(d, p, k)], len(sentences)))
+                sentences.append(s)
+                doc_of.append(t)
+    return sentences, np.array(doc_of), np.array(planted)
+
+
+def word_set_jaccard(a: str, b: str) -> float:
+    x, y = set(st.norm_words(a)), set(st.norm_words(b))
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return planted_corpus()
+
+
+@pytest.fixture(scope="module")
+def detected(corpus):
+    sentences, _, _ = corpus
+    settings = nd.Settings()
+    pairs, jac = nd.near_duplicates(sentences, settings)
+    return settings, pairs, jac
+
+
+def test_planted_near_duplicates_recall(corpus, detected):
+    sentences, _, planted = corpus
+    settings, pairs, _ = detected
+    exact = np.array([word_set_jaccard(sentences[a], sentences[b]) for a, b in planted])
+    eligible = planted[exact >= settings.threshold]
+    found_keys = set(map(tuple, pairs.tolist()))
+    found = sum((min(a, b), max(a, b)) in found_keys for a, b in eligible.tolist())
+    recall = found / len(eligible)
+    print(f"\nplanted pairs {len(planted)}, at Jaccard >= {settings.threshold}: {len(eligible)} "
+          f"({100 * len(eligible) / len(planted):.1f} %; the others: sentences of < 10 distinct words), "
+          f"found {found}, recall {100 * recall:.2f} %; verified near-duplicate pairs in the corpus {len(pairs)}")
+    assert len(eligible) > 0.8 * len(planted)
+    assert recall >= 0.99
+    # every reported pair is a near-duplicate by the exact definition
+    sample = pairs[:: max(1, len(pairs) // 500)]
+    assert all(word_set_jaccard(sentences[a], sentences[b]) >= settings.threshold for a, b in sample.tolist())
+
+
+def _other_split_max_jaccard(sentences, split_of, settings, which: str) -> np.ndarray:
+    """Brute force, independent of the LSH: per sentence of split `which`, the largest
+    word-set Jaccard with a sentence of another split (sparse products, in blocks)."""
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for i, s in enumerate(sentences):
+        for w in set(st.norm_words(s)):
+            rows.append(i)
+            cols.append(vocab.setdefault(w, len(vocab)))
+    m = csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(sentences), len(vocab)))
+    sizes = np.asarray(m.sum(axis=1)).ravel()
+    mine = np.nonzero(split_of == which)[0]
+    others = np.nonzero(split_of != which)[0]
+    mt = m[others].T.tocsc()
+    best = np.zeros(len(mine))
+    for start in range(0, len(mine), 300):
+        block = mine[start:start + 300]
+        inter = (m[block] @ mt).toarray()
+        union = sizes[block][:, None] + sizes[others][None, :] - inter
+        jac = np.divide(inter, union, out=np.zeros(inter.shape), where=union > 0)
+        best[start:start + 300] = jac.max(axis=1)
+    return best
+
+
+def test_documents_joined_by_near_duplicates_share_a_split(corpus, detected):
+    """Documents joined by a near-duplicate sentence (components over document ids) are
+    assigned together; an exhaustive check finds no test sentence with a near-duplicate
+    in another split."""
+    sentences, doc_of, planted = corpus
+    settings, pairs, _ = detected
+    n_docs = int(doc_of.max()) + 1
+    # exact duplicates too (as the stages join identical texts): same folded text, same node
+    folded: dict[str, int] = {}
+    first = np.array([folded.setdefault(st.fold_text(s), i) for i, s in enumerate(sentences)])
+    links = np.concatenate([pairs, np.stack([first, np.arange(len(sentences))], axis=1)])
+    doc_pairs = doc_of[links]
+    doc_pairs = doc_pairs[doc_pairs[:, 0] != doc_pairs[:, 1]]
+    comp = nd.components(n_docs, doc_pairs)
+    split_names = np.array(["train", "dev", "test"])
+    unit = np.array([stable_hash(int(c), seed=3) % 10 for c in comp])
+    doc_split = split_names[np.where(unit < 8, 0, np.where(unit < 9, 1, 2))]
+    split_of = doc_split[doc_of]
+    sizes = {s: int((split_of == s).sum()) for s in split_names}
+    eligible = planted[[word_set_jaccard(sentences[a], sentences[b]) >= settings.threshold for a, b in planted]]
+    crossing_planted = int((split_of[eligible[:, 0]] != split_of[eligible[:, 1]]).sum())
+    best = _other_split_max_jaccard(sentences, split_of, settings, "test")
+    crossing = int((best >= settings.threshold).sum())
+    print(f"\ndocuments {n_docs}, components {len(set(comp.tolist()))}, sentences per split {sizes}; "
+          f"planted pairs at Jaccard >= {settings.threshold} across splits {crossing_planted} of {len(eligible)}; test sentences with a sentence of "
+          f"another split at Jaccard >= {settings.threshold} (exhaustive): {crossing}")
+    assert sizes["test"] > 0.04 * len(sentences) and sizes["train"] > 0.6 * len(sentences)
+    assert crossing_planted == 0
+    assert crossing == 0
+
+
+def test_signature_depends_only_on_the_text(corpus):
+    sentences, _, _ = corpus
+    settings = nd.Settings()
+    texts = sentences[:3000]
+    sig = nd.signatures(nd.shingle_sets(texts, settings), settings)
+    rng = random.Random(1)
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    shuffled = [texts[i] for i in order]
+    # another batch: shuffled, cut in two, with other texts around
+    a = nd.signatures(nd.shingle_sets(shuffled[:1000] + sentences[-50:], settings), settings)[:1000]
+    b = nd.signatures(nd.shingle_sets(sentences[5000:5100] + shuffled[1000:], settings), settings)[100:]
+    assert (np.concatenate([a, b]) == sig[order]).all()
+    keys = nd.band_keys(sig, settings)
+    k, i = nd.band_rows(np.arange(len(texts)), keys)
+    perm = np.random.default_rng(0).permutation(len(k))
+    assert (nd.bucket_pairs(k[perm], i[perm], 4) == nd.bucket_pairs(k, i, 4)).all()
+    # another seed gives other hash functions
+    other = nd.signatures(nd.shingle_sets(texts[:100], nd.Settings(seed=2)), nd.Settings(seed=2))
+    assert (other != sig[:100]).mean() > 0.9
+
+
+def test_shingles_and_exact_jaccard():
+    settings = nd.Settings()
+    texts = ["Ion a mers acasă, la mama lui.", "ion a mers ACASĂ la mama lui!", "Mama lui Ion.", "", None, "— !"]
+    sh = nd.shingle_sets(texts, settings)
+    assert sh.sizes.tolist() == [7, 7, 3, 0, 0, 0]
+    jac = nd.pair_jaccard(sh, np.array([0, 0, 3]), np.array([1, 2, 4]))
+    assert jac.tolist() == [1.0, pytest.approx(st.overlap_jaccard(texts[0], texts[2])), 0.0]
+    sig = nd.signatures(sh, settings)
+    assert (sig[0] == sig[1]).all() and (sig[3] == nd.EMPTY).all()
+    keys = nd.band_keys(sig, settings)
+    assert (keys[3:] == 0).all() and (keys[:3] != 0).all()
+    # 2-word shingles: a 6-word text has 5, a 1-word text one
+    sh2 = nd.shingle_sets(["a b c d e f", "solo", "a b c d e g"], nd.Settings(shingle=2))
+    assert sh2.sizes.tolist() == [5, 1, 5]
+    assert nd.pair_jaccard(sh2, np.array([0]), np.array([2]))[0] == pytest.approx(4 / 6)
+
+
+def test_components_and_buckets():
+    pairs = np.array([[5, 3], [3, 1], [7, 8]])
+    comp = nd.components(10, pairs)
+    assert comp.tolist() == [0, 1, 2, 1, 4, 1, 6, 7, 7, 9]
+    assert (nd.components(10, pairs[::-1, ::-1]) == comp).all()
+    keys = np.array([9, 9, 9, 9, 4, 4], dtype=np.uint64)
+    ids = np.array([40, 10, 30, 20, 1, 2])
+    assert nd.bucket_pairs(keys, ids, 10).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40], [30, 40]]
+    # a capped bucket: each id against the first 2 of its bucket
+    assert nd.bucket_pairs(keys, ids, 2).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40]]
+
+
+def test_settings_are_checked():
+    with pytest.raises(nd.NearDupSettingsError, match="multiple"):
+        nd.Settings(num_perm=100, bands=16)
+    with pytest.raises(nd.NearDupSettingsError, match="threshold"):
+        nd.Settings(threshold=1.5)
+
+
+def test_leakage_report_counts_planted_pairs():
+    """Two splits of SciNLI's human-labelled training file, the second with altered copies
+    of 100 rows of the first (one word of premise and hypothesis changed): the report finds
+    them, and nothing between SciNLI's train and dev files."""
+    rows = [json.loads(line) for line in shared_file("nli/scinli-train-2k-human.jsonl").open()]
+    rng = random.Random(5)
+    vocab = sorted({w for r in rows for w in st.norm_words(r["sentence2"]) if w.isalpha()})
+    a = rows[:1000]
+    b = rows[1000:1900] + [{"sentence1": alter(r["sentence1"], rng, vocab),
+                            "sentence2": alter(r["sentence2"], rng, vocab)} for r in a[:100]]
+    settings = nd.Settings()
+    expected = sum(word_set_jaccard(x["sentence1"], y["sentence1"]) >= settings.threshold
+                   and word_set_jaccard(x["sentence2"], y["sentence2"]) >= settings.threshold
+                   for x, y in zip(a[:100], b[900:]))
+    out = nd.near_duplicate_leakage({"a": ([r["sentence1"] for r in a], [r["sentence2"] for r in a]),
+                                     "b": ([r["sentence1"] for r in b], [r["sentence2"] for r in b])}, settings)
+    assert expected >= 80
+    assert out["a|b"]["pairs"]["b"] == expected
+    assert out["a|b"]["pairs"]["a"] == expected
+    assert out["a|b"]["hypotheses"]["b"] >= expected
+
+
+def test_normalisation_is_norm_words():
+    """The shingles' words are `statistics.norm_words`, token for token: every distinct
+    token of the novels and tokens whose case folding or edges are special."""
+    import pyarrow as pa
+
+    docs = novel_documents()
+    tokens = sorted({t for d in docs for p in d for s in p for t in s.split()})
+    tokens += ["Straße", "ΣΊΣΥΦΟΣ", "ﬁnal", "İstanbul", "_x_", "—", "„Da”", "x²", "Ⅻ", "ŉ", "a_b", "(§4.3)",
+               "ǅemal", "ẞ", "ﬀ", "ꭰ", "Ꭰ", "'", "…"]
+    got = nd._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
+    assert got == [(st.norm_words(t) or [""])[0] for t in tokens]
+
+
+def test_trainer_stats_reports_near_duplicate_leakage(tmp_path, capsys):
+    """`python -m trainer stats` on SciNLI's train and dev files, and on train against a
+    copy of 200 of its rows with one word changed on each side."""
+    from trainer import cli
+
+    train = shared_file("nli/scinli-train-2k-human.jsonl")
+    dev = shared_file("nli/scinli-dev.jsonl")
+    args = ["stats", "--data", str(train), str(dev), "--premise", "sentence1", "--hypothesis", "sentence2", "--json"]
+    assert cli.main(args) == 0
+    near = json.loads(capsys.readouterr().out)["near_duplicate_leakage"]
+    assert near["settings"]["threshold"] == 0.8
+    assert near["scinli-train-2k-human|scinli-dev"]["pairs"] == {"scinli-train-2k-human": 0, "scinli-dev": 0}
+    rows = [json.loads(line) for line in train.open()]
+    rng = random.Random(11)
+    vocab = sorted({w for r in rows for w in st.norm_words(r["sentence1"]) if w.isalpha()})
+    copy = tmp_path / "altered.jsonl"
+    copy.write_text("".join(json.dumps({"sentence1": alter(r["sentence1"], rng, vocab),
+                                        "sentence2": alter(r["sentence2"], rng, vocab), "label": r["label"]}) + "\n"
+                            for r in rows[:200]), encoding="utf-8")
+    assert cli.main(["stats", "--data", str(train), str(copy), "--premise", "sentence1",
+                     "--hypothesis", "sentence2"]) == 0
+    out = capsys.readouterr().out
+    assert "Near-duplicate leakage (Jaccard >= 0.8" in out
+    line = next(x for x in out.splitlines() if x.startswith("| scinli-train-2k-human / altered | altered |"))
+    found = int(line.split("|")[4].split()[0].replace(",", ""))
+    assert 150 <= found <= 200
+    assert cli.main(args[:-1] + ["--near-duplicates", "off"]) == 0
+    assert "Near-duplicate leakage" not in capsys.readouterr().out

@@ -10,8 +10,9 @@ from git, so a newer bundled sample does not change this check), the 200 MB repe
 benchmark dump (benchmarks/extract_throughput.py builds it), and the ELTeC Romanian novels
 of ../shared/data. Each runs the whole job (`local[2]`, POS filter as the default: on where
 the model is installed). Every file under the published run is hashed except manifest.json
-(run id, times); stats.json is hashed twice: as written, and without the fields that
-differ between any two runs (run id, seconds, output paths).
+(run id, times); stats.json is hashed without the fields that differ between any two runs
+(run id, seconds, command line, versions); in every text file the output folder's path is
+replaced by `<OUTPUT>` (the card quotes the command line).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -70,7 +72,13 @@ def normalised_stats(data: bytes) -> bytes:
     return json.dumps(stats, sort_keys=True).encode()
 
 
+TEXT_SUFFIXES = {".md", ".json", ".txt", ".csv", ".tsv"}
+
+
 def hash_run(root: Path) -> dict[str, str]:
+    """sha256 of every file of the published run under `root`; in text files the output
+    root's path (the card and splits/stats.json quote the command line) is replaced by
+    `<OUTPUT>` first, so runs written to different folders compare equal."""
     run = root.resolve() if not (root / "current").exists() else (root / "current").resolve()
     hashes = {}
     for path in sorted(run.rglob("*")):
@@ -78,14 +86,17 @@ def hash_run(root: Path) -> dict[str, str]:
             continue
         rel = str(path.relative_to(run))
         data = path.read_bytes()
-        hashes[rel] = hashlib.sha256(data).hexdigest()
-        if rel == "stats.json":
+        if path.suffix in TEXT_SUFFIXES:
+            data = data.replace(str(root.absolute()).encode(), b"<OUTPUT>")
+        if rel == "stats.json":  # its job section holds timings and the run id
             hashes["stats.json (normalised)"] = hashlib.sha256(normalised_stats(data)).hexdigest()
+        else:
+            hashes[rel] = hashlib.sha256(data).hexdigest()
     return hashes
 
 
 def run_job(code: Path, name: str, args: list[str], extra: list[str]) -> dict[str, str]:
-    out = WORK / "hash-runs" / code.name / name
+    out = WORK / "hash-runs" / f"{code.name}-{os.getpid()}" / name  # one folder per invocation: several may run
     env = dict(os.environ, PYTHONPATH=str(code), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     cmd = [sys.executable, str(code / "jobs" / "extract.py"), *args, "--output", str(out), "--overwrite",
@@ -96,7 +107,9 @@ def run_job(code: Path, name: str, args: list[str], extra: list[str]) -> dict[st
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
         raise SystemExit(f"error: {name}: the job exited {proc.returncode}")
     print(f"[{name}] {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    return hash_run(out)
+    hashes = hash_run(out)
+    shutil.rmtree(out, ignore_errors=True)
+    return hashes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,10 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", type=Path, help="write the hashes to this JSON file")
     ap.add_argument("--compare", type=Path, help="compare with the hashes of this JSON file (exit 1 on a difference)")
     ap.add_argument("--job-arg", action="append", default=[], help="an extra job argument; repeatable")
+    ap.add_argument("--hash-only", type=Path, metavar="DIR",
+                    help="no job: hash the outputs already under DIR/<config> (one folder per configuration)")
     args = ap.parse_args(argv)
     result = {}
     for name, job_args in configurations(args.configs.split(",")).items():
-        result[name] = run_job(args.code.resolve(), name, job_args, args.job_arg)
+        if args.hash_only:
+            result[name] = hash_run(args.hash_only / name)
+        else:
+            result[name] = run_job(args.code.resolve(), name, job_args, args.job_arg)
         print(f"[{name}] {len(result[name])} files", flush=True)
     if args.record:
         args.record.parent.mkdir(parents=True, exist_ok=True)

@@ -65,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d.add_argument("--allow-new-labels", action="store_true",
                    help="train labels outside the dataset's declared label set as new classes (default: error)")
     d.add_argument("--duplicate-ids", choices=["error", "drop"], default="error",
-                   help="ids repeated within a split: error (default) or drop all but the first row")
+                   help="an id repeated with different content within a split: error (default) or drop all "
+                        "but the first row (exact repeats are always dropped and counted)")
     d.add_argument("--by", action="append", default=[], metavar="COL",
                    help="also report metrics per value of test column COL (repeatable; list columns per tag)")
     add_column_arguments(p)

@@ -193,3 +193,59 @@ def test_spark_submit_sh_from_a_foreign_folder_resolves_every_relative_path(tmp_
     assert stats["sentences"]["punkt"]["source"] == str(data / "params" / "punkt.json")
     assert sorted(p.name for p in (data / "out" / "splits").iterdir() if p.is_dir())
     assert not (REPO / "out").exists() and not (REPO / "dumps").exists()
+
+
+@pytest.mark.slow
+def test_trainer_commands_take_paths_against_their_own_directory(tmp_path):
+    """`python -m trainer` from a folder outside the repository (the installed package, not
+    the checkout, is imported): a run trained in one folder with relative paths, then
+    evaluated and used from its parent folder with paths relative to that one."""
+    from tests.trainer_fixtures import synthetic_nli, write_jsonl
+
+    work = tmp_path / "work"
+    (work / "d").mkdir(parents=True)
+    write_jsonl(synthetic_nli(160), work / "d" / "train.jsonl")
+    write_jsonl(synthetic_nli(40, seed=1), work / "d" / "dev.jsonl")
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+
+    def trainer(cwd, *args):
+        proc = subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    trainer(work, "train", "--model", "tfidf-lr", "--train", "d/train.jsonl", "--validation", "d/dev.jsonl",
+            "--out", "runs/a")
+    assert (work / "runs" / "a" / "metrics.json").is_file()
+    out = trainer(tmp_path, "evaluate", "work/runs/a", "--data", "work/d/dev.jsonl", "--output", "ev")
+    assert (tmp_path / "ev" / "metrics.json").is_file() and "macro-F1" in out
+    trainer(tmp_path, "predict", "work/runs/a", "--data", "work/d/dev.jsonl", "--output", "preds.jsonl")
+    assert len((tmp_path / "preds.jsonl").read_text().splitlines()) == 40
+    out = trainer(tmp_path, "stats", "--data", "work/d/train.jsonl", "--output", "stats.md")
+    assert (tmp_path / "stats.md").is_file()
+    assert not (REPO / "ev").exists() and not (REPO / "preds.jsonl").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_submit_sh_from_a_foreign_folder_on_a_standalone_cluster(spark_cluster, tmp_path):
+    """A standalone `spark://` master (client mode: the driver runs here, the executors in the
+    workers' own directories): relative --input and --output given in a data folder. Stage 1
+    only (its tasks read the input and write the table); --lang ro, so the packed executor
+    environment is the one tests/test_cluster.py builds (cached in .spark-deps/)."""
+    data = tmp_path / "data"
+    (data / "dumps").mkdir(parents=True)
+    sample = next((REPO / "samples" / "ro").glob("*.xml"))
+    (data / "dumps" / "ro.xml.bz2").write_bytes(bz2.compress(sample.read_bytes()))
+    env = dict(_submit_env(), SPARK_HOME=str(spark_cluster.home))
+    proc = subprocess.run([str(REPO / "spark-submit.sh"), "--master", spark_cluster.url,
+                           "--conf", "spark.executor.memory=768m", "--conf", "spark.cores.max=2",
+                           "jobs/extract.py", "--lang", "ro", "--input", "dumps/ro.xml.bz2", "--output", "out",
+                           "--stages", "sentences"],
+                          cwd=data, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, _lines(proc) or proc.stderr[-3000:]
+    stats = json.loads((data / "out" / "stats.json").read_text())
+    assert stats["job"]["spark_master"] == spark_cluster.url
+    assert stats["job"]["corpora"][0]["paths"] == [str(data / "dumps" / "ro.xml.bz2")]
+    assert stats["sentences"]["sentences"]["total"] > 0
+    assert list((data / "out" / "sentences").rglob("*.parquet"))

@@ -4,7 +4,7 @@
     python -m extractor.discover --promote draft-uk.yaml        # the labelled phrases as a `phrases:` block
 
 Pure Python over the Parquet sentence table (pyarrow + polars); no Spark. The logic and
-every score are in `extractor/discovery.py`; the workflow from a raw dump to a first corpus
+every score are in `extractor/lexicon_discovery.py`; the workflow from a raw dump to a first corpus
 is in phrase_lexicons/README.md ("Discovering phrases for a new language").
 """
 from __future__ import annotations
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from extractor import discovery as dsc
+from extractor import lexicon_discovery as dsc
+from extractor.errors import UserError
+from extractor.lexicon import LexiconError, available_languages, load_lexicon
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +53,6 @@ def _short(text: str, n: int = 110) -> str:
 
 
 def _lexicons(lang: str | None) -> dict:
-    from extractor.lexicon import LexiconError, available_languages, load_lexicon
     out = {}
     for code in available_languages():
         try:
@@ -65,14 +66,18 @@ def _lexicons(lang: str | None) -> dict:
 
 def run(args) -> int:
     if args.promote:
-        draft = yaml.safe_load(Path(args.promote).read_text(encoding="utf-8")) or {}
+        try:
+            draft = yaml.safe_load(Path(args.promote).read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise dsc.DiscoveryError(f"{args.promote}: cannot read the draft lexicon "
+                                     f"({str(exc).splitlines()[0]})") from None
         phrases = dsc.promote(draft)
         if not phrases:
-            raise ValueError(f"{args.promote}: no candidate has a label yet")
+            raise dsc.DiscoveryError(f"{args.promote}: no candidate has a label yet")
         sys.stdout.write(yaml.safe_dump({"phrases": phrases}, allow_unicode=True, sort_keys=False))
         return 0
     if not args.sentences or not args.lang:
-        raise ValueError("--sentences and --lang are required (or --promote DRAFT)")
+        raise dsc.DiscoveryError("--sentences and --lang are required (or --promote DRAFT)")
     lexicons = _lexicons(args.lang)
     own = lexicons.get(args.lang)
     key = dsc.make_key(own.fold_cedilla, own.match_without_diacritics) if own else dsc.make_key()
@@ -125,8 +130,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except (ValueError, FileNotFoundError, OSError, yaml.YAMLError) as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+    except UserError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
         return 2
 
 

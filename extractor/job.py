@@ -7,7 +7,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor import output as _out
+import yaml
+
+from extractor import fs
+from extractor import run as _out
 from extractor.errors import UserError
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
@@ -37,7 +40,7 @@ class CorpusSpec:
 class JobContext:
     """What a stage gets. Stages talk to the output only through these methods, so the same
     stage code writes into a run's staging directory (the job: `run` is set, and the run is
-    published all at once at the end, extractor/output.py) or straight into `output` (tests
+    published all at once at the end, extractor/run/) or straight into `output` (tests
     and benchmarks that build a context by hand):
 
         ctx.table_path(name)                  where table `name` is (written by this run, or
@@ -58,7 +61,7 @@ class JobContext:
     command_line: str = ""
     warnings: list[str] = field(default_factory=list)
     output_uri: str | None = None  # set when the output is a URI (gs://, s3a://, file://...)
-    run: object = None             # extractor.output.Run of the job; None: write into `output`
+    run: object = None             # extractor.run.Run of the job; None: write into `output`
     options: dict = field(default_factory=dict)  # stage name -> its options (built once by the job)
 
     def stage_options(self, stage: str, cls):
@@ -86,7 +89,7 @@ class JobContext:
         return f"{self.root.rstrip('/')}/{relative}"
 
     def arrange(self, df, partition_by=None, sort_by=None, num_files: int | None = None):
-        """`df` arranged for deterministic files (extractor.output.arrange)."""
+        """`df` arranged for deterministic files (extractor.run.parquet_writer.arrange)."""
         return _out.arrange(df, partition_by, sort_by, self.files_per_table(num_files))
 
     def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
@@ -102,19 +105,19 @@ class JobContext:
         """How many files (hash partitions) `arrange` cuts a table into."""
         return num_files or int(getattr(self.args, "files_per_table", 0) or 4)
 
-    def write_table_with(self, name: str, write) -> str:
-        """Write table `name` with ``write(directory)``, which fills a directory that holds no
-        table yet (`write_table` does it with Spark; a stage whose tasks write the files
-        themselves passes its own). In a run the table goes to the staging directory;
-        without one, through a temporary directory moved into place only on success."""
-        from extractor import fs
-
+    def write_table_with(self, name: str, write, keep: bool = False) -> str:
+        """Write table `name` with ``write(directory)``: the one way a stage publishes its
+        table into the run (every stage calls it once). The reuse guard: a table reused from
+        the published run (--start-at) is never written. In a run the table goes to the
+        staging directory, cleared first (a retried stage) unless `keep` (a resumed stage
+        whose finished units are there already); without a run, through a temporary
+        directory moved into place only on success."""
         target = self.table_path(name)
         if self.run is not None:
             if name in self.run.reused:
-                raise ValueError(f"{target}: table '{name}' is reused from the published run (--start-at); "
-                                 f"a stage cannot write it")
-            if fs.exists(target):
+                raise RuntimeError(f"{target}: table '{name}' is reused from the published run (--start-at); "
+                                   f"a stage cannot write it")
+            if fs.exists(target) and not keep:
                 fs.delete(target)  # a retried stage of this same run
             write(target)
             return target
@@ -124,8 +127,6 @@ class JobContext:
         return target
 
     def read_table(self, name: str):
-        from extractor import fs
-
         path = self.table_path(name)
         if not fs.exists(path):
             raise InputError(f"{path}: no such table; run the stage that writes '{name}' first "
@@ -134,8 +135,6 @@ class JobContext:
 
     def put_bytes(self, data: bytes, relative: str) -> str:
         """Write a file of this run (relative to the run's root, e.g. 'splits/README.md')."""
-        from extractor import fs
-
         if self.run is not None:
             return self.run.put_bytes(relative, data)
         path = self.file_path(relative)
@@ -172,8 +171,6 @@ def guess_format(path: str) -> str:
 
 
 def _is_dir(path: str) -> bool:
-    from extractor import fs
-
     try:
         return fs.is_dir(path)
     except fs.FsError:
@@ -191,8 +188,6 @@ _EXTENSIONS = {
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     """The files of a file, directory or glob, sorted (the order fixes the order of the work
     units). Local paths and URIs alike (through extractor.fs); globs are local only."""
-    from extractor import fs
-
     if not _out.is_uri(path) and any(ch in path for ch in "*?["):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:
@@ -223,8 +218,6 @@ def _empty(p, fmt: str):
 
 def _dir_format(path: str) -> str:
     """A directory's format: the one its files have (the bundled samples are folders of dumps)."""
-    from extractor import fs
-
     try:
         if not fs.is_dir(path):
             return guess_format(path)
@@ -262,8 +255,6 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None, 
 
 def load_manifest(path: str | Path) -> list[CorpusSpec]:
     """Read corpora.yaml: a list (or `corpora:` list) of {name, genre, format, path(s), role, ...options}."""
-    import yaml
-
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such manifest file")

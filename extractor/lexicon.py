@@ -10,9 +10,10 @@ from pathlib import Path
 import yaml
 
 from extractor.errors import UserError
+from extractor.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
+from extractor.pairs.rule_pos import is_rule_model
 
-CANONICAL_LABELS = ("contrasting", "entailment", "reasoning", "neutral")
-MARKED_LABELS = ("contrasting", "entailment", "reasoning")
+CANONICAL_LABELS = LABELS  # extractor.names
 
 
 def _lexicon_resources():
@@ -163,7 +164,6 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
 def _installed(name: str) -> bool:
     import importlib.util
     if name.startswith("rules:"):  # a rule-based tagger of extractor/pairs/rule_pos.py
-        from extractor.pairs.rule_pos import is_rule_model
         return is_rule_model(name)
     try:
         return importlib.util.find_spec(name) is not None

@@ -32,7 +32,7 @@ RUN_RECORD = "run.json"
 
 
 def _dumps(value) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")  # key order kept: the card renders it
 
 
 def put_record(path: str, value) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from extractor.names import SPLITS as SPLITS_OF_DATASET
+
 # Where a sentence sits: (doc_id, section, para_idx, sent_idx). Pairs carry one per side.
 REF = pa.struct([
     pa.field("doc_id", pa.string()),
@@ -53,7 +55,7 @@ PAIRS = pa.schema([
 
 # 3. pairs -> splits/{train,validation,test}/: the pairs columns, one folder per split.
 SPLITS = PAIRS
-SPLIT_NAMES = ("train", "validation", "test")
+SPLIT_NAMES = SPLITS_OF_DATASET
 
 TABLES = {"sentences": SENTENCES, "pairs": PAIRS, "splits": SPLITS}
 PARTITION_BY = {"sentences": "corpus", "pairs": "label"}

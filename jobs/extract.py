@@ -23,7 +23,7 @@ _REPO = Path(__file__).resolve().parents[1]
 if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from extractor import output as out  # noqa: E402
+from extractor import run as out  # noqa: E402
 from extractor import stage as contract  # noqa: E402
 from extractor.documents import stage as sentences_stage  # noqa: E402
 from extractor.errors import UserError  # noqa: E402
@@ -112,6 +112,8 @@ def fingerprint(args, lexicon, corpora) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("NLI_KILL_AT"):  # the kill-and-resume tests: a task may kill this driver
+        os.environ.setdefault("NLI_DRIVER_PID", str(os.getpid()))
     parser = build_parser()
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
     try:

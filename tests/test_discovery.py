@@ -1,4 +1,4 @@
-"""Lexicon discovery (extractor/discovery.py, `python -m extractor.discover`): candidates,
+"""Lexicon discovery (extractor/lexicon_discovery.py, `python -m extractor.discover`): candidates,
 scores computed by hand, label pre-filling, the draft and its promotion."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from extractor import discovery as dsc
+from extractor import lexicon_discovery as dsc
 from extractor.lexicon import load_lexicon
 from tests.conftest import REPO
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from extractor.job import InputError, JobContext
-from extractor.output import OutputExistsError, read_stats, summary_table, write_stats
+from extractor.run import OutputExistsError, read_stats, summary_table, write_stats
 
 pytestmark = pytest.mark.spark
 
@@ -47,7 +47,7 @@ def test_write_table_bytes_do_not_depend_on_input_partitioning(spark, tmp_path):
 
 
 def test_spark_partition_is_the_partition_spark_gives_and_tasks_write_the_same_files(spark, tmp_path):
-    """`output.spark_partition` = Spark's `repartition(n, cols)` (Murmur3, seed 42), on
+    """`parquet_writer.spark_partition` = Spark's `repartition(n, cols)` (Murmur3, seed 42), on
     strings of every length mod 4, non-ASCII and nulls; and a table written by tasks with
     it and `write_sorted` (`write_table_with`, as stage 2 does) has the bytes of `write_table`."""
     import random
@@ -56,7 +56,7 @@ def test_spark_partition_is_the_partition_spark_gives_and_tasks_write_the_same_f
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
-    from extractor.output import finish_table_files, spark_partition, write_sorted
+    from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
 
     rng = random.Random(5)
     alphabet = "abcxyzăîșțé漢 0123456789:-"

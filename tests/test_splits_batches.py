@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import statistics as st
-from extractor.output import plain_schema
+from extractor.run.parquet_writer import plain_schema
 from extractor.splits import batches as bt
 
 from tests.test_splits_stage import make_pairs

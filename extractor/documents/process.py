@@ -22,7 +22,7 @@ from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
 from extractor.hashing import stable_hex
 from extractor.job import ERROR_MARK, InputError
-from extractor.output import partition_dir
+from extractor.run.parquet_writer import partition_dir
 from extractor.schemas import SENTENCES
 
 SENTENCE_COLUMNS = tuple(SENTENCES.names)

@@ -148,8 +148,6 @@ def params_json(params: PunktParameters) -> bytes:
 def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
     a local path or a URI (through extractor.fs)."""
-    from extractor import fs
-
     data = params_json(params)
     if fs.is_local(path):
         path = Path(fs.local_path(path))

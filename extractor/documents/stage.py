@@ -52,7 +52,7 @@ class Options:
 
     @property
     def unit_bytes(self) -> int:
-        return max(1 << 16, int(float(self.unit_mb or 8) * (1 << 20)))
+        return max(1 << 14, int(float(self.unit_mb or 8) * (1 << 20)))
 
 
 def _unit_mb(text: str) -> float:
@@ -74,7 +74,7 @@ def add_arguments(parser) -> None:
                    help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
     g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
                    help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
-                        "a fraction such as 0.1 is allowed, at least 64 KB)")
+                        "a fraction such as 0.1 is allowed, at least 16 KB)")
     g.add_argument("--split-mb", dest="unit_mb", type=_unit_mb, help=argparse.SUPPRESS)  # deprecated name
     g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
     g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
@@ -113,22 +113,24 @@ def run(ctx, runner) -> None:
         ctx.warn(msg)
     settings["namespaces"] = listing.namespaces
     units = listing.units
-    table_dir = ctx.table_path(NAME)
-    if not runner.plan({"units": [repr(u) for u in units], "settings": repr(sorted(fields.items()))}):
-        if fs.exists(table_dir):
-            fs.delete(table_dir)  # a stale table in this run's place (the job checked --overwrite)
+    reuse = runner.plan({"units": [repr(u) for u in units], "settings": repr(sorted(fields.items()))})
     punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
         ctx.lexicon, settings, units, options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
     punkt_info["seconds"] = round(time.time() - t0, 3)
     settings["punkt"] = punkt
     _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
-    settings["table_dir"] = table_dir
-    try:
-        rows = [row for out in runner.map(_unit_task(settings, units), list(range(len(units))), spread=True,
-                                          name="units") for row in out]
+    rows: list = []
+
+    def write(directory: str) -> None:
+        """One task per unit: its file under `directory`, its count rows."""
+        settings["table_dir"] = directory
+        rows.extend(row for out in runner.map(_unit_task(settings, units), list(range(len(units))), spread=True,
+                                              name="units") for row in out)
+    try:  # a resumed run keeps the finished units' files (`reuse`)
+        table_dir = ctx.write_table_with(NAME, write, keep=reuse)
     except Exception:
         runner.forget()
-        fs.delete(table_dir)  # no half-written table left behind
+        fs.delete(ctx.table_path(NAME))  # no half-written table left behind
         raise
     counted, errors, first_bad, warnings = sum_counts(rows)
     names = [c["name"] for c in settings["corpora"]]

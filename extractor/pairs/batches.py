@@ -25,7 +25,10 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from extractor import fs
 from extractor.errors import UserError
+from extractor.run.parquet_writer import partition_values
+from extractor.pairs import pos_filter as pf
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, candidate_arrays, marked_pairs,
                                      neutral_candidates, neutral_pools, pos_texts, _previous)
 from extractor.pairs.neutral import STRATEGIES, hist_keys
@@ -135,9 +138,6 @@ def sentence_files(table: str) -> list[tuple[str, str | None, int]]:
     directory `corpus=<name>` names (%XX-escaped as Spark writes it) or None, bytes). What
     both passes read: a task reads its files with pyarrow, so the JVM never scans or
     converts the sentences."""
-    from extractor import fs
-    from extractor.output import partition_values
-
     base = fs.canonical(table).rstrip("/")
     out = []
     for path, size in fs.list_files(table):
@@ -154,8 +154,6 @@ def read_sentences(path: str, part: int = 0, parts: int = 1, batch_size: int = 6
     next change of `doc_id`)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-
-    from extractor import fs
 
     try:
         with fs.open_input(path) as fh:
@@ -255,8 +253,6 @@ class Verdicts:
     def prepare(self, texts: list[str]) -> None:
         if not self.model:
             return
-        from extractor.pairs import pos_filter as pf
-
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if not todo:
             return

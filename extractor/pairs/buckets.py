@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from extractor.pairs import batches as bt
 from extractor.pairs import neutral as nt
 
 
@@ -43,8 +44,6 @@ def rank_identical(table: pa.Table) -> pa.Table:
 
 def pos_checked(table: pa.Table, model: str | None, lexicon) -> pa.Table:
     """`batches.pos_rows` over a table (the table as it is without a model)."""
-    from extractor.pairs import batches as bt
-
     if not model or not table.num_rows:
         return table
     return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True)),

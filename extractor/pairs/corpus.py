@@ -23,8 +23,11 @@ from collections import Counter, defaultdict
 import pyarrow as pa
 
 from extractor.lexicon import MARKED_LABELS
+from extractor.pairs import batches as bt
 from extractor.pairs import neutral as nt
+from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS
+from extractor.pairs.pos_filter import REASONS
 from extractor.schemas import PAIRS
 
 
@@ -77,7 +80,6 @@ def build_stats(*, status: dict, options, marked_counts: dict, duplicates: dict,
     written)."""
     rejected = dict.fromkeys(MARKED_REASONS, 0)
     if status["status"] == "on":
-        from extractor.pairs.pos_filter import REASONS
         rejected.update(dict.fromkeys(REASONS, 0))
     for (_, _, reason), n in marked_counts.items():
         if reason is not None:
@@ -222,8 +224,6 @@ def _ranked(rows: list) -> list:
 
 
 def _pos_checked(rows: list, model, lexicon, without_torch: bool) -> list:
-    from extractor.pairs import batches as bt
-
     if not rows:
         return rows
     table = pa.Table.from_pylist(rows, schema=pa.schema([f for f in bt.WORK if f.name in rows[0]]))
@@ -239,9 +239,6 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
     marked pairs grouped, the POS filter over them, the plan, pass 2, the POS filter over its
     candidates, the draw. Returns (pyarrow Table of `PAIRS` rows sorted by (label,
     pair_id), stats)."""
-    from extractor.pairs import batches as bt
-    from extractor.pairs.matching import matcher_for
-
     matcher = matcher_for(lexicon)
     strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
     units = bt.file_units(bt.sentence_files(table), 1)

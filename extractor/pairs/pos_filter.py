@@ -14,6 +14,8 @@ import warnings
 from typing import Iterable, Sequence
 
 from extractor.errors import UserError
+from extractor.lexicon import LexiconError, load_lexicon
+from extractor.pairs import rule_pos
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
 POS_FILTER_MODES = ("auto", "on", "off")
@@ -48,7 +50,6 @@ def model_installed(name: str | None) -> bool:
     tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is always there."""
     if not name:
         return False
-    from extractor.pairs import rule_pos
     if name.startswith(rule_pos.PREFIX):
         return rule_pos.is_rule_model(name)
     try:
@@ -116,7 +117,6 @@ def load_model(name: str, without_torch: bool = False):
     process (each Spark Python worker keeps its own copy; it is never pickled)."""
     nlp = _MODELS.get(name)
     if nlp is None and name.startswith("rules:"):
-        from extractor.pairs import rule_pos
         nlp = _MODELS[name] = rule_pos.RuleTagger(name)
     if nlp is None:
         if without_torch and not name.endswith("_trf"):
@@ -182,8 +182,6 @@ def main(argv=None) -> int:
     model of LANG's lexicon, in order of preference: name, pip options, requirement,
     license. Nothing when one of its models is installed already."""
     import sys
-
-    from extractor.lexicon import LexiconError, load_lexicon
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:

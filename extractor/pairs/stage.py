@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import scratch
 from extractor import stage as contract
-from extractor.output import finish_table_files, spark_partition, task_attempt, write_sorted
+from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.pairs import batches as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
@@ -219,7 +219,7 @@ def _neutral_task(plan: dict):
 
 def _with_file(rows, files: int):
     """The rows with `_file`: the file of the pairs table each goes to, the hash partition
-    of (label, pair_id) that `ctx.write_table` would give it (`output.spark_partition`)."""
+    of (label, pair_id) that `ctx.write_table` would give it (`parquet_writer.spark_partition`)."""
     part = [spark_partition(key, files) for key in zip(rows.column("label").to_pylist(),
                                                           rows.column("pair_id").to_pylist())]
     return rows.append_column("_file", pa.array(part, pa.int32()))

@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from extractor.lexicon import LexiconError, _installed, load_lexicon
+
 DIST = "nli-corpus-engine"
 EXTRAS = ("extract",)
 # The cluster's Spark brings these; a second copy on the executors' path would shadow it.
@@ -67,8 +69,6 @@ def lexicon_models(lang: str | None) -> list[tuple[str, tuple[str, ...]]]:
     pip can install it by name. [] when none is installed here or the lexicon has none."""
     if not lang:
         return []
-    from extractor.lexicon import LexiconError, _installed, load_lexicon
-
     try:
         lexicon = load_lexicon(lang)
     except (LexiconError, OSError):

@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 
+from extractor.spark.jvm import driver_java_options
 from extractor.stage import task_done  # noqa: F401  (the last call of every Python task)
 
 
@@ -29,8 +30,6 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     if master:  # under spark-submit the master comes from the command line
         builder = builder.master(master)
     if master and master.startswith("local"):
-        from extractor.spark.jvm import driver_java_options
-
         options = driver_java_options(jvm_tuning)
         if options:
             builder = builder.config("spark.driver.extraJavaOptions", options)

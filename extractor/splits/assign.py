@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
+from extractor.names import SPLITS
 from extractor.hashing import stable_hashes
 
-SPLITS = ("train", "validation", "test")
-EVAL_SPLITS = ("validation", "test")
+EVAL_SPLITS = SPLITS[1:]
 # When one pair (or sentence pair) lands in several splits, the copy in the split that
 # comes first here is kept: evaluation sets are small and fixed, train loses the copy.
 KEEP_PRIORITY = {"test": 0, "validation": 1, "train": 2}

@@ -27,7 +27,7 @@ from extractor import statistics as st
 from extractor.errors import UserError
 from extractor.hashing import digests as hash_texts
 from extractor.hashing import stable_hashes
-from extractor.output import partition_values, plain_schema
+from extractor.run.parquet_writer import partition_values, plain_schema
 
 SUMMARY_SCHEMA = pa.schema([
     ("_unit", pa.int32()), ("_row", pa.int32()), ("pair_id", pa.string()), ("corpus", pa.string()),

@@ -14,10 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
+from extractor import fs
 from extractor import statistics as st
 from extractor.lexicon import CANONICAL_LABELS
+from extractor.names import SPLITS
 
-SPLITS = ("train", "validation", "test")
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
                 "dataset); other sources carry their own terms: set --license to match them.")
 
@@ -328,8 +329,6 @@ def write_chart(counts: dict, folder: str) -> str:
     pairs) as ``<folder>/class_distribution.png`` through `extractor.fs` (a bucket too):
     the stage draws it in a task while the rows are written."""
     import tempfile
-
-    from extractor import fs
 
     dataset = {"splits": {s: {"labels": {l: {"count": n} for l, n in sorted(labels.items())}}
                           for s, labels in counts.items()}}

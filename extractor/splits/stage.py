@@ -10,8 +10,8 @@ hash of the key they are grouped by, and only small aggregates reach the driver,
 turns them into the next round's decisions. No text crosses a shuffle, and there is no
 Spark SQL shuffle at all.
 
-The whole `splits/` folder is written under a temporary name and moved into place at the
-end, so a failed run never leaves a half-built dataset.
+The `splits/` folder is written through the run (`ctx.write_table_with`), published with the
+other tables at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
-from extractor import output as _out
+from extractor.run import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
 from extractor import statistics as st
@@ -37,7 +37,6 @@ from extractor.names import LABELS
 
 NAME = STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
-TMP_NAME = "_tmp-splits"
 WORK_NAME = "_tmp-splits-work"
 CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
@@ -52,7 +51,6 @@ class Options:
     license: str = "cc-by-sa-4.0"
     seed: int = contract.SEED
     files_per_table: int = contract.FILES_PER_TABLE
-    overwrite: bool = False
 
     def __post_init__(self):
         self.ratios = sp.parse_ratios(self.split_ratios)
@@ -384,20 +382,19 @@ def _unit_ranges(units: list, n: int) -> list[int]:
 def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     options = ctx.stage_options(NAME, Options)
     ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
-    target = ctx.table_path("splits")
-    if fs.exists(target) and not options.overwrite:  # fail before the work
-        raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
     stats["input_pairs"] = n_input
-    tmp, work = ctx.table_path(TMP_NAME), ctx.table_path(WORK_NAME)
-    fs.delete(tmp)  # round 6 writes it whole
+    work = ctx.table_path(WORK_NAME)
     if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
                         "settings": stats["settings"], "files": options.files_per_table}):
         fs.delete(work)
-    plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": tmp,
+    plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
-    try:
+
+    def write(target: str) -> None:
+        """Rounds 1-6 (round 6 writes the split files into `target`), then the card."""
+        plan["target"] = target
         found = rounds(runner, plan, balance, max_eval, options.files_per_table)
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]
@@ -434,12 +431,10 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
                                       num_bytes=num_bytes, chart=not found["chart"])
             for f in sorted(local.iterdir()):
-                fs.write_bytes(fs.join(tmp, f.name), f.read_bytes())
-        if fs.exists(target):
-            if not options.overwrite:
-                raise _out.OutputExistsError(f"{target} already exists; pass --overwrite to replace it")
-            fs.delete(target)
-        fs.move(tmp, target)
+                fs.write_bytes(fs.join(target, f.name), f.read_bytes())
+
+    try:  # round 6 writes the table whole: a resumed run writes it again (keep=False)
+        ctx.write_table_with("splits", write)
     except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
         runner.forget()  # the records first: they speak of the scratch files
         fs.delete(work)

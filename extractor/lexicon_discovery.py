@@ -47,6 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import polars as pl
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from extractor.errors import UserError
 from extractor.hashing import stable_hash
 from extractor.lexicon import LEXICON_DIR, MARKED_LABELS, normalize_for_matching
 from extractor.statistics import norm_words
@@ -56,6 +61,10 @@ MAX_WORDS = 5
 EPS = 0.01
 PRIOR_PAIRS = 10  # pseudo-pairs at the table's baseline overlaps that shrink a candidate's lift
 TRANSLATIONS = LEXICON_DIR / "translations.tsv"
+
+
+class DiscoveryError(UserError, ValueError):
+    """A bad flag, sentence table or draft lexicon of `python -m extractor.discover`."""
 
 _WORD = r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*"
 _PREFIX = re.compile(rf"\s*({_WORD}(?:[ \t]+{_WORD})*)[ \t]*([{SEPARATORS}])")
@@ -246,7 +255,7 @@ def rank(cands: dict[str, Candidate], totals: dict, min_count: int = 5, min_docs
                      "spellings": dict(sorted(c.spellings.items(), key=lambda kv: (-kv[1], kv[0]))),
                      "examples": examples})
     if sort not in ("score", "count", "docs", "lift", "spread", "pairs"):
-        raise ValueError(f"--sort must be one of score, count, docs, lift, spread, pairs, not '{sort}'")
+        raise DiscoveryError(f"--sort must be one of score, count, docs, lift, spread, pairs, not '{sort}'")
     rows.sort(key=lambda r: (-r[sort], r["phrase"]))
     return rows
 
@@ -282,21 +291,17 @@ def read_sentence_documents(path: str | Path, corpus: Sequence[str] = ()):
     """The sentence table (a sentences/ folder partitioned by corpus, or a Parquet file)
     as (number of documents, iterator of documents). Read whole with pyarrow: a run's
     sentence table is small next to its dumps (5.5 MB of novels -> ~100k rows)."""
-    import pyarrow.dataset as ds
-    import pyarrow.compute as pc
-
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such sentence table (run jobs/extract.py --stages sentences first)")
+        raise DiscoveryError(f"{path}: no such sentence table (run jobs/extract.py --stages sentences first)")
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
     cols = [c for c in ("corpus", "doc_id", "section", "para_idx", "sent_idx", "text") if c in dataset.schema.names]
     for needed in ("doc_id", "sent_idx", "text"):
         if needed not in cols:
-            raise ValueError(f"{path}: the sentence table has no column '{needed}'")
+            raise DiscoveryError(f"{path}: the sentence table has no column '{needed}'")
     flt = pc.field("corpus").isin(list(corpus)) if corpus and "corpus" in cols else None
     table = dataset.to_table(columns=cols, filter=flt)
     # section order inside a document: the first paragraph index it holds
-    import polars as pl
     df = pl.from_arrow(table)
     if "section" not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("section"))
@@ -404,7 +409,7 @@ def promote(draft: dict) -> dict[str, list[str]]:
         if label in (None, "", "null"):
             continue
         if label not in MARKED_LABELS:
-            raise ValueError(f"candidate {i} ({c.get('phrase')!r}): label '{label}' is not one of "
+            raise DiscoveryError(f"candidate {i} ({c.get('phrase')!r}): label '{label}' is not one of "
                              f"{', '.join(MARKED_LABELS)} (or null)")
         out.setdefault(label, []).append(str(c["phrase"]))
     return {label: out[label] for label in MARKED_LABELS if label in out}

@@ -1,4 +1,4 @@
-"""Runs: all-or-nothing outputs, one Parquet writer, and the `stats.json` accounting.
+"""Runs: all-or-nothing outputs (staging, lock, manifest, publish) and --resume.
 
 A run of the job never writes where a reader looks. It stages every table, `stats.json`,
 the Punkt parameters and the dataset card under its own directory of the output root, and
@@ -18,10 +18,9 @@ what a dead run staged. Readers that follow `manifest.json` (or the top-level li
 one complete run, never a mix. The run before the current one is kept, so a reader that
 started before a publish finishes reading it.
 
-Every table is written by one writer (`write_table_files`): Spark arranges the rows (hash
-into N files by key, sorted within each file), and each task writes its rows with pyarrow
-and fixed settings through `extractor.fs`, so the bytes of a table depend only on its rows,
-whatever the filesystem (local, file://, gs://, s3a://, hdfs://), cores or executors.
+The tables themselves are written by `extractor.run.parquet_writer`; the lock is
+`extractor.run.locks`. `Run.open(..., resume=True)` continues the newest unpublished run
+(extractor/progress.py, docs/deployment.md "Resuming a killed run").
 """
 from __future__ import annotations
 
@@ -29,47 +28,28 @@ import errno
 import json
 import os
 import re
-import secrets
 import signal
 import socket
 import sys
-import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow.fs as pafs
+
 from extractor import fs
-from extractor.errors import UserError
+from extractor.names import STAGES
 from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
-from extractor.stage import task_done
+from extractor.run.errors import OutputError, OutputExistsError, ResumeError
+from extractor.run.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
 
 RUNS = "_runs"
 LOCK = "_lock"
 CURRENT = "current"
 MANIFEST = "manifest.json"
-TABLE_NAMES = ("sentences", "pairs", "splits")
+TABLE_NAMES = STAGES  # each stage writes the table of its name
 # Top-level names a run publishes (local disks link them to current/<name>).
-LEGACY_ENTRIES = ("sentences", "pairs", "splits", "stats.json", "punkt_params.json")
+LEGACY_ENTRIES = (*STAGES, "stats.json", "punkt_params.json")
 MANIFEST_FORMAT = 1
-# A lock on an object store whose heartbeat is older than this belongs to a dead run.
-REMOTE_LOCK_STALE_S = int(os.environ.get("NLI_LOCK_STALE_S", "300"))
-HEARTBEAT_S = 30
-
-
-class OutputExistsError(UserError, FileExistsError):
-    """The output already holds a table and --overwrite was not given."""
-
-
-class RunLockedError(UserError, RuntimeError):
-    """Another live run is writing the same output."""
-
-
-class OutputError(UserError, OSError):
-    """The output cannot be written (permissions, full disk, read-only filesystem)."""
-
-
-class ResumeError(UserError, ValueError):
-    """--resume found an unfinished run made from other inputs or settings."""
 
 
 def first_difference(then, now, where: str = ""):
@@ -131,302 +111,6 @@ def fault_point(name: str) -> None:
         raise RuntimeError(f"injected fault at {name}")
 
 
-# --------------------------------------------------------------------------- Parquet writer
-
-ROW_GROUP_ROWS = 65_536
-# Fixed writer settings: the same bytes for the same rows on every machine with this pyarrow.
-PARQUET_OPTIONS = dict(compression="snappy", version="2.6", use_dictionary=True, write_statistics=True,
-                       data_page_size=1 << 20, store_schema=True)
-FILE_SCHEMA = "path string, rows long, bytes long"
-
-# Spark's ExternalCatalogUtils.escapePathName: these characters are %XX-escaped in
-# partition directory names (corpus=<name>), so that Spark reads the value back unchanged.
-_PATH_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
-
-def partition_dir(column: str, value) -> str:
-    """The hive-style directory name Spark gives a partition value."""
-    if value is None:
-        return f"{column}={NULL_PARTITION}"
-    value = str(value)
-    return column + "=" + "".join(f"%{ord(ch):02X}" if ch in _PATH_ESCAPE else ch for ch in value)
-
-
-def partition_values(relative_path: str) -> dict[str, str | None]:
-    """The hive partition values of a table file from its path relative to the table
-    (``corpus=ro%3Awiki/part-0.parquet`` -> ``{"corpus": "ro:wiki"}``): the inverse of
-    `partition_dir`."""
-    from urllib.parse import unquote
-
-    out: dict[str, str | None] = {}
-    for part in relative_path.strip("/").split("/")[:-1]:
-        if "=" in part:
-            k, v = part.split("=", 1)
-            out[k] = None if v == NULL_PARTITION else unquote(v)
-    return out
-
-
-def _plain_type(t):
-    """Arrow types as the table schemas declare them (string, not large_string), so the
-    bytes do not depend on Spark's Arrow settings."""
-    import pyarrow as pa
-
-    if pa.types.is_large_string(t):
-        return pa.string()
-    if pa.types.is_large_binary(t):
-        return pa.binary()
-    if pa.types.is_large_list(t) or pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_plain_type(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_plain_type(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(_plain_type(t.key_type), _plain_type(t.item_type))
-    return t
-
-
-def plain_schema(schema):
-    """An Arrow schema with the types the table schemas declare (`_plain_type`)."""
-    import pyarrow as pa
-
-    return pa.schema([f.with_type(_plain_type(f.type)) for f in schema])
-
-
-class _FileSink:
-    """One Parquet file of a task: rows buffered into row groups of exactly
-    ROW_GROUP_ROWS (the last one shorter), written through extractor.fs; on a local disk
-    under a hidden temporary name that is renamed at close."""
-
-    def __init__(self, path: str, schema, attempt: int):
-        import pyarrow.parquet as pq
-
-        self.path = path
-        self.tmp = (fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{attempt}")
-                    if fs.is_local(path) else path)
-        self.stream = fs.open_output(self.tmp)
-        self.writer = pq.ParquetWriter(self.stream, schema, **PARQUET_OPTIONS)
-        self.pending: list = []
-        self.pending_rows = 0
-        self.rows = 0
-
-    def add(self, batch) -> None:
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        while self.pending_rows >= ROW_GROUP_ROWS:
-            self._flush(ROW_GROUP_ROWS)
-
-    def _flush(self, n: int) -> None:
-        import pyarrow as pa
-
-        table = pa.Table.from_batches(self.pending).combine_chunks()
-        self.writer.write_table(table.slice(0, n), row_group_size=n)
-        rest = table.slice(n)
-        self.pending = rest.to_batches() if rest.num_rows else []
-        self.pending_rows = rest.num_rows
-        self.rows += n
-
-    def close(self) -> tuple[str, int, int]:
-        if self.pending_rows:
-            self._flush(self.pending_rows)
-        self.writer.close()
-        size = self.stream.tell()
-        self.stream.close()
-        if self.tmp != self.path:
-            fs.move(self.tmp, self.path)
-        return self.path, self.rows, int(size)
-
-
-def write_sorted(batches, table_dir: str, partition_by: list[str], name: str, attempt: int = 0) -> list[tuple]:
-    """Write sorted rows (Arrow batches, sorted by `partition_by` first) as `name` in the
-    directory of each partition value: `[<col>=<value>/]<name>`, the columns of
-    `partition_by` left out of the files. Returns (path, rows, bytes) per file. The Spark
-    writer (`_task_writer`) and tasks that write a table themselves share it."""
-    import pyarrow as pa
-
-    sink, key, written = None, None, []
-    data_schema = None
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        if data_schema is None:
-            data_schema = plain_schema([f for f in batch.schema if f.name not in partition_by])
-        keys = list(zip(*[batch.column(batch.schema.get_field_index(c)).to_pylist() for c in partition_by])) \
-            if partition_by else None
-        data = pa.RecordBatch.from_arrays(
-            [batch.column(batch.schema.get_field_index(f.name)).cast(f.type) for f in data_schema],
-            schema=data_schema)
-        start, n = 0, batch.num_rows
-        while start < n:
-            end = n
-            if keys is not None:
-                end = start + 1
-                while end < n and keys[end] == keys[start]:
-                    end += 1
-            this = keys[start] if keys is not None else ()
-            if sink is None or this != key:
-                if sink is not None:
-                    written.append(sink.close())
-                key = this
-                parts = [partition_dir(c, v) for c, v in zip(partition_by, this)]
-                sink = _FileSink(fs.join(table_dir, *parts, name), data_schema, attempt)
-            sink.add(data.slice(start, end - start))
-            start = end
-    if sink is not None:
-        written.append(sink.close())
-    return written
-
-
-def task_attempt() -> int:
-    """The attempt number of the Spark task this code runs in (it names the temporary file
-    of `_FileSink`); 0 outside a Spark task, as in the stages' plain-process runs."""
-    import sys
-
-    context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
-    return context.attemptNumber() if context else 0
-
-
-def _task_writer(table_dir: str, partition_by: list[str]):
-    """mapInArrow function: write this task's (sorted) rows as part-<task>.parquet, one file
-    per partition value; yield one (path, rows, bytes) row per file."""
-
-    def write(batches):
-        import pyarrow as pa
-        from pyspark import TaskContext  # in a Spark task: pyspark is there
-
-        task = TaskContext.get()
-        written = write_sorted(batches, table_dir, partition_by, f"part-{task.partitionId():05d}.parquet",
-                               task.attemptNumber())
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([w[0] for w in written], pa.string()), pa.array([w[1] for w in written], pa.int64()),
-             pa.array([w[2] for w in written], pa.int64())], names=["path", "rows", "bytes"])
-        task_done()
-
-    return write
-
-
-_M32 = 0xFFFFFFFF
-
-
-def _rotl32(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def _mix32(h: int, k: int) -> int:
-    k = _rotl32((k * 0xCC9E2D51) & _M32, 15) * 0x1B873593 & _M32
-    h = _rotl32(h ^ k, 13)
-    return (h * 5 + 0xE6546B64) & _M32
-
-
-def _murmur3_bytes(data: bytes, seed: int) -> int:
-    """Spark's Murmur3_x86_32.hashUnsafeBytes (the tail mixed byte by byte, signed)."""
-    h, n = seed & _M32, len(data)
-    aligned = n - n % 4
-    for i in range(0, aligned, 4):
-        h = _mix32(h, int.from_bytes(data[i:i + 4], "little"))
-    for i in range(aligned, n):
-        h = _mix32(h, (data[i] - 256 if data[i] > 127 else data[i]) & _M32)
-    h ^= n
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    return h ^ (h >> 16)
-
-
-def spark_partition(values, n: int) -> int:
-    """The partition Spark's `repartition(n, *columns)` gives a row of string `values`
-    (`pmod(hash(columns), n)`, Murmur3 with seed 42; a null leaves the hash as it is), so
-    tasks can write a table in the files `arrange` would give it (checked against Spark)."""
-    h = 42
-    for v in values:
-        if v is not None:
-            h = _murmur3_bytes(str(v).encode("utf-8"), h)
-    return (h - (1 << 32) if h >= (1 << 31) else h) % n
-
-
-def arrange(df, partition_by=None, sort_by=None, num_files: int = 4):
-    """`df` arranged for deterministic files: rows hashed into `num_files` Spark partitions by
-    their partition columns and first sort column, sorted within each, so the bytes do not
-    depend on cores or input partitioning. `sort_by` defaults to every column (give a unique
-    key when there is one: it is cheaper)."""
-    partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    sortable = [f.name for f in df.schema.fields if f.dataType.typeName() not in ("map",)]
-    sort_by = list(sort_by or [c for c in sortable if c not in partition_by])
-    return df.repartition(int(num_files), *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
-
-
-def write_table_files(df, table_dir: str, partition_by=None) -> list[dict]:
-    """Write an arranged DataFrame as Parquet files under `table_dir` (which must not hold
-    a table yet): `[<col>=<value>/]part-<NNNNN>.parquet`, written by the tasks themselves.
-    Returns [{path, rows, bytes}] (one small row per file). An empty DataFrame gives one
-    empty file that carries the schema, so that readers still see the columns."""
-    partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    table_dir = fs.canonical(table_dir)
-    files = [r.asDict() for r in df.mapInArrow(_task_writer(table_dir, partition_by), FILE_SCHEMA).collect()]
-
-    def schema():
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        return to_arrow_schema(df.schema)
-    return finish_table_files(files, table_dir, schema)
-
-
-def finish_table_files(files: list[dict], table_dir: str, schema) -> list[dict]:
-    """After the tasks wrote a table's files ({path, rows, bytes} each): temporary files of
-    failed task attempts removed; no file at all gives one empty file that carries the
-    schema (`schema()`, Arrow), so that readers still see the columns. Returns the files
-    sorted by path."""
-    import pyarrow.parquet as pq
-
-    _remove_hidden_files(table_dir)
-    if not files:
-        path = fs.join(table_dir, "part-00000.parquet")
-        with fs.open_output(path) as stream:
-            pq.ParquetWriter(stream, plain_schema(schema()), **PARQUET_OPTIONS).close()
-        files = [{"path": path, "rows": 0, "bytes": fs.size(path)}]
-    return sorted(files, key=lambda f: f["path"])
-
-
-def _remove_hidden_files(directory: str) -> None:
-    import pyarrow.fs as pafs
-
-    filesystem, inner = fs.resolve(directory)
-    try:
-        infos = filesystem.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
-    except Exception:
-        return
-    for info in infos:
-        if info.type == pafs.FileType.File and info.base_name.startswith(".") and ".tmp-" in info.base_name:
-            filesystem.delete_file(info.path)
-
-
-def write_parquet(spark, df, directory: str, partition_by=None) -> None:
-    """`write_table_files` under the name of the former Spark-writer helper (`df` arranged)."""
-    write_table_files(df, directory, partition_by)
-
-
-# --------------------------------------------------------------------------- Hadoop helpers
-# Kept for stage code that still moves directories with Hadoop's FileSystem API (works on
-# a run's own staging directory like on any other). New code: extractor.fs.
-
-def _fs(spark, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
-
-
-def exists(spark, path: str) -> bool:
-    return fs.exists(path)
-
-
-def delete(spark, path: str) -> None:
-    fs.delete(path)
-
-
-def rename(spark, src: str, dst: str) -> None:
-    fs.move(src, dst)
-
-
 @contextmanager
 def atomic_directory(spark, target: str, overwrite: bool = False):
     """Yield a temporary directory `<parent>/_tmp-<name>` to fill, and move it to `target`
@@ -448,146 +132,6 @@ def atomic_directory(spark, target: str, overwrite: bool = False):
     else:
         fs.makedirs(target)
 
-
-# --------------------------------------------------------------------------- locks
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def _describe(holder: dict) -> str:
-    return (f"run {holder.get('run_id', '?')} (host {holder.get('host', '?')}, pid {holder.get('pid', '?')}, "
-            f"started {holder.get('started', '?')})")
-
-
-class LocalLock:
-    """`<output>/_lock` held with flock(2) for the life of the run: the kernel releases it
-    when the process dies, however it dies, so a lock left by a dead run is simply free."""
-
-    def __init__(self, path: str, info: dict):
-        self.path, self.info, self.fd = path, info, None
-        self.previous: dict | None = None  # what a dead run left in the file
-
-    def acquire(self) -> None:
-        import fcntl
-
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise OutputError(f"{os.path.dirname(self.path)}: cannot create the lock file "
-                                  f"({exc.strerror}); choose a writable --output") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read_json_fd(fd)
-                os.close(fd)
-                raise RunLockedError(
-                    f"{os.path.dirname(self.path)} is being written by {_describe(holder)}; "
-                    f"wait for it to finish or choose another --output") from None
-            try:
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:  # released (unlinked) between our open and our flock: try again
-                os.close(fd)
-                continue
-            left = _read_json_fd(fd)
-            self.previous = left or None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(self.info, sort_keys=True).encode() + b"\n", 0)
-            os.fsync(fd)
-            self.fd = fd
-            return
-
-    def release(self) -> None:
-        if self.fd is None:
-            return
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
-        os.close(self.fd)
-        self.fd = None
-
-
-def _read_json_fd(fd: int) -> dict:
-    try:
-        raw = os.pread(fd, 65536, 0)
-        return json.loads(raw) if raw.strip() else {}
-    except (OSError, ValueError):
-        return {}
-
-
-class RemoteLock:
-    """`<output>/_lock` on an object store: a JSON object with a heartbeat that the live run
-    refreshes every 30 s. A lock whose heartbeat is older than NLI_LOCK_STALE_S (300 s), or
-    whose process is gone on this host, belongs to a dead run and is taken over. Object
-    stores have no exclusive create through these clients: two jobs started within the
-    same second can both win; the read-back below narrows that window."""
-
-    def __init__(self, path: str, info: dict):
-        self.path, self.info = path, info
-        self.previous: dict | None = None
-        self._stop = threading.Event()
-        self._thread = None
-
-    def acquire(self) -> None:
-        if fs.exists(self.path):
-            try:
-                holder = json.loads(fs.read_bytes(self.path))
-            except ValueError:
-                holder = {}
-            if _alive(holder):
-                raise RunLockedError(f"{fs.parent(self.path)} is being written by {_describe(holder)}; "
-                                     f"wait for it to finish or choose another --output")
-            self.previous = holder
-        self._write()
-        time.sleep(0.5)
-        mine = json.loads(fs.read_bytes(self.path))
-        if mine.get("run_id") != self.info["run_id"]:
-            raise RunLockedError(f"{fs.parent(self.path)} is being written by {_describe(mine)}; "
-                                 f"wait for it to finish or choose another --output")
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
-
-    def _write(self) -> None:
-        self.info["heartbeat"] = time.time()
-        fs.write_bytes(self.path, json.dumps(self.info, sort_keys=True).encode() + b"\n")
-
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            try:
-                self._write()
-            except Exception:
-                pass
-
-    def release(self) -> None:
-        self._stop.set()
-        try:
-            fs.delete(self.path)
-        except Exception:
-            pass
-
-
-def _alive(holder: dict) -> bool:
-    if not holder:
-        return False
-    if holder.get("host") == socket.gethostname() and holder.get("pid"):
-        try:
-            os.kill(int(holder["pid"]), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    return time.time() - float(holder.get("heartbeat") or 0) < REMOTE_LOCK_STALE_S
-
-
-# --------------------------------------------------------------------------- runs
 
 def _rel(root: str, path: str) -> str:
     root = root.rstrip("/") + "/"
@@ -616,8 +160,6 @@ def published_path(root: str, name: str) -> str | None:
 
 def fingerprint(path: str) -> dict:
     """size and mtime of an input file, or file count, bytes and newest mtime of a directory."""
-    import pyarrow.fs as pafs
-
     filesystem, inner = fs.resolve(path)
     info = filesystem.get_file_info(inner)
     if info.type == pafs.FileType.Directory:
@@ -770,8 +312,6 @@ class Run:
     # ---- publish
     def publish(self, extra: dict | None = None) -> dict:
         """Write the run manifest and make this run the published one, in one step."""
-        import pyarrow.fs as pafs
-
         filesystem, inner = fs.resolve(self.dir)
         for info in filesystem.get_file_info(pafs.FileSelector(inner)):
             if info.base_name.startswith(("_", ".")):  # work directories of the stages
@@ -885,8 +425,6 @@ class Run:
 
 
 def _list_dirs(path: str) -> list[str]:
-    import pyarrow.fs as pafs
-
     filesystem, inner = fs.resolve(path)
     try:
         infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
@@ -953,58 +491,3 @@ def environment_failure_message(exc: BaseException, output: str, any_error: bool
         if needle in low:
             return f"{output}: {meaning} (the previous output is unchanged)"
     return None
-
-
-# --------------------------------------------------------------------------- stats.json
-
-def stats_bytes(stats: dict) -> bytes:
-    """stats.json (sorted keys, so two runs give the same bytes)."""
-    return (json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-
-
-def write_stats(path: str | Path, stats: dict) -> None:
-    """Write stats.json to a local path via a temporary file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(stats_bytes(stats))
-    tmp.replace(path)
-
-
-def read_stats(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _flatten(prefix: str, value, rows: list) -> None:
-    if isinstance(value, dict):
-        for key in sorted(value):
-            _flatten(f"{prefix}.{key}" if prefix else str(key), value[key], rows)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        rows.append((prefix, value))
-
-
-_NOT_SHOWN = ("inputs", "punkt", "seconds", "min_chars", "job")
-
-
-def summary_table(stats: dict, sections=None, max_rows: int = 60) -> str:
-    """A short two-column table of the numeric counts of stats.json, per stage (details
-    such as input partitions and timings stay in stats.json only)."""
-    lines = []
-    for stage in sections or [k for k in stats if isinstance(stats[k], dict)]:
-        if stage not in stats or not isinstance(stats[stage], dict):
-            continue
-        rows: list = []
-        _flatten("", {k: v for k, v in stats[stage].items() if k not in _NOT_SHOWN}, rows)
-        if not rows:
-            continue
-        width = max(len(k) for k, _ in rows[:max_rows])
-        lines.append(f"== {stage} ==")
-        for key, value in rows[:max_rows]:
-            shown = f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
-            lines.append(f"  {key:<{width}}  {shown:>12}")
-        if len(rows) > max_rows:
-            lines.append(f"  ... {len(rows) - max_rows} more in stats.json")
-    return "\n".join(lines)

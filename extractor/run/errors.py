@@ -1,0 +1,20 @@
+"""The errors of runs: each a one-line user error (extractor.errors.UserError)."""
+from __future__ import annotations
+
+from extractor.errors import UserError
+
+
+class OutputExistsError(UserError, FileExistsError):
+    """The output already holds a table and --overwrite was not given."""
+
+
+class RunLockedError(UserError, RuntimeError):
+    """Another live run is writing the same output."""
+
+
+class OutputError(UserError, OSError):
+    """The output cannot be written (permissions, full disk, read-only filesystem)."""
+
+
+class ResumeError(UserError, ValueError):
+    """--resume found an unfinished run made from other inputs or settings."""

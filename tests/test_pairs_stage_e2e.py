@@ -115,7 +115,8 @@ def test_romanian_sample_default_command_gives_four_labels(spark, tmp_path, caps
     assert main(["--lang", "ro", "--output", str(out), "--stages", "pairs"]) == 0
     stats = json.loads((out / "stats.json").read_text())
     labels = stats["pairs"]["labels"]
-    assert set(labels) == {"contrasting", "entailment", "reasoning", "neutral"} and min(labels.values()) > 0
+    # 37 articles written to give about 70 pairs of every label (measured: 66-73)
+    assert set(labels) == {"contrasting", "entailment", "reasoning", "neutral"} and min(labels.values()) >= 60
     pairs = read(out, "pairs")
     assert len(pairs) == stats["pairs"]["total"]
     from extractor.pairs import pos_filter as pf

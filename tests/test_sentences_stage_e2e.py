@@ -192,7 +192,7 @@ def test_export_0_8_uses_the_last_revision(edge_dumps):
 
 
 def test_bundled_samples(spark, tmp_path):
-    for lang in ("ro", "es"):
+    for lang in ("ro", "es", "en"):
         sample = REPO / "samples" / lang
         if not sample.exists() or not any(sample.iterdir()):
             pytest.skip(f"{sample} not there yet")
@@ -200,7 +200,9 @@ def test_bundled_samples(spark, tmp_path):
         assert main(["--lang", lang, "--output", str(out), "--stages", "sentences"]) == 0
         rows = read_sentences(out)
         stats = json.loads((out / "stats.json").read_text())["sentences"]
-        assert len(rows) > 30 and {r["lang"] for r in rows} == {lang}
+        # 33-37 articles each: ro 724, es 705, en 698 sentences (measured)
+        assert len(rows) > 600 and {r["lang"] for r in rows} == {lang}
+        assert stats["documents"]["kept"] >= 33
         assert {r["corpus"] for r in rows} == {f"{lang}-sample"}
         for token in RESIDUE:
             assert not [r["text"] for r in rows if token in r["text"]], token

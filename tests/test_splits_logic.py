@@ -101,7 +101,7 @@ def test_cap_n_per_label_and_split_across_corpora():
 
 
 def test_small_corpus_assignment_is_stratified_by_label():
-    # the shape of the bundled Romanian sample: 12 documents, ~6 pairs each, labels uneven
+    # the shape of a small corpus (the first bundled Romanian sample): 12 documents, ~6 pairs each, labels uneven
     rows = [(2, 2, 3, 2), (2, 1, 2, 2), (1, 1, 1, 2), (2, 1, 2, 1), (1, 1, 2, 2), (1, 1, 1, 2),
             (0, 2, 1, 1), (1, 1, 0, 3), (1, 1, 1, 1), (1, 1, 5, 2), (2, 1, 2, 1), (0, 1, 1, 2)]
     docs = pd.DataFrame(rows, columns=["n_0", "n_1", "n_2", "n_3"])

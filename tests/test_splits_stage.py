@@ -88,7 +88,8 @@ def read_splits(folder: Path) -> dict[str, pd.DataFrame]:
 def built(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("splits_downsample")
     pdf, planted = make_pairs()
-    ctx = run_stage(spark, out, pdf, "--max-eval-per-corpus", "200")
+    # the pandas reference knows exact duplicates only (near-duplicates: tests/test_neardup_splits.py)
+    ctx = run_stage(spark, out, pdf, "--max-eval-per-corpus", "200", "--near-duplicates", "off")
     return out, pdf, ctx
 
 
@@ -196,7 +197,8 @@ def test_deterministic_across_partitions_and_input_order(built, spark, tmp_path,
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     monkeypatch.setattr(splits_stage, "PAIRS_PER_PARTITION", 50)  # 7 shuffle partitions, not 2
     try:
-        run_stage(spark, again, pdf.sample(frac=1, random_state=1), "--max-eval-per-corpus", "200")
+        run_stage(spark, again, pdf.sample(frac=1, random_state=1), "--max-eval-per-corpus", "200",
+                  "--near-duplicates", "off")
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", old)
     def digest(folder):

@@ -15,6 +15,7 @@ import pyarrow as pa
 import yaml
 
 from extractor import fs
+from extractor import neardup
 from extractor import statistics as st
 from extractor.lexicon import CANONICAL_LABELS
 from extractor.names import SPLITS
@@ -286,6 +287,15 @@ def _leakage_text(leakage: dict) -> str:
                   for k, v in between.items()]
     lines += ["", "Shared hypotheses are reported, not removed: the same sentence can occur in two "
               "documents (boilerplate); the pairs around it differ."]
+    near = leakage.get("near_duplicates")
+    if near:  # docs/neardup.md; absent with --near-duplicates off
+        lines += ["", "### Near-duplicates", "",
+                  f"Near-duplicates: {neardup.settings_line(near['settings'])}. Documents joined by a near-duplicate "
+                  "hypothesis (identical ones included) are assigned to one split; counted over the pairs "
+                  "before the balance cut.", "",
+                  "| check | count |", "|---|---:|",
+                  f"| near-duplicate hypotheses in two splits | {near['hypotheses_in_two_splits']:,} |",
+                  f"| near-duplicate pairs (premise and hypothesis) in two splits | {near['pairs_in_two_splits']:,} |"]
     return "\n".join(lines)
 
 

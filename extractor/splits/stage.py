@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
+from extractor import neardup as nd
 from extractor.run import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
@@ -51,11 +52,17 @@ class Options:
     license: str = "cc-by-sa-4.0"
     seed: int = contract.SEED
     files_per_table: int = contract.FILES_PER_TABLE
+    near_duplicates: str = "on"
+    near_duplicate_threshold: float = nd.Settings.threshold
+    near_duplicate_shingle: int = nd.Settings.shingle
+    near_duplicate_permutations: int = nd.Settings.num_perm
+    near_duplicate_bands: int = nd.Settings.bands
 
     def __post_init__(self):
         self.ratios = sp.parse_ratios(self.split_ratios)
         self.balance_mode = sp.parse_balance(self.balance)
         self.seed = int(self.seed or 0)
+        self.near = nd.settings_from_args(self)  # None with "off"; a bad setting fails here
 
     @classmethod
     def from_args(cls, args) -> "Options":
@@ -103,6 +110,7 @@ def add_arguments(parser) -> None:
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
     g.add_argument("--license", default=d.license,
                    help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
+    nd.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -112,9 +120,12 @@ def _summaries_task(plan: dict):
     into buckets of sentence-pair keys, and its documents' weights per corpus; returns
     the rows per (label, reject reason) and the corpora."""
     def fn(u: int) -> dict:
-        table = bt.summaries(bt.read_unit(plan["units"][u], plan["schema"]), plan["seed"], plan["test_only"], unit=u)
+        source = bt.read_unit(plan["units"][u], plan["schema"])
+        table = bt.summaries(source, plan["seed"], plan["test_only"], unit=u)
         counts = dc.tally(table, ["label", "_reject"])
         rows = table.filter(pc.is_null(table.column("_reject")))
+        if plan.get("near"):
+            _near_unit(plan, u, source, rows)
         for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
             scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
         weights = dc.document_weights(rows)
@@ -124,6 +135,89 @@ def _summaries_task(plan: dict):
             scratch.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
         return {"counts": counts, "corpora": corpora}
     return fn
+
+
+def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
+    """Near-duplicates, per unit (docs/neardup.md): the hypotheses of the unit's data rows
+    with their premises, corpus and document to `near-texts/unit-<u>.arrow`; their band
+    rows to the folders of the bands' buckets."""
+    at = rows.column("_row")
+    ids = nd.gids(u, at.to_numpy())
+    texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
+                      "text": source.column("hypothesis").take(at).cast(pa.large_string()),
+                      "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+    scratch.write_arrow(texts, _near_text_path(plan, u))
+    bands = nd.unit_bands(texts.column("text"), ids, plan["near"])
+    for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
+        scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", b), f"unit-{u:06d}.arrow"))
+
+
+def _near_text_path(plan: dict, u: int) -> str:
+    return fs.join(plan["work"], "near-texts", f"unit-{u:06d}.arrow")
+
+
+_NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("corpus_b", pa.string()),
+                         ("doc_id_b", pa.string()), ("both", pa.bool_())])
+
+
+def _near_task(plan: dict):
+    """Near-duplicates, per bucket of band keys: the candidates of its keys verified with the
+    exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
+    pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
+    def fn(b: int) -> dict:
+        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", b), nd.BAND_SCHEMA)
+        fetch = nd.fetch_from(lambda unit: _near_text_path(plan, unit), scratch.read_one)
+        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"])
+        edges = verified.select(list(_NEAR_EDGES.names)).cast(_NEAR_EDGES)
+        scratch.write_arrow(edges, fs.join(plan["work"], "near-edges", f"bucket-{b:05d}.arrow"))
+        return {"candidates": candidates, "hypotheses": verified.num_rows,
+                "pairs": int(pc.sum(verified.column("both")).as_py() or 0) if verified.num_rows else 0}
+    return fn
+
+
+def _near_groups_task(plan: dict):
+    """Near-duplicates, one task: the documents joined by the verified pairs (connected
+    components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
+    def fn(_: int) -> dict:
+        edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+        same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
+                       pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
+        linked = edges.filter(same)
+        groups = nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
+                                              "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
+        for corpus in sorted(set(groups.column("corpus").to_pylist())):
+            part = groups.filter(pc.equal(groups.column("corpus"), corpus))
+            scratch.write_arrow(part, fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow"))
+        across = pc.sum(pc.not_equal(edges.column("corpus_a"), edges.column("corpus_b"))).as_py() if edges.num_rows else 0
+        return {"documents_joined": groups.num_rows,
+                "groups": len(set(zip(groups.column("corpus").to_pylist(), groups.column("group").to_pylist()))),
+                "hypotheses_across_corpora": int(across or 0)}
+    return fn
+
+
+def _near_leakage_task(plan: dict):
+    """Near-duplicates, one task after the assignment: `_near_leakage`."""
+    def fn(_: int) -> dict:
+        return _near_leakage(plan)
+    return fn
+
+
+def _near_leakage(plan: dict) -> dict:
+    """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
+    went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
+    edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+    assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
+    if not edges.num_rows or not assigned.num_rows:
+        return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
+    keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    split = {}
+    for side in "ab":
+        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")), value_set=keys)
+        split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
+    across = pc.and_(pc.not_equal(split["a"], split["b"]),
+                     pc.and_(pc.not_equal(split["a"], ""), pc.not_equal(split["b"], "")))
+    return {"hypotheses_in_two_splits": int(pc.sum(across).as_py() or 0),
+            "pairs_in_two_splits": int(pc.sum(pc.and_(across, edges.column("both"))).as_py() or 0)}
 
 
 def _corpus_dir(corpus: str) -> str:
@@ -137,10 +231,29 @@ def _assign_task(plan: dict):
     def fn(corpus: str) -> dict:
         weights = scratch.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
         weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
-        assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
+        groups = fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow")
+        if plan.get("near") and fs.exists(groups):
+            assigned = _assign_groups(weights, scratch.read_one(groups), plan)
+        else:
+            assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
         scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
         return {"documents": dc.tally(assigned, ["split"])}
     return fn
+
+
+def _assign_groups(weights: pa.Table, groups: pa.Table, plan: dict) -> pa.Table:
+    """`decisions.assign_corpus` with the documents joined by near-duplicates assigned as one
+    (under their group's id), then every other document of a group given the group's split."""
+    at = pc.index_in(weights.column("doc_id"), value_set=groups.column("doc_id"))
+    merged = weights.set_column(weights.schema.get_field_index("doc_id"), "doc_id",
+                                pc.coalesce(pc.take(groups.column("group"), at), weights.column("doc_id")))
+    assigned = dc.assign_corpus(merged, plan["labels"], plan["ratios"], plan["seed"])
+    members = groups.filter(pc.not_equal(groups.column("doc_id"), groups.column("group")))
+    where = pc.index_in(members.column("group"), value_set=assigned.column("doc_id"))
+    members, where = members.filter(pc.is_valid(where)), where.filter(pc.is_valid(where))
+    extra = pa.table({"corpus": members.column("corpus"), "doc_id": members.column("doc_id"),
+                      "split": pc.take(assigned.column("split"), where)}, schema=dc.ASSIGNED_SCHEMA)
+    return pa.concat_tables([assigned, extra])
 
 
 def _rank_task(plan: dict):
@@ -283,11 +396,22 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
                 drops[why] = drops.get(why, 0) + count
     plan["labels"] = sorted(labels_seen)
     corpora = sorted({c for r in found for c in r["corpora"]})
+    near = None
+    if plan.get("near") and found:
+        # near-duplicates: candidates per bucket of band keys, verified; documents joined
+        near = {"candidates": 0, "hypotheses": 0, "pairs": 0}
+        for r in runner.map(_near_task(plan), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
+                            name="near-duplicates"):
+            for k in near:
+                near[k] += r[k]
+        near.update(runner.map(_near_groups_task(plan), [0], name="near-groups")[0])
     documents: dict = {}
     assign = _assign_task(plan)
     for r in (assign(corpus) for corpus in corpora):
         for split, count in r["documents"]:
             documents[split] = documents.get(split, 0) + count
+    if near is not None:
+        near["leakage"] = runner.map(_near_leakage_task(plan), [0], name="near-leakage")[0]
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
     #    (split, corpus, label) the quotas come from, and their histograms. The rows left are
@@ -365,7 +489,8 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
-            "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last)}
+            "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
+            "near": near}
 
 
 def _unit_ranges(units: list, n: int) -> list[int]:
@@ -384,13 +509,15 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
     stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
                                 "max_eval_per_corpus": max_eval, "seed": seed}}
+    if options.near is not None:  # with "off" stats.json stays as it was (same bytes)
+        stats["settings"]["near_duplicates"] = options.near.as_dict()
     stats["input_pairs"] = n_input
     work = ctx.table_path(WORK_NAME)
     if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
                         "settings": stats["settings"], "files": options.files_per_table}):
         fs.delete(work)
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
-            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios}
+            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near}
 
     def write(target: str) -> None:
         """Rounds 1-6 (round 6 writes the split files into `target`), then the card."""
@@ -417,6 +544,11 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         stats["corpora"] = found["corpora"]
         stats["dropped"] = drops
         stats["leakage"] = leakage["checks"]
+        if found["near"] is not None:
+            near = found["near"]
+            stats["near_duplicates"] = {k: v for k, v in near.items() if k != "leakage"}
+            leakage["near_duplicates"] = {"settings": options.near.as_dict(), **near["leakage"],
+                                          "scope": "verified near-duplicate hypotheses of the pairs before the balance cut"}
         stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
                             for l, m in sorted(markers.items())}
         if "source" in columns:

@@ -1,0 +1,86 @@
+"""Near-duplicates in stage 3 (extractor/splits/stage.py rounds, in one process): a pairs
+table from the planted ELTeC corpus of tests/test_neardup.py (pairs of consecutive
+sentences; 400 paragraphs copied with one word of each sentence changed into other
+documents of their group). With near-duplicates on, no hypothesis and no pair has a
+near-duplicate in another split (checked exhaustively on the written split files); with
+them off, the same splits leak."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from extractor import neardup as nd
+from extractor import stage as contract
+from extractor.hashing import stable_hex
+from extractor.splits import assign as sp
+from extractor.splits import batches as bt
+from extractor.splits import stage as splits_stage
+from test_neardup import _other_split_max_jaccard, planted_corpus, word_set_jaccard
+
+LABELS = ["contrasting", "entailment", "reasoning", "neutral"]
+
+
+@pytest.fixture(scope="module")
+def pairs_dir(tmp_path_factory):
+    sentences, doc_of, _ = planted_corpus()
+    rows = []
+    for i in range(len(sentences) - 1):
+        if doc_of[i] != doc_of[i + 1]:
+            continue
+        doc = f"d{doc_of[i]:04d}"
+        label = LABELS[i % 4]
+        ref = {"doc_id": doc, "section": "", "para_idx": 0, "sent_idx": i}
+        rows.append(dict(pair_id=stable_hex(doc, i), corpus="eltec", doc_id=doc, premise=sentences[i],
+                         hypothesis=sentences[i + 1], label=label, premise_ref=ref,
+                         hypothesis_ref=dict(ref, sent_idx=i + 1)))
+    out = tmp_path_factory.mktemp("neardup_pairs") / "pairs"
+    pq.write_to_dataset(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), str(out),
+                        partition_cols=["label"])
+    return out
+
+
+def split_files(pairs_dir, out, near):
+    schema, units = bt.list_units(str(pairs_dir))
+    plan = {"units": units, "schema": schema, "seed": 0, "work": str(out / "work"), "buckets": 3,
+            "target": str(out / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
+    found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+    return found, {s: pd.read_parquet(out / "splits" / s) for s in sp.SPLITS if (out / "splits" / s).exists()}
+
+
+def leaks(splits, threshold):
+    """Test rows whose hypothesis (and whose pair: premise and hypothesis) has a
+    near-duplicate in another split, by brute force over the split files."""
+    assert threshold == 0.8  # the brute force's matches are at 0.8
+    names = list(splits)
+    hyps = [h for s in names for h in splits[s]["hypothesis"]]
+    prems = [p for s in names for p in splits[s]["premise"]]
+    split_of = np.array([s for s in names for _ in range(len(splits[s]))])
+    matches: list = []
+    best = _other_split_max_jaccard(hyps, split_of, "test", matches)
+    mine = np.nonzero(split_of == "test")[0]
+    pair_leaks = sum(any(word_set_jaccard(prems[i], prems[j]) >= threshold for j in found)
+                     for i, found in zip(mine, matches) if len(found))
+    return int((best >= threshold).sum()), int(pair_leaks)
+
+
+def test_no_near_duplicate_crosses_splits(pairs_dir, tmp_path):
+    settings = nd.Settings()
+    found, splits = split_files(pairs_dir, tmp_path / "on", settings)
+    near = found["near"]
+    sizes = {s: len(df) for s, df in splits.items()}
+    hyp_leaks, pair_leaks = leaks(splits, settings.threshold)
+    found_off, splits_off = split_files(pairs_dir, tmp_path / "off", None)
+    hyp_off, pair_off = leaks(splits_off, settings.threshold)
+    print(f"\nnear-duplicates on: {near}; split sizes {sizes}; test hypotheses with a near-duplicate in "
+          f"another split (exhaustive) {hyp_leaks}, test pairs {pair_leaks}\n"
+          f"near-duplicates off: split sizes { {s: len(df) for s, df in splits_off.items()} }; "
+          f"test hypotheses {hyp_off}, test pairs {pair_off}")
+    assert near["hypotheses"] > 1000 and near["documents_joined"] > 100
+    assert near["leakage"] == {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
+    assert hyp_leaks == 0 and pair_leaks == 0
+    assert hyp_off > 20 and pair_off > 10  # the planted copies leak without it
+    assert sizes["test"] > 0.05 * sum(sizes.values())
+    assert found_off["near"] is None

@@ -27,12 +27,15 @@ import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
+from extractor import neardup as nd
 from extractor import scratch
 from extractor import stage as contract
+from extractor.hashing import stable_hashes
 from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.pairs import batches as bt
 from extractor.pairs import buckets as pb
@@ -81,6 +84,13 @@ class Options:
     pos_filter: str = "auto"
     neutral_ratio: float = 1.0
     neutral_mix: dict | str = nt.DEFAULT_MIX
+    # near-duplicate pairs (docs/neardup.md; the flags are stage 3's, read by both stages).
+    # Off when the options are built directly (tests, benchmarks); the job's flag says on.
+    near_duplicates: str = "off"
+    near_duplicate_threshold: float = nd.Settings.threshold
+    near_duplicate_shingle: int = nd.Settings.shingle
+    near_duplicate_permutations: int = nd.Settings.num_perm
+    near_duplicate_bands: int = nd.Settings.bands
 
     def __post_init__(self):
         self.min_chars = int(self.min_chars)
@@ -89,6 +99,7 @@ class Options:
         if isinstance(self.neutral_mix, str):
             self.neutral_mix = nt.parse_neutral_mix(self.neutral_mix)
         nt.neutral_target({}, self.neutral_ratio)  # validates the ratio
+        self.near = nd.settings_from_args(self)  # None with "off"
 
     @classmethod
     def from_args(cls, args) -> "Options":
@@ -181,6 +192,66 @@ def _marked_task(plan: dict):
     return fn
 
 
+def _near_bands_task(plan: dict):
+    """Near-duplicate pairs, per bucket of kept marked pairs: their hypotheses (with their
+    premises and pair_ids) to `near-texts/bucket-<b>.arrow`, the hypotheses' band rows to the
+    folders of the bands' buckets (ids: bucket << 32 | row)."""
+    def fn(b: int) -> dict:
+        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        ids = nd.gids(b, np.arange(kept.num_rows))
+        texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": kept.column("corpus").cast(pa.string()),
+                          "doc_id": kept.column("pair_id").cast(pa.string()),  # the pair's id: the choice's key
+                          "text": kept.column("hypothesis").cast(pa.large_string()),
+                          "other": kept.column("premise").cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+        scratch.write_arrow(texts, fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"))
+        bands = nd.unit_bands(texts.column("text"), ids, plan["near"])
+        for k, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", k), f"bucket-{b:05d}.arrow"))
+        return {}
+    return fn
+
+
+def _near_pairs_task(plan: dict):
+    """Near-duplicate pairs, per bucket of band keys: candidates verified on both sides
+    (hypotheses and premises at Jaccard >= the threshold); of each such two pairs the one
+    with the higher seed hash of its pair_id goes (`rejected.near_duplicate_pair`): its id to
+    `near-rejected-<its bucket>/band-<k>.arrow`."""
+    def fn(k: int) -> dict:
+        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", k), nd.BAND_SCHEMA)
+        fetch = nd.fetch_from(lambda b: fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"), scratch.read_one)
+        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"])
+        both = verified.filter(verified.column("both"))
+        ha = stable_hashes(both.column("doc_id_a"), seed=plan["seed"])
+        hb = stable_hashes(both.column("doc_id_b"), seed=plan["seed"])
+        a_goes = (ha > hb) | ((ha == hb) & (np.asarray(both.column("doc_id_a").to_pylist(), dtype=object)
+                                            > np.asarray(both.column("doc_id_b").to_pylist(), dtype=object)))
+        gone = np.where(a_goes, both.column("gid_a").to_numpy(), both.column("gid_b").to_numpy()).astype(np.int64)
+        gone = np.unique(gone) if len(gone) else gone
+        table = pa.table({"gid": pa.array(gone, pa.int64())})
+        for b, part in scratch.split_by(table, gone >> np.int64(32)).items():
+            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-rejected", b), f"band-{k:05d}.arrow"))
+        return {"candidates": candidates, "pairs": both.num_rows}
+    return fn
+
+
+def _near_apply_task(plan: dict):
+    """Near-duplicate pairs, per bucket of kept marked pairs: the rows that stay to
+    `kept-near/bucket-<b>.arrow`; returns the rejected ones' tallies (corpus, label,
+    phrase, premise_stripped)."""
+    def fn(b: int) -> dict:
+        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        gone = scratch.read_arrow(scratch.folder(plan["work"], "near-rejected", b), pa.schema([("gid", pa.int64())]))
+        rows = np.unique(gone.column("gid").to_numpy() & np.int64(0xFFFF_FFFF)) if gone.num_rows else np.zeros(0, np.int64)
+        mask = np.zeros(kept.num_rows, dtype=bool)
+        mask[rows] = True
+        scratch.write_arrow(kept.filter(pa.array(~mask)), fs.join(plan["work"], "kept-near", f"bucket-{b:05d}.arrow"))
+        dropped = kept.filter(pa.array(mask))
+        tallies = [[c, l, p, bool(s)] for c, l, p, s in zip(*(dropped.column(n).to_pylist() for n in
+                                                            ("corpus", "label", "phrase", "premise_stripped")))]
+        return {"rejected": tallies}
+    return fn
+
+
 def _pass_two_task(plan: dict, needed):
     """Round 3 (only when a cut goes beyond pass 1's early bins), per unit: the neutral
     candidates under the cuts to the buckets of their texts."""
@@ -210,7 +281,7 @@ def _neutral_task(plan: dict):
             cands = cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
         else:
             cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
+        kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
         tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"])
         scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
         return {"tallies": tallies}
@@ -235,7 +306,7 @@ def _files_task(plan: dict):
         def mine(rows):
             return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
 
-        kept = scratch.read_arrow(fs.join(plan["work"], "kept"), None)
+        kept = scratch.read_arrow(fs.join(plan["work"], plan.get("kept", "kept")), None)
         parts = [mine(kept)]
         if plan["draw"] is not None:
             pool = scratch.read_arrow(fs.join(plan["work"], "pool"), None)
@@ -266,6 +337,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
             and fs.exists(work):
         fs.delete(work)  # what an earlier attempt of this stage left
     plan = _plan_of(lexicon, options, units, model, work, len(buckets))
+    plan["near"] = options.near
     plan["files"] = files
     released: list = []
 
@@ -304,6 +376,21 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
         if split:
             raise bt.DocumentOrderError(bt.split_document_error(*split))
         duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
+        near_rejected = None
+        if options.near is not None:
+            # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
+            runner.map(_near_bands_task(plan), buckets, name="near-bands")
+            found = runner.map(_near_pairs_task(plan), buckets, name="near-pairs")
+            near_rejected = 0
+            for out in runner.map(_near_apply_task(plan), buckets, name="near-apply"):
+                for corpus, label, phrase, stripped in out["rejected"]:
+                    kept[corpus, label, phrase, stripped] -= 1
+                    per_corpus[corpus][label] -= 1
+                    near_rejected += 1
+            kept = Counter({k: v for k, v in kept.items() if v})
+            plan["kept"] = "kept-near"
+            plan["near_counts"] = {"candidates": sum(f["candidates"] for f in found),
+                                   "verified_pairs": sum(f["pairs"] for f in found)}
         checked = sum(pos.values())
         pass_rate = pos.get(None, 0) / checked if model and checked else None
         targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
@@ -346,6 +433,9 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
+    if near_rejected is not None:  # with "off" stats.json stays as it was (same bytes)
+        stats["rejected"]["near_duplicate_pair"] = near_rejected
+        stats["near_duplicates"] = {"settings": options.near.as_dict(), **plan["near_counts"]}
     return write, stats, cleanup
 
 

@@ -218,12 +218,12 @@ def test_allocations():
 
 
 def test_selection_is_seeded_and_independent_of_row_order():
-    df = pd.DataFrame({"id": [f"x{i}" for i in range(200)], "premise": "p", "hypothesis": "h",
+    df = pd.DataFrame({"pair_id": [f"x{i}" for i in range(200)], "premise": "p", "hypothesis": "h",
                        "label": [LABELS[i % 4] if i < 160 else "neutral" for i in range(200)]})
     a, info = select_items(df, 20, "balanced", 7, LABELS)
     b, _ = select_items(df.sample(frac=1, random_state=3), 20, "balanced", 7, LABELS)
     c, _ = select_items(df, 20, "balanced", 8, LABELS)
-    assert a["id"].tolist() == b["id"].tolist() and set(a["id"]) != set(c["id"])
+    assert a["pair_id"].tolist() == b["pair_id"].tolist() and set(a["pair_id"]) != set(c["pair_id"])
     assert info["label_counts"] == {l: 5 for l in LABELS}
     nat, info = select_items(df, 20, "natural", 7, LABELS)
     assert info["label_counts"] == {"neutral": 8, "contrasting": 4, "entailment": 4, "reasoning": 4}
@@ -284,7 +284,7 @@ def test_export_of_a_file_without_pair_id_uses_the_loaders_id(tmp_path, capsys):
     from trainer.data import load_nli
 
     loaded = load_nli(data, premise="sentence1", hypothesis="sentence2")["data"]
-    auto = dict(zip(loaded["id"], loaded["label"]))
+    auto = dict(zip(loaded["pair_id"], loaded["label"]))
     for name in ("annotator1", "annotator2", "annotator3"):
         path = tmp_path / "b" / "annotators" / f"round1-{name}.csv"
         write_labels(path, {r["item_id"]: auto[r["item_id"]] for r in rows})
@@ -600,7 +600,7 @@ def test_kappa_per_cartography_group(splits, tmp_path, capsys):
     rng = np.random.default_rng(0)
     for epoch in range(3):
         probs = [0.95 if k < 4 else (0.05 if k >= 8 else [0.2, 0.8, 0.4][epoch]) for k in range(12)]
-        pd.DataFrame({"id": val, "gold": [auto[i] for i in val], "gold_prob": np.array(probs) + rng.uniform(0, 0.01, 12),
+        pd.DataFrame({"pair_id": val, "gold": [auto[i] for i in val], "gold_prob": np.array(probs) + rng.uniform(0, 0.01, 12),
                       "pred": [auto[i] for i in val], "correct": [p > 0.5 for p in probs]}).to_parquet(
             run / "dynamics" / f"epoch_{epoch}.parquet")
     assert main(["cartography", str(run)]) == 0
@@ -618,7 +618,7 @@ def test_kappa_per_cartography_group(splits, tmp_path, capsys):
                                  "--cartography", run, "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     s = json.loads((tmp_path / "x" / "agreement.json").read_text())
-    metrics = pd.read_parquet(run / "cartography" / "metrics.parquet").set_index("id")
+    metrics = pd.read_parquet(run / "cartography" / "metrics.parquet").set_index("pair_id")
     groups = {r["group"]: r for r in s["by_cartography_group"]}
     assert groups["E2L"]["items"] == int(metrics["e2l"].sum()) and groups["H2L"]["items"] == int(metrics["h2l"].sum())
     e2l = metrics.index[metrics["e2l"]]

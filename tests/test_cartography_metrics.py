@@ -26,7 +26,7 @@ def write_dynamics(run_dir, probs: dict[str, list[float]], gold: dict[str, str],
                 pred = preds[i][e]
             else:
                 pred = gold[i] if ps[e] > 0.5 else next(lab for lab in LABELS if lab != gold[i])
-            rows.append({"id": i, "gold": gold[i], "gold_prob": np.float32(ps[e]), "pred": pred,
+            rows.append({"pair_id": i, "gold": gold[i], "gold_prob": np.float32(ps[e]), "pred": pred,
                          "correct": pred == gold[i]})
         pd.DataFrame(rows).to_parquet(dyn / f"epoch_{e}.parquet", index=False)
     return dyn
@@ -36,7 +36,7 @@ def test_measures_match_hand_computation(tmp_path):
     probs = {"a": [0.2, 0.6, 1.0], "b": [0.9, 0.9, 0.9], "c": [0.1, 0.3, 0.2]}
     gold = {"a": "entailment", "b": "neutral", "c": "reasoning"}
     dyn = write_dynamics(tmp_path, probs, gold)
-    m = cg.compute_measures(cg.read_dynamics(dyn)).set_index("id")
+    m = cg.compute_measures(cg.read_dynamics(dyn)).set_index("pair_id")
     # a: mean 0.6; population std sqrt(((0.4)^2 + 0 + 0.4^2) / 3) = 0.32660 (sample std would be 0.4)
     assert m.loc["a", "confidence"] == pytest.approx(0.6, abs=1e-6)
     assert m.loc["a", "variability"] == pytest.approx(math.sqrt(0.32 / 3), abs=1e-6)
@@ -51,7 +51,7 @@ def test_measures_match_hand_computation(tmp_path):
 
 def test_burn_out_keeps_first_epochs(tmp_path):
     dyn = write_dynamics(tmp_path, {"a": [0.2, 0.6, 1.0]}, {"a": "neutral"})
-    m = cg.compute_measures(cg.read_dynamics(dyn), burn_out=2).set_index("id")
+    m = cg.compute_measures(cg.read_dynamics(dyn), burn_out=2).set_index("pair_id")
     assert m.loc["a", "confidence"] == pytest.approx(0.4, abs=1e-6)
     assert m.loc["a", "variability"] == pytest.approx(0.2, abs=1e-6)
 
@@ -108,7 +108,7 @@ def test_printed_equation_is_kept_literally():
 def measures(conf, var, gold=None):
     n = len(conf)
     return pd.DataFrame({
-        "id": [f"x{i:02d}" for i in range(n)],
+        "pair_id": [f"x{i:02d}" for i in range(n)],
         "gold": gold or [LABELS[i % 4] for i in range(n)],
         "epochs": 5, "confidence": conf, "variability": var, "correctness": conf,
     })
@@ -119,17 +119,17 @@ def test_fraction_rule_takes_exactly_the_ranked_share_with_ties_by_id():
     var = [0.0, 0.0, 0.1, 0.4, 0.3, 0.0, 0.05, 0.35, 0.2]
     table, thr = cg.assign_groups(measures(conf, var), cg.GroupRules(1 / 3, 1 / 3, 1 / 3))
     assert table["e2l"].sum() == table["a"].sum() == table["h2l"].sum() == 3
-    assert table.loc[table["e2l"], "id"].tolist() == ["x00", "x01", "x02"]
-    assert table.loc[table["h2l"], "id"].tolist() == ["x05", "x06", "x07"]
-    assert table.loc[table["a"], "id"].tolist() == ["x03", "x04", "x07"]
+    assert table.loc[table["e2l"], "pair_id"].tolist() == ["x00", "x01", "x02"]
+    assert table.loc[table["h2l"], "pair_id"].tolist() == ["x05", "x06", "x07"]
+    assert table.loc[table["a"], "pair_id"].tolist() == ["x03", "x04", "x07"]
     assert thr["e2l_min_confidence"] == 0.9 and thr["h2l_max_confidence"] == 0.2
     assert thr["a_min_variability"] == 0.3
     # x07 is both hard and ambiguous; x08 (c=0.7, v=0.2) is in no group
-    assert table.set_index("id").loc["x07", "n_groups"] == 2
-    assert table.set_index("id").loc["x08", "n_groups"] == 0
+    assert table.set_index("pair_id").loc["x07", "n_groups"] == 2
+    assert table.set_index("pair_id").loc["x08", "n_groups"] == 0
     # ties: three ids share confidence 0.9; with a share of 2/9 the two smallest ids win
     t2, _ = cg.assign_groups(measures(conf, var), cg.GroupRules(2 / 9, 1 / 3, 1 / 3))
-    assert t2.loc[t2["e2l"], "id"].tolist() == ["x00", "x01"]
+    assert t2.loc[t2["e2l"], "pair_id"].tolist() == ["x00", "x01"]
 
 
 def test_absolute_thresholds_are_inclusive_at_the_boundary():
@@ -177,7 +177,7 @@ def test_cli_writes_metrics_table_and_data_map(tmp_path, capsys):
     assert "in no group" in out and "| E2L |" in out
     carto = run / "cartography"
     m = pd.read_parquet(carto / "metrics.parquet")
-    assert len(m) == 120 and set(m["id"]) == set(probs)
+    assert len(m) == 120 and set(m["pair_id"]) == set(probs)
     assert {"confidence", "variability", "correctness", "e2l", "a", "h2l", "n_groups", "s", "s_printed"} <= set(m.columns)
     assert m["e2l"].sum() == m["h2l"].sum() == m["a"].sum() == 30
     summary = json.loads((carto / "summary.json").read_text())
@@ -198,18 +198,18 @@ def test_select_subset_unions_groups_and_checks_ids(tmp_path):
     t, _ = cg.cartography_table(measures(conf, var), cg.GroupRules(1 / 3, 1 / 3, 1 / 3))
     (tmp_path / "cartography").mkdir()
     t.to_parquet(tmp_path / "cartography" / "metrics.parquet")
-    train = pd.DataFrame({"id": [f"x{i:02d}" for i in range(9)][::-1], "premise": "p", "hypothesis": "h",
+    train = pd.DataFrame({"pair_id": [f"x{i:02d}" for i in range(9)][::-1], "premise": "p", "hypothesis": "h",
                           "label": "neutral"})
     e2l_a = cg.select_subset(train, tmp_path, "e2l+a")
-    assert sorted(e2l_a["id"]) == ["x00", "x01", "x02", "x03", "x04", "x07"]
-    assert sorted(cg.select_subset(train, tmp_path / "cartography", "h2l")["id"]) == ["x05", "x06", "x07"]
-    assert sorted(cg.select_subset(train, tmp_path / "cartography" / "metrics.parquet", "a")["id"]) == ["x03", "x04", "x07"]
+    assert sorted(e2l_a["pair_id"]) == ["x00", "x01", "x02", "x03", "x04", "x07"]
+    assert sorted(cg.select_subset(train, tmp_path / "cartography", "h2l")["pair_id"]) == ["x05", "x06", "x07"]
+    assert sorted(cg.select_subset(train, tmp_path / "cartography" / "metrics.parquet", "a")["pair_id"]) == ["x03", "x04", "x07"]
     with pytest.raises(UserError, match="unknown subset"):
         cg.select_subset(train, tmp_path, "easy")
-    other = train.assign(id=[f"y{i}" for i in range(9)])
+    other = train.assign(pair_id=[f"y{i}" for i in range(9)])
     with pytest.raises(UserError, match="none of the 9 training ids"):
         cg.select_subset(other, tmp_path, "a")
-    partial = pd.concat([train, train.iloc[:1].assign(id="zz")])
+    partial = pd.concat([train, train.iloc[:1].assign(pair_id="zz")])
     with pytest.raises(UserError, match="1 of 10 training ids have no cartography"):
         cg.select_subset(partial, tmp_path, "a")
 
@@ -222,3 +222,17 @@ def test_multi_seed_run_uses_the_selected_seed(tmp_path):
     assert cg.resolve_dynamics_dir(run) == run / "seed_4" / "dynamics"
     write_dynamics(run, {"c": [0.1, 0.2]}, {"c": "neutral"})  # the top-level copy wins when present
     assert cg.resolve_dynamics_dir(run) == run / "dynamics"
+
+
+def test_dynamics_and_cartography_of_an_older_run_with_an_id_column_are_read(tmp_path):
+    """Runs written before `pair_id` was kept end to end have an `id` column: still readable."""
+    probs = {"a": [0.2, 0.6, 1.0], "b": [0.9, 0.9, 0.9], "c": [0.1, 0.3, 0.2]}
+    gold = {"a": "entailment", "b": "neutral", "c": "reasoning"}
+    dyn = write_dynamics(tmp_path, probs, gold)
+    for f in dyn.glob("epoch_*.parquet"):
+        pd.read_parquet(f).rename(columns={"pair_id": "id"}).to_parquet(f, index=False)
+    new = write_dynamics(tmp_path / "new", probs, gold)
+    assert cg.read_dynamics(dyn).equals(cg.read_dynamics(new))
+    table = cg.cartography_table(cg.compute_measures(cg.read_dynamics(dyn)))[0]
+    table.rename(columns={"pair_id": "id"}).to_parquet(tmp_path / "metrics.parquet", index=False)
+    assert cg.load_cartography(tmp_path / "metrics.parquet")["pair_id"].tolist() == ["a", "b", "c"]

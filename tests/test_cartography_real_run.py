@@ -43,14 +43,14 @@ def test_cartography_of_a_real_run(base_run, capsys):
     assert main(["cartography", str(base_run)]) == 0
     m = pd.read_parquet(base_run / "cartography" / "metrics.parquet")
     train_ids = set(pd.read_json(base_run.parent / "train.jsonl", lines=True)["id"])
-    assert set(m["id"]) == train_ids and (m["epochs"] == 3).all()
+    assert set(m["pair_id"]) == train_ids and (m["epochs"] == 3).all()
     # the measures are those of the dynamics files, recomputed here by hand for one id
-    one = m["id"].iloc[7]
-    probs = [pd.read_parquet(base_run / "dynamics" / f"epoch_{e}.parquet").set_index("id").loc[one, "gold_prob"]
+    one = m["pair_id"].iloc[7]
+    probs = [pd.read_parquet(base_run / "dynamics" / f"epoch_{e}.parquet").set_index("pair_id").loc[one, "gold_prob"]
              for e in range(3)]
     mean = sum(probs) / 3
-    assert m.set_index("id").loc[one, "confidence"] == pytest.approx(mean, abs=1e-6)
-    assert m.set_index("id").loc[one, "variability"] == pytest.approx(
+    assert m.set_index("pair_id").loc[one, "confidence"] == pytest.approx(mean, abs=1e-6)
+    assert m.set_index("pair_id").loc[one, "variability"] == pytest.approx(
         (sum((p - mean) ** 2 for p in probs) / 3) ** 0.5, abs=1e-6)
     assert m[["e2l", "a", "h2l"]].sum().tolist() == [79, 79, 79]  # round(0.33 * 240)
     summary = json.loads((base_run / "cartography" / "summary.json").read_text())
@@ -65,9 +65,9 @@ def test_subset_and_curriculum_runs_and_compare(scinli, base_run, capsys):
     sub = scinli / "e2l_a"
     assert main(train_args(scinli, sub, "--subset", "e2l+a", "--cartography-from", str(base_run))) == 0
     m = pd.read_parquet(base_run / "cartography" / "metrics.parquet")
-    expected = set(m.loc[m["e2l"] | m["a"], "id"])
+    expected = set(m.loc[m["e2l"] | m["a"], "pair_id"])
     dyn = pd.read_parquet(sub / "dynamics" / "epoch_0.parquet")
-    assert set(dyn["id"]) == expected  # trained (and mapped) on exactly the union of the groups
+    assert set(dyn["pair_id"]) == expected  # trained (and mapped) on exactly the union of the groups
     cur = scinli / "cart_stra"
     assert main(train_args(scinli, cur, "--curriculum", "cart-stra++", "--cartography-from", str(base_run))) == 0
     cfg = json.loads((cur / "config.json").read_text())

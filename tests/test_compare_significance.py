@@ -63,7 +63,7 @@ def test_mann_whitney_textbook():
 
 def fake_run(path, preds, gold, seeds=None, split="test"):
     path.mkdir(parents=True)
-    pd.DataFrame({"id": [f"e{i}" for i in range(len(gold))], "split": split, "gold": gold, "pred": preds}).to_parquet(
+    pd.DataFrame({"pair_id": [f"e{i}" for i in range(len(gold))], "split": split, "gold": gold, "pred": preds}).to_parquet(
         path / "predictions.parquet")
     if seeds:
         (path / "seeds.json").write_text(json.dumps({"selected_seed": 0, "runs": {

@@ -415,7 +415,7 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
     table = {(p, h): lab for p, h, lab in zip(test["premise"], test["hypothesis"], test["label"])}
     table.update({(h, p): "contradiction" for p, h in zip(test["premise"], test["hypothesis"])})
     model = _LookupModel(table, "neutral")
-    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", str(tmp_path / "run"), "--data", str(paths["test"]), "--output", str(out),
                  "--batch-size", "100", "--no-progress"]) == 0
@@ -457,7 +457,7 @@ def test_command_with_generated_items_builds_chains(tmp_path, monkeypatch):
     gen = pd.read_json(paths["generated"], lines=True)
     model = _LookupModel({(p, h): lab for p, h, lab in zip(gen["premise"], gen["hypothesis"], gen["label"])},
                          "entailment")
-    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", "RUN", "--data", str(paths["test"]), "--generated", str(paths["generated"]),
                  "--output", str(out), "--no-progress", "--readings", "SC", "EI"]) == 0
@@ -478,7 +478,7 @@ def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
 
     paths = write_dataset(tmp_path / "data")
     model = _LookupModel({}, "neutral")  # labels every pair neutral
-    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
     views = {}
     for how in ("pred", "gold"):
         out = tmp_path / how
@@ -510,7 +510,7 @@ def test_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
 
     paths = write_dataset(tmp_path / "data")
     four = _LookupModel({}, "neutral", labels=("contrasting", "entailment", "reasoning", "neutral"))
-    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: four)
+    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: four)
     assert main(["consistency", "RUN", "--data", str(paths["test"]), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: model labels ['contrasting', 'reasoning']") and "\n" not in err
@@ -544,7 +544,7 @@ def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
     table = {(text[0], text[1]): "entailment", (text[1], text[2]): "reasoning",
              (text[2], text[3]): "contrasting", (text[3], text[4]): "neutral"}
     model = _LookupModel(table, "entailment", labels=("contrasting", "entailment", "reasoning", "neutral"))
-    monkeypatch.setattr(trainer.runs, "load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", "RUN", "--sentences", str(tmp_path / "sentences"), "--output", str(out),
                  "--label-map", "contrasting=N", "reasoning=-", "--no-progress"]) == 0

@@ -150,15 +150,15 @@ def test_several_train_files_each_with_its_mapping(tmp_path):
 
 
 def test_train_size_is_a_stratified_seeded_subsample(tmp_path):
-    df = synthetic_nli(400).rename(columns={"pair_id": "id"})
-    df = pd.concat([df, df[df.label == "neutral"].assign(id=lambda d: d.id + "b")], ignore_index=True)  # 200 neutral
+    df = synthetic_nli(400)
+    df = pd.concat([df, df[df.label == "neutral"].assign(pair_id=lambda d: d.pair_id + "b")], ignore_index=True)  # 200 neutral
     sub = stratified_subsample(df, 100, seed=1)
     assert len(sub) == 100
     assert sub["label"].value_counts().to_dict() == {"neutral": 40, "contrasting": 20, "entailment": 20,
                                                      "reasoning": 20}
-    assert sub["id"].tolist() == stratified_subsample(df.sample(frac=1, random_state=3), 100, seed=1)["id"].tolist() \
-        or set(sub["id"]) == set(stratified_subsample(df.sample(frac=1, random_state=3), 100, seed=1)["id"])
-    assert set(sub["id"]) != set(stratified_subsample(df, 100, seed=2)["id"])
+    assert sub["pair_id"].tolist() == stratified_subsample(df.sample(frac=1, random_state=3), 100, seed=1)["pair_id"].tolist() \
+        or set(sub["pair_id"]) == set(stratified_subsample(df.sample(frac=1, random_state=3), 100, seed=1)["pair_id"])
+    assert set(sub["pair_id"]) != set(stratified_subsample(df, 100, seed=2)["pair_id"])
     train = write_jsonl(synthetic_nli(200), tmp_path / "t.jsonl")
     assert main(["train", "--train", str(train), "--train-size", "50", "--model", "tfidf-lr",
                  "--output", str(tmp_path / "r")]) == 0

@@ -20,7 +20,7 @@ def toy_train(n=200, seed=0):
     rows = []
     for i in range(n):
         lp, lh = int(rng.integers(3, 30)), int(rng.integers(3, 30))
-        rows.append({"id": f"t{i:04d}", "premise": " ".join(rng.choice(words, lp)),
+        rows.append({"pair_id": f"t{i:04d}", "premise": " ".join(rng.choice(words, lp)),
                      "hypothesis": " ".join(rng.choice(words, lh)), "label": LABELS[i % 4]})
     return pd.DataFrame(rows)
 
@@ -31,7 +31,7 @@ def toy_cartography(train, hard_classes=("contrasting", "entailment")):
     hard = train["label"].isin(hard_classes).to_numpy()
     conf = np.where(hard, rng.uniform(0.0, 0.45, len(train)), rng.uniform(0.55, 1.0, len(train)))
     var = rng.uniform(0, 0.3, len(train)) * np.sqrt(conf * (1 - conf)) * 2
-    m = pd.DataFrame({"id": train["id"], "gold": train["label"], "epochs": 5, "confidence": conf,
+    m = pd.DataFrame({"pair_id": train["pair_id"], "gold": train["label"], "epochs": 5, "confidence": conf,
                       "variability": var, "correctness": conf})
     return cartography_table(m, GroupRules())[0]
 
@@ -70,8 +70,8 @@ def test_length_curriculum_grows_from_shortest_pairs():
     # the first 10 batches draw only from stage 1
     first = {i for b in batches[:10] for i in b}
     assert first <= set(stages[0].rows)
-    named = list(sched.iter_ids(train["id"]))
-    assert named[0] == ("length 1/5", train["id"].iloc[batches[0]].tolist()) and named[-1][0] == "all"
+    named = list(sched.iter_ids(train["pair_id"]))
+    assert named[0] == ("length 1/5", train["pair_id"].iloc[batches[0]].tolist()) and named[-1][0] == "all"
     assert np.mean(lengths[list(first)]) < np.mean(lengths)
 
 
@@ -97,7 +97,7 @@ def test_cart_curriculum_quarter_quarter_half(tmp_path):
     sched = cu.build_schedule("cart", train, total_steps=200, batch_size=10, seed=0, cartography_from=tmp_path)
     batches = check_common(sched, 200, 10, len(train))
     assert [(s.name, s.steps) for s in sched.stages] == [("E2L", 25), ("A", 25), ("H2L", 50), ("all", 100)]
-    aligned = carto.set_index("id").loc[train["id"]]
+    aligned = carto.set_index("pair_id").loc[train["pair_id"]]
     groups = {g: set(np.flatnonzero(aligned[g].to_numpy())) for g in ("e2l", "a", "h2l")}
     assert {i for b in batches[:25] for i in b} <= groups["e2l"]
     assert {i for b in batches[25:50] for i in b} <= groups["a"]
@@ -113,7 +113,7 @@ def test_cart_plus_plus_orders_by_score_and_may_miss_classes(tmp_path):
     sched = cu.build_schedule("cart++", train, total_steps=100, batch_size=8, seed=0,
                               cartography_from=tmp_path / "metrics.parquet")
     batches = check_common(sched, 100, 8, len(train))
-    s = carto.set_index("id").loc[train["id"], "s"].to_numpy()
+    s = carto.set_index("pair_id").loc[train["pair_id"], "s"].to_numpy()
     stage1 = sched.stages[0].rows
     assert len(stage1) == 40
     assert s[stage1].max() <= np.sort(s)[39]  # the 40 easiest by s
@@ -130,7 +130,7 @@ def test_cart_stra_plus_plus_has_every_class_in_every_stage(tmp_path):
     sched = cu.build_schedule("cart-stra++", train, total_steps=100, batch_size=8, seed=0,
                               cartography_from=tmp_path)
     batches = check_common(sched, 100, 8, len(train))
-    s = carto.set_index("id").loc[train["id"], "s"].to_numpy()
+    s = carto.set_index("pair_id").loc[train["pair_id"], "s"].to_numpy()
     labels = train["label"].to_numpy()
     for k, stage in enumerate(sched.stages[:-1], start=1):
         counts = pd.Series(labels[stage.rows]).value_counts()
@@ -154,7 +154,7 @@ def test_schedules_are_deterministic_per_seed():
     shuffled = train.sample(frac=1, random_state=0).reset_index(drop=True)
     s1 = cu.build_schedule("length", train, total_steps=30, batch_size=8, seed=1).stages[0]
     s2 = cu.build_schedule("length", shuffled, total_steps=30, batch_size=8, seed=1).stages[0]
-    assert set(train["id"].iloc[s1.rows]) == set(shuffled["id"].iloc[s2.rows])
+    assert set(train["pair_id"].iloc[s1.rows]) == set(shuffled["pair_id"].iloc[s2.rows])
 
 
 def test_stage_passes_cover_the_pool_before_repeating():

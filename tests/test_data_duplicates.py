@@ -34,11 +34,11 @@ def test_indonli_val_repeat_is_dropped_counted_and_noted(caplog):
     assert len(raw) == 7 and raw["pair_id"].duplicated().sum() == 1
     with caplog.at_level(logging.WARNING):
         df = load_split_file(FIXTURE / "val.jsonl")
-    assert len(df) == 6 and df["id"].is_unique
+    assert len(df) == 6 and df["pair_id"].is_unique
     assert df.attrs["dropped"] == {"duplicate_identical": 1}
     assert "id_rows" not in df.attrs  # nothing left that conflicts
     # the kept row is the first one; the other columns stay
-    assert df.loc[df["id"] == "104684", "hypothesis"].item() == "Pasar Beringharjo menjual batik."
+    assert df.loc[df["pair_id"] == "104684", "hypothesis"].item() == "Pasar Beringharjo menjual batik."
     assert {"premise_id", "data_split", "annotator_type", "sentence_size"} <= set(df.columns)
     notes = _notes(caplog)
     assert len(notes) == 1
@@ -69,7 +69,7 @@ def test_conflicting_id_names_the_file_and_both_rows(tmp_path):
     assert msg.startswith(f"{path}: id '104684' occurs more than once with different content (rows 1 and 5;")
     # --duplicate-ids drop still keeps the first row of each id
     kept, n = check_ids(df, str(path), "drop")
-    assert n == 1 and kept.loc[kept["id"] == "104684", "label"].item() == "e"
+    assert n == 1 and kept.loc[kept["pair_id"] == "104684", "label"].item() == "e"
 
 
 def test_repeat_and_conflict_in_one_file(tmp_path, caplog):
@@ -95,7 +95,7 @@ def test_ids_hashed_from_the_text_are_not_deduplicated(tmp_path):
     row = json.dumps({"premise": "A.", "hypothesis": "B.", "label": "e"})
     path.write_text(row + "\n" + row + "\n")
     df = load_split_file(path)
-    assert len(df) == 2 and df["id"].is_unique and df.attrs["dropped"] == {}
+    assert len(df) == 2 and df["pair_id"].is_unique and df.attrs["dropped"] == {}
 
 
 def test_train_evaluate_and_consistency_load_indonli_with_no_flag(tmp_path):
@@ -134,7 +134,7 @@ def test_real_nli_files_load_and_their_repeats_are_counted(path, caplog):
     raw_ids = pd.read_json(path, lines=True, dtype=False)["id"].astype(str)
     repeats = int(raw_ids.duplicated().sum())
     assert df.attrs["dropped"].get("duplicate_identical", 0) == repeats
-    assert df["id"].is_unique and len(df) == len(raw_ids) - repeats
+    assert df["pair_id"].is_unique and len(df) == len(raw_ids) - repeats
     assert len(_notes(caplog)) == (1 if repeats else 0)
 
 

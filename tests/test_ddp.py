@@ -63,7 +63,7 @@ def runs(setup):
 
 
 def _probs(run_dir):
-    p = pd.read_parquet(run_dir / "predictions.parquet").sort_values(["split", "id"]).reset_index(drop=True)
+    p = pd.read_parquet(run_dir / "predictions.parquet").sort_values(["split", "pair_id"]).reset_index(drop=True)
     return p, p[[c for c in p.columns if c.startswith("prob_")]].to_numpy()
 
 
@@ -79,7 +79,7 @@ def test_two_processes_equal_one(runs):
                                [h["validation_macro_f1"] for h in c1["history"]], atol=1e-9)
     p1, probs1 = _probs(one)
     p2, probs2 = _probs(two)
-    assert p2["id"].tolist() == p1["id"].tolist() and p2["pred"].tolist() == p1["pred"].tolist()
+    assert p2["pair_id"].tolist() == p1["pair_id"].tolist() and p2["pred"].tolist() == p1["pred"].tolist()
     np.testing.assert_allclose(probs2, probs1, atol=1e-4)
     assert json.loads((two / "metrics.json").read_text()) == json.loads((one / "metrics.json").read_text())
 
@@ -90,12 +90,12 @@ def test_dynamics_gathered_once_per_example(runs, setup):
     for epoch in range(2):
         d1 = pd.read_parquet(one / "dynamics" / f"epoch_{epoch}.parquet")
         d2 = pd.read_parquet(two / "dynamics" / f"epoch_{epoch}.parquet")
-        assert len(d2) == len(ids) and d2["id"].is_unique and set(d2["id"]) == set(ids)
-        assert d2["id"].tolist() == d1["id"].tolist()
+        assert len(d2) == len(ids) and d2["pair_id"].is_unique and set(d2["pair_id"]) == set(ids)
+        assert d2["pair_id"].tolist() == d1["pair_id"].tolist()
         np.testing.assert_allclose(d2["gold_prob"], d1["gold_prob"], atol=1e-4)
     # each prediction split holds every row exactly once (no sampler padding)
     preds = pd.read_parquet(two / "predictions.parquet")
-    assert preds.groupby("split")["id"].apply(lambda s: s.is_unique).all()
+    assert preds.groupby("split")["pair_id"].apply(lambda s: s.is_unique).all()
     assert (preds["split"] == "dev").sum() == 37
 
 

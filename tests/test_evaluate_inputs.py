@@ -104,7 +104,7 @@ def test_evaluate_reads_every_accepted_layout(run, tmp_path, kind, capsys):
     assert list(metrics) == [name]
     assert metrics[name]["n"] == N and metrics[name]["accuracy"] > 0.9
     preds = pd.read_parquet(out / "predictions.parquet")
-    assert sorted(preds["id"]) == sorted(_test_rows()["pair_id"])  # the test rows, never the train split
+    assert sorted(preds["pair_id"]) == sorted(_test_rows()["pair_id"])  # the test rows, never the train split
 
 
 def test_the_extractor_layout_uses_the_class_label_names(tmp_path):

@@ -81,7 +81,7 @@ def fake_finished_run(run_dir, gold, pred, macro, seeds):
     (run_dir / "metrics.json").write_text(json.dumps(m))
     (run_dir / "seeds.json").write_text(json.dumps({"selected_seed": 0, "runs": {
         str(i): {"test": {"macro_f1": s, "micro_f1": s}} for i, s in enumerate(seeds)}}))
-    pd.DataFrame({"id": [f"e{i}" for i in range(len(gold))], "split": "test", "gold": gold, "pred": pred}).to_parquet(
+    pd.DataFrame({"pair_id": [f"e{i}" for i in range(len(gold))], "split": "test", "gold": gold, "pred": pred}).to_parquet(
         run_dir / "predictions.parquet")
 
 

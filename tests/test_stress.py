@@ -64,12 +64,12 @@ def test_spelling_rule_swaps_two_inner_letters_of_one_word_seeded():
 
 
 def test_sets_are_parallel_and_report_changes():
-    df = synthetic_nli(40).rename(columns={"pair_id": "id"})
+    df = synthetic_nli(40)
     templates, _ = load_templates("en")
     sets = build_sets(df, templates, seed=0)
     assert set(sets) == set(TESTS)
     for name, s in sets.items():
-        assert list(s["id"]) == list(df["id"]) and list(s["label"]) == list(df["label"])
+        assert list(s["pair_id"]) == list(df["pair_id"]) and list(s["label"]) == list(df["label"])
     assert all(p.endswith(" and true is true" * 5) for p in sets["length_mismatch"]["premise"])
     assert (sets["length_mismatch"]["hypothesis"] == df["hypothesis"]).all()
     assert all(h.endswith("and false is not true") for h in sets["negation"]["hypothesis"])

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import numpy as np
 import pandas as pd
@@ -47,7 +45,7 @@ def test_every_baseline_trains_saves_and_reloads(syn, tmp_path, model):
     else:  # the synthetic cues are easy: every real model beats chance clearly
         assert metrics["dev"]["macro_f1"] > 0.5, metrics["dev"]
     preds = pd.read_parquet(out / "predictions.parquet")
-    assert list(preds.columns[:4]) == ["id", "split", "gold", "pred"]
+    assert list(preds.columns[:4]) == ["pair_id", "split", "gold", "pred"]
     run = load_run(out)
     dev = pd.read_json(syn["dev"], lines=True)
     saved = preds.query("split == 'dev'")[[f"prob_{l}" for l in run.labels]].to_numpy()
@@ -131,15 +129,14 @@ def test_grid_selects_best_validation_setting(syn, tmp_path):
 
 def test_oversample_balances_deterministically():
     df = synthetic_nli(40)
-    df = pd.concat([df, df[df.label == "neutral"].assign(pair_id=lambda d: d.pair_id + "x")]).rename(
-        columns={"pair_id": "id"}).reset_index(drop=True)
+    df = pd.concat([df, df[df.label == "neutral"].assign(pair_id=lambda d: d.pair_id + "x")]).reset_index(drop=True)
     df = df[~((df.label == "reasoning") & (df.index % 2 == 0))].reset_index(drop=True)
     counts = df.label.value_counts()
     out = oversample(df, seed=1)
     assert out.label.value_counts().to_dict() == {lab: counts.max() for lab in counts.index}
-    assert set(out.id) == set(df.id) and out.iloc[: len(df)].equals(df)
+    assert set(out.pair_id) == set(df.pair_id) and out.iloc[: len(df)].equals(df)
     again = oversample(df.sample(frac=1, random_state=0).reset_index(drop=True), seed=1)
-    assert sorted(again.id) == sorted(out.id)  # the same copies whatever the row order
+    assert sorted(again.pair_id) == sorted(out.pair_id)  # the same copies whatever the row order
 
 
 def test_metrics_layout():
@@ -163,7 +160,7 @@ def test_predict_labels_an_unlabelled_file(syn, tmp_path):
     src = write_jsonl(df, tmp_path / "unlabelled.jsonl")
     assert main(["predict", str(tmp_path / "run"), "--input", str(src), "--output", str(tmp_path / "p.csv")]) == 0
     out = pd.read_csv(tmp_path / "p.csv")
-    assert len(out) == len(df) and out["id"].tolist() == df["pair_id"].tolist()
+    assert len(out) == len(df) and out["pair_id"].tolist() == df["pair_id"].tolist()
     probs = out[[c for c in out.columns if c.startswith("prob_")]].to_numpy()
     np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-5)
 
@@ -225,8 +222,8 @@ def test_cartography_and_curriculum_hooks(syn, tmp_path, monkeypatch):
                                  seed=seed, cartography_from=str(cartography_from))
         return [list(range(i % len(train_df), i % len(train_df) + 1)) * batch_size for i in range(total_steps)]
 
-    monkeypatch.setitem(sys.modules, "trainer.cartography", types.SimpleNamespace(select_subset=select_subset))
-    monkeypatch.setitem(sys.modules, "trainer.curriculum", types.SimpleNamespace(make_schedule=make_schedule))
+    monkeypatch.setattr("trainer.train.select_subset", select_subset)  # train imports both at its top
+    monkeypatch.setattr("trainer.train.make_schedule", make_schedule)
     out = tmp_path / "cl"
     (tmp_path / "carto").mkdir()  # --cartography-from must exist: checked before any work
     assert _train(syn, out, "cbow-softmax", "--epochs", "2", "--batch-size", "50", "--patience", "0",

@@ -25,8 +25,8 @@ def _rows():
 def test_scinli_jsonl_with_column_mapping():
     df = load_nli(shared_file("nli/scinli-dev.jsonl"), **SCINLI)["data"]
     assert len(df) == 2000
-    assert list(df.columns[:4]) == ["id", "premise", "hypothesis", "label"]
-    assert df["id"].is_unique and df["id"].iloc[0] == "dev_0"
+    assert list(df.columns[:4]) == ["pair_id", "premise", "hypothesis", "label"]
+    assert df["pair_id"].is_unique and df["pair_id"].iloc[0] == "dev_0"
     assert df["label"].value_counts().to_dict() == {"contrasting": 500, "entailment": 500,
                                                    "reasoning": 500, "neutral": 500}
     assert "sentence1" not in df.columns  # mapped, not duplicated
@@ -46,7 +46,7 @@ def test_our_splits_folder(tmp_path):
     splits = load_nli(tmp_path)
     assert list(splits) == ["train", "validation", "test"]
     df = splits["validation"]
-    assert df["id"].tolist() == ["p1", "p2", "p3"]  # pair_id is the key
+    assert df["pair_id"].tolist() == ["p1", "p2", "p3"]  # pair_id is the key
     assert df["marker"].tolist()[0] == "In other words,"  # other columns kept
 
 
@@ -77,7 +77,7 @@ def test_hf_save_to_disk_uses_classlabel_names(tmp_path):
     assert list(splits) == ["train", "test"]
     # -1 is "no gold label" (GLUE/SNLI): kept as None for the caller to count
     assert splits["train"]["label"].tolist() == ["entailment", "contradiction", None]
-    assert splits["train"]["id"].is_unique
+    assert splits["train"]["pair_id"].is_unique
 
 
 def test_json_array_csv_tsv_and_integer_labels(tmp_path):
@@ -91,7 +91,7 @@ def test_json_array_csv_tsv_and_integer_labels(tmp_path):
         assert df["label"].tolist() == names, f
         assert df["premise"].tolist()[1] == "It rained all day."
     # hashed ids: stable across loads and formats
-    assert load_split_file(tmp_path / "a.csv")["id"].tolist() == load_split_file(tmp_path / "a.tsv")["id"].tolist()
+    assert load_split_file(tmp_path / "a.csv")["pair_id"].tolist() == load_split_file(tmp_path / "a.tsv")["pair_id"].tolist()
 
 
 def test_errors_are_one_line_and_name_the_file(tmp_path):

@@ -50,8 +50,8 @@ def _check_dynamics(run_dir, data, epochs):
     ids = set(pd.read_json(data["train"], lines=True)["pair_id"])
     for n in range(epochs):
         dyn = pd.read_parquet(run_dir / "dynamics" / f"epoch_{n}.parquet")
-        assert list(dyn.columns) == ["id", "gold", "gold_prob", "pred", "correct"]
-        assert set(dyn["id"]) == ids and len(dyn) == len(ids)
+        assert list(dyn.columns) == ["pair_id", "gold", "gold_prob", "pred", "correct"]
+        assert set(dyn["pair_id"]) == ids and len(dyn) == len(ids)
         assert dyn["gold_prob"].between(0, 1).all()
         assert (dyn["correct"] == (dyn["pred"] == dyn["gold"])).all()
 

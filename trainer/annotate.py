@@ -125,14 +125,14 @@ def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test:
         loaded = {s: loaded[s] for s in splits}
     frames = [df.assign(split=name) for name, df in loaded.items()]
     data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
-    data["id"] = data["id"].astype(str)
+    data["pair_id"] = data["pair_id"].astype(str)
     if "label" not in data.columns:  # unlabelled data: no automatic label to compare with
         data["label"] = None
-    dup = data["id"].duplicated(keep=False)
+    dup = data["pair_id"].duplicated(keep=False)
     if dup.any():
-        first = data.loc[dup, "id"].iloc[0]
-        where = sorted(set(data.loc[data["id"] == first, "split"]))
-        raise UserError(f"{path}: item id {first!r} appears {int((data['id'] == first).sum())} times "
+        first = data.loc[dup, "pair_id"].iloc[0]
+        where = sorted(set(data.loc[data["pair_id"] == first, "split"]))
+        raise UserError(f"{path}: item id {first!r} appears {int((data['pair_id'] == first).sum())} times "
                         f"(splits {', '.join(where)}); ids must be unique (--id-col, or name one --split)")
     return data, list(loaded)
 
@@ -181,7 +181,7 @@ def run_export(args) -> int:
         round_no = max((r["round"] for r in agreement.get("rounds", [])), default=0) + 1
         start = len(agreement.get("annotators", [])) + 1
         previous = {"import_dir": str(prev), "pending": len(pending)}
-        data = data[data["id"].isin(pending)].reset_index(drop=True)
+        data = data[data["pair_id"].isin(pending)].reset_index(drop=True)
         if data.empty:
             raise UserError(f"{prev}: every item has a majority; there is nothing for another round")
     if args.round is not None:
@@ -237,7 +237,7 @@ def parse_annotator_groups(specs: list[str] | None, known: set[str]) -> dict[str
 def cartography_groups(path: Path, ids: pd.Index) -> tuple[pd.Series, dict]:
     """item_id -> group name (E2L, A, H2L, no group; an item in two groups appears twice)."""
     table = load_cartography(path)
-    table = table.assign(id=table["id"].astype(str)).drop_duplicates("id").set_index("id")
+    table = table.assign(pair_id=table["pair_id"].astype(str)).drop_duplicates("pair_id").set_index("pair_id")
     mapped = table.index.intersection(ids)
     if len(mapped) == 0:
         raise UserError(f"{path}: none of the {len(ids)} annotated items has cartography; run cartography on a "
@@ -271,11 +271,11 @@ def run_import(args) -> int:
     lang = args.lang or next((m["lang"] for m in manifests if m.get("lang")), None) or default_lang(data)
     guidelines = load_guidelines(lang, labels)
     ann = read_annotations(args.files, label_lookup(guidelines), labels, args.batch or [])
-    check_known(ann, set(data["id"]), f"{args.data} (splits {', '.join(splits)})")
+    check_known(ann, set(data["pair_id"]), f"{args.data} (splits {', '.join(splits)})")
     batch = list(dict.fromkeys([*ann.batch_items, *ann.seen]))
     if not batch:
         raise UserError("no items in the annotation files")
-    rows = data.set_index("id").loc[batch]
+    rows = data.set_index("pair_id").loc[batch]
     table = ann.table
     auto = rows["label"].where(rows["label"].isin(labels), None)
     off_set = rows["label"].notna() & ~rows["label"].isin(labels)

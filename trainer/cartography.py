@@ -34,7 +34,7 @@ from trainer.flags import add_output
 GROUPS = ("e2l", "a", "h2l")
 GROUP_NAMES = {"e2l": "E2L", "a": "A", "h2l": "H2L"}
 SUBSETS = {"e2l": ("e2l",), "a": ("a",), "h2l": ("h2l",), "e2l+a": ("e2l", "a")}
-DYNAMICS_COLUMNS = ("id", "gold", "gold_prob", "pred", "correct")
+DYNAMICS_COLUMNS = ("pair_id", "gold", "gold_prob", "pred", "correct")
 
 
 
@@ -91,14 +91,16 @@ def read_dynamics(dynamics_dir: Path) -> pd.DataFrame:
     ids0 = None
     for i, path in enumerate(files):
         df = pd.read_parquet(path)
+        if "pair_id" not in df.columns and "id" in df.columns:  # an older run (column `id`)
+            df = df.rename(columns={"id": "pair_id"})
         missing = [c for c in DYNAMICS_COLUMNS if c not in df.columns]
         if missing:
             raise UserError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
         if df.empty:
             raise UserError(f"{path}: empty dynamics file")
-        if df["id"].duplicated().any():
-            raise UserError(f"{path}: duplicated ids, e.g. {df['id'][df['id'].duplicated()].iloc[0]!r}")
-        ids = set(df["id"])
+        if df["pair_id"].duplicated().any():
+            raise UserError(f"{path}: duplicated ids, e.g. {df['pair_id'][df['pair_id'].duplicated()].iloc[0]!r}")
+        ids = set(df["pair_id"])
         if ids0 is None:
             ids0 = ids
         elif ids != ids0:
@@ -124,7 +126,7 @@ def compute_measures(dynamics: pd.DataFrame, burn_out: int | None = None) -> pd.
     if burn_out is not None:
         dyn = dyn[dyn["epoch"] < burn_out]
     dyn = dyn.assign(correct=dyn["correct"].astype(float), gold_prob=dyn["gold_prob"].astype(float))
-    g = dyn.groupby("id", sort=True)
+    g = dyn.groupby("pair_id", sort=True)
     out = pd.DataFrame(
         {
             "gold": g["gold"].first(),
@@ -207,7 +209,7 @@ def assign_groups(measures: pd.DataFrame, rules: GroupRules = GroupRules()) -> t
     n = len(measures)
     conf = measures["confidence"].to_numpy(float)
     var = measures["variability"].to_numpy(float)
-    ids = measures["id"].astype(str).to_numpy()
+    ids = measures["pair_id"].astype(str).to_numpy()
     out = measures.copy()
     thresholds: dict[str, float | None] = {}
 
@@ -287,7 +289,7 @@ def plot_data_map(table: pd.DataFrame, path: Path, *, title: str = "", threshold
     data = table
     if len(data) > max_points:  # keep the plot readable; deterministic choice by id order
         step = len(data) / max_points
-        data = data.sort_values("id").iloc[(np.arange(max_points) * step).astype(int)]
+        data = data.sort_values("pair_id").iloc[(np.arange(max_points) * step).astype(int)]
     epochs = int(table["epochs"].max())
     fig = plt.figure(figsize=(13, 8))
     gs = fig.add_gridspec(3, 2, width_ratios=[3.2, 1], hspace=0.45, wspace=0.38)
@@ -356,7 +358,9 @@ def load_cartography(cartography_dir_or_run_dir) -> pd.DataFrame:
     for candidate in (p, p / "metrics.parquet", p / "cartography" / "metrics.parquet"):
         if candidate.is_file() and candidate.suffix == ".parquet":
             table = pd.read_parquet(candidate)
-            missing = [c for c in ("id", "confidence", "variability", *GROUPS, "s") if c not in table.columns]
+            if "pair_id" not in table.columns and "id" in table.columns:  # an older run (column `id`)
+                table = table.rename(columns={"id": "pair_id"})
+            missing = [c for c in ("pair_id", "confidence", "variability", *GROUPS, "s") if c not in table.columns]
             if missing:
                 raise UserError(f"{candidate}: not a cartography metrics file, missing {missing}")
             return table
@@ -367,8 +371,8 @@ def load_cartography(cartography_dir_or_run_dir) -> pd.DataFrame:
 
 
 def _join(train_df: pd.DataFrame, table: pd.DataFrame, source) -> pd.DataFrame:
-    keyed = table.set_index(table["id"].astype(str))
-    ids = train_df["id"].astype(str)
+    keyed = table.set_index(table["pair_id"].astype(str))
+    ids = train_df["pair_id"].astype(str)
     found = ids.isin(keyed.index)
     if not found.any():
         raise UserError(f"{source}: none of the {len(train_df)} training ids has cartography "
@@ -466,7 +470,7 @@ def _run(args) -> int:
     out = args.work_folder = work_path(final)
     discard(out)
     out.mkdir(parents=True)
-    cols = ["id", "gold", "epochs", "confidence", "variability", "correctness", *GROUPS, "n_groups", "s", "s_printed"]
+    cols = ["pair_id", "gold", "epochs", "confidence", "variability", "correctness", *GROUPS, "n_groups", "s", "s_printed"]
     table[cols].to_parquet(out / "metrics.parquet", index=False)
     groups = group_table(table)
     groups.to_csv(out / "groups.csv")

@@ -105,7 +105,9 @@ def load_predictions(run_dir: Path, split: str | None) -> tuple[pd.DataFrame, st
     if not path.exists():
         raise UserError(f"{path}: not found (is {run_dir} a finished run?)")
     df = pd.read_parquet(path, columns=None)
-    missing = [c for c in ("id", "split", "gold", "pred") if c not in df.columns]
+    if "pair_id" not in df.columns and "id" in df.columns:  # an older run (column `id`)
+        df = df.rename(columns={"id": "pair_id"})
+    missing = [c for c in ("pair_id", "split", "gold", "pred") if c not in df.columns]
     if missing:
         raise UserError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
     splits = list(dict.fromkeys(df["split"].astype(str)))
@@ -117,9 +119,9 @@ def load_predictions(run_dir: Path, split: str | None) -> tuple[pd.DataFrame, st
     part = part[part["gold"].notna()]
     if part.empty:
         raise UserError(f"{path}: split {split!r} has no gold labels to compare")
-    if part["id"].duplicated().any():
+    if part["pair_id"].duplicated().any():
         raise UserError(f"{path}: duplicated ids in split {split!r}")
-    return part[["id", "gold", "pred"]].astype(str).set_index("id"), split
+    return part[["pair_id", "gold", "pred"]].astype(str).set_index("pair_id"), split
 
 
 def per_seed_scores(run_dir: Path, split: str, metric: str) -> list[float]:

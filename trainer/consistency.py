@@ -112,7 +112,7 @@ def normalize_text(text: str) -> str:
 def source_frame(df: pd.DataFrame, origin: str, label_map: dict[str, str], where: str) -> pd.DataFrame:
     """Canonical NLI rows -> source items: sid, premise, hypothesis, gold (letter or None), origin."""
     gold = gold_letters(df["label"], label_map, where) if "label" in df.columns else [None] * len(df)
-    ids = df["id"].astype(str)
+    ids = df["pair_id"].astype(str)
     sid = [f"{origin}:{i}" for i in ids] if ids.is_unique else [f"{origin}:{n}:{i}" for n, i in enumerate(ids)]
     return pd.DataFrame({"sid": sid,
                          "premise": df["premise"].astype(str).to_numpy(),
@@ -265,7 +265,7 @@ def predict_pairs(run_, premises: list[str], hypotheses: list[str], *, batch_siz
     with tqdm(total=n, desc="consistency: predicting", unit="pair", disable=not progress or n == 0) as bar:
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)
-            df = pd.DataFrame({"id": [str(i) for i in range(start, stop)], "premise": premises[start:stop],
+            df = pd.DataFrame({"pair_id": [str(i) for i in range(start, stop)], "premise": premises[start:stop],
                                "hypothesis": hypotheses[start:stop]})
             probs[start:stop] = run_.predict_proba(df)
             bar.update(stop - start)
@@ -455,8 +455,10 @@ def read_generated(path: Path) -> pd.DataFrame:
     if "hypothesis" not in raw.columns and wide and "premise" in raw.columns:
         long = raw.melt(id_vars=[c for c in raw.columns if c not in wide], value_vars=wide,
                         var_name="label", value_name="hypothesis").dropna(subset=["hypothesis"])
-        base = long["id"].astype(str) if "id" in long.columns else long.index.astype(str)
-        long["id"] = [f"{b}-{lab}" for b, lab in zip(base, long["label"])]
+        id_col = next((c for c in ("pair_id", "id") if c in long.columns), None)
+        base = long[id_col].astype(str) if id_col else long.index.astype(str)
+        long = long.drop(columns=[id_col] if id_col else [])
+        long["pair_id"] = [f"{b}-{lab}" for b, lab in zip(base, long["label"])]
         raw = long.reset_index(drop=True)
     return normalize(raw, str(path))
 

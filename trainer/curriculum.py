@@ -32,13 +32,11 @@ import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
+from trainer.cartography import cartography_for
+from trainer.runs import load_run
 
 CURRICULA = ("length", "sts", "cart", "cart++", "cart-stra++")
 DEFAULT_STAGES = 5  # RoNLI's released code unlocks 20%, 40%, ..., 100% of the ordered data
-
-
-def _user_error(message: str) -> Exception:
-    return UserError(message)
 
 
 @dataclass
@@ -94,14 +92,14 @@ class Schedule:
     def __init__(self, stages: list[Stage], n_rows: int, *, total_steps: int, batch_size: int, seed: int,
                  name: str = "curriculum"):
         if total_steps < 2:
-            raise _user_error(f"a curriculum needs at least 2 iterations, got total_steps={total_steps}")
+            raise UserError(f"a curriculum needs at least 2 iterations, got total_steps={total_steps}")
         if batch_size < 1:
-            raise _user_error(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         if not stages:
-            raise _user_error(f"{name}: the curriculum has no stage")
+            raise UserError(f"{name}: the curriculum has no stage")
         for s in stages:
             if len(s.rows) == 0:
-                raise _user_error(f"{name}: stage {s.name} is empty")
+                raise UserError(f"{name}: stage {s.name} is empty")
         self.name = name
         self.total_steps = int(total_steps)
         self.batch_size = int(batch_size)
@@ -126,7 +124,7 @@ class Schedule:
                 buffer = buffer[self.batch_size:]
 
     def iter_ids(self, ids) -> Iterator[tuple[str, list[str]]]:
-        """(stage name, example ids of the batch) for every iteration; ``ids`` = train_df["id"]."""
+        """(stage name, example ids of the batch) for every iteration; ``ids`` = train_df["pair_id"]."""
         ids = np.asarray(ids, dtype=object)
         for name, batch in self.iter_stages():
             yield name, ids[batch].tolist()
@@ -161,8 +159,6 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def sts_similarities(train_df: pd.DataFrame, run_dir) -> np.ndarray:
     """Cosine similarity of premise and hypothesis embeddings from a trained run."""
-    from trainer.runs import load_run
-
     run = load_run(run_dir)
     premises = run.embed(train_df["premise"].astype(str).tolist())
     hypotheses = run.embed(train_df["hypothesis"].astype(str).tolist())
@@ -173,12 +169,12 @@ def sts_similarities(train_df: pd.DataFrame, run_dir) -> np.ndarray:
 
 
 def length_curriculum(train_df: pd.DataFrame, n_stages: int = DEFAULT_STAGES) -> list[Stage]:
-    order = _order(pair_lengths(train_df), train_df["id"].to_numpy())
+    order = _order(pair_lengths(train_df), train_df["pair_id"].to_numpy())
     return growing_stages(order, n_stages, "length ")
 
 
 def sts_curriculum(train_df: pd.DataFrame, similarities: np.ndarray, n_stages: int = DEFAULT_STAGES) -> list[Stage]:
-    order = _order(similarities, train_df["id"].to_numpy(), descending=True)
+    order = _order(similarities, train_df["pair_id"].to_numpy(), descending=True)
     return growing_stages(order, n_stages, "sts ")
 
 
@@ -192,12 +188,12 @@ def cart_curriculum(cart: pd.DataFrame) -> list[Stage]:
 
 
 def cart_plus_plus_curriculum(cart: pd.DataFrame, n_stages: int = DEFAULT_STAGES) -> list[Stage]:
-    order = _order(cart["s"].to_numpy(float), cart["id"].to_numpy())
+    order = _order(cart["s"].to_numpy(float), cart["pair_id"].to_numpy())
     return growing_stages(order, n_stages, "s ")
 
 
 def cart_stra_plus_plus_curriculum(cart: pd.DataFrame, labels, n_stages: int = DEFAULT_STAGES) -> list[Stage]:
-    order = _order(cart["s"].to_numpy(float), cart["id"].to_numpy())
+    order = _order(cart["s"].to_numpy(float), cart["pair_id"].to_numpy())
     return stratified_stages(order, np.asarray(labels), n_stages)
 
 
@@ -205,19 +201,17 @@ def build_schedule(name: str, train_df: pd.DataFrame, *, total_steps: int, batch
                    cartography_from=None, sts_from=None, n_stages: int = DEFAULT_STAGES) -> Schedule:
     """The Schedule object of a named curriculum (see ``make_schedule``)."""
     if name not in CURRICULA:
-        raise _user_error(f"unknown curriculum {name!r}; choose one of {', '.join(CURRICULA)}")
+        raise UserError(f"unknown curriculum {name!r}; choose one of {', '.join(CURRICULA)}")
     train_df = train_df.reset_index(drop=True)
     if name == "length":
         stages = length_curriculum(train_df, n_stages)
     elif name == "sts":
         if sts_from is None:
-            raise _user_error("--curriculum sts needs --sts-from RUN_DIR (a trained run that embeds sentences)")
+            raise UserError("--curriculum sts needs --sts-from RUN_DIR (a trained run that embeds sentences)")
         stages = sts_curriculum(train_df, sts_similarities(train_df, sts_from), n_stages)
     else:
         if cartography_from is None:
-            raise _user_error(f"--curriculum {name} needs --cartography-from RUN_DIR")
-        from trainer.cartography import cartography_for
-
+            raise UserError(f"--curriculum {name} needs --cartography-from RUN_DIR")
         cart = cartography_for(train_df, cartography_from)
         if name == "cart":
             stages = cart_curriculum(cart)

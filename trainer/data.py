@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from extractor.errors import UserError
 from extractor.hashing import stable_hex
+from extractor.names import SPLITS
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ SPLIT_ALIASES = {"train": "train", "training": "train", "validation": "validatio
                  "test": "test", "testing": "test", "eval": "test"}
 # Labels that mean "no gold label" in public NLI sets (SNLI "-", GLUE -1).
 UNLABELED = {"-", "", "-1"}
-CORE_COLUMNS = ["id", "premise", "hypothesis", "label"]
+CORE_COLUMNS = ["pair_id", "premise", "hypothesis", "label"]  # pair_id: DESIGN.md's id column, kept end to end
 
 
 class NLIDataError(UserError, ValueError):
@@ -298,7 +299,9 @@ def normalize(df: pd.DataFrame, where: str, *, premise: str = "premise", hypothe
     # the mapped source columns would only duplicate the canonical ones
     out = out.drop(columns=[c for c in (premise, hypothesis, label if has_label else None)
                             if c is not None and c not in CORE_COLUMNS and c in out.columns])
-    out["id"] = ids.values
+    if id_source == "id":  # an `id` column becomes pair_id (it is not kept twice)
+        out = out.drop(columns=["id"])
+    out["pair_id"] = ids.values
     out["premise"] = prem.values
     out["hypothesis"] = hyp.values
     if has_label:
@@ -336,7 +339,7 @@ def drop_identical_repeats(df: pd.DataFrame, where: str) -> tuple[pd.DataFrame, 
     in the order read (a JSONL file's line numbers; a CSV's data rows after the header), so
     that :func:`check_ids` can name both rows. One ``note:`` line per file says what was dropped.
     """
-    ids = df["id"].astype(str)
+    ids = df["pair_id"].astype(str)
     repeated = np.flatnonzero(ids.duplicated(keep=False).to_numpy())
     if not len(repeated):
         return df, {}, {}
@@ -413,7 +416,7 @@ def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", 
     names_from_info = label_names or _hf_label_names_from_info(path, label)
     for split, files in discover(path).items():
         result[split] = _load_split_files(files, mapping, names_from_info)
-    order = {"train": 0, "validation": 1, "test": 2}
+    order = {name: i for i, name in enumerate(SPLITS)}
     return dict(sorted(result.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])))
 
 
@@ -534,13 +537,13 @@ def column_mapping(args) -> dict:
 def check_ids(df: pd.DataFrame, where: str, policy: str = "error") -> tuple[pd.DataFrame, int]:
     """Ids must be unique within a split: ``error`` (one line naming the id) or ``drop``
     (keep each id's first row; returns how many rows went)."""
-    dup = df["id"].duplicated(keep="first")
+    dup = df["pair_id"].duplicated(keep="first")
     n = int(dup.sum())
     if not n:
         return df, 0
-    first = df.loc[dup, "id"].iloc[0]
+    first = df.loc[dup, "pair_id"].iloc[0]
     # rows as read from the file (normalize records them before any row is dropped)
-    rows = (df.attrs.get("id_rows") or {}).get(str(first)) or [int(i) + 1 for i in df.index[df["id"] == first]]
+    rows = (df.attrs.get("id_rows") or {}).get(str(first)) or [int(i) + 1 for i in df.index[df["pair_id"] == first]]
     if policy != "drop":
         raise NLIDataError(f"{where}: id {first!r} occurs more than once with different content (rows {rows[0]} "
                            f"and {rows[1]}; {n} conflicting rows in all; exact repeats are dropped by themselves); "
@@ -632,7 +635,7 @@ def merge_frames(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     parts = []
     for name, df in frames:
         part = df.copy()
-        part["id"] = name + ":" + part["id"].astype(str)
+        part["pair_id"] = name + ":" + part["pair_id"].astype(str)
         part["train_file"] = name
         parts.append(part)
     out = pd.concat(parts, ignore_index=True)
@@ -657,7 +660,7 @@ def stratified_subsample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     keep = []
     for lab, k in take.items():
         rows = df.index[df["label"] == lab]
-        ranked = sorted(rows, key=lambda i: stable_hex(str(df.at[i, "id"]), "train-size", str(seed)))
+        ranked = sorted(rows, key=lambda i: stable_hex(str(df.at[i, "pair_id"]), "train-size", str(seed)))
         keep.extend(ranked[: int(k)])
     out = df.loc[sorted(keep)].reset_index(drop=True)
     out.attrs = dict(df.attrs)

@@ -563,7 +563,7 @@ class DynamicsWriter(Callback):
         gold = self.data.labels
         pred = probs.argmax(1)
         names = np.asarray(self.labels, dtype=object)
-        table = pd.DataFrame({"id": self.ids, "gold": names[gold],
+        table = pd.DataFrame({"pair_id": self.ids, "gold": names[gold],
                               "gold_prob": probs[np.arange(len(gold)), gold].astype(np.float32),
                               "pred": names[pred], "correct": pred == gold})
         path = self.out_dir / f"epoch_{state.epoch}.parquet"

@@ -196,7 +196,7 @@ def load_run(run_dir) -> LoadedRun:
 
 def predictions_frame(df: pd.DataFrame, split: str, probs: np.ndarray, labels: list[str]) -> pd.DataFrame:
     names = np.asarray(labels, dtype=object)
-    out = pd.DataFrame({"id": df["id"].astype(str).to_numpy(), "split": split,
+    out = pd.DataFrame({"pair_id": df["pair_id"].astype(str).to_numpy(), "split": split,
                         "gold": df["label"].to_numpy() if "label" in df.columns else None,
                         "pred": names[probs.argmax(1)] if len(probs) else []})
     for i, lab in enumerate(labels):
@@ -210,7 +210,7 @@ def with_row_columns(preds: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
     column whose name is taken (``split``, ``pred``, ...) is kept as ``data_<name>``."""
     out = preds.copy()
     for c in df.columns:
-        if c in ("id", "label"):
+        if c in ("pair_id", "label"):
             continue
         name = c if c not in out.columns else f"data_{c}"
         out[name] = df[c].to_numpy()

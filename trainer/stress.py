@@ -139,7 +139,7 @@ def build_sets(df: pd.DataFrame, templates: dict, seed: int = 0, tests=TESTS) ->
             out[col] = [append_phrase(s, t["text"], t["times"]) for s in df[col]]
             out["changed"] = True
         else:
-            new = [misspell(s, k, seed, t["min_word_length"]) for s, k in zip(df[col], df["id"])]
+            new = [misspell(s, k, seed, t["min_word_length"]) for s, k in zip(df[col], df["pair_id"])]
             out[col] = [n if n is not None else s for n, s in zip(new, df[col])]
             out["changed"] = [n is not None for n in new]
         out.attrs = dict(df.attrs)

@@ -355,7 +355,7 @@ def check_train_labels(args, train: pd.DataFrame, val, tests: dict) -> tuple[lis
     new = sorted(set(counts.index) - set(declared))
     info = {"declared": declared, "declared_by": source, "new_labels": {}}
     if new:
-        first = train.loc[train["label"] == new[0], "id"].iloc[0]
+        first = train.loc[train["label"] == new[0], "pair_id"].iloc[0]
         if not args.allow_new_labels:
             where = train.attrs.get("source", "train")
             raise UserError(f"{where}: label {new[0]!r} ({int(counts[new[0]])} rows, first id {first!r}) is not in "
@@ -381,7 +381,7 @@ def oversample(df: pd.DataFrame, seed: int) -> pd.DataFrame:
         if need <= 0:
             continue
         rows = df[df["label"] == label]
-        order = sorted(range(len(rows)), key=lambda i: stable_hash(rows["id"].iat[i], "oversample", seed=seed))
+        order = sorted(range(len(rows)), key=lambda i: stable_hash(rows["pair_id"].iat[i], "oversample", seed=seed))
         reps = [rows] * (need // len(rows)) + [rows.iloc[order[: need % len(rows)]]]
         parts.extend(reps)
     return pd.concat(parts, ignore_index=True)

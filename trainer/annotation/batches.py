@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from extractor.errors import UserError
 from extractor.hashing import stable_hash
 from trainer.annotation.guidelines import Guidelines, instructions_html, instructions_markdown, labeling_config
-from extractor.errors import UserError
 
 MANIFEST = "manifest.json"
 MANIFEST_KIND = "nli-annotation-batch"
@@ -69,7 +69,7 @@ def select_items(df: pd.DataFrame, n: int | None, sample: str, seed: int,
     Within a label, rows are taken in the order of ``stable_hash(id, seed)``: the same data
     and seed give the same batch on every machine, whatever the row order.
     """
-    keyed = df.assign(_key=[stable_hash(i, "annotate-select", seed=seed) for i in df["id"]])
+    keyed = df.assign(_key=[stable_hash(i, "annotate-select", seed=seed) for i in df["pair_id"]])
     info: dict = {"sample": sample, "seed": seed, "n_requested": n, "available": int(len(df))}
     strata = keyed["label"].where(keyed["label"].notna(), None)
     order = [l for l in labels if (strata == l).any()] + sorted(
@@ -132,7 +132,7 @@ def annotator_names(spec: list[str] | None, start: int = 1) -> list[str]:
 
 def shuffled(items: pd.DataFrame, seed: int, who: str) -> pd.DataFrame:
     """The batch in an order of its own for each annotator (order effects do not line up)."""
-    key = [stable_hash(i, "annotate-order", who, seed=seed) for i in items["id"]]
+    key = [stable_hash(i, "annotate-order", who, seed=seed) for i in items["pair_id"]]
     return items.assign(_o=key).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
@@ -145,13 +145,13 @@ def csv_text(items: pd.DataFrame) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for row in items.itertuples(index=False):
-        w.writerow([row.id, row.premise, row.hypothesis, ""])
+        w.writerow([row.pair_id, row.premise, row.hypothesis, ""])
     return "\ufeff" + buf.getvalue()
 
 
 def label_studio_tasks(items: pd.DataFrame, round_no: int) -> list[dict]:
     """Label Studio tasks: only what the annotator may see, plus the item id and the round."""
-    return [{"data": {"item_id": str(r.id), "premise": r.premise, "hypothesis": r.hypothesis, "round": round_no}}
+    return [{"data": {"item_id": str(r.pair_id), "premise": r.premise, "hypothesis": r.hypothesis, "round": round_no}}
             for r in items.itertuples(index=False)]
 
 
@@ -181,7 +181,7 @@ def write_batch(out: Path, items: pd.DataFrame, *, annotators: list[str], round_
         "files": {"annotators": files, "label_studio": ["label_studio/tasks.json", "label_studio/config.xml",
                                                         "label_studio/instructions.html"],
                   "instructions": "instructions.md"},
-        "items": [{"item_id": str(r.id), "split": r.split} for r in items.itertuples(index=False)],
+        "items": [{"item_id": str(r.pair_id), "split": r.split} for r in items.itertuples(index=False)],
     }
     (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return manifest

@@ -24,8 +24,9 @@ from xml.sax.saxutils import quoteattr
 
 import yaml
 
-from extractor.lexicon import CANONICAL_LABELS, LEXICON_DIR, available_languages
 from extractor.errors import UserError
+from extractor.lexicon import LEXICON_DIR, available_languages
+from extractor.names import LABELS as CANONICAL_LABELS
 
 FALLBACK_LANG = "en"
 

@@ -69,13 +69,9 @@ def plot_confusion(cm: dict, path: Path, title: str) -> Path | None:
 def validated_frames(data: pd.DataFrame, items: pd.DataFrame, policy: str) -> dict[str, pd.DataFrame]:
     """split -> the kept rows: the data's columns, ``label`` = gold, ``auto_label``, the votes."""
     kept = items[items["kept"]]
-    rows = data.set_index("id").loc[list(kept.index)]
-    rows.index.name = "id"
+    rows = data.set_index("pair_id").loc[list(kept.index)]
+    rows.index.name = "pair_id"
     out = rows.reset_index()
-    if "pair_id" in out.columns:
-        out = out.drop(columns=["id"])
-    else:
-        out = out.rename(columns={"id": "pair_id"})
     out["auto_label"] = kept["auto_label"].to_numpy()
     out["label"] = kept["majority"].to_numpy()
     out["human_votes"] = kept["votes"].to_numpy()

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from extractor.errors import UserError
 from trainer.annotation.batches import CSV_NAME, MANIFEST, manifest_near, read_manifest
 from trainer.annotation.guidelines import fold
-from extractor.errors import UserError
 
 COLUMNS = ["item_id", "annotator", "label", "round", "where"]
 

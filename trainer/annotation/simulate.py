@@ -18,9 +18,10 @@ import io
 import sys
 from pathlib import Path
 
-
-from extractor.hashing import stable_hash, stable_unit
 from extractor.errors import UserError
+from extractor.hashing import stable_hash, stable_unit
+from trainer.annotate import load_data
+from trainer.annotation.batches import read_manifest
 
 
 def simulate_label(item: str, annotator: str, auto: str, labels: list[str], accuracy: float, seed: int,
@@ -51,9 +52,6 @@ def fill_csv(path: Path, auto: dict[str, str], labels: list[str], accuracy: floa
 
 
 def main(argv=None) -> int:
-    from trainer.annotate import load_data
-    from trainer.annotation.batches import read_manifest
-
     p = argparse.ArgumentParser(prog="python -m trainer.annotation.simulate", description=__doc__.splitlines()[0])
     p.add_argument("batch", type=Path, help="a folder written by `annotate export`")
     p.add_argument("--data", required=True, type=Path)
@@ -67,7 +65,7 @@ def main(argv=None) -> int:
         if manifest is None:
             raise UserError(f"{args.batch}: no manifest.json of `annotate export`")
         data, _ = load_data(args.data, manifest["splits"], {"require_label": True}, default_test=False)
-        auto = dict(zip(data["id"], data["label"]))
+        auto = dict(zip(data["pair_id"], data["label"]))
         labels = list(manifest["labels"])
         for k, rel in enumerate(manifest["files"]["annotators"]):
             acc = args.accuracy[min(k, len(args.accuracy) - 1)]

@@ -233,7 +233,7 @@ class CbowSoftmax(CbowBase):
         callbacks = list(ctx.callbacks)
         if ctx.dynamics_df is not None and ctx.out_dir is not None:
             dyn = ctx.dynamics_df
-            callbacks.insert(0, DynamicsWriter(DenseData(self.features(dyn), self._y(dyn), n), dyn["id"],
+            callbacks.insert(0, DynamicsWriter(DenseData(self.features(dyn), self._y(dyn), n), dyn["pair_id"],
                                                self.labels, ctx.out_dir / "dynamics"))
         val_data = DenseData(self.features(val), self._y(val), n) if val is not None and len(val) else None
         cw = balanced_weights(y, n) if ctx.class_weights else None

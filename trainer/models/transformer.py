@@ -367,8 +367,8 @@ class Transformer:
             if mode != "off":
                 # "forward" records the training forward pass (free); "pass" scores after each epoch
                 dyn_data = data if dyn is train else self.encode(dyn)
-                callbacks.insert(0, DynamicsWriter(dyn_data, dyn["id"], self.labels, ctx.out_dir / "dynamics",
-                                                   mode=mode, train_ids=train["id"]))
+                callbacks.insert(0, DynamicsWriter(dyn_data, dyn["pair_id"], self.labels, ctx.out_dir / "dynamics",
+                                                   mode=mode, train_ids=train["pair_id"]))
         val_data = self.encode(val) if val is not None and len(val) else None
         cw = balanced_weights(data.labels, len(self.labels)) if ctx.class_weights else None
         self.state = fit(self.model, data, config=self.loop_config(ctx.seed), val=val_data, callbacks=callbacks,

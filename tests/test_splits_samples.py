@@ -28,7 +28,7 @@ def sample_output(request, spark, tmp_path_factory):
 def test_default_command_gives_three_splits_with_every_label(sample_output):
     """The first thing a user sees: train, validation and test, each holding all four labels,
     balanced by the default --balance downsample, with at least ~200 training pairs (measured on
-    ro / es / en: 212 / 208 / 216 train, 24 / 24 / 20 validation, 20 / 16 / 20 test)."""
+    ro / es / en: 216 / 220 / 224 train, 20 / 24 / 20 validation, 28 / 20 / 16 test)."""
     lang, out = sample_output
     labels = {"contrasting", "entailment", "reasoning", "neutral"}
     for split in ("train", "validation", "test"):

@@ -164,6 +164,7 @@ in_image() {  # in_image IMAGE USER COMMAND [COPY_FROM COPY_TO]: sh -c COMMAND a
   mount -t proc proc "$mnt/proc" 2>/dev/null || mount --rbind /proc "$mnt/proc"
   mounted+=("$mnt/proc")
   mount --rbind /dev "$mnt/dev" && mounted+=("$mnt/dev")
+  mkdir -p "$mnt${workdir:-/}"   # as `podman run` does for a WORKDIR that the build did not create
   for bind in "${IN_IMAGE_BINDS[@]}"; do
     mkdir -p "$mnt${bind#*:}"
     mount --bind -o ro "${bind%%:*}" "$mnt${bind#*:}" && mounted+=("$mnt${bind#*:}")

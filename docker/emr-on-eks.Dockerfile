@@ -20,8 +20,9 @@ COPY jobs /src/jobs
 COPY trainer /src/trainer
 COPY phrase_lexicons /src/phrase_lexicons
 # The wheel, and the list of the requirements this image installs, read from the wheel's own
-# metadata (the module that lists them loads lexicons: pyyaml). The list is copied on its own below, so that the image's layer of dependencies is
-# rebuilt only when they change, not on every change of the code.
+# metadata (the module that lists them loads lexicons: pyyaml). The list is copied on its own
+# below, so that the image's layer of dependencies is rebuilt only when they change, not on
+# every change of the code.
 RUN pip wheel --no-cache-dir --no-deps -w /dist /src \
  && pip install --no-cache-dir --no-deps /dist/nli_corpus_engine-*.whl \
  && pip install --no-cache-dir pyyaml \

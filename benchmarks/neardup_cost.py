@@ -18,7 +18,10 @@ core, `time.process_time()`, best of --repeat:
   verify       pair_jaccard of the candidates    (exact Jaccard)
   components   components over the near-duplicate pairs
 
-It prints µs per sentence for each step, the total, and total / stage 1. Stage 2 and 3 run
+It prints µs per sentence for each step, the total, and total / stage 1. With --pairs DIR
+(a pairs table), it also runs stage 3's rounds in one process (`splits.stage.rounds`,
+InProcessRunner, scratch files included) with near-duplicates on and off, and prints the
+CPU-s of each and the difference per pair. Stage 2 and 3 run
 the machinery on the premises and hypotheses of pairs, not on every sentence: the printed
 "per stage-1 sentence" figure assumes every sentence goes through it once (an upper bound
 while pairs hold fewer distinct sentences than stage 1 writes).
@@ -84,6 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=nd.Settings().threshold)
     ap.add_argument("--permutations", type=int, default=nd.Settings().num_perm)
     ap.add_argument("--bands", type=int, default=nd.Settings().bands)
+    ap.add_argument("--pairs", type=Path, default=None, help="a pairs table: also time stage 3 on and off")
     args = ap.parse_args(argv)
     if not args.dump.exists():
         print(f"error: {args.dump} not found: build it with benchmarks/scale.py or give --dump", file=sys.stderr)
@@ -145,7 +149,36 @@ def main(argv=None) -> int:
           f"near-duplicate pairs {len(pairs)} (Jaccard 1: {int((jac == 1).sum())})")
     print(f"ratio to stage 1's pure work per stage-1 sentence (every distinct sentence through it once): "
           f"{100 * total / s1:.1f} %")
+    if args.pairs:
+        stage3(args.pairs, settings, args.repeat)
     return 0
+
+
+def stage3(pairs: Path, settings, repeat: int) -> None:
+    """Stage 3's rounds in one process over `pairs`, near-duplicates on against off."""
+    import tempfile
+
+    from extractor import stage as contract
+    from extractor.splits import assign as sp
+    from extractor.splits import batches as bt
+    from extractor.splits import stage as splits_stage
+
+    schema, units = bt.list_units(str(pairs))
+    n = sum(u["rows"] for u in units)
+    cpu = {}
+    for name, near in (("off", None), ("on", settings)):
+        best_cpu = float("inf")
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
+                        "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
+                t0 = time.process_time()
+                splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
+                best_cpu = min(best_cpu, time.process_time() - t0)
+        cpu[name] = best_cpu
+    print(f"stage 3 in one process on {n:,} pairs: off {cpu['off']:.2f} CPU-s, on {cpu['on']:.2f} CPU-s; "
+          f"near-duplicates {1e6 * (cpu['on'] - cpu['off']) / n:.1f} µs per pair "
+          f"({100 * (cpu['on'] - cpu['off']) / cpu['off']:.0f} % of the stage)")
 
 
 if __name__ == "__main__":

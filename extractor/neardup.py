@@ -621,13 +621,17 @@ def band_buckets(keys, n: int) -> np.ndarray:
     return ((keys >> np.uint64(1)) % np.uint64(max(n, 1))).astype(np.int64)
 
 
-def verify_bucket(bands: pa.Table, fetch, settings: Settings) -> tuple[int, pa.Table, np.ndarray]:
+def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None = None,
+                  buckets: int | None = None) -> tuple[int, pa.Table, np.ndarray]:
     """One bucket of band rows -> (candidates, the verified pairs' text rows side by side,
     their Jaccard). ``fetch(ids)`` returns the `TEXT_SCHEMA` rows of sorted distinct ids, in
     that order (``text`` the text compared: a pair's hypothesis; ``other`` its premise). The
     verified table has the columns of `TEXT_SCHEMA` suffixed ``_a`` and ``_b`` (``gid_a <
     gid_b``), sorted by (gid_a, gid_b), and ``both``: the ``other`` texts are near-duplicates
-    too (a near-duplicate pair)."""
+    too (a near-duplicate pair). With `bucket` (of `buckets`), only the candidates this
+    bucket owns are kept: two texts sharing several bands are candidates in several
+    buckets, and belong to the one of their smallest shared key, so that every pair is
+    counted once whatever the number of buckets."""
     cand = bucket_pairs(bands.column("key").to_numpy(), bands.column("gid").to_numpy(), settings.max_bucket)
     empty = pa.table({f"{f.name}_{s}": pa.array([], f.type) for s in "ab" for f in TEXT_SCHEMA}
                      | {"both": pa.array([], pa.bool_())})
@@ -639,6 +643,11 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings) -> tuple[int, pa.T
         raise RuntimeError("near-duplicates: the texts fetched do not match the ids asked for (a bug)")
     sh = shingle_sets(rows.column("text"), settings)
     left, right = np.searchsorted(ids, cand[:, 0]), np.searchsorted(ids, cand[:, 1])
+    if bucket is not None:
+        keys = band_keys(signatures(sh, settings), settings)
+        shared = np.where(keys[left] == keys[right], keys[left], np.uint64(0xFFFF_FFFF_FFFF_FFFF))
+        mine = band_buckets(shared.min(axis=1), buckets) == bucket
+        cand, left, right = cand[mine], left[mine], right[mine]
     jac = pair_jaccard(sh, left, right)
     keep = jac >= settings.threshold
     left, right = left[keep], right[keep]

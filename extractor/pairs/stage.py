@@ -219,7 +219,7 @@ def _near_pairs_task(plan: dict):
     def fn(k: int) -> dict:
         bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", k), nd.BAND_SCHEMA)
         fetch = nd.fetch_from(lambda b: fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"), scratch.read_one)
-        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"])
+        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], k, plan["buckets"])
         both = verified.filter(verified.column("both"))
         ha = stable_hashes(both.column("doc_id_a"), seed=plan["seed"])
         hb = stable_hashes(both.column("doc_id_b"), seed=plan["seed"])

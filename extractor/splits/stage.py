@@ -167,7 +167,7 @@ def _near_task(plan: dict):
     def fn(b: int) -> dict:
         bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", b), nd.BAND_SCHEMA)
         fetch = nd.fetch_from(lambda unit: _near_text_path(plan, unit), scratch.read_one)
-        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"])
+        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], b, plan["buckets"])
         edges = verified.select(list(_NEAR_EDGES.names)).cast(_NEAR_EDGES)
         scratch.write_arrow(edges, fs.join(plan["work"], "near-edges", f"bucket-{b:05d}.arrow"))
         return {"candidates": candidates, "hypotheses": verified.num_rows,

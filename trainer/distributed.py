@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from extractor.staging import unfinished_path
+
 try:
     import torch
 except ImportError:  # `train` of the scikit-learn models runs without torch
@@ -94,8 +96,8 @@ def setup_run(out: Path, device: str | None = "auto") -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f"nli-rank{rank()}-"))
     atexit.register(shutil.rmtree, scratch, True)
     out = Path(out)
-    # the run and its staging folder (`RUN.inprogress`, where an unfinished run and its checkpoint live)
-    for src in (out, out.with_name(out.name + ".inprogress")):
+    # the run and its work folder (`RUN.inprogress`, where an unfinished run and its checkpoint live)
+    for src in (out, unfinished_path(out)):
         if src.exists():
             dst = scratch / src.name
             shutil.copytree(src, dst, ignore=lambda d, names: [n for n in names if n.endswith(".pt")])

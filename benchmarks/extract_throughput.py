@@ -1,5 +1,10 @@
 """Throughput of the sentences stage against WikiExtractor, per core, and its scaling.
 
+For stage 1 figures only: the repeated dump copies pages, so nearly every pair of it is an
+identical repeat (779 pairs from 534k sentences on 200 MB) and it under-states stages 2 and
+3 (pairing, POS filter, splits); benchmarks/scale.py runs the whole job on dumps of unique
+pages (docs/scale.md).
+
     .venv/bin/python benchmarks/extract_throughput.py --sizes 50,200
 
 For each size (MB of uncompressed XML) it builds a dump by repeating the pages of the real

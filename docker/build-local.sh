@@ -71,7 +71,7 @@ step() {  # step NAME COMMAND...: runs it and records its seconds
 # ---- pip inside the builds sees what pip here sees (a local wheel of torch, local indexes, the
 # certificate authorities this machine trusts): one pip.conf made from `pip config list` (its
 # cert pointing to this machine's CA bundle), mounted read-only with the local folders and
-# files it names. Nothing of it stays in the images.
+# files it names (only their empty mount points stay in the images).
 PIP_MOUNTS=()
 host_pip_mounts() {
   [ "${NLI_HOST_PIP:-1}" = 1 ] || return 0

@@ -115,7 +115,7 @@ class JobContext:
         target = self.table_path(name)
         if self.run is not None:
             if name in self.run.reused:
-                raise RuntimeError(f"{target}: table '{name}' is reused from the published run (--start-at); "
+                raise ValueError(f"{target}: table '{name}' is reused from the published run (--start-at); "
                                    f"a stage cannot write it")
             if fs.exists(target) and not keep:
                 fs.delete(target)  # a retried stage of this same run

@@ -61,8 +61,8 @@ class Run:
             if old not in text:
                 raise AssertionError(f"substitution {old!r} does not apply to: {text}")
             text = text.replace(old, new)
-        if self.append:
-            text = f"{text} {self.append}"
+        if self.append:  # before a trailing comment
+            text = re.sub(r"(^|\s)#(?![!{]).*$", "", text).rstrip() + " " + self.append
         if "small/" in text:
             ws.need("scinli")
         if "{tiny_bert}" in text:
@@ -129,7 +129,8 @@ def job_output(root: str, tables=SPLIT_FILES):
 def _scinli(ws):
     """small/: 400 training and 400 development pairs of the shared SciNLI files (every 5th
     row), and the files the docs name beside the workspace's root: SciNLI-named copies,
-    train/dev/test.jsonl, an SNLI-style 3-label file, a sliced copy, unlabelled rows."""
+    train/dev/test.jsonl (SciNLI columns), ph/train|dev|test.jsonl (premise/hypothesis/label),
+    an SNLI-style 3-label file, a sliced copy, unlabelled rows, two dataset folders."""
     src = ws.shared / "nli"
     if not (src / "scinli-dev.jsonl").exists():
         pytest.skip(f"{src}/scinli-*.jsonl not found (set NLI_SHARED_DATA)")
@@ -167,6 +168,11 @@ def _scinli(ws):
     ours = [{"pair_id": r["id"] if "id" in r else str(i), "premise": r["sentence1"], "hypothesis": r["sentence2"],
              "label": r["label"]} for i, r in enumerate(dev)]
     write("other.jsonl", ours[:100])
+    ph_train = [{"pair_id": f"t{i}", "premise": r["sentence1"], "hypothesis": r["sentence2"], "label": r["label"]}
+                for i, r in enumerate(train)]
+    write("ph/train.jsonl", ph_train)
+    write("ph/dev.jsonl", ours[:200])
+    write("ph/test.jsonl", ours[200:])
     write("unlabelled.jsonl", [{k: v for k, v in r.items() if k != "label"} for r in ours[100:150]])
     write("xnli-ro/validation.jsonl", ours[:100])
     write("xnli-ro/test.jsonl", ours[100:200])
@@ -434,6 +440,13 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
             Skip("rewrites the bundled samples inside the repository; the --check form below runs"),
         ".venv/bin/python samples/build_samples.py --check": Run(),
     },
+    "docs/neardup.md": {
+        "python -m trainer stats --data ../shared/data/nli/scinli-train-2k-human.jsonl "
+        "../shared/data/nli/scinli-dev.jsonl --premise sentence1 --hypothesis sentence2":
+            Run(checks=(prints(r"(?i)near-duplicate"),)),
+        ".venv/bin/python benchmarks/neardup_cost.py":
+            Skip("a benchmark on the scale benchmark's 20 MB dump (benchmarks/scale.py makes it): minutes"),
+    },
     "docs/pairs.md": {
         "./spark-submit.sh jobs/extract.py --lang ro --stages pairs":
             Run(append="--output out/ro-pairs", checks=(job_output("out/ro-pairs", ("sentences", "pairs", "stats.json")),
@@ -544,7 +557,9 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "python -m trainer stats --data ../shared/data/nli/scinli-dev.jsonl --premise sentence1 --hypothesis "
         "sentence2 --json": Run(checks=(prints(r'"data"'),)),
         "python -m trainer stats --data train.jsonl dev.jsonl test.jsonl":
-            Run(needs=("scinli",), checks=(prints(r"\btrain\b", r"\bdev\b", r"(?i)leakage"),)),
+            # files with the loader's default columns (the workspace's train.jsonl & co. are SciNLI's)
+            Run(needs=("scinli",), sub=(("train.jsonl dev.jsonl test.jsonl", "ph/train.jsonl ph/dev.jsonl ph/test.jsonl"),),
+                checks=(prints(r"\btrain\b", r"\bdev\b", r"(?i)leakage"),)),
         "python -m trainer stats --data xnli_ro/ --label-names entailment,neutral,contradiction":
             Run(needs=("scinli",), checks=(prints(r"contradiction"),)),
     },
@@ -580,6 +595,9 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "--hypothesis sentence2 --model MODEL --input-mode MODE --output runs/MODEL-MODE":
             Run(sub=(("MODEL", "tfidf-lr"), ("MODE", "hypothesis")),
                 checks=(run_dir("runs/tfidf-lr-hypothesis", "metrics.json"),)),
+        "python benchmarks/pretrained_baseline.py":
+            Skip("a benchmark: fine-tunes a pretrained encoder on 2,000 pairs three ways, minutes of CPU; "
+                 "needs the pretrained extra"),
         "python benchmarks/train_throughput.py --size base --pairs 50000 --steps 400 --warmup 50 --batch-size 32 "
         "--rounds 3 --in-rounds ours_compile --variants hf_compile,hf_group_by_length": Skip(GPU + " (a base-size benchmark)"),
         "python benchmarks/train_throughput.py --size tiny --pairs 2000 --steps 12 --warmup 2 --batch-size 16 "

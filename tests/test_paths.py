@@ -215,7 +215,7 @@ def test_trainer_commands_take_paths_against_their_own_directory(tmp_path):
         return proc.stdout + proc.stderr
 
     trainer(work, "train", "--model", "tfidf-lr", "--train", "d/train.jsonl", "--validation", "d/dev.jsonl",
-            "--out", "runs/a")
+            "--output", "runs/a")
     assert (work / "runs" / "a" / "metrics.json").is_file()
     out = trainer(tmp_path, "evaluate", "work/runs/a", "--data", "work/d/dev.jsonl", "--output", "ev")
     assert (tmp_path / "ev" / "metrics.json").is_file() and "macro-F1" in out

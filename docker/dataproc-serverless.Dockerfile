@@ -44,8 +44,8 @@ RUN python3 -m venv "${VENV}"
 ENV PATH="${VENV}/bin:${PATH}" \
     PYSPARK_PYTHON=/opt/nli-venv/bin/python \
     PYSPARK_DRIVER_PYTHON=/opt/nli-venv/bin/python
-# The wheel, then the job's requirements without pyspark (the runtime brings Spark), read
-# from the wheel's own metadata.
+# The job's requirements without pyspark (the runtime brings Spark), listed in the first
+# stage from the wheel's own metadata, then the wheel.
 COPY --from=wheel /reqs/requirements.txt /tmp/nli-requirements.txt
 RUN pip install --no-cache-dir -r /tmp/nli-requirements.txt
 COPY --from=wheel /dist /dist

@@ -39,7 +39,7 @@ RUN if command -v dnf >/dev/null 2>&1; then dnf install -y python3.11 python3.11
       && rm -rf /var/lib/apt/lists/* && (id hadoop >/dev/null 2>&1 || useradd -m -U hadoop); fi
 ENV PYSPARK_PYTHON=/usr/bin/python3.11 \
     PYSPARK_DRIVER_PYTHON=/usr/bin/python3.11
-# The wheel, then the job's requirements without pyspark (the image's Spark is used).
+# The job's requirements without pyspark (the image's Spark is used), then the wheel.
 # PIP_BREAK_SYSTEM_PACKAGES: Debian's Python refuses system-wide installs without it (PEP 668);
 # Amazon Linux's ignores it.
 COPY --from=wheel /reqs/requirements.txt /tmp/nli-requirements.txt

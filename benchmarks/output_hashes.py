@@ -65,11 +65,20 @@ def configurations(names: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def _drop_seconds(value):
+    """`value` without its timing keys (`seconds`, at any depth)."""
+    if isinstance(value, dict):
+        return {k: _drop_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_drop_seconds(v) for v in value]
+    return value
+
+
 def normalised_stats(data: bytes) -> bytes:
     stats = json.loads(data)
     for key in VOLATILE_JOB:
         stats.get("job", {}).pop(key, None)
-    return json.dumps(stats, sort_keys=True).encode()
+    return json.dumps(_drop_seconds(stats), sort_keys=True).encode()
 
 
 TEXT_SUFFIXES = {".md", ".json", ".txt", ".csv", ".tsv"}

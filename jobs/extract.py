@@ -37,6 +37,8 @@ from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
 from extractor.splits import stage as splits_stage  # noqa: E402
 
+SAMPLE_LICENSE = "apache-2.0"  # the bundled samples are written by this project (samples/README.md)
+
 STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
 TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
 # Flags that do not change a byte of the output: a resumed run may differ in them.
@@ -143,6 +145,8 @@ def _main(args, argv) -> int:
         if not args.input:  # the bundled sample: a stable corpus name
             for spec in corpora:
                 spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
+            if getattr(args, "license", None) == splits_stage.Options.license:
+                args.license = SAMPLE_LICENSE  # our own text (samples/README.md), not Wikipedia's
 
     options = stage_options(args, to_run)
     output = args.output or f"output/{lexicon.lang}"

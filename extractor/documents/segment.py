@@ -161,12 +161,16 @@ def save_params(params: PunktParameters, path: str | Path) -> str | Path:
 
 
 class PunktParamsError(UserError, ValueError):
-    """A --punkt-params file that is missing or not a Punkt parameter file."""
+    """A --punkt-params file that is not a Punkt parameter file."""
+
+
+class PunktParamsNotFound(UserError, FileNotFoundError):
+    """A --punkt-params file that does not exist."""
 
 
 def load_params(path: str | Path) -> PunktParameters:
     if not fs.exists(str(path)):
-        raise PunktParamsError(f"{path}: Punkt parameter file not found")
+        raise PunktParamsNotFound(f"{path}: Punkt parameter file not found")
     try:
         data = json.loads(fs.read_bytes(str(path)).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

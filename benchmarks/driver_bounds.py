@@ -234,12 +234,12 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
 
 def step(name: str, work: Path) -> dict:
     """One driver step in this (fresh) process; returns its figures."""
-    from collections import Counter, defaultdict
-
+    # imports here, before the peak is reset: the figures are the step's, not the modules'
     from extractor.pairs import batches as bt
     from extractor.pairs import buckets as pb
     from extractor.pairs import corpus as pcorp
     from extractor.pairs import neutral as nt
+    from extractor.pairs import stage as pstage
     from extractor.splits import assign as sp
     from extractor.splits import decisions as dc
 
@@ -285,21 +285,7 @@ def step(name: str, work: Path) -> dict:
     elif name == "plan":   # extractor/pairs/stage.py build_pairs, steps 1-2, as written there
         counts = [tuple(r) for out_u in counts_per_unit for r in out_u]
         tallies = [tuple(r) for out_b in tallies_per_bucket for r in out_b]
-        rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
-                for kind, corpus, label, reject, b, edge, a in counts]
-        rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
-                 for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
-        marked_counts, hist = Counter(), defaultdict(Counter)
-        groups, edges = [], Counter()
-        for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
-            if kind == "marked":
-                marked_counts[corpus, label, reject] += a
-            elif kind == "hist":
-                hist[corpus, label][b] += a
-            elif kind == "edge":
-                edges[corpus, edge_doc] += a
-            elif kind == "tally":
-                groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
+        marked_counts, hist, groups, edges = pstage.reduce_pass_one(counts, tallies)
         duplicates, kept, pos, per_corpus = pcorp.tally_marked(groups, marked_counts, "model")
         checked = sum(pos.values())
         pass_rate = pos.get(None, 0) / checked if checked else None

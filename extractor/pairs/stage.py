@@ -320,6 +320,28 @@ def _files_task(plan: dict):
     return fn
 
 
+def reduce_pass_one(counts: list[tuple], tallies: list[tuple]):
+    """Steps 1-2's driver reduction of the rounds' small results, in one fixed order: pass
+    one's count rows (`marked`, `hist`, `edge`) and the marked round's tallies, summed into
+    (marked counts, neutral histograms, tally groups, document edges)."""
+    rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
+            for kind, corpus, label, reject, b, edge, a in counts]
+    rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
+             for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
+    marked_counts, hist = Counter(), defaultdict(Counter)
+    groups, edges = [], Counter()
+    for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
+        if kind == "marked":
+            marked_counts[corpus, label, reject] += a
+        elif kind == "hist":
+            hist[corpus, label][b] += a
+        elif kind == "edge":
+            edges[corpus, edge_doc] += a
+        elif kind == "tally":
+            groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
+    return marked_counts, hist, groups, edges
+
+
 def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: str | None = None,
                 files: int = 4):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
@@ -357,21 +379,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                   for r in out["counts"]]
         tallies = [tuple(r) for out in runner.map(_marked_task(plan), buckets, name="marked")
                    for r in out["tallies"]]
-        rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
-                for kind, corpus, label, reject, b, edge, a in counts]
-        rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
-                 for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
-        marked_counts, hist = Counter(), defaultdict(Counter)
-        groups, split, edges = [], None, Counter()
-        for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
-            if kind == "marked":
-                marked_counts[corpus, label, reject] += a
-            elif kind == "hist":
-                hist[corpus, label][b] += a
-            elif kind == "edge":
-                edges[corpus, edge_doc] += a
-            elif kind == "tally":
-                groups.append((corpus, label, phrase, ps, reject, b, edge_doc == "true", a, c))
+        marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies)
         split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
         if split:
             raise bt.DocumentOrderError(bt.split_document_error(*split))

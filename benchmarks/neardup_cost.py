@@ -29,18 +29,17 @@ while pairs hold fewer distinct sentences than stage 1 writes).
 from __future__ import annotations
 
 import argparse
-import bz2
-import gzip
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+import clean_profile  # noqa: E402  (its dump reader)
 from extractor import neardup as nd  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
@@ -54,18 +53,8 @@ SHARED_DUMP = REPO.parent / "shared" / "data" / "dumps" / "rowiki-real-3pages.xm
 
 
 def read_pages(path: Path):
-    opener = bz2.open if path.suffix == ".bz2" else gzip.open if path.suffix == ".gz" else open
-    pages = []
-    with opener(path, "rb") as fh:
-        for _, el in ET.iterparse(fh):
-            if el.tag.rsplit("}", 1)[-1] != "page":
-                continue
-            revs = el.findall("{*}revision")
-            text = (revs[-1].findtext("{*}text") if revs else "") or ""
-            if el.findtext("{*}ns") == "0" and el.find("{*}redirect") is None:
-                pages.append((el.findtext("{*}title"), text))
-            el.clear()
-    return pages
+    """(title, text) of the dump's articles: clean_profile's reader, without the page id."""
+    return [(title, text) for _, title, text in clean_profile.read_pages(path)]
 
 
 def best(func, repeat: int):

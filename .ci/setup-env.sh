@@ -1,6 +1,6 @@
 # Sourced by ./spark-submit.sh and ./run-tests.sh: makes sure Java >= 17 and the project's
 # virtual environment are there, installing what is missing, then exports the variables
-# Spark needs. Usage: nli_setup "extract" | "extract,train,test"
+# Spark needs. Usage: nli_setup "extract" | "extract,train,test,bench"
 # Settings: NLI_VENV (default <repo>/.venv), PYTHON (interpreter for the venv, default python3),
 # TORCH_SPEC (default torch==2.13.0; installed first when the train extra is asked for),
 # TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cu128 for a CUDA build).

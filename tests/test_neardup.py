@@ -278,6 +278,26 @@ def test_normalisation_is_norm_words():
     assert got == [(st.norm_words(t) or [""])[0] for t in tokens]
 
 
+def test_normalisation_of_every_character_is_norm_words():
+    """Every code point Arrow's path may take (and a few past it), alone, at either end and
+    inside a word, next to capitals and repeated: the same words as `statistics.norm_words`
+    (the path Arrow takes, lower-casing and trimming, is checked against Python's case folding
+    and stripping character by character, including Σ, ß, İ, ǅ, combining marks, ²)."""
+    import pyarrow as pa
+
+    tokens = []
+    for cp in range(0x21, 0x3100):
+        c = chr(cp)
+        if c.isspace():
+            continue
+        tokens += [c, "a" + c, c + "a", c + "Ab" + c, "Ab" + c + "x", c + c, "-" + c + "É" + c + ","]
+    tokens += ["ΣΊΣΥΦΟΣ,", "(ΟΔΟΣ)", "İİ", "Straße.", "«ǅemal»", "x\u0301", "\u0301x\u0301", "中文,", "Ꭰꭰ"]
+    got = nd._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
+    expected = [(st.norm_words(t) or [""])[0] for t in tokens]
+    wrong = [(t, g, e) for t, g, e in zip(tokens, got, expected) if g != e]
+    assert not wrong, wrong[:10]
+
+
 def test_trainer_stats_reports_near_duplicate_leakage(tmp_path, capsys):
     """`python -m trainer stats` on SciNLI's train and dev files, and on train against a
     copy of 200 of its rows with one word changed on each side."""

@@ -25,6 +25,26 @@ CPU-s of each and the difference per pair. Stage 2 and 3 run
 the machinery on the premises and hypotheses of pairs, not on every sentence: the printed
 "per stage-1 sentence" figure assumes every sentence goes through it once (an upper bound
 while pairs hold fewer distinct sentences than stage 1 writes).
+
+The job on the scale benchmark (the issue's measure: the machinery's CPU against stage 1's):
+
+    .venv/bin/python benchmarks/neardup_cost.py --job 20      # the 20 MB unique-text dump
+    .venv/bin/python benchmarks/neardup_cost.py --job 20 --code DIR   # a fixed checkout's job
+
+runs `jobs/extract.py` on `benchmarks/_work/scale/ro-unique-<N>mb.xml.bz2` twice, with
+`--near-duplicates off` then `on`, through benchmarks/scale.py's `run_job` (local[2], POS
+filter on, the pool's Punkt parameters; the CPU of the whole process tree sampled with
+psutil and split at the job's stage lines), and prints each stage's CPU-s in both runs and
+(stage 2 + stage 3 on) - (stage 2 + stage 3 off) against stage 1's CPU-s: the machinery's
+cost in the job, Spark's rounds included (a difference of two runs: noisy on a shared
+machine). Then, to attribute the cost to the near-duplicate tasks themselves, it runs stages 2
+and 3 in one process over the "on" run's `sentences/` (the same rounds and scratch files,
+`InProcessRunner`), on and off, and times every round's tasks: the near-duplicate rounds
+(stage 2: near-bands, near-pairs, near-apply; stage 3: near-duplicates, near-groups,
+near-leakage) and stage 3's per-unit near-duplicate step inside its first round. `--sentences
+DIR --stage1-cpu S` runs only that part on an existing `sentences/` table (e.g. the 250 MB
+run's) against the stage 1 CPU-s measured for it. Figures go to --json (default
+benchmarks/results/neardup_cost.json). Goal (issue 32): near-duplicate CPU / stage 1 CPU <= 0.15.
 """
 from __future__ import annotations
 
@@ -77,7 +97,16 @@ def main(argv=None) -> int:
     ap.add_argument("--permutations", type=int, default=nd.Settings().num_perm)
     ap.add_argument("--bands", type=int, default=nd.Settings().bands)
     ap.add_argument("--pairs", type=Path, default=None, help="a pairs table: also time stage 3 on and off")
+    ap.add_argument("--job", type=int, default=None, metavar="MB",
+                    help="run the job on the scale benchmark's N MB unique-text dump with near-duplicates off and on")
+    ap.add_argument("--code", type=Path, default=None, help="with --job: the checkout whose job runs")
+    ap.add_argument("--sentences", type=Path, default=None,
+                    help="a job's sentences/ table: time stages 2 and 3 in one process on it, on and off")
+    ap.add_argument("--stage1-cpu", type=float, default=None, help="with --sentences: stage 1's CPU-s for that table")
+    ap.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "neardup_cost.json")
     args = ap.parse_args(argv)
+    if args.job is not None or args.sentences is not None:
+        return job_cost(args)
     if not args.dump.exists():
         print(f"error: {args.dump} not found: build it with benchmarks/scale.py or give --dump", file=sys.stderr)
         return 2
@@ -168,6 +197,157 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
     print(f"stage 3 in one process on {n:,} pairs: off {cpu['off']:.2f} CPU-s, on {cpu['on']:.2f} CPU-s; "
           f"near-duplicates {1e6 * (cpu['on'] - cpu['off']) / n:.1f} µs per pair "
           f"({100 * (cpu['on'] - cpu['off']) / cpu['off']:.0f} % of the stage)")
+
+
+class TimingRunner:
+    """`InProcessRunner` that adds up the process CPU of each named round's tasks."""
+
+    def __init__(self):
+        from extractor import stage as contract
+
+        self.inner = contract.InProcessRunner()
+        self.cpu: dict[str, float] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def map(self, fn, tasks, spread=False, costs=None, name=None):
+        t0 = time.process_time()
+        try:
+            return self.inner.map(fn, tasks, spread=spread, costs=costs, name=name)
+        finally:
+            key = name or "unnamed"
+            self.cpu[key] = self.cpu.get(key, 0.0) + time.process_time() - t0
+
+
+def in_process(sentences: Path, lang: str, settings) -> dict:
+    """Stages 2 and 3 in one process over `sentences`, near-duplicates off and on: CPU-s per
+    round, and the near-duplicate part of each."""
+    import tempfile
+
+    from extractor.lexicon import load_lexicon
+    from extractor.pairs import stage as pairs_stage
+    from extractor.splits import assign as sp
+    from extractor.splits import batches as bt
+    from extractor.splits import stage as splits_stage
+
+    lexicon = load_lexicon(lang)
+    out: dict = {}
+    unit_step = splits_stage._near_unit
+    # a first run (on, not counted) loads what both modes load once per process (the POS
+    # model, imports, neardup's token rules), so that neither counts it
+    for mode in ("warm-up", "off", "on"):
+        unit_cpu = [0.0]
+
+        def timed_unit(*a, **k):
+            t0 = time.process_time()
+            try:
+                return unit_step(*a, **k)
+            finally:
+                unit_cpu[0] += time.process_time() - t0
+
+        with tempfile.TemporaryDirectory() as tmp:
+            options = pairs_stage.Options(pos_filter="on", near_duplicates="off" if mode == "off" else "on",
+                                          near_duplicate_threshold=settings.threshold,
+                                          near_duplicate_shingle=settings.shingle,
+                                          near_duplicate_permutations=settings.num_perm,
+                                          near_duplicate_bands=settings.bands)
+            r2 = TimingRunner()
+            t0 = time.process_time()
+            write, stats2, cleanup = pairs_stage.build_pairs(r2, str(sentences), lexicon, options, work=f"{tmp}/scratch")
+            try:
+                write(f"{tmp}/pairs")
+            finally:
+                cleanup()
+            cpu2 = time.process_time() - t0
+            schema, units = bt.list_units(f"{tmp}/pairs")
+            plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
+                    "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1),
+                    "near": None if mode == "off" else settings}
+            r3 = TimingRunner()
+            splits_stage._near_unit = timed_unit
+            t0 = time.process_time()
+            try:
+                found = splits_stage.rounds(r3, plan, sp.parse_balance("downsample"), None, 4)
+            finally:
+                splits_stage._near_unit = unit_step
+            cpu3 = time.process_time() - t0
+        near2 = {k: v for k, v in r2.cpu.items() if k.startswith("near")}
+        near3 = {k: v for k, v in r3.cpu.items() if k.startswith("near")}
+        near3["summaries: per-unit near-duplicate step"] = unit_cpu[0]
+        out[mode] = {"stage2_cpu_s": cpu2, "stage3_cpu_s": cpu3, "stage2_rounds": r2.cpu, "stage3_rounds": r3.cpu,
+                     "near_rounds_cpu_s": {"stage2": near2, "stage3": near3},
+                     "near_cpu_s": sum(near2.values()) + sum(near3.values()),
+                     "pairs": stats2.get("total"), "near_stats": {"stage2": stats2.get("near_duplicates"),
+                                                                   "stage3": (found.get("near") or {})}}
+    out.pop("warm-up")
+    return out
+
+
+def job_cost(args) -> int:
+    """The issue's measure: the machinery's CPU in the job against stage 1's (module doc)."""
+    import json
+    import os
+
+    import scale  # benchmarks/scale.py: the dumps and `run_job`
+
+    settings = nd.Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
+    result: dict = {"settings": settings.as_dict(), "load_at_start": os.getloadavg()[0]}
+    sentences, stage1 = args.sentences, args.stage1_cpu
+    if args.job is not None:
+        dump = scale.WORK / f"ro-unique-{args.job}mb.xml.bz2"
+        if not dump.exists():
+            print(f"error: {dump} not found: build it with benchmarks/scale.py --sizes {args.job} --build-only",
+                  file=sys.stderr)
+            return 2
+        runs = {}
+        for mode in ("off", "on"):
+            r = scale.run_job(dump, f"neardup-{args.job}mb-{mode}", ["--near-duplicates", mode], code=args.code)
+            runs[mode] = {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "pairs": r["pairs"], "sentences": r["sentences"],
+                          "stages_cpu_s": {k: v["cpu_s"] for k, v in r["stages"].items()},
+                          "stages_wall_s": {k: v["wall_s"] for k, v in r["stages"].items()}}
+            stats = json.loads((scale.WORK / f"out-neardup-{args.job}mb-{mode}" / "stats.json").read_text())
+            runs[mode]["near_stats"] = {"pairs": stats["pairs"].get("near_duplicates"),
+                                        "splits": stats["splits"].get("near_duplicates")}
+        print(f"job on {dump.name} ({runs['on']['sentences']:,} sentences, {runs['on']['pairs']:,} pairs), "
+              f"CPU-s of the process tree per stage:")
+        print(f"  {'stage':<10} {'off':>8} {'on':>8}")
+        for stage in runs["on"]["stages_cpu_s"]:
+            print(f"  {stage:<10} {runs['off']['stages_cpu_s'].get(stage, 0):8.1f} {runs['on']['stages_cpu_s'][stage]:8.1f}")
+        s23 = {m: runs[m]["stages_cpu_s"].get("pairs", 0) + runs[m]["stages_cpu_s"].get("splits", 0) for m in runs}
+        stage1 = (runs["on"]["stages_cpu_s"]["sentences"] + runs["off"]["stages_cpu_s"]["sentences"]) / 2
+        diff = s23["on"] - s23["off"]
+        print(f"  stages 2+3: off {s23['off']:.1f}, on {s23['on']:.1f}: near-duplicates {diff:+.1f} CPU-s; "
+              f"stage 1 (mean of the two runs) {stage1:.1f} CPU-s: ratio {diff / stage1:.3f} (goal <= 0.15)")
+        print(f"  near-duplicate counts (on): {runs['on']['near_stats']}")
+        result.update({"dump": dump.name, "job": runs, "stage1_cpu_s": stage1, "job_near_cpu_s": diff,
+                       "job_ratio": diff / stage1})
+        sentences = scale.WORK / f"out-neardup-{args.job}mb-on" / "sentences"
+    if sentences is not None:
+        if stage1 is None:
+            print("error: --sentences needs --stage1-cpu (the stage 1 CPU-s of that table's run)", file=sys.stderr)
+            return 2
+        ip = in_process(sentences, args.lang, settings)
+        print(f"stages 2 and 3 in one process over {sentences} (InProcessRunner), CPU-s:")
+        for mode in ("off", "on"):
+            r = ip[mode]
+            print(f"  {mode:<3}: stage 2 {r['stage2_cpu_s']:.2f}, stage 3 {r['stage3_cpu_s']:.2f} ({r['pairs']:,} pairs)")
+        for st_name, rounds_cpu in ip["on"]["near_rounds_cpu_s"].items():
+            for k, v in rounds_cpu.items():
+                print(f"    {st_name} {k:<40} {v:.3f}")
+        near = ip["on"]["near_cpu_s"]
+        diff = (ip["on"]["stage2_cpu_s"] + ip["on"]["stage3_cpu_s"]) - (ip["off"]["stage2_cpu_s"] + ip["off"]["stage3_cpu_s"])
+        print(f"  near-duplicate tasks {near:.3f} CPU-s (stages 2+3 on - off: {diff:+.2f}); against stage 1's "
+              f"{stage1:.1f} CPU-s: ratio {near / stage1:.4f} (goal <= 0.15)")
+        print(f"  near-duplicate counts: {ip['on']['near_stats']}")
+        result.update({"in_process": ip, "in_process_sentences": str(sentences), "in_process_near_cpu_s": near,
+                       "in_process_ratio": near / stage1, "stage1_cpu_s": stage1})
+    result["load_at_end"] = os.getloadavg()[0]
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"wrote {args.json}; load average {result['load_at_start']:.1f} at start, {result['load_at_end']:.1f} at end "
+          f"(2 cores, shared)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,303 @@
+"""The per-row statistics of a whole batch at once (vectorised over Arrow and numpy),
+and the word counts PMI is computed from."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length, norm_words
+
+
+# `batch_statistics` computes the per-row functions of `rows` for a whole batch at once: the
+# texts are split into tokens by Arrow, Python runs once per *distinct* token (case folding,
+# edge punctuation, capitals: exactly the code of `norm_words` and `inner_capital`), and
+# the set and sequence measures are numpy/Arrow work over integer token ids. The per-row
+# functions stay the definitions; tests/test_statistics.py checks that every column of the
+# batch equals them, bit for bit, on real and adversarial texts.
+
+
+def _text_array(values) -> pa.Array:
+    """A batch of texts as one Arrow string array: an Arrow array or column as it is,
+    Python values as the per-row functions take them (None -> "", else ``str``)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if isinstance(values, pa.Array):
+        return values if pa.types.is_large_string(values.type) else values.cast(pa.large_string())
+    values = list(values)
+    try:
+        return pa.array(values, pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(["" if v is None else str(v) for v in values], pa.large_string())
+
+
+class _Tokens:
+    """The whitespace tokens of a batch of texts, in order (empty tokens dropped): ``row``
+    of each token and whether it opens its text (``first``). Arrow's
+    ``utf8_split_whitespace`` splits at exactly the characters Python's ``str.split()``
+    does (checked over every code point in tests/test_statistics.py). ``raw`` (the token's
+    id in the batch's vocabulary) is set by `_vocabulary`."""
+
+    def __init__(self, texts: pa.Array):
+        lists = pc.utf8_split_whitespace(texts)
+        lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat = pc.list_flatten(lists)
+        keep = pc.greater(pc.binary_length(flat), 0)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        mask = keep.to_numpy(zero_copy_only=False)
+        self.n = len(texts)
+        self.row = np.repeat(np.arange(self.n, dtype=np.int64), lengths)[mask]
+        self.first = (np.arange(len(flat), dtype=np.int64) == starts)[mask]
+        self.strings = flat.filter(keep)
+        self.count = np.bincount(self.row, minlength=self.n)
+        self.raw = np.zeros(0, dtype=np.int64)
+
+
+def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Number the distinct tokens of `sides` (sets each side's ``raw``) and return per raw
+    id: its normalised word's id (`norm_words`; -1 when nothing is left), whether it holds
+    a capital letter, whether it does after its first character; and the normalised words."""
+    encoded = pa.chunked_array([s.strings for s in sides], pa.large_string()).combine_chunks().dictionary_encode()
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    start = 0
+    for s in sides:
+        s.raw = ids[start:start + len(s.strings)]
+        start += len(s.strings)
+    vocab = encoded.dictionary.to_pylist()
+    norm_id = np.full(len(vocab), -1, dtype=np.int64)
+    upper = np.zeros(len(vocab), dtype=bool)
+    upper_tail = np.zeros(len(vocab), dtype=bool)
+    index: dict[str, int] = {}
+    for i, tok in enumerate(vocab):
+        kept = _norm_tokens([tok.casefold()])
+        if kept:
+            norm_id[i] = index.setdefault(kept[0], len(index))
+        if not tok.islower():  # no cased character, or a capital somewhere
+            upper[i] = any(ch.isupper() for ch in tok)
+            upper_tail[i] = upper[i] and any(ch.isupper() for ch in tok[1:])
+    return norm_id, upper, upper_tail, list(index)
+
+
+def _normalised(side: _Tokens, norm_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A side's `norm_words`: (row, word id, position in the row's words) per word, and the
+    words per row."""
+    ids = norm_id[side.raw]
+    keep = ids >= 0
+    row, ids = side.row[keep], ids[keep]
+    count = np.bincount(row, minlength=side.n)
+    position = np.arange(len(row), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    return row, ids, position, count
+
+
+def _sorted_keys(row: np.ndarray, ids: np.ndarray, width: int) -> np.ndarray:
+    """Keys ``row * width + id``, sorted. The tokens come in row order, so the sort only
+    orders each row's few keys (numpy's stable sort runs in near linear time there)."""
+    return np.sort(row * width + ids, kind="stable")
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Whether each key of a sorted array differs from the one before it."""
+    new = np.ones(len(sorted_keys), dtype=bool)
+    new[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return new
+
+
+def _distinct(row: np.ndarray, ids: np.ndarray, width: int) -> np.ndarray:
+    """The distinct (row, id) of a batch as sorted keys ``row * width + id``: a set per row."""
+    keys = _sorted_keys(row, ids, width)
+    return keys[_starts(keys)]
+
+
+def _inside(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """Whether each key is in the sorted array `of`."""
+    if not len(of):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(of, keys), len(of) - 1)
+    return of[at] == keys
+
+
+def _jaccard(p_keys: np.ndarray, h_keys: np.ndarray, width: int, n: int) -> np.ndarray:
+    """Per row |P & H| / |P | H| of the word sets given as `_distinct` keys (0 if both empty)."""
+    shared = np.bincount(h_keys[_inside(h_keys, p_keys)] // width, minlength=n)
+    union = np.bincount(p_keys // width, minlength=n) + np.bincount(h_keys // width, minlength=n) - shared
+    return np.divide(shared, union, out=np.zeros(n), where=union > 0)
+
+
+ALL_BITS = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+
+
+def _popcount(v: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(v).astype(np.int64)
+    return np.unpackbits(v.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
+
+
+def _lcs_lengths(hyp: tuple, prem: tuple, width: int) -> np.ndarray:
+    """`lcs_length(hn, pn)` of every row whose hypothesis has at most 64 words (-1 for the
+    others), from the `_normalised` sides: `lcs_length`'s bit-parallel recurrence with one
+    64-bit word per row, all rows stepping through their premise words together."""
+    h_row, h_ids, h_pos, h_len = hyp
+    p_row, p_ids, p_pos, p_len = prem
+    n = len(h_len)
+    fits = h_len <= 64
+    out = np.full(n, -1, dtype=np.int64)
+    # bit i of a (row, word) mask: word i of the row's hypothesis is that word
+    sel = fits[h_row]
+    keys = h_row[sel] * width + h_ids[sel]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.nonzero(_starts(keys))[0]
+    bits = np.left_shift(np.uint64(1), h_pos[sel][order].astype(np.uint64))
+    masks = np.bitwise_or.reduceat(bits, first) if len(first) else bits
+    keys = keys[first]
+    # each premise word's mask, placed at (its position, its row's rank): the rows ranked
+    # by premise length, longest first, so the rows still stepping at step j are a prefix
+    sel = fits[p_row]
+    p_keys = p_row[sel] * width + p_ids[sel]
+    step_masks = np.zeros(len(p_keys), dtype=np.uint64)
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, p_keys), len(keys) - 1)
+        hit = keys[at] == p_keys
+        step_masks[hit] = masks[at[hit]]
+    ranked = np.nonzero(fits)[0]
+    ranked = ranked[np.argsort(-p_len[ranked], kind="stable")]
+    rank = np.empty(n, dtype=np.int64)
+    rank[ranked] = np.arange(len(ranked))
+    active = np.bincount(p_pos[sel])  # rows with a premise word at step j
+    placed = np.empty_like(step_masks)
+    placed[(np.cumsum(active) - active)[p_pos[sel]] + rank[p_row[sel]]] = step_masks
+    lengths = h_len[ranked].astype(np.uint64)
+    full = np.where(lengths >= 64, ALL_BITS, np.left_shift(np.uint64(1), np.minimum(lengths, 63)) - np.uint64(1))
+    v = full.copy()
+    start = 0
+    for k in active.tolist():
+        m, vk = placed[start:start + k], v[:k]
+        u = vk & m
+        v[:k] = ((vk + u) | (vk - u)) & full[:k]  # uint64 arithmetic wraps: a 64-word carry drops
+        start += k
+    out[ranked] = h_len[ranked] - _popcount(v)
+    return out
+
+
+def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
+    """Each row's label number (-1: no label, None or NaN), labels as ``str`` in order of
+    first appearance."""
+    if isinstance(labels, (pa.Array, pa.ChunkedArray)):
+        labels = _text_array(labels).cast(pa.string())
+        encoded = pc.dictionary_encode(labels)
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, encoded.dictionary.to_pylist()
+    codes = np.full(n, -1, dtype=np.int64)
+    names: dict[str, int] = {}
+    if labels is not None:
+        for i, label in enumerate(labels):
+            if i >= n:
+                break
+            if label is None or (isinstance(label, float) and math.isnan(label)):
+                continue
+            codes[i] = names.setdefault(str(label), len(names))
+    return codes, list(names)
+
+
+def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(label number, word id, texts) per (label, word) of one side, from its `_distinct`
+    normalised keys: rows without a label left out; sorted by label, then word id."""
+    lab = codes[keys // width]
+    has = lab >= 0
+    combined = lab[has] * width + keys[has] % width
+    bins = (int(codes.max()) + 1) * width if len(codes) else 0
+    if bins <= 1 << 25:  # a count per (label, word) fits in memory: count, no sort
+        counts = np.bincount(combined, minlength=bins)
+        combined = np.nonzero(counts)[0]
+        counts = counts[combined]
+    else:
+        combined = np.sort(combined)
+        first = np.nonzero(_starts(combined))[0]
+        counts = np.diff(np.append(first, len(combined)))
+        combined = combined[first]
+    return combined // width, combined % width, counts
+
+
+def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: list[str], width: int) -> dict:
+    """`word_counts` of one side from its `_distinct` normalised keys."""
+    per_label, ids, counts = _word_count_rows(keys, codes, width)
+    seen = np.bincount(codes[codes >= 0], minlength=len(names))
+    out = {"labels": {name: int(seen[c]) for c, name in enumerate(names)},
+           "words": {name: Counter() for name in names}}
+    bounds = np.searchsorted(per_label, np.arange(len(names) + 1))
+    for c, name in enumerate(names):
+        a, b = bounds[c], bounds[c + 1]
+        out["words"][name] = Counter(dict(zip([words[w] for w in ids[a:b].tolist()], counts[a:b].tolist())))
+    return out
+
+
+def _word_count_table(sides: dict, codes: np.ndarray, names: list[str], words: list[str], width: int) -> pa.Table:
+    """The word counts of both sides as one table (side, label, word, n): `batch_statistics`
+    with ``word_table``, for callers that add up counts column-wise."""
+    parts = []
+    vocabulary = pa.array(words, pa.string())
+    label_names = pa.array(names, pa.string())
+    for side, keys in sides.items():
+        per_label, ids, counts = _word_count_rows(keys, codes, width)
+        parts.append(pa.table({"side": pa.array(np.full(len(ids), side, dtype=object), pa.string()),
+                               "label": label_names.take(pa.array(per_label)), "word": vocabulary.take(pa.array(ids)),
+                               "n": pa.array(counts.astype(np.int64))}))
+    return pa.concat_tables(parts)
+
+
+def row_statistics(premises: Iterable[str], hypotheses: Iterable[str]) -> pd.DataFrame:
+    """The per-row statistics of a batch of pairs (one row per pair, :data:`ROW_COLUMNS`):
+    `batch_statistics` without labels (so without word counts)."""
+    return batch_statistics(premises, hypotheses, None)[0]
+
+
+def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> tuple[pd.DataFrame, dict | pa.Table]:
+    """One pass over a batch of pairs (lists, pandas columns or Arrow arrays of texts): the
+    per-row statistics (:data:`ROW_COLUMNS`, each the per-row function of this module) and
+    the word counts PMI is computed from (`word_counts` of hypotheses and of premises, rows
+    with a label only). The counts of several batches add up (`add_word_counts`), so a
+    split's PMI can be computed from the batches of many tasks. With ``word_table`` the
+    counts come as one Arrow table (side, label, word, n) instead of Counters."""
+    columns, counts = batch_columns(premises, hypotheses, labels, word_table)
+    return pd.DataFrame(columns).astype(ROW_DTYPES), counts
+
+
+def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tuple[dict, dict | pa.Table]:
+    """`batch_statistics` as numpy columns (:data:`ROW_COLUMNS`, in order, with the
+    :data:`ROW_DTYPES`) and the word counts: for callers that go on column-wise."""
+    p_text, h_text = _text_array(premises), _text_array(hypotheses)
+    if len(p_text) != len(h_text):
+        raise ValueError(f"batch_statistics: {len(p_text)} premises but {len(h_text)} hypotheses")
+    n = len(p_text)
+    prem, hyp = _Tokens(p_text), _Tokens(h_text)
+    norm_id, upper, upper_tail, words_ = _vocabulary(prem, hyp)
+    width = max(len(norm_id), 1) + 1
+    pn, hn = _normalised(prem, norm_id), _normalised(hyp, norm_id)
+    pn_keys, hn_keys = _distinct(pn[0], pn[1], width), _distinct(hn[0], hn[1], width)
+    h_len = hn[3]
+    new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
+    lcs = _lcs_lengths(hn, pn, width)
+    for i in np.nonzero(lcs < 0)[0].tolist():  # hypotheses of more than 64 words
+        lcs[i] = lcs_length(norm_words(h_text[i].as_py() or ""), norm_words(p_text[i].as_py() or ""))
+    capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
+    columns = {
+        "premise_words": prem.count, "hypothesis_words": hyp.count,
+        "overlap_jaccard": _jaccard(pn_keys, hn_keys, width, n),
+        "lcs_ratio": np.divide(lcs, h_len, out=np.zeros(n), where=h_len > 0),
+        "new_token_rate": np.divide(new, h_len, out=np.zeros(n), where=h_len > 0),
+        "hypothesis_inner_capital": np.bincount(hyp.row[capital], minlength=n) > 0,
+        "overlap_jaccard_raw": _jaccard(_distinct(prem.row, prem.raw, width), _distinct(hyp.row, hyp.raw, width),
+                                        width, n),
+    }
+    columns = {c: columns[c].astype(ROW_DTYPES[c]) for c in ROW_COLUMNS}
+    codes, names = _label_codes(labels, n)
+    if word_table:
+        return columns, _word_count_table({"hypothesis": hn_keys, "premise": pn_keys}, codes, names, words_, width)
+    counts = {"hypothesis": _word_counts(hn_keys, codes, names, words_, width),
+              "premise": _word_counts(pn_keys, codes, names, words_, width)}
+    return columns, counts

@@ -89,7 +89,15 @@ spark.sparkContext.setLogLevel("FATAL")
 p = argparse.ArgumentParser(); splits_stage.add_arguments(p); args = p.parse_args([])
 args.seed, args.overwrite, args.files_per_table = 0, True, 4
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
-ctx.write_table(spark.read.parquet({src!r}), "pairs", sort_by=["pair_id"])  # as stage 2 writes it: 4 files
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
+from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
+def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair_id as Spark would, sorted
+    t = pq.read_table({src!r}); t = t.take(pc.sort_indices(t, [("pair_id", "ascending")]))
+    part = pa.array([spark_partition((v,), 4) for v in t.column("pair_id").to_pylist()])
+    w = [dict(path=p, rows=n, bytes=b) for f in range(4)
+         for p, n, b in write_sorted(t.filter(pc.equal(part, f)).to_batches(), d, [], f"part-{{f:05d}}.parquet")]
+    return finish_table_files(w, d, lambda: t.schema)
+ctx.write_table_with("pairs", write_pairs)
 c, t = tree_cpu(), time.time()
 splits_stage.run(ctx, SparkRunner(spark))
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"]}}))

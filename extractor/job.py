@@ -46,8 +46,8 @@ class JobContext:
         ctx.table_path(name)                  where table `name` is (written by this run, or
                                               reused from the published run with --start-at)
         ctx.read_table(name)                  a DataFrame of it
-        ctx.write_table(df, name, partition_by, sort_by, num_files)
-                                              deterministic Parquet files, written by the tasks
+        ctx.write_table_with(name, write)     the table's files, written by `write(directory)`
+                                              (the stage's tasks, with parquet_writer.write_sorted)
         ctx.put_file(local_path, "splits/README.md"), ctx.put_bytes(data, "punkt_params.json")
                                               any other file of the run (card, PNG, JSON)
         ctx.stats[stage], ctx.warn(msg)       counts for stats.json, warnings
@@ -88,21 +88,9 @@ class JobContext:
         """Where a file of this run goes (e.g. 'punkt_params.json')."""
         return f"{self.root.rstrip('/')}/{relative}"
 
-    def arrange(self, df, partition_by=None, sort_by=None, num_files: int | None = None):
-        """`df` arranged for deterministic files (extractor.run.parquet_writer.arrange)."""
-        return _out.arrange(df, partition_by, sort_by, self.files_per_table(num_files))
-
-    def write_table(self, df, name: str, partition_by=None, sort_by=None, num_files: int | None = None) -> str:
-        """Write `df` as table `name` (arranged as by `arrange`): Parquet files written by
-        the Spark tasks with pyarrow and fixed settings, so the bytes depend on the rows only.
-        In a run the table goes to the staging directory; without one, through a temporary
-        directory moved into place only on success."""
-        partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-        arranged = self.arrange(df, partition_by, sort_by, num_files)
-        return self.write_table_with(name, lambda directory: _out.write_table_files(arranged, directory, partition_by))
-
     def files_per_table(self, num_files: int | None = None) -> int:
-        """How many files (hash partitions) `arrange` cuts a table into."""
+        """How many files (hash partitions, `parquet_writer.spark_partition`) a stage cuts its
+        table into (--files-per-table)."""
         return num_files or int(getattr(self.args, "files_per_table", 0) or 4)
 
     def write_table_with(self, name: str, write, keep: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""JobContext table writes: deterministic bytes, atomic replacement, clear errors."""
+"""JobContext table writes (`write_table_with`, tables written by tasks as the stages do,
+tests/task_tables.py): deterministic bytes, atomic replacement, clear errors."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,8 @@ import pytest
 
 from extractor.job import InputError, JobContext
 from extractor.run import OutputExistsError, read_stats, summary_table, write_stats
+from extractor.spark.runner import SparkRunner
+from tests.task_tables import write_rows, writer
 
 pytestmark = pytest.mark.spark
 
@@ -31,32 +34,36 @@ def rows(n=500):
 COLUMNS = ["corpus", "doc_id", "para_idx", "sent_idx", "text"]
 
 
-def test_write_table_bytes_do_not_depend_on_input_partitioning(spark, tmp_path):
+def test_table_bytes_do_not_depend_on_input_chunks_order_or_runner(spark, tmp_path):
+    """A table written as the stages write theirs (tasks hash rows into files, sort them and
+    write them with `write_sorted`, through `ctx.write_table_with`): the same bytes from one
+    chunk in order and from seven chunks in reverse order, in-process and as Spark tasks."""
     data = rows()
     a = ctx_for(spark, tmp_path / "a")
     b = ctx_for(spark, tmp_path / "b")
-    a.write_table(spark.createDataFrame(data, COLUMNS).repartition(1), "sentences", partition_by=["corpus"])
-    b.write_table(spark.createDataFrame(list(reversed(data)), COLUMNS).repartition(7), "sentences",
-                  partition_by=["corpus"])
+    write_rows(a, "sentences", data, COLUMNS, partition_by=["corpus"])
+    write_rows(b, "sentences", list(reversed(data)), COLUMNS, partition_by=["corpus"], chunks=7,
+               runner=SparkRunner(spark))
     da, db = digests(tmp_path / "a" / "sentences"), digests(tmp_path / "b" / "sentences")
     assert da == db
-    assert any(name.startswith("corpus=c1/part-") for name in da)
-    assert not any("-" in name.split("part-")[-1].split(".")[0] for name in da if "part-" in name)  # no uuid
+    assert sorted(da) == [f"corpus=c{c}/part-{p:05d}.parquet" for c in range(3) for p in range(3)]  # no uuid
+    assert not list(tmp_path.glob("*/*-scatter"))  # the scratch files are gone
     back = a.read_table("sentences")
     assert back.count() == 500 and set(back.columns) == set(COLUMNS)
+    assert sorted(tuple(r[c] for c in COLUMNS) for r in back.collect()) == sorted(data)
 
 
-def test_spark_partition_is_the_partition_spark_gives_and_tasks_write_the_same_files(spark, tmp_path):
+def test_spark_partition_is_the_partition_spark_gives_and_each_file_holds_its_partition_sorted(spark, tmp_path):
     """`parquet_writer.spark_partition` = Spark's `repartition(n, cols)` (Murmur3, seed 42), on
-    strings of every length mod 4, non-ASCII and nulls; and a table written by tasks with
-    it and `write_sorted` (`write_table_with`, as stage 2 does) has the bytes of `write_table`."""
+    strings of every length mod 4, non-ASCII and nulls; and a table written by tasks with it
+    and `write_sorted` (as stage 2 writes `pairs/`) holds in `part-<p>` exactly the rows
+    Spark's `repartition(n, corpus, doc_id)` puts in partition p, sorted."""
     import random
 
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
+    from extractor.run.parquet_writer import spark_partition
 
     rng = random.Random(5)
     alphabet = "abcxyzăîșțé漢 0123456789:-"
@@ -68,53 +75,51 @@ def test_spark_partition_is_the_partition_spark_gives_and_tasks_write_the_same_f
         got = df.repartition(n, "a", "b").select("a", "b", F.spark_partition_id().alias("p")).collect()
         assert all(r["p"] == spark_partition((r["a"], r["b"]), n) for r in got)
 
-    data = rows()
-    ctx_for(spark, tmp_path / "spark").write_table(spark.createDataFrame(data, COLUMNS), "sentences",
-                                                   partition_by=["corpus"], sort_by=["doc_id", "sent_idx"])
-    table = spark.createDataFrame(data, COLUMNS).toPandas()
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-
-    def write(directory):
-        written = []
-        part = pa.array([spark_partition((c, d), 3) for c, d in zip(table["corpus"], table["doc_id"])])
-        for p in range(3):
-            mine = arrow.filter(pc.equal(part, p))
-            mine = mine.take(pc.sort_indices(mine, sort_keys=[("corpus", "ascending"), ("doc_id", "ascending"),
-                                                               ("sent_idx", "ascending")]))
-            written += [dict(zip(("path", "rows", "bytes"), w)) for w in
-                        write_sorted(mine.to_batches(), directory, ["corpus"], f"part-{p:05d}.parquet")]
-        return finish_table_files(written, directory, lambda: arrow.schema)
-    ctx_for(spark, tmp_path / "tasks").write_table_with("sentences", write)
-    assert digests(tmp_path / "spark" / "sentences") == digests(tmp_path / "tasks" / "sentences")
+    data = rows(2000)
+    path = write_rows(ctx_for(spark, tmp_path), "sentences", data, COLUMNS, partition_by=["corpus"],
+                      sort_by=["doc_id", "sent_idx"], chunks=3)
+    by_spark = (spark.createDataFrame(data, COLUMNS).repartition(3, "corpus", "doc_id")
+                .select("corpus", "doc_id", "sent_idx", F.spark_partition_id().alias("p")).collect())
+    want = {}
+    for r in by_spark:
+        want.setdefault((r["corpus"], r["p"]), []).append((r["doc_id"], r["sent_idx"]))
+    for (corpus, p), keys in want.items():
+        got = pq.read_table(os.path.join(path, f"corpus={corpus}", f"part-{p:05d}.parquet"),
+                            columns=["doc_id", "sent_idx"]).to_pylist()
+        assert [(g["doc_id"], g["sent_idx"]) for g in got] == sorted(keys)
+    assert len(want) == 9 and sum(len(k) for k in want.values()) == len(data)
 
 
 def test_failed_write_keeps_the_old_table_and_leaves_no_temp_dir(spark, tmp_path):
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-
+    """Without a run (a context made by hand): the table goes through `_tmp-<name>`, moved
+    into place only on success; a task that fails after others wrote their files leaves the
+    old table as it was."""
     ctx = ctx_for(spark, tmp_path, overwrite=True)
-    ctx.write_table(spark.createDataFrame(rows(50), COLUMNS), "pairs")
+    write_rows(ctx, "pairs", rows(50), COLUMNS)
     before = digests(tmp_path / "pairs")
+    write_new = writer(rows(100), COLUMNS, files=3, runner=SparkRunner(spark))
 
-    @F.udf(StringType())
     def explode_on_42(text):
         if "42" in text:
             raise RuntimeError("boom")
-        return text
+        return {}
 
-    bad = spark.createDataFrame(rows(100), COLUMNS).withColumn("text", explode_on_42("text"))
-    with pytest.raises(Exception):
-        ctx.write_table(bad, "pairs")
+    def write(directory):
+        write_new(directory)  # the new files are there, in the temporary folder
+        assert list((tmp_path / "_tmp-pairs").rglob("*.parquet"))
+        SparkRunner(spark).map(explode_on_42, [r[4] for r in rows(100)])
+
+    with pytest.raises(Exception, match="boom"):
+        ctx.write_table_with("pairs", write)
     assert digests(tmp_path / "pairs") == before
     assert not list(tmp_path.glob("_tmp-*"))
 
 
 def test_existing_table_needs_overwrite_and_missing_table_is_named(spark, tmp_path):
     ctx = ctx_for(spark, tmp_path)
-    df = spark.createDataFrame(rows(10), COLUMNS)
-    ctx.write_table(df, "sentences")
+    write_rows(ctx, "sentences", rows(10), COLUMNS)
     with pytest.raises(OutputExistsError, match="sentences already exists; pass --overwrite"):
-        ctx.write_table(df, "sentences")
+        write_rows(ctx, "sentences", rows(10), COLUMNS)
     with pytest.raises(InputError, match=r"pairs: no such table; run the stage that writes 'pairs' first"):
         ctx.read_table("pairs")
 

@@ -15,6 +15,8 @@ import pytest
 from extractor import fs
 from extractor import run as out
 from extractor.job import JobContext
+from extractor.spark.runner import SparkRunner
+from tests.task_tables import table_of, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -39,8 +41,8 @@ def run_ctx(spark, run):
 def publish_one(spark, root, tag="", extra_file=b"{}"):
     run = out.Run.open(str(root), "test")
     ctx = run_ctx(spark, run)
-    ctx.write_table(spark.createDataFrame(rows(tag=tag), COLUMNS), "sentences", partition_by="corpus")
-    ctx.write_table(spark.createDataFrame(rows(50, tag), COLUMNS), "pairs")
+    write_rows(ctx, "sentences", rows(tag=tag), COLUMNS, partition_by="corpus")
+    write_rows(ctx, "pairs", rows(50, tag), COLUMNS)
     ctx.put_bytes(extra_file, "stats.json")
     return run, run.publish()
 
@@ -59,7 +61,7 @@ def test_publish_swaps_everything_at_once_and_readers_see_only_published_runs(sp
 
     run2 = out.Run.open(str(root), "test 2")  # staged, not published: readers still see run 1
     ctx = run_ctx(spark, run2)
-    ctx.write_table(spark.createDataFrame(rows(tag="b"), COLUMNS), "sentences", partition_by="corpus")
+    write_rows(ctx, "sentences", rows(tag="b"), COLUMNS, partition_by="corpus")
     ctx.put_bytes(b'{"n": 2}\n', "stats.json")
     assert digests(root / "sentences") == old and (root / "stats.json").read_bytes() == b'{"n": 1}\n'
     assert spark.read.parquet(out.published_path(str(root), "sentences")).count() == 300
@@ -75,12 +77,12 @@ def test_publish_swaps_everything_at_once_and_readers_see_only_published_runs(sp
 def test_same_bytes_for_a_local_path_and_a_file_uri_and_any_input_partitioning(spark, tmp_path):
     data = rows(400)
     a = out.Run.open(str(tmp_path / "a"))
-    run_ctx(spark, a).write_table(spark.createDataFrame(data, COLUMNS).repartition(1), "t", partition_by="corpus")
+    write_rows(run_ctx(spark, a), "t", data, COLUMNS, partition_by="corpus")
     a.publish()
     b = out.Run.open(f"file://{tmp_path / 'b'}")
     assert b.dir.startswith("file://")
-    run_ctx(spark, b).write_table(spark.createDataFrame(list(reversed(data)), COLUMNS).repartition(5), "t",
-                                  partition_by="corpus")
+    write_rows(run_ctx(spark, b), "t", list(reversed(data)), COLUMNS, partition_by="corpus", chunks=5,
+               runner=SparkRunner(spark))
     b.publish()
     assert digests(tmp_path / "a" / "t") == digests(tmp_path / "b" / "t")
     assert (tmp_path / "b" / "manifest.json").is_file()
@@ -88,9 +90,10 @@ def test_same_bytes_for_a_local_path_and_a_file_uri_and_any_input_partitioning(s
 
 def test_empty_table_is_readable_with_its_columns(spark, tmp_path):
     run = out.Run.open(str(tmp_path / "o"))
-    df = spark.createDataFrame(rows(5), COLUMNS).filter("sent_idx < 0")
-    path = run_ctx(spark, run).write_table(df, "pairs")
-    assert spark.read.parquet(path).columns == COLUMNS
+    schema = table_of(rows(1), COLUMNS).schema
+    path = write_rows(run_ctx(spark, run), "pairs", [], COLUMNS, chunks=2, schema=schema)
+    assert os.listdir(path) == ["part-00000.parquet"]  # no task wrote a file: one empty file, with the schema
+    assert spark.read.parquet(path).columns == COLUMNS and spark.read.parquet(path).count() == 0
     run.abort()
     assert not (tmp_path / "o" / "_runs").exists() or not os.listdir(tmp_path / "o" / "_runs")
 
@@ -135,8 +138,8 @@ def test_start_at_reuses_the_published_table_in_the_new_run(spark, tmp_path):
     ctx = run_ctx(spark, run)
     assert ctx.read_table("sentences").count() == 300
     with pytest.raises(ValueError, match="reused from the published run"):
-        ctx.write_table(spark.createDataFrame(rows(3), COLUMNS), "sentences")
-    ctx.write_table(spark.createDataFrame(rows(10, "x"), COLUMNS), "pairs")
+        write_rows(ctx, "sentences", rows(3), COLUMNS)
+    write_rows(ctx, "pairs", rows(10, "x"), COLUMNS)
     m2 = run.publish()
     assert m2["tables"]["sentences"]["run_id"] == m1["run_id"]
     assert spark.read.parquet(str(root / "sentences")).count() == 300

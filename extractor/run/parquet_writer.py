@@ -5,8 +5,6 @@ filesystem (local, file://, gs://, s3a://, hdfs://), with any cores or executors
 Stage tasks write their rows with `write_sorted` (fixed pyarrow settings, row groups of
 exactly ROW_GROUP_ROWS, a temporary name renamed on local disks), putting each row in the
 file Spark's hash would give it (`spark_partition`); `finish_table_files` tidies the table.
-`write_table_files` writes an arranged Spark DataFrame the same way (no stage uses it; the
-tests compare the stages' files with it).
 """
 from __future__ import annotations
 
@@ -18,13 +16,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from extractor import fs
-from extractor.stage import task_done
 
 ROW_GROUP_ROWS = 65_536
 # Fixed writer settings: the same bytes for the same rows on every machine with this pyarrow.
 PARQUET_OPTIONS = dict(compression="snappy", version="2.6", use_dictionary=True, write_statistics=True,
                        data_page_size=1 << 20, store_schema=True)
-FILE_SCHEMA = "path string, rows long, bytes long"
 
 # Spark's ExternalCatalogUtils.escapePathName: these characters are %XX-escaped in
 # partition directory names (corpus=<name>), so that Spark reads the value back unchanged.
@@ -116,8 +112,8 @@ class _FileSink:
 def write_sorted(batches, table_dir: str, partition_by: list[str], name: str, attempt: int = 0) -> list[tuple]:
     """Write sorted rows (Arrow batches, sorted by `partition_by` first) as `name` in the
     directory of each partition value: `[<col>=<value>/]<name>`, the columns of
-    `partition_by` left out of the files. Returns (path, rows, bytes) per file. The Spark
-    writer (`_task_writer`) and tasks that write a table themselves share it."""
+    `partition_by` left out of the files. Returns (path, rows, bytes) per file. The tasks
+    of stages 2 and 3 write their tables with it."""
     sink, key, written = None, None, []
     data_schema = None
     for batch in batches:
@@ -158,24 +154,6 @@ def task_attempt() -> int:
     return context.attemptNumber() if context else 0
 
 
-def _task_writer(table_dir: str, partition_by: list[str]):
-    """mapInArrow function: write this task's (sorted) rows as part-<task>.parquet, one file
-    per partition value; yield one (path, rows, bytes) row per file."""
-
-    def write(batches):
-        from pyspark import TaskContext  # lazy: only in a Spark task, where pyspark is there
-
-        task = TaskContext.get()
-        written = write_sorted(batches, table_dir, partition_by, f"part-{task.partitionId():05d}.parquet",
-                               task.attemptNumber())
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([w[0] for w in written], pa.string()), pa.array([w[1] for w in written], pa.int64()),
-             pa.array([w[2] for w in written], pa.int64())], names=["path", "rows", "bytes"])
-        task_done()
-
-    return write
-
-
 _M32 = 0xFFFFFFFF
 
 
@@ -208,39 +186,13 @@ def _murmur3_bytes(data: bytes, seed: int) -> int:
 def spark_partition(values, n: int) -> int:
     """The partition Spark's `repartition(n, *columns)` gives a row of string `values`
     (`pmod(hash(columns), n)`, Murmur3 with seed 42; a null leaves the hash as it is), so
-    tasks can write a table in the files `arrange` would give it (checked against Spark)."""
+    tasks put each row in the file a Spark shuffle by those columns would give it (checked
+    against Spark in tests/test_job_output.py)."""
     h = 42
     for v in values:
         if v is not None:
             h = _murmur3_bytes(str(v).encode("utf-8"), h)
     return (h - (1 << 32) if h >= (1 << 31) else h) % n
-
-
-def arrange(df, partition_by=None, sort_by=None, num_files: int = 4):
-    """`df` arranged for deterministic files: rows hashed into `num_files` Spark partitions by
-    their partition columns and first sort column, sorted within each, so the bytes do not
-    depend on cores or input partitioning. `sort_by` defaults to every column (give a unique
-    key when there is one: it is cheaper)."""
-    partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    sortable = [f.name for f in df.schema.fields if f.dataType.typeName() not in ("map",)]
-    sort_by = list(sort_by or [c for c in sortable if c not in partition_by])
-    return df.repartition(int(num_files), *(partition_by + sort_by[:1])).sortWithinPartitions(*(partition_by + sort_by))
-
-
-def write_table_files(df, table_dir: str, partition_by=None) -> list[dict]:
-    """Write an arranged DataFrame as Parquet files under `table_dir` (which must not hold
-    a table yet): `[<col>=<value>/]part-<NNNNN>.parquet`, written by the tasks themselves.
-    Returns [{path, rows, bytes}] (one small row per file). An empty DataFrame gives one
-    empty file that carries the schema, so that readers still see the columns."""
-    partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    table_dir = fs.canonical(table_dir)
-    files = [r.asDict() for r in df.mapInArrow(_task_writer(table_dir, partition_by), FILE_SCHEMA).collect()]
-
-    def schema():
-        from pyspark.sql.pandas.types import to_arrow_schema  # lazy: the Spark path only
-
-        return to_arrow_schema(df.schema)
-    return finish_table_files(files, table_dir, schema)
 
 
 def finish_table_files(files: list[dict], table_dir: str, schema) -> list[dict]:

@@ -207,6 +207,47 @@ def test_signature_depends_only_on_the_text(corpus):
     assert (other != sig[:100]).mean() > 0.9
 
 
+def test_signatures_and_buckets_are_their_definitions(corpus):
+    """Signatures are, per text, the minimum over its shingles of each hash function
+    (short texts, texts of ~512 words around the switch between the two ways of taking
+    minima, and 3,000-word ones, with empty texts among them); `bucket_pairs` is every
+    pair of ids sharing a key, each id against at most `max_bucket` earlier ids."""
+    sentences, _, _ = corpus
+    rng = random.Random(5)
+    words = " ".join(sentences[:3000]).split()
+    texts = [" ".join(rng.choice(words) for _ in range(n)) for n in (1, 2, 40, 511, 512, 513, 700, 3000)]
+    texts += sentences[:300] + ["", None, "— !"]
+    rng.shuffle(texts)
+    for settings in (nd.Settings(), nd.Settings(shingle=3, num_perm=24, bands=4)):
+        sh = nd.shingle_sets(texts, settings)
+        a, b = nd._coefficients(settings)
+        sig = nd.signatures(sh, settings)
+        for t in range(sh.n):
+            values = sh.values[sh.offsets[t]:sh.offsets[t + 1]]
+            if not len(values):
+                assert (sig[t] == nd.EMPTY).all()
+                continue
+            with np.errstate(over="ignore"):
+                want = ((values[:, None] * a[None, :] + b[None, :]) >> np.uint64(32)).min(axis=0)
+            assert (sig[t] == want.astype(np.uint32)).all(), t
+    # buckets: keys shared by 1 to 70 ids, rows repeated, any order
+    keys, ids = [], []
+    for key in range(1, 200):
+        members = rng.sample(range(500), rng.choice([1, 2, 3, 10, 70]))
+        keys += [key * 7919] * len(members) + [key * 7919]
+        ids += members + [members[0]]
+    order = list(range(len(keys)))
+    rng.shuffle(order)
+    keys = np.array(keys, dtype=np.uint64)[order]
+    ids = np.array(ids, dtype=np.int64)[order]
+    for cap in (64, 3):
+        want = set()
+        for key in np.unique(keys):
+            members = sorted(set(ids[keys == key].tolist()))
+            want |= {(members[i], members[j]) for j in range(len(members)) for i in range(min(j, cap))}
+        assert nd.bucket_pairs(keys, ids, cap).tolist() == sorted(map(list, want))
+
+
 def test_shingles_and_exact_jaccard():
     settings = nd.Settings()
     texts = ["Ion a mers acasă, la mama lui.", "ion a mers ACASĂ la mama lui!", "Mama lui Ion.", "", None, "— !"]

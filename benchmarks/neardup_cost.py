@@ -103,6 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sentences", type=Path, default=None,
                     help="a job's sentences/ table: time stages 2 and 3 in one process on it, on and off")
     ap.add_argument("--stage1-cpu", type=float, default=None, help="with --sentences: stage 1's CPU-s for that table")
+    ap.add_argument("--no-in-process", action="store_true", help="with --job: only the two job runs")
     ap.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "neardup_cost.json")
     args = ap.parse_args(argv)
     if args.job is not None or args.sentences is not None:
@@ -178,7 +179,7 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
 
     from extractor import stage as contract
     from extractor.splits import assign as sp
-    from extractor.splits import batches as bt
+    from extractor.splits import pair_tables as bt
     from extractor.splits import stage as splits_stage
 
     schema, units = bt.list_units(str(pairs))
@@ -228,7 +229,7 @@ def in_process(sentences: Path, lang: str, settings) -> dict:
     from extractor.lexicon import load_lexicon
     from extractor.pairs import stage as pairs_stage
     from extractor.splits import assign as sp
-    from extractor.splits import batches as bt
+    from extractor.splits import pair_tables as bt
     from extractor.splits import stage as splits_stage
 
     lexicon = load_lexicon(lang)
@@ -322,7 +323,7 @@ def job_cost(args) -> int:
         print(f"  near-duplicate counts (on): {runs['on']['near_stats']}")
         result.update({"dump": dump.name, "job": runs, "stage1_cpu_s": stage1, "job_near_cpu_s": diff,
                        "job_ratio": diff / stage1})
-        sentences = scale.WORK / f"out-neardup-{args.job}mb-on" / "sentences"
+        sentences = None if args.no_in_process else scale.WORK / f"out-neardup-{args.job}mb-on" / "sentences"
     if sentences is not None:
         if stage1 is None:
             print("error: --sentences needs --stage1-cpu (the stage 1 CPU-s of that table's run)", file=sys.stderr)

@@ -19,7 +19,7 @@ Stage 3 (extractor/splits/decisions.py, assign.py; the driver part of extractor/
              `compute_quotas`, `cut_points`.
   thresholds the rows of the bins where a quota ends part-way (`boundary_rows` of every
              bucket) -> `thresholds`.
-Stage 2 (extractor/pairs/corpus.py, buckets.py, batches.py; the driver part of
+Stage 2 (extractor/pairs/corpus.py, buckets.py, sentence_passes.py; the driver part of
 extractor/pairs/stage.py `build_pairs`, replicated here step for step):
   plan       pass 1's count rows of every unit (marked counts, the neutral candidates'
              selection-hash histograms: strategies x 4096 bins per unit, edge rows) and the
@@ -95,7 +95,7 @@ def _digests(rng, n: int) -> pa.Array:
 def slim_rows(documents: int, pairs: int, seed: int = 0) -> pa.Table:
     """Stage 3's slim summary rows (`batches.SUMMARY_SCHEMA`) of `pairs` pairs over
     `documents` documents of one corpus."""
-    from extractor.splits import batches as sb
+    from extractor.splits import pair_tables as sb
 
     rng = np.random.default_rng(seed)
     label = rng.integers(0, 4, size=pairs)
@@ -163,7 +163,7 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
     """What the tasks of stage 2 hand its driver, in the shapes of extractor/pairs/stage.py:
     pass 1's count rows per unit, the marked tallies per bucket, the "documents" scratch
     rows, the neutral tallies per bucket, the boundary rows of the draw."""
-    from extractor.pairs import batches as bt
+    from extractor.pairs import sentence_passes as bt
     from extractor.pairs import neutral as nt
 
     rng = np.random.default_rng(seed + 1)
@@ -235,7 +235,7 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
 def step(name: str, work: Path) -> dict:
     """One driver step in this (fresh) process; returns its figures."""
     # imports here, before the peak is reset: the figures are the step's, not the modules'
-    from extractor.pairs import batches as bt
+    from extractor.pairs import sentence_passes as bt  # noqa: F401  (the driver imports it)
     from extractor.pairs import buckets as pb
     from extractor.pairs import corpus as pcorp
     from extractor.pairs import neutral as nt

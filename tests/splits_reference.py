@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from extractor import statistics as st
 from extractor.splits import assign as sp
-from extractor.splits import batches as bt
+from extractor.splits import pair_tables as bt
 
 
 def run_reference(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",

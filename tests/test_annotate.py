@@ -21,7 +21,7 @@ pytest.importorskip("krippendorff")
 pytest.importorskip("sklearn")
 
 from trainer.annotation import agreement as ag  # noqa: E402
-from trainer.annotation.batches import _allocate_balanced, _allocate_natural, select_items  # noqa: E402
+from trainer.annotation.blind_batches import _allocate_balanced, _allocate_natural, select_items  # noqa: E402
 from trainer.annotation.guidelines import fold  # noqa: E402
 from trainer.annotation.simulate import simulate_label  # noqa: E402
 
@@ -694,7 +694,7 @@ def test_output_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_pat
 
 
 def test_manifests_of_batch_folders_and_of_the_files_folders(batch, tmp_path):
-    from trainer.annotation.batches import MANIFEST
+    from trainer.annotation.blind_batches import MANIFEST
     from trainer.annotation.readers import find_manifests
     from trainer.cli import UserError
 

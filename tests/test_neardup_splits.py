@@ -16,7 +16,7 @@ from extractor import neardup as nd
 from extractor import stage as contract
 from extractor.hashing import stable_hex
 from extractor.splits import assign as sp
-from extractor.splits import batches as bt
+from extractor.splits import pair_tables as bt
 from extractor.splits import stage as splits_stage
 from test_neardup import _other_split_max_jaccard, planted_corpus, word_set_jaccard
 

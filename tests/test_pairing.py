@@ -10,7 +10,7 @@ import pytest
 
 from extractor.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
 from extractor.lexicon import load_lexicon
-from extractor.pairs import batches as bt
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for, recase_first_letter
 from extractor.pairs.pairing import (MARKED_REASONS, Document, apply_pos, marked_pairs, neutral_candidates,

@@ -8,7 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from extractor.pairs import batches as bt
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.scratch import split_by

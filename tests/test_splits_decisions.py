@@ -13,7 +13,7 @@ import pytest
 
 from extractor.scratch import split_by
 from extractor.splits import assign as sp
-from extractor.splits import batches as bt
+from extractor.splits import pair_tables as bt
 from extractor.splits import decisions as dc
 
 

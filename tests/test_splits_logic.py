@@ -128,7 +128,7 @@ def test_per_label_ratios_hold_on_a_large_corpus():
 def _summaries(premises, hypotheses, seed=0, **columns):
     import pyarrow as pa
 
-    from extractor.splits.batches import summaries
+    from extractor.splits.pair_tables import summaries
 
     n = len(premises)
     table = pa.table({"pair_id": [f"p{i}" for i in range(n)], "doc_id": ["d:1"] * n, "corpus": ["c"] * n,

@@ -227,15 +227,15 @@ def test_natural_distribution_and_existing_output(spark, tmp_path):
 def test_string_and_struct_refs_name_their_document():
     import pyarrow as pa
 
-    from extractor.splits import batches
+    from extractor.splits import pair_tables
 
     strings = pa.table({"doc_id": ["wiki:12", "news:1"], "premise_ref": ["wiki:12:3:4", None],
                         "hypothesis_ref": ["wiki:7:0:1", ""]})
-    assert batches._ref_docs(strings, "premise_ref").to_pylist() == ["wiki:12", "news:1"]
-    assert batches._ref_docs(strings, "hypothesis_ref").to_pylist() == ["wiki:7", "news:1"]
-    assert batches._ref_docs(strings, "no_such_ref").to_pylist() == ["wiki:12", "news:1"]
+    assert pair_tables._ref_docs(strings, "premise_ref").to_pylist() == ["wiki:12", "news:1"]
+    assert pair_tables._ref_docs(strings, "hypothesis_ref").to_pylist() == ["wiki:7", "news:1"]
+    assert pair_tables._ref_docs(strings, "no_such_ref").to_pylist() == ["wiki:12", "news:1"]
     structs = pa.table({"doc_id": ["a:1", "b:2"], "premise_ref": [{"doc_id": "a:9", "sent_idx": 1}, None]})
-    assert batches._ref_docs(structs, "premise_ref").to_pylist() == ["a:9", "b:2"]
+    assert pair_tables._ref_docs(structs, "premise_ref").to_pylist() == ["a:9", "b:2"]
 
 
 def test_an_independent_pandas_reference_gives_the_splits_of_the_spark_stage(built):

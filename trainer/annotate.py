@@ -20,7 +20,7 @@ from extractor.errors import UserError
 from extractor.staging import WorkFolder
 from trainer.annotation import agreement as ag
 from trainer.annotation import outputs
-from trainer.annotation.batches import annotator_names, select_items, write_batch
+from trainer.annotation.blind_batches import annotator_names, select_items, write_batch
 from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
 from trainer.annotation.readers import check_known, find_manifests, read_annotations
 from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography

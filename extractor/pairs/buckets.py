@@ -3,7 +3,7 @@
 The stage (`extractor.spark.pairs_stage`) cuts pass 1's and pass 2's pair rows into
 buckets by a hash of their texts (`text_buckets`), so every copy of a pair, marked or
 neutral, lands in one bucket; a task per bucket then groups identical pairs
-(`rank_identical`), runs the POS filter over them (`batches.pos_rows`) and returns only
+(`rank_identical`), runs the POS filter over them (`sentence_passes.pos_rows`) and returns only
 counts (`marked_tallies`, `neutral_tallies`) from which the driver plans with the pure
 functions of `extractor.pairs.corpus`. The exact neutral draw takes, per (corpus,
 strategy), the candidates with the lowest (`select`, `pair_id`): all those of the bins
@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.pairs import batches as bt
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 
 
@@ -43,7 +43,7 @@ def rank_identical(table: pa.Table) -> pa.Table:
 
 
 def pos_checked(table: pa.Table, model: str | None, lexicon) -> pa.Table:
-    """`batches.pos_rows` over a table (the table as it is without a model)."""
+    """`sentence_passes.pos_rows` over a table (the table as it is without a model)."""
     if not model or not table.num_rows:
         return table
     return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True)),

@@ -2,7 +2,7 @@
 single-process run of the whole stage.
 
 The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
-`extractor.pairs.batches`). What is global is small and lives here as pure functions:
+`extractor.pairs.sentence_passes`). What is global is small and lives here as pure functions:
 
 * `plan_cuts`: per-corpus neutral targets from the marked counts (after identical pairs
   are dropped), the split over strategies (`neutral.allocate`), and for each
@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 import pyarrow as pa
 
 from extractor.lexicon import MARKED_LABELS
-from extractor.pairs import batches as bt
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS

@@ -1,5 +1,5 @@
 """Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/stage.py; the logic is per document in
-extractor.pairs.pairing, run over Arrow batches by extractor.pairs.batches; the global
+extractor.pairs.pairing, run over Arrow batches by extractor.pairs.sentence_passes; the global
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
@@ -37,7 +37,7 @@ from extractor import scratch
 from extractor import stage as contract
 from extractor.hashing import stable_hashes
 from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
-from extractor.pairs import batches as bt
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf

@@ -1,7 +1,7 @@
 """Stage 3: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage (the
 stage contract: extractor/stage.py).
 
-Rounds of tasks handed to the runner around pure functions: `extractor.splits.batches` (per work unit of the
+Rounds of tasks handed to the runner around pure functions: `extractor.splits.pair_tables` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
 `extractor.splits.assign` (assignment, quotas) and `extractor.statistics` (every number of
 the card). The runner (Spark in the job) runs the rounds' tasks (docs/splits.md); between rounds
@@ -31,7 +31,7 @@ from extractor import scratch
 from extractor import stage as contract
 from extractor import statistics as st
 from extractor.splits import assign as sp
-from extractor.splits import batches as bt
+from extractor.splits import pair_tables as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
 from extractor.names import LABELS
@@ -116,7 +116,7 @@ def add_arguments(parser) -> None:
 # ---------------------------------------------------------------------------- tasks
 
 def _summaries_task(plan: dict):
-    """Round 1, per work unit: its slim rows (`batches.summaries`), those that are data cut
+    """Round 1, per work unit: its slim rows (`pair_tables.summaries`), those that are data cut
     into buckets of sentence-pair keys, and its documents' weights per corpus; returns
     the rows per (label, reject reason) and the corpora."""
     def fn(u: int) -> dict:
@@ -286,7 +286,7 @@ def _rows_task(plan: dict):
     """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
     over its rows from every bucket); their document, hypothesis, pair and sentence-pair
     keys to the folders of the keys' buckets; their texts to the Arrow files of their
-    output files and their card statistics (`batches.unit_statistics`) to a scratch file
+    output files and their card statistics (`pair_tables.unit_statistics`) to a scratch file
     per split. Returns the figures."""
     def fn(r: int) -> dict:
         folder = scratch.folder(plan["work"], "ranked", r)
@@ -325,8 +325,8 @@ def _keys_result(plan: dict, k: int) -> dict:
 
 def _files_task(plan: dict):
     """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
-    as Parquet; or a split's card aggregates (`batches.split_aggregates`) and top PMI words
-    (`batches.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the chart of the
+    as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
+    (`pair_tables.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the chart of the
     class distribution (pairs per split and label, known from the quotas) drawn into the
     output folder, where the executors have matplotlib (a cluster's packed environment
     leaves it out: then the driver draws it after the round, the same file)."""

@@ -8,13 +8,13 @@ it re-exports: ``from extractor import statistics as st``):
 - `kernels`: `batch_statistics` computes them for a batch of pairs at once (vectorised
   over Arrow and numpy, bit for bit the per-row functions), with the word counts PMI is
   computed from. The Spark stage calls it per work unit
-  (`extractor.splits.batches.unit_statistics`); `trainer stats` on the whole split.
+  (`extractor.splits.pair_tables.unit_statistics`); `trainer stats` on the whole split.
 - `keys`: comparison keys of texts and pairs (`fold_text`, `pair_text_key`), duplicate and
   cross-split leakage counts.
 - `aggregate`: :data:`AGGREGATES` says which row column is reduced how;
   `aggregate_columns` reduces numpy columns (exact medians), `aggregate_pandas` a pandas
   frame through it. The Spark stage calls it once per split
-  (`extractor.splits.batches.split_aggregates`), so the card and `trainer stats` agree.
+  (`extractor.splits.pair_tables.split_aggregates`), so the card and `trainer stats` agree.
 - `pmi`: PMI between hypothesis words and labels (IndoNLI Table 9, after Gururangan et
   al. 2018): `pmi` is the formula over counts; word counts and the top words per label.
 - `datasets`: the statistics of whole splits and datasets (`split_statistics`,

@@ -2,7 +2,7 @@
 
 - :mod:`trainer.annotation.guidelines`: the label set and the per-language guidelines
   (``annotation`` key of ``phrase_lexicons/<lang>.yaml``), Label Studio labeling config.
-- :mod:`trainer.annotation.batches`: blind, seeded annotation batches (annotator CSVs,
+- :mod:`trainer.annotation.blind_batches`: blind, seeded annotation batches (annotator CSVs,
   Label Studio tasks).
 - :mod:`trainer.annotation.readers`: annotator CSVs and Label Studio exports (JSON, JSON_MIN,
   CSV) -> one long table of annotations, with bad input reported in one line.

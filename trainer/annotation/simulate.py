@@ -21,7 +21,7 @@ from pathlib import Path
 from extractor.errors import UserError
 from extractor.hashing import stable_hash, stable_unit
 from trainer.annotate import load_data
-from trainer.annotation.batches import read_manifest
+from trainer.annotation.blind_batches import read_manifest
 
 
 def simulate_label(item: str, annotator: str, auto: str, labels: list[str], accuracy: float, seed: int,

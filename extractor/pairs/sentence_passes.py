@@ -1,7 +1,9 @@
-"""Stage 2 over Arrow batches of document-contiguous sentences (pure Python + pyarrow).
+"""Stage 2's passes over the sentences table: Arrow batches of document-contiguous
+sentences in, pair rows and counts out (pure Python + pyarrow).
 
-The two passes the stage runs in `mapInArrow` (and `extractor.pairs.corpus.run_plain` runs in one
-process, for tests and the engine-overhead benchmark):
+The two passes the stage's pass-one and pass-two tasks run (`extractor.pairs.stage`; the
+same functions in one process in `pairs_in_one_process`, for tests and the
+engine-overhead benchmark):
 
 * pass 1 (`pass_one`): per document, the marked candidates with their rejections and the
   POS filter (spaCy through `nlp.pipe` over each batch's texts, the model loaded once per

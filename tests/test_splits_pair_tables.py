@@ -1,4 +1,4 @@
-"""Stage 3's pure per-unit functions (extractor.splits.batches), without Spark: units of a
+"""Stage 3's pure per-unit functions (extractor.splits.pair_tables), without Spark: units of a
 real pairs table layout, statistics that add up over units to what `trainer stats`
 computes on the whole split, and output files that depend on the rows only."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from extractor import statistics as st
 from extractor.run.parquet_writer import plain_schema
-from extractor.splits import batches as bt
+from extractor.splits import pair_tables as bt
 
 from tests.test_splits_stage import make_pairs
 

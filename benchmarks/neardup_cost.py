@@ -8,8 +8,9 @@ Parquet, so the ratio printed is an upper bound of the share of the real stage 1
 Default dump: the unique-text scale benchmark's (benchmarks/_work/scale/ro-unique-20mb.xml.bz2,
 built by benchmarks/scale.py), else ../shared/data's Romanian pages.
 
-Then, on the distinct sentences stage 1 produced (case-folded: what the stages compare), one
-core, `time.process_time()`, best of --repeat:
+Then, on the distinct sentences stage 1 produced (distinct after case folding, what the
+stages compare; each as written, capitals included, as the stages hash them), one core,
+`time.process_time()`, best of --repeat:
 
   shingles     extractor.neardup.shingle_sets   (per work unit of --unit sentences)
   signatures   extractor.neardup.signatures     (per unit)
@@ -134,7 +135,12 @@ def main(argv=None) -> int:
     sentences, clean_cpu = best(stage1, args.repeat)
     s1 = read_cpu + clean_cpu
     n_all = len(sentences)
-    texts = list(dict.fromkeys(st.fold_text(s) for s in sentences))
+    # the distinct sentences (after case folding, what the stages compare), each as stage 1
+    # wrote it (its first occurrence): the stages hash the texts of the pairs as they are
+    first: dict[str, str] = {}
+    for s in sentences:
+        first.setdefault(st.fold_text(s), s)
+    texts = list(first.values())
     n = len(texts)
     print(f"dump {args.dump.name}: {len(pages)} pages, {n_all} sentences ({n} distinct after case folding)")
     print(f"stage 1 pure work (read {read_cpu:.2f} + clean/segment {clean_cpu:.2f} CPU-s): "

@@ -118,6 +118,19 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _mix_in_place(x: np.ndarray, tmp: np.ndarray) -> None:
+    """`_mix` of a uint64 array in place (`tmp`: scratch of its shape)."""
+    with np.errstate(over="ignore"):
+        np.right_shift(x, np.uint64(30), out=tmp)
+        x ^= tmp
+        x *= np.uint64(0xBF58_476D_1CE4_E5B9)
+        np.right_shift(x, np.uint64(27), out=tmp)
+        x ^= tmp
+        x *= np.uint64(0x94D0_49BB_1331_11EB)
+        np.right_shift(x, np.uint64(31), out=tmp)
+        x ^= tmp
+
+
 def _coefficients(settings: Settings) -> tuple[np.ndarray, np.ndarray]:
     """The ``a_i`` (odd) and ``b_i`` of the hash functions, from the settings' seed."""
     base = np.arange(1, 2 * settings.num_perm + 1, dtype=np.uint64)
@@ -387,11 +400,15 @@ def band_keys(sigs: np.ndarray, settings: Settings) -> np.ndarray:
     without shingles (no real key is 0: keys are forced odd)."""
     n = len(sigs)
     r = settings.rows
-    cube = sigs.reshape(n, settings.bands, r).astype(np.uint64)
+    cube = sigs.reshape(n, settings.bands, r)
     key = _mix(np.arange(settings.bands, dtype=np.uint64) * _GOLDEN + np.uint64(settings.seed))[None, :].repeat(n, 0)
+    tmp = np.empty_like(key)
     with np.errstate(over="ignore"):
         for c in range(r):
-            key = _mix(key * _GOLDEN + cube[:, :, c])
+            # key = _mix(key * _GOLDEN + value), in place
+            key *= _GOLDEN
+            key += cube[:, :, c]
+            _mix_in_place(key, tmp)
     key |= np.uint64(1)
     key[(sigs == EMPTY).all(axis=1)] = 0
     return key

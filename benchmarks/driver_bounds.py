@@ -21,12 +21,14 @@ Stage 3 (extractor/splits/decisions.py, assign.py; the driver part of extractor/
              bucket) -> `thresholds`.
 Stage 2 (extractor/pairs/corpus.py, buckets.py, sentence_passes.py; the driver part of
 extractor/pairs/stage.py `build_pairs`, replicated here step for step):
-  plan       pass 1's count rows of every unit (marked counts, the neutral candidates'
-             selection-hash histograms: strategies x 4096 bins per unit, edge rows) and the
-             marked tallies of every bucket -> the sort, `tally_marked`, `plan_cuts`.
-  needed     pass 1's "documents" rows (one per document with a neutral candidate), read
-             back from scratch -> `needed_documents` (skipped above MAX_NEEDED_DOCUMENTS
-             rows: every document is read again instead).
+  plan       pass 1's results of every unit (marked counts, edge rows, and the neutral
+             candidates' selection-hash histograms: one dense list of `neutral.HIST_SIZE`
+             counts per strategy, `buckets.dense_histograms`) and the marked tallies of
+             every bucket -> `stage.reduce_pass_one`, `tally_marked`, `plan_cuts`.
+  needed     pass 1's "documents" rows (one per document with a neutral candidate, one
+             scratch file per unit) -> `stage._needed` itself: read one unit at a time,
+             filtered with numpy; None above MAX_NEEDED_DOCUMENTS needed documents (every
+             document is read again instead).
   draw       the neutral tallies of every bucket -> `tally_neutral`, `final_allocation`,
              `cut_points`; the boundary rows -> `last_taken`.
 
@@ -161,18 +163,21 @@ def stage3_inputs(rows: pa.Table, buckets: int, out: Path) -> dict:
 
 def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Path, seed: int = 0) -> dict:
     """What the tasks of stage 2 hand its driver, in the shapes of extractor/pairs/stage.py:
-    pass 1's count rows per unit, the marked tallies per bucket, the "documents" scratch
-    rows, the neutral tallies per bucket, the boundary rows of the draw."""
-    from extractor.pairs import sentence_passes as bt
+    pass 1's results per unit (count rows and dense histograms), the marked tallies per
+    bucket, the "documents" scratch files (one per unit), the neutral tallies per bucket,
+    the boundary rows of the draw."""
+    from extractor import scratch
+    from extractor.pairs import buckets as pb
     from extractor.pairs import neutral as nt
 
     rng = np.random.default_rng(seed + 1)
     nbins = 1 << nt.BIN_BITS
     corpus = "enwiki"
     marked_per_label = pairs // 4
-    # pass 1, per unit: "marked" rows per (label, reject), "hist" rows per (strategy, bin)
-    # (each unit's documents have candidates in nearly every bin), two "edge" rows
-    counts = []
+    # pass 1, per unit: "marked" rows per (label, reject), two "edge" rows, and the histogram
+    # of each strategy (each unit's documents have candidates in nearly every bin) as the
+    # task returns it: `hist_keys` rows summed into one dense list (`dense_histograms`)
+    counts, histograms = [], []
     for u in range(units):
         out_u = []
         for label in ("contrasting", "entailment", "reasoning"):
@@ -180,8 +185,8 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
             for reject in ("no_premise", "premise_short", "hypothesis_short"):
                 out_u.append(("marked", corpus, label, reject, None, None, 1000))
         per_bin = rng.poisson(max(1.0, 30.0 * documents / units / nbins), size=(len(nt.STRATEGIES), nbins))
-        for k, s in enumerate(nt.STRATEGIES):
-            out_u += [("hist", corpus, s, None, b, None, int(n)) for b, n in enumerate(per_bin[k]) if n]
+        histograms.append(pb.dense_histograms((corpus, s, key, n) for k, s in enumerate(nt.STRATEGIES)
+                                              for key, n in nt.hist_keys(per_bin[k])))
         out_u += [("edge", corpus, None, None, None, f"d{u * 1000}", 1), ("edge", corpus, None, None, None,
                                                                             f"d{u * 1000 + 999}", 1)]
         counts.append(out_u)
@@ -196,17 +201,21 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
                     rows.append((corpus, label, f"phrase {phrase}", ps, None, 1, False, n, n))
                     rows.append((corpus, label, f"phrase {phrase}", ps, "pos_no_predicate", 1, False, n // 20, n // 20))
         tallies.append(rows)
-    (out / "plan.pickle").write_bytes(pickle.dumps((counts, tallies)))
+    (out / "plan.pickle").write_bytes(pickle.dumps((counts, tallies, histograms)))
     # "documents" rows: one per document with a neutral candidate (corpus, doc_id, packed
     # lowest bins per strategy, file key)
     nd = documents
     packed = np.zeros(nd, dtype=np.int64)
     for k in range(len(nt.STRATEGIES)):
         packed |= rng.integers(0, nbins, size=nd, dtype=np.int64) << (nt.BIN_BITS * k)
+    unit_of = (np.arange(nd) * units // nd).astype(np.int32)
     docs = pa.table({"corpus": pa.repeat(pa.scalar(corpus), nd), "doc_id": _ids("d", np.arange(nd)),
-                     "n": pa.array(packed), "bin": pa.array((np.arange(nd) * units // nd).astype(np.int32))})
-    with pa.OSFile(str(out / "documents.arrow"), "wb") as fh, pa.ipc.new_file(fh, docs.schema) as w:
-        w.write_table(docs)
+                     "n": pa.array(packed), "bin": pa.array(unit_of)})
+    bounds = np.searchsorted(unit_of, np.arange(units + 1))
+    for u in range(units):  # the scratch files pass 1's tasks write: work/documents/unit-<k>.arrow
+        part = docs.slice(int(bounds[u]), int(bounds[u + 1] - bounds[u]))
+        if part.num_rows:
+            scratch.write_arrow(part, str(out / "documents" / f"unit-{u:06d}.arrow"))
     # neutral tallies per bucket: (corpus, source, reject, rank or None, bin, rows, verdicts asked)
     # over the candidates under the cuts (a few bins' worth: the oversampled draw)
     neutral = []
@@ -225,6 +234,7 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
                 for x in rng.integers(0, 2**63 - 1, size=max(1, want // len(nt.STRATEGIES) // 64), dtype=np.int64)]
     (out / "draw.pickle").write_bytes(pickle.dumps((neutral, boundary)))
     return {"units": units, "pass1_count_rows": sum(len(c) for c in counts),
+            "pass1_histogram_values": sum(len(h[2]) for task in histograms for h in task),
             "marked_tally_rows": sum(len(t) for t in tallies), "documents_rows": nd,
             "neutral_tally_rows": sum(len(t) for t in neutral),
             "draw_boundary_rows": len(boundary)}
@@ -256,8 +266,8 @@ def step(name: str, work: Path) -> dict:
         edges, cuts = pickle.loads((work / "edges.pickle").read_bytes())
         inputs = len(edges)
     elif name == "plan":
-        counts_per_unit, tallies_per_bucket = pickle.loads((work / "plan.pickle").read_bytes())
-        inputs = sum(map(len, counts_per_unit)) + sum(map(len, tallies_per_bucket))
+        counts_per_unit, tallies_per_bucket, histograms = pickle.loads((work / "plan.pickle").read_bytes())
+        inputs = sum(map(len, counts_per_unit)) + sum(map(len, tallies_per_bucket)) + len(histograms)
     elif name == "needed":
         inputs = None
     elif name == "draw":
@@ -285,24 +295,20 @@ def step(name: str, work: Path) -> dict:
     elif name == "plan":   # extractor/pairs/stage.py build_pairs, steps 1-2, as written there
         counts = [tuple(r) for out_u in counts_per_unit for r in out_u]
         tallies = [tuple(r) for out_b in tallies_per_bucket for r in out_b]
-        marked_counts, hist, groups, edges = pstage.reduce_pass_one(counts, tallies)
+        marked_counts, hist, groups, edges = pstage.reduce_pass_one(counts, tallies, histograms)
         duplicates, kept, pos, per_corpus = pcorp.tally_marked(groups, marked_counts, "model")
         checked = sum(pos.values())
         pass_rate = pos.get(None, 0) / checked if checked else None
         targets, available, cuts = pcorp.plan_cuts(per_corpus, hist, 1.0, {s: 1 for s in nt.STRATEGIES}, pass_rate)
         out["cuts"] = {f"{c}|{s}": b for (c, s), b in cuts.items()}
-    elif name == "needed":   # extractor/pairs/stage.py _needed
-        from extractor.pairs.stage import MAX_NEEDED_DOCUMENTS
-
-        docs = pa.ipc.open_file(str(work / "documents.arrow")).read_all()
-        out["documents_rows"] = docs.num_rows
-        if docs.num_rows > MAX_NEEDED_DOCUMENTS:
-            out["result"] = f"None: over MAX_NEEDED_DOCUMENTS ({MAX_NEEDED_DOCUMENTS:,}); pass 2 reads every document"
+    elif name == "needed":   # extractor/pairs/stage.py _needed itself, over the scratch files
+        cuts = {("enwiki", s): 40 for s in nt.STRATEGIES}
+        found = pstage._needed(str(work), cuts)
+        if found is None:
+            out["result"] = (f"None: over MAX_NEEDED_DOCUMENTS ({pstage.MAX_NEEDED_DOCUMENTS:,}) needed; "
+                             f"pass 2 reads every document")
         else:
-            cuts = {("enwiki", s): 40 for s in nt.STRATEGIES}
-            found = bt.needed_documents(zip(*(docs.column(c).to_pylist() for c in ("corpus", "doc_id", "n", "bin"))),
-                                        cuts)
-            out["result"] = f"{len(found[1]):,} documents needed in {len(found[0])} files"
+            out["result"] = f"{sum(map(len, found.values())):,} documents needed in {len(found)} files"
     elif name == "draw":
         pos_neutral, rejected, dropped, avail2, bins = pcorp.tally_neutral(neutral_per_bucket and
                                                                            [tuple(r) for b in neutral_per_bucket for r in b])
@@ -315,6 +321,9 @@ def step(name: str, work: Path) -> dict:
     return {"step": name, "inputs": inputs, "load_cpu_s": round(load_s, 3), "cpu_s": round(cpu, 3),
             "rss_after_imports": base, "loaded_above_imports": loaded - base, "peak_above_imports": _peak() - base,
             **out}
+
+
+STEPS = (("assign", "3"), ("quotas", "3"), ("thresholds", "3"), ("plan", "2"), ("needed", "2"), ("draw", "2"))
 
 
 def run_step(name: str, work: Path) -> dict:
@@ -331,6 +340,8 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=128, help="pass 1 units (2 per core: a 64-core cluster)")
     ap.add_argument("--buckets", type=int, default=128)
     ap.add_argument("--scales", default="1", help="fractions of --documents and --pairs, comma-separated")
+    ap.add_argument("--stages", default="2,3", help="the stages whose driver steps run (2, 3 or both); the "
+                    "JSON keeps the other stage's figures of an earlier run")
     ap.add_argument("--step", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "driver_bounds.json")
@@ -338,32 +349,46 @@ def main() -> None:
     if args.step:
         print(json.dumps(step(args.step, args.work)))
         return
+    stages = set(args.stages.split(","))
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or None
+    if commit and subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "extractor"],
+                                 capture_output=True, text=True).stdout.strip():
+        commit += "+changes"  # the engine's files differ from the commit
     all_results = []
     for scale in (float(s) for s in args.scales.split(",")):
         docs, pairs = int(args.documents * scale), int(args.pairs * scale)
         with tempfile.TemporaryDirectory(prefix="driver-bounds-") as tmp:
             work = Path(tmp)
             t0 = time.time()
-            rows = slim_rows(docs, pairs)
-            sizes3 = stage3_inputs(rows, args.buckets, work)
-            del rows
-            sizes2 = stage2_inputs(docs, pairs, args.units, args.buckets, work)
+            sizes3 = sizes2 = None
+            if "3" in stages:
+                rows = slim_rows(docs, pairs)
+                sizes3 = stage3_inputs(rows, args.buckets, work)
+                del rows
+            if "2" in stages:
+                sizes2 = stage2_inputs(docs, pairs, args.units, args.buckets, work)
             print(f"== {docs:,} documents, {pairs:,} pairs, {args.units} units, {args.buckets} buckets "
                   f"(inputs built in {time.time() - t0:.0f} s): stage 3 {sizes3}; stage 2 {sizes2}", flush=True)
             print(f"   {'step':<11} {'inputs':>10} {'load CPU-s':>10} {'serial CPU-s':>12} {'loaded MiB':>10} "
                   f"{'peak MiB':>9}  (MiB above the process after its imports)")
-            for name in ("assign", "quotas", "thresholds", "plan", "needed", "draw"):
+            for name in [n for n, st in STEPS if st in stages]:
                 r = run_step(name, work)
-                r.update(documents=docs, pairs=pairs, scale=scale)
+                r.update(documents=docs, pairs=pairs, scale=scale, units=args.units, buckets=args.buckets,
+                         commit=commit)
                 all_results.append(r)
                 extra = {k: v for k, v in r.items() if k not in ("step", "inputs", "load_cpu_s", "cpu_s",
                                                                   "rss_after_imports", "loaded_above_imports",
-                                                                  "peak_above_imports", "documents", "pairs", "scale")}
+                                                                  "peak_above_imports", "documents", "pairs", "scale",
+                                                                  "units", "buckets", "commit")}
                 print(f"   {name:<11} {r['inputs'] if r['inputs'] is not None else '-':>10} {r['load_cpu_s']:>10.2f} "
                       f"{r['cpu_s']:>12.2f} {r['loaded_above_imports'] / 2**20:>10.0f} "
                       f"{r['peak_above_imports'] / 2**20:>9.0f}  {extra}", flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(all_results, indent=2))
+    ran = {(r["step"], r["documents"], r["pairs"]) for r in all_results}
+    earlier = json.loads(args.json.read_text()) if args.json.exists() else []
+    kept = [r for r in earlier if (r["step"], r["documents"], r["pairs"]) not in ran]
+    args.json.write_text(json.dumps(kept + all_results, indent=2))
     print(f"wrote {args.json}")
 
 

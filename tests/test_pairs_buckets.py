@@ -77,3 +77,75 @@ def test_the_draw_takes_the_lowest_selection_hashes_of_each_group_over_any_bucke
     got = sorted(x for p in parts for x in pb.drawn(p, cuts, last).column("pair_id").to_pylist())
     want = sorted(pid for key, values in groups.items() for _, pid in sorted(values)[:wanted[key]])
     assert got == want
+
+
+def test_dense_histograms_sum_to_the_rows_they_replace():
+    """A task returns one dense list per (corpus, strategy) instead of a row per histogram
+    key; summed over tasks they give the per-key counts the rows summed to."""
+    import numpy as np
+    from collections import Counter, defaultdict
+
+    rng = np.random.default_rng(3)
+    per_task, expected = [], defaultdict(Counter)
+    for _ in range(6):
+        rows = []
+        for corpus in ("ro", "ro-news"):
+            for strategy in nt.STRATEGIES[:3]:
+                bins = rng.integers(0, 1 << nt.BIN_BITS, size=int(rng.integers(1, 3000)))
+                for key, n in nt.hist_keys(np.bincount(bins, minlength=1 << nt.BIN_BITS)):
+                    rows.append((corpus, strategy, key, n))
+                    expected[corpus, strategy][key] += n
+        per_task.append(pb.dense_histograms(rows))
+        assert all(len(counts) == nt.HIST_SIZE for _, _, counts in per_task[-1])
+    total = pb.sum_histograms(per_task)
+    assert total == {k: dict(v) for k, v in expected.items()}
+    assert list(total) == sorted(expected, key=repr)
+    assert [nt.hist_key(nt.hist_index(k)) for k in range(1 << nt.BIN_BITS) if k < nt.HIST_FINE
+            or (k - nt.HIST_FINE) % nt.HIST_BLOCK == 0] == sorted({k for v in expected.values() for k in v} |
+                                                                   set(range(nt.HIST_FINE)) |
+                                                                   set(range(nt.HIST_FINE, 1 << nt.BIN_BITS,
+                                                                             nt.HIST_BLOCK)))
+
+
+def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
+    """The driver's list of documents for pass 2 (`stage._needed`, vectorised per unit
+    file) is `sentence_passes.needed_documents` over the same rows, and None above the limit."""
+    import numpy as np
+    from extractor import scratch
+    from extractor.pairs import stage as ps
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for unit in range(4):
+        n = 500
+        packed = [bt.pack_lowest_bins({s: int(b) for s, b in zip(nt.STRATEGIES, rng.integers(0, 4096, size=5))
+                                       if rng.random() < 0.8}) for _ in range(n)]
+        corpus = ["ro" if i % 3 else "es" for i in range(n)]
+        docs = pa.table({"corpus": corpus, "doc_id": [f"{c}:{unit}:{i}" for i, c in enumerate(corpus)],
+                         "n": pa.array(packed, pa.int64()), "bin": pa.array([unit] * n, pa.int32())})
+        scratch.write_arrow(docs, str(tmp_path / "documents" / f"unit-{unit:06d}.arrow"))
+        rows += list(zip(corpus, docs.column("doc_id").to_pylist(), packed, [unit] * n))
+    cuts = {("ro", "both_random"): 40, ("ro", "adjacent_unmarked"): 200, ("es", "first_random"): 100,
+            ("es", "second_random"): -1}
+    by_file, keys = bt.needed_documents(rows, cuts)
+    got = ps._needed(str(tmp_path), cuts)
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in by_file.items()}
+    assert 0 < sum(map(len, got.values())) < len(rows)
+    assert ps._needed(str(tmp_path), cuts, limit=len(keys) - 1) is None
+    assert ps._needed(str(tmp_path), cuts, limit=len(keys)) is not None
+    assert ps._needed(str(tmp_path), {("ro", "both_random"): 4095}) is None
+
+
+def test_the_plan_sums_dense_histograms_and_rows_recorded_before_them_alike():
+    """`stage.reduce_pass_one` gives the same histograms from the tasks' dense lists as from
+    the per-key count rows a run recorded for --resume before them."""
+    from extractor.pairs import stage as ps
+
+    rows = [("hist", "ro", "both_random", None, 3, None, 5), ("hist", "ro", "both_random", None, 512, None, 7),
+            ("hist", "ro", "adjacent_unmarked", None, 0, None, 1), ("marked", "ro", "reasoning", None, 0, None, 4)]
+    dense = [pb.dense_histograms((c, s, b, n) for kind, c, s, _, b, _, n in rows if kind == "hist")]
+    plain = [r for r in rows if r[0] != "hist"]
+    assert ps.reduce_pass_one(plain, [], dense) == ps.reduce_pass_one(rows, [])
+    marked, hist, _, _ = ps.reduce_pass_one(plain, [], dense)
+    assert hist == {("ro", "adjacent_unmarked"): {0: 1}, ("ro", "both_random"): {3: 5, 512: 7}}
+    assert marked == {("ro", "reasoning", None): 4}

@@ -59,12 +59,74 @@ def _grouped(table: pa.Table, keys: list[str], aggregates: list) -> list[tuple]:
 
 
 def pass_counts(table: pa.Table) -> list[tuple]:
-    """Pass 1's aggregate rows (not "pair", not "doc") summed per (kind, corpus, label,
-    reject, bin, document of an "edge" row): (kind, corpus, label, reject, bin, edge, n)."""
-    rows = table.filter(pc.and_(pc.not_equal(table.column("kind"), "pair"), pc.not_equal(table.column("kind"), "doc")))
+    """Pass 1's aggregate rows (not "pair", "doc" or "hist": `pass_histograms`) summed per
+    (kind, corpus, label, reject, bin, document of an "edge" row): (kind, corpus, label,
+    reject, bin, edge, n)."""
+    kind = table.column("kind")
+    rows = table.filter(pc.invert(pc.is_in(kind, value_set=pa.array(["pair", "doc", "hist"]))))
     edge = pc.if_else(pc.equal(rows.column("kind"), "edge"), rows.column("doc_id"), pa.scalar(None, pa.string()))
     rows = rows.select(["kind", "corpus", "label", "reject", "bin", "n"]).append_column("edge", edge)
     return _grouped(rows, ["kind", "corpus", "label", "reject", "bin", "edge"], [("n", "sum")])
+
+
+def pass_histograms(table: pa.Table) -> list[list]:
+    """Pass 1's "hist" rows of a task (corpus, strategy in `label`, histogram key in `bin`,
+    count in `n`) as `dense_histograms`: what a task returns to the driver instead of one
+    row per bin."""
+    rows = table.filter(pc.equal(table.column("kind"), "hist"))
+    return dense_histograms(zip(*(rows.column(c).to_pylist() for c in ("corpus", "label", "bin", "n"))))
+
+
+def dense_histograms(rows) -> list[list]:
+    """(corpus, strategy, histogram key, n) rows summed into one dense list of
+    `neutral.HIST_SIZE` counts per (corpus, strategy), at `neutral.hist_index` of each key:
+    [[corpus, strategy, counts]] in sorted order. JSON-able, and of a fixed size per
+    (corpus, strategy) whatever the documents of the task."""
+    out: dict = {}
+    for corpus, strategy, key, n in rows:
+        counts = out.get((corpus, strategy))
+        if counts is None:
+            counts = out[corpus, strategy] = [0] * nt.HIST_SIZE
+        counts[nt.hist_index(key)] += n
+    return [[c, s, counts] for (c, s), counts in sorted(out.items(), key=repr)]
+
+
+def sum_histograms(per_task) -> dict:
+    """The tasks' `dense_histograms` summed: {(corpus, strategy): {histogram key: n}} of the
+    non-empty keys, the (corpus, strategy) in sorted order (`corpus.plan_cuts`' `hist`).
+    The driver holds one array per (corpus, strategy) while it sums."""
+    total: dict = {}
+    for rows in per_task:
+        for corpus, strategy, counts in rows:
+            acc = total.get((corpus, strategy))
+            values = np.asarray(counts, dtype=np.int64)
+            total[corpus, strategy] = values if acc is None else acc + values
+    return {key: {nt.hist_key(int(i)): int(v[i]) for i in np.flatnonzero(v)}
+            for key, v in sorted(total.items(), key=repr)}
+
+
+def needed_in(docs: pa.Table, cuts: dict) -> pa.Table:
+    """The rows of pass 1's "doc" table (corpus, doc_id, n: the packed lowest bins of
+    `sentence_passes.pack_lowest_bins`, bin: the unit key) whose document has a neutral candidate at
+    or below the cut of its (corpus, strategy) (`cuts`): `sentence_passes.needs_document` over
+    numpy arrays, so only the needed documents become Python objects."""
+    if not docs.num_rows:
+        return docs
+    top = (1 << nt.BIN_BITS) - 1
+    packed = docs.column("n").to_numpy()
+    corpus = docs.column("corpus").cast(pa.string()).fill_null("")
+    mask = np.zeros(docs.num_rows, dtype=bool)
+    for name in pc.unique(corpus).to_pylist():
+        limits = [(k, cuts.get((name, s), -1)) for k, s in enumerate(nt.STRATEGIES)]
+        limits = [(k, c) for k, c in limits if c >= 0]
+        if not limits:
+            continue
+        mine = pc.equal(corpus, name).to_numpy(zero_copy_only=False)
+        hit = np.zeros(docs.num_rows, dtype=bool)
+        for k, c in limits:
+            hit |= ((packed >> np.int64(nt.BIN_BITS * k)) & np.int64(top)) <= c
+        mask |= mine & hit
+    return docs.filter(pa.array(mask))
 
 
 def marked_tallies(ranked: pa.Table) -> list[tuple]:

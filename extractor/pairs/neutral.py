@@ -137,6 +137,19 @@ def hist_keys(counts) -> list[tuple[int, int]]:
     return out
 
 
+HIST_SIZE = HIST_FINE + ((1 << BIN_BITS) - HIST_FINE) // HIST_BLOCK  # histogram keys: 256 bins + 15 blocks
+
+
+def hist_index(key: int) -> int:
+    """The position of histogram key `key` (`hist_keys`) among the HIST_SIZE keys."""
+    return key if key < HIST_FINE else HIST_FINE + (key - HIST_FINE) // HIST_BLOCK
+
+
+def hist_key(index: int) -> int:
+    """The histogram key at position `index` (the inverse of `hist_index`)."""
+    return index if index < HIST_FINE else HIST_FINE + (index - HIST_FINE) * HIST_BLOCK
+
+
 def cut_bin(key: int) -> int:
     """The last bin a cut at histogram key `key` takes (`hist_keys`): the key itself below
     HIST_FINE, the end of the block above."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,7 +161,8 @@ def _write_pairs(plan: dict, rows, name: str, tag: str) -> None:
 def _pass_one_task(plan: dict):
     """Round 1, per unit of the sentence files (pass 1): the marked pairs and the early
     neutral candidates to the buckets of their texts, the documents' lowest bins to a
-    scratch file; returns pass 1's aggregate rows."""
+    scratch file; returns pass 1's aggregate rows, its histograms (one dense list per
+    (corpus, strategy): `buckets.dense_histograms`) and its number of "doc" rows."""
     def fn(k: int) -> dict:
 
         unit = plan["units"][k]
@@ -175,7 +176,7 @@ def _pass_one_task(plan: dict):
         docs = table.filter(pc.equal(table.column("kind"), "doc")).select(["corpus", "doc_id", "n", "bin"])
         if docs.num_rows:
             scratch.write_arrow(docs, fs.join(plan["work"], "documents", f"unit-{k:06d}.arrow"))
-        return {"counts": pb.pass_counts(table)}
+        return {"counts": pb.pass_counts(table), "hist": pb.pass_histograms(table), "documents": docs.num_rows}
     return fn
 
 
@@ -320,21 +321,26 @@ def _files_task(plan: dict):
     return fn
 
 
-def reduce_pass_one(counts: list[tuple], tallies: list[tuple]):
+def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
     """Steps 1-2's driver reduction of the rounds' small results, in one fixed order: pass
-    one's count rows (`marked`, `hist`, `edge`) and the marked round's tallies, summed into
-    (marked counts, neutral histograms, tally groups, document edges)."""
+    one's count rows (`marked`, `edge`), its tasks' dense histograms (`histograms`: each
+    task's `buckets.dense_histograms`) and the marked round's tallies, summed into (marked
+    counts, neutral histograms, tally groups, document edges). What the driver holds here
+    grows with the units (a few count rows and one HIST_SIZE list per (corpus, strategy) of
+    each unit), the marked tallies (labels x phrases x flags per bucket) and the files (two
+    edge rows each), never with the documents."""
+    old = [(corpus, label, b, a) for kind, corpus, label, reject, b, edge, a in counts if kind == "hist"]
+    # ("hist" count rows: results recorded for --resume by the code before dense histograms)
+    hist = pb.sum_histograms([*histograms, pb.dense_histograms(old)] if old else histograms)
     rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
-            for kind, corpus, label, reject, b, edge, a in counts]
+            for kind, corpus, label, reject, b, edge, a in counts if kind != "hist"]
     rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
              for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
-    marked_counts, hist = Counter(), defaultdict(Counter)
+    marked_counts = Counter()
     groups, edges = [], Counter()
     for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
         if kind == "marked":
             marked_counts[corpus, label, reject] += a
-        elif kind == "hist":
-            hist[corpus, label][b] += a
         elif kind == "edge":
             edges[corpus, edge_doc] += a
         elif kind == "tally":
@@ -375,11 +381,13 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
 
     try:
         # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
-        counts = [tuple(r) for out in runner.map(_pass_one_task(plan), list(range(len(units))), name="pass-one")
-                  for r in out["counts"]]
+        one = runner.map(_pass_one_task(plan), list(range(len(units))), name="pass-one")
+        counts = [tuple(r) for out in one for r in out["counts"]]
+        histograms = [out.get("hist", []) for out in one]
+        del one
         tallies = [tuple(r) for out in runner.map(_marked_task(plan), buckets, name="marked")
                    for r in out["tallies"]]
-        marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies)
+        marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies, histograms)
         split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
         if split:
             raise bt.DocumentOrderError(bt.split_document_error(*split))
@@ -412,10 +420,9 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
         if any(b >= 0 for b in cuts.values()):
             plan["early"] = max(cuts.values()) < bt.EARLY_BINS
             if not plan["early"]:
-                found = _needed(work, cuts, bt.needed_documents)
+                by_file = _needed(work, cuts)
                 needed, two_units = None, units
-                if found is not None:
-                    by_file, _ = found
+                if by_file is not None:
                     two_units = [u for u in units if u[0] in by_file]
                     needed = runner.share(by_file)
                     released.append(needed)
@@ -450,17 +457,27 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
 MAX_NEEDED_DOCUMENTS = 2_000_000
 
 
-def _needed(work: str, cuts: dict, needed_documents):
+def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
-    pass 1's "doc" rows ({unit key: doc_ids}, {(corpus, doc_id)}); None (every document)
-    when a cut takes (nearly) every candidate or there are too many documents to list."""
+    pass 1's "doc" rows, as {unit key: [doc_id]}; None (pass 2 reads every document) when a
+    cut takes (nearly) every candidate or more than `limit` (MAX_NEEDED_DOCUMENTS)
+    documents are needed. The "doc" files are read one unit at a time and filtered with
+    numpy (`buckets.needed_in`): the driver holds one unit's rows and the needed doc_ids,
+    at most `limit` of them, whatever the documents of the corpus."""
+    limit = MAX_NEEDED_DOCUMENTS if limit is None else limit
     if max(cuts.values(), default=-1) >= (1 << nt.BIN_BITS) - 1:
         return None
-    docs = scratch.read_arrow(fs.join(work, "documents"), pa.schema(
-        [("corpus", pa.string()), ("doc_id", pa.string()), ("n", pa.int64()), ("bin", pa.int32())]))
-    if docs.num_rows > MAX_NEEDED_DOCUMENTS:
-        return None
-    return needed_documents(zip(*(docs.column(c).to_pylist() for c in ("corpus", "doc_id", "n", "bin"))), cuts)
+    folder = fs.join(work, "documents")
+    by_file: dict = {}
+    found = 0
+    for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):
+        picked = pb.needed_in(scratch.read_one(path), cuts)
+        found += picked.num_rows
+        if found > limit:
+            return None
+        for key, doc_id in zip(picked.column("bin").to_pylist(), picked.column("doc_id").to_pylist()):
+            by_file.setdefault(key, []).append(doc_id)
+    return by_file
 
 
 def check(ctx) -> None:

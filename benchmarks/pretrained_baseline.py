@@ -26,8 +26,8 @@ ratios against tfidf-lr and the HF Trainer, measured in this run. A benchmark, n
 
 ``--train-size``/``--dev-size`` take a label-balanced head of each file; ``--epochs``
 overrides the epochs of both fine-tuned systems (the others stay each one's defaults).
-``--systems`` runs a subset; ``--reuse FILE`` adds the other systems from an earlier run's
-``--json`` on the same data (marked "reused run" in the table: on a shared machine the
+``--systems`` runs a subset; ``--reuse FILE`` (repeatable) adds the other systems from an
+earlier run's ``--json`` on the same data (marked "reused run" in the table: on a shared machine the
 peers can be measured while ours is being tuned).
 """
 from __future__ import annotations
@@ -208,8 +208,9 @@ def main(argv=None) -> dict | None:
     ap.add_argument("--max-length", type=int, default=128, help="HF side's truncation (ours: its default, 128)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
     ap.add_argument("--json", type=Path, help="also write the results here")
-    ap.add_argument("--reuse", type=Path, help="a --json file of an earlier run on the same data: its systems "
-                    "that --systems leaves out are added to the table, marked as reused")
+    ap.add_argument("--reuse", type=Path, action="append", default=[],
+                    help="a --json file of an earlier run on the same data (repeatable): its systems that "
+                         "--systems leaves out are added to the table, marked as reused")
     ap.add_argument("--hf-worker", help=argparse.SUPPRESS)
     ap.add_argument("--hf-train", help=argparse.SUPPRESS)
     ap.add_argument("--hf-dev", help=argparse.SUPPRESS)
@@ -232,14 +233,14 @@ def main(argv=None) -> dict | None:
         n_train = sum(1 for _ in open(train, encoding="utf-8"))
         n_dev = sum(1 for _ in open(dev, encoding="utf-8"))
         results = {}
-        if args.reuse:
-            earlier = json.loads(args.reuse.read_text())
+        for path in args.reuse:
+            earlier = json.loads(path.read_text())
             if (earlier["n_train"], earlier["n_dev"]) != (n_train, n_dev):
-                sys.exit(f"error: {args.reuse}: {earlier['n_train']}/{earlier['n_dev']} pairs, this run "
+                sys.exit(f"error: {path}: {earlier['n_train']}/{earlier['n_dev']} pairs, this run "
                          f"{n_train}/{n_dev}: not the same data")
             for key, r in earlier["results"].items():
                 if key not in systems:
-                    results[key] = {**r, "reused": str(args.reuse)}
+                    results[key] = {**r, "reused": str(path)}
         for system in systems:
             print(f"running {NAMES[system]} ...", file=sys.stderr, flush=True)
             results[system] = run_hf(args, train, dev, work) if system == "hf" else \

@@ -168,3 +168,31 @@ def test_english_open_ending_why_keeps_that_is_apart(en):
     assert match_marker("That is the largest city of the region.", en) is None
     assert match_marker("Rather than fight, the army retreated.", en) is None
     assert match_marker("For example, the city has a deep harbour.", en).label == "entailment"
+
+
+@pytest.mark.parametrize("lang,novel", [("ro", "text/eltec-rom-20/ROM001.txt"), ("es", "text/eltec-spa-20/SPA1001.txt"),
+                                        ("en", None)])
+def test_the_opening_probe_never_turns_away_a_sentence_the_patterns_match(lang, novel):
+    """`annotate_all` (and `annotate`, `match`, `starts_with_phrase`) settle most sentences
+    by their first characters (`may_open`); on a novel's lines and on every phrase of the
+    lexicon written in several ways they give what the patterns alone give on the key."""
+    import re
+    from tests.conftest import shared_file
+
+    lexicon = load_lexicon(lang)
+    m = Matcher(lexicon)
+    phrases = [p for ps in lexicon.phrases.values() for p in ps]
+    texts = [f"{p}, ceva a mers." for p in phrases] + [f"{p.upper()}: da." for p in phrases] + \
+        [f"  {p.lower()} ok" for p in phrases] + [re.sub(" ", "   ", p) + "; x y" for p in phrases] + \
+        [p + "ul merge." for p in phrases] + ["", " ", "A", "«Astfel», zise el.", "İstanbul e mare."]
+    if novel:
+        texts += [line.strip() for line in shared_file(novel).read_text(encoding="utf-8").splitlines()
+                  if line.strip()][:20000]
+    matches, opens = m.annotate_all(texts)
+    for text, got, opened in zip(texts, matches, opens):
+        loose = bool(text) and m._loose.match(m.key(text)) is not None
+        assert opened == loose, text
+        assert got == (m._match_key(text, m.key(text)) if loose else None), text
+        assert (got, opened) == m.annotate(text)
+        assert m.starts_with_phrase(text) == loose
+    assert sum(opens) >= 4 * len(phrases)

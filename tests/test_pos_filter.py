@@ -123,3 +123,27 @@ def test_pip_requirement_for_first_use_setup(capsys):
         "name": "ro_legal_fl", "pip": "ro-legal-fl==3.6.1", "options": "--no-deps",
         "license": "CC4R (https://constantvzw.org/wefts/cc4r.en.html)"}
     assert pf.main(["en"]) == 0 and capsys.readouterr().out == ""  # installed already: nothing to do
+
+
+def test_romanian_model_tags_without_its_tagger_as_with_it():
+    """ro_legal_fl has a tagger (fine-grained tags) and a morphologizer (coarse POS, what
+    the filter reads) and no attribute ruler mapping the one to the other: `load_model`
+    leaves the tagger out, and the coarse tags of real Romanian prose are those of the
+    whole pipeline."""
+    pytest.importorskip("ro_legal_fl")
+    import warnings
+
+    import spacy
+    from tests.conftest import shared_file
+
+    lines = [line.strip() for line in shared_file("text/eltec-rom-20/ROM002.txt").read_text(encoding="utf-8")
+             .splitlines() if len(line.strip()) > 60][:150]
+    nlp = pf.load_model("ro_legal_fl")
+    assert "tagger" not in nlp.pipe_names and "morphologizer" in nlp.pipe_names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = spacy.load("ro_legal_fl", exclude=list(pf._SKIP))
+    assert "tagger" in full.pipe_names
+    expected = [[t.pos_ for t in doc if not t.is_space] for doc in full.pipe(lines)]
+    assert pf.pos_tags(lines, "ro_legal_fl") == expected
+    assert sum(map(len, expected)) > 2000 and {"NOUN", "VERB"} <= {p for tags in expected for p in tags}

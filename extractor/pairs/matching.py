@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 SEPARATORS = ",:;\u2014\u2013"  # comma, colon, semicolon, em dash, en dash
 _OPENING = {"Ps", "Pi"}  # opening brackets and quotes before the first letter
+_PROBE = 3  # characters of a sentence's opening `Matcher.may_open` looks at
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ def recase_first_letter(text: str) -> str:
     quotes and brackets; a digit there means no change ("1990s were ..." stays). The
     same function is applied to the hypotheses of every label, neutral included, so that
     casing carries no label information (the RoNLI release lower-cased marked ones)."""
+    first = text[:1]
+    if first.isalnum():  # the common case, without the loop
+        if first.islower():
+            up = first.upper()
+            if len(up) == 1:
+                return up + text[1:]
+        return text
     for i, ch in enumerate(text):
         if ch.isalnum():
             up = ch.upper()
@@ -95,6 +103,14 @@ class Matcher:
         # process, which gives `Lexicon.normalize()`'s characters at C speed.
         self._prefix = max((len(k) for k in keys), default=0) + 24
         self._table = _NormalizeTable(lexicon)
+        # A phrase's key opens with its first word (the patterns put `\s+` only between
+        # words): a sentence whose normalised first PROBE characters start no phrase's first
+        # word cannot match, and most sentences are settled by those few characters alone.
+        starts: dict = {}
+        for key in keys:
+            word = key.split()[0]
+            starts.setdefault(min(len(word), _PROBE), set()).add(word[:_PROBE])
+        self._starts = sorted((n, frozenset(v)) for n, v in starts.items())
 
     def key(self, sentence: str) -> str:
         """`Lexicon.normalize()` of the opening of `sentence` (enough for any phrase and its
@@ -106,10 +122,50 @@ class Matcher:
             return head.lower()
         return head.translate(self._table)
 
+    def may_open(self, sentence: str) -> bool:
+        """False when `sentence` (not empty) cannot open with a phrase: its normalised first
+        characters start no phrase's first word. Leading whitespace: True (the patterns
+        decide)."""
+        if sentence[0].isspace():
+            return True
+        head = sentence[:_PROBE]
+        head = head.lower() if head.isascii() else head.translate(self._table)
+        for n, words in self._starts:
+            if head[:n] in words:
+                return True
+        return False
+
+    def annotate_all(self, sentences) -> tuple[list, list]:
+        """`annotate` of each sentence: (matches, opens), the loop and `may_open` inlined
+        (every sentence of the corpus passes here)."""
+        matches, opens = [], []
+        loose, starts, table = self._loose, self._starts, self._table
+        for sentence in sentences:
+            if sentence and loose is not None:
+                if sentence[0].isspace():
+                    possible = True
+                else:
+                    head = sentence[:_PROBE]
+                    head = head.lower() if head.isascii() else head.translate(table)
+                    possible = False
+                    for n, words in starts:
+                        if head[:n] in words:
+                            possible = True
+                            break
+                if possible:
+                    key = self.key(sentence)
+                    if loose.match(key) is not None:
+                        matches.append(self._match_key(sentence, key))
+                        opens.append(True)
+                        continue
+            matches.append(None)
+            opens.append(False)
+        return matches, opens
+
     def annotate(self, sentence: str) -> tuple[Match | None, bool]:
         """(the strict match, whether the sentence opens with a phrase at all) in one pass:
         a strict match implies a loose one, so the strict pattern runs only then."""
-        if not sentence or self._loose is None:
+        if not sentence or self._loose is None or not self.may_open(sentence):
             return None, False
         key = self.key(sentence)
         if self._loose.match(key) is None:
@@ -117,7 +173,7 @@ class Matcher:
         return self._match_key(sentence, key), True
 
     def match(self, sentence: str) -> Match | None:
-        if not sentence or self._strict is None:
+        if not sentence or self._strict is None or not self.may_open(sentence):
             return None
         return self._match_key(sentence, self.key(sentence))
 
@@ -138,7 +194,7 @@ class Matcher:
         """True when the sentence opens with a lexicon phrase as a whole word, separator or
         not ("However hard ...", "So-called ..."): such a sentence must not become a
         hypothesis, marked or neutral, since its opening would tell the label."""
-        if not sentence or self._loose is None:
+        if not sentence or self._loose is None or not self.may_open(sentence):
             return False
         return self._loose.match(self.key(sentence)) is not None
 

@@ -19,7 +19,11 @@ one pass to annotate, one dictionary of locations, one walk per strategy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 from extractor.hashing import mix_hash_array, pair_id, stable_hash
 from extractor.pairs.matching import Matcher, recase_first_letter
@@ -72,6 +76,13 @@ class Document:
     def paragraph(self, i: int) -> tuple:
         return (self.section[i], self.para_idx[i])
 
+    @cached_property
+    def previous(self) -> list:
+        """`_previous` of the document, computed once (marked pairs and the adjacent
+        strategy both need it)."""
+        where = {(s, p, k): i for i, (s, p, k) in enumerate(zip(self.section, self.para_idx, self.sent_idx))}
+        return [where.get((s, p, k - 1), -1) for s, p, k in zip(self.section, self.para_idx, self.sent_idx)]
+
 
 @dataclass
 class Pair:
@@ -112,19 +123,14 @@ def premise_text(sentence: str, matcher: Matcher) -> tuple[str | None, bool]:
 
 def annotate(doc: Document, matcher: Matcher) -> tuple[list, list]:
     """Per sentence: the strict match (or None) and whether it opens with a phrase at all."""
-    matches, opens = [], []
-    for text in doc.text:
-        m, o = matcher.annotate(text)
-        matches.append(m)
-        opens.append(o)
-    return matches, opens
+    return matcher.annotate_all(doc.text)
 
 
 def _previous(doc: Document) -> list:
     """Index of the previous sentence of the same paragraph (same section, para_idx and
-    sent_idx - 1), or -1: one dictionary of locations, linear."""
-    where = {(doc.section[i], doc.para_idx[i], doc.sent_idx[i]): i for i in range(len(doc))}
-    return [where.get((doc.section[i], doc.para_idx[i], doc.sent_idx[i] - 1), -1) for i in range(len(doc))]
+    sent_idx - 1), or -1: one dictionary of locations, linear (once per document:
+    `Document.previous`)."""
+    return doc.previous
 
 
 # ---------------------------------------------------------------------------- marked pairs
@@ -229,8 +235,6 @@ def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annot
 def sentence_hashes(doc: Document, seed: int):
     """One 63-bit hash per sentence (numpy uint64 array) from its location and the seed:
     `stable_hash(doc_id, seed)` once per document, mixed with (para_idx, sent_idx)."""
-    import numpy as np
-
     base = stable_hash(doc.doc_id, seed=seed)
     where = (np.asarray(doc.para_idx, dtype=np.uint64) << np.uint64(32)) ^ np.asarray(doc.sent_idx, dtype=np.uint64)
     return mix_hash_array(np.full(len(doc), base, dtype=np.uint64), where)
@@ -238,8 +242,6 @@ def sentence_hashes(doc: Document, seed: int):
 
 def _ordered(indices: list, hashes, salt: int) -> list:
     """The pool in the order of mix_hash(sentence hash, salt), ties by position."""
-    import numpy as np
-
     if not indices:
         return []
     idx = np.asarray(indices, dtype=np.int64)
@@ -247,12 +249,25 @@ def _ordered(indices: list, hashes, salt: int) -> list:
     return idx[np.lexsort((idx, keys))].tolist()
 
 
+def _ordered_pools(pools: list, hashes, salts: list) -> list:
+    """`_ordered` of each pool (a list of sentence indices) with its salt, as int64 arrays:
+    one hash and one sort for all of them (the pool's number is the first sort key)."""
+    sizes = [len(p) for p in pools]
+    total = sum(sizes)
+    if not total:
+        return [np.zeros(0, dtype=np.int64) for _ in pools]
+    idx = np.fromiter(chain.from_iterable(pools), dtype=np.int64, count=total)
+    which = np.repeat(np.arange(len(pools)), sizes)
+    keys = mix_hash_array(hashes[idx], np.repeat(np.asarray(salts, dtype=np.uint64), sizes))
+    idx = idx[np.lexsort((idx, keys, which))]
+    ends = np.cumsum(sizes).tolist()
+    return [idx[e - k:e] for e, k in zip(ends, sizes)]
+
+
 def _pair_ranks(a, b, para, ptid, htid):
     """Premise rank i with hypothesis rank (i + d) mod n_b for the first d < NEIGHBOURS with
     another paragraph and another text; each hypothesis rank kept once (smallest d, then
     i). Returns (premise indices, hypothesis indices) in hypothesis-rank order."""
-    import numpy as np
-
     na, nb = len(a), len(b)
     ar = np.arange(na)
     chosen = np.full(na, -1, dtype=np.int64)
@@ -271,51 +286,75 @@ def _pair_ranks(a, b, para, ptid, htid):
     return a[ar[keep]], b[br[keep]]
 
 
+def _ids(keys: list) -> list:
+    """A number per key, equal for equal keys (numbered by first occurrence)."""
+    of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return list(map(of.__getitem__, keys))
+
+
+_HIGH63 = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
 def candidate_arrays(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,
                      hashes=None) -> dict:
     """{strategy: (premise indices, hypothesis indices, selection hashes)} as numpy arrays:
     the neutral candidates of `neutral_candidates` without building a Python object per
-    candidate (pass 1 only needs their selection hashes, pass 2 the few under the cut)."""
-    import numpy as np
-
+    candidate (pass 1 only needs their selection hashes, pass 2 the few under the cut).
+    The pools of every strategy are hashed and sorted in one step, and the selection
+    hashes of every strategy computed in one step (a document's arrays are small: numpy's
+    cost per call, not per element, is what counts)."""
     hashes = hashes if hashes is not None else sentence_hashes(doc, seed)
     n = len(doc)
-    para_of: dict = {}
-    para = np.fromiter((para_of.setdefault(k, len(para_of)) for k in zip(doc.section, doc.para_idx)),
-                       dtype=np.int64, count=n)
-    text_of: dict = {}
+    para = np.asarray(_ids(list(zip(doc.section, doc.para_idx))), dtype=np.int64)
+    ptext, htext = pools.premise_text, pools.hypothesis_text
+    tid = _ids([*ptext.values(), *htext.values()])
     ptid = np.full(n, -1, dtype=np.int64)
     htid = np.full(n, -2, dtype=np.int64)
-    for i, t in pools.premise_text.items():
-        ptid[i] = text_of.setdefault(t, len(text_of))
-    for i, t in pools.hypothesis_text.items():
-        htid[i] = text_of.setdefault(t, len(text_of))
+    if ptext:
+        ptid[list(ptext)] = tid[:len(ptext)]
+    if htext:
+        htid[list(htext)] = tid[len(ptext):]
     pools_of = {"unused": pools.unused, "marked_premise": pools.marked_premise,
                 "marked_hypothesis": pools.marked_hypothesis}
-    out = {}
+    strategies = list(strategies)
+    drawn = [s for s in strategies if s in POOLS]
+    ordered = _ordered_pools([pools_of[POOLS[s][r]] for s in drawn for r in (0, 1)], hashes,
+                             [_ORDER_SALT[s, role] for s in drawn for role in ("premise", "hypothesis")])
+    order_of = {s: (ordered[2 * k], ordered[2 * k + 1]) for k, s in enumerate(drawn)}
+    found = []
     for strategy in strategies:
         if strategy == "adjacent_unmarked":
             u = np.asarray(pools.unused, dtype=np.int64)
+            if not len(u):
+                continue
             prev = np.asarray(_previous(doc), dtype=np.int64)
             in_unused = np.zeros(n + 1, dtype=bool)
             in_unused[u] = True
-            pi = prev[u] if len(u) else u
-            ok = (pi >= 0) & in_unused[pi] if len(u) else np.zeros(0, dtype=bool)
-            ok &= ptid[pi] != htid[u] if len(u) else ok
+            pi = prev[u]
+            ok = (pi >= 0) & in_unused[pi]
+            ok &= ptid[pi] != htid[u]
             p_idx, h_idx = pi[ok], u[ok]
-        else:
-            a_pool, b_pool = POOLS[strategy]
-            a = np.asarray(_ordered(pools_of[a_pool], hashes, _ORDER_SALT[strategy, "premise"]), dtype=np.int64)
-            b = np.asarray(_ordered(pools_of[b_pool], hashes, _ORDER_SALT[strategy, "hypothesis"]), dtype=np.int64)
+        elif strategy in order_of:
+            a, b = order_of[strategy]
             if not len(a) or not len(b):
                 continue
             p_idx, h_idx = _pair_ranks(a, b, para, ptid, htid)
-        if not len(p_idx):
+        else:
             continue
-        with np.errstate(over="ignore"):
-            sel = mix_hash_array(hashes[p_idx] ^ ((hashes[h_idx] << np.uint64(1)) & np.uint64(0x7FFFFFFFFFFFFFFF)),
-                                 _SELECT_SALT[strategy])
-        out[strategy] = (p_idx, h_idx, sel)
+        if len(p_idx):
+            found.append((strategy, p_idx, h_idx))
+    if not found:
+        return {}
+    p_all = np.concatenate([f[1] for f in found])
+    h_all = np.concatenate([f[2] for f in found])
+    sizes = [len(f[1]) for f in found]
+    salts = np.repeat(np.asarray([_SELECT_SALT[f[0]] for f in found], dtype=np.uint64), sizes)
+    with np.errstate(over="ignore"):
+        sel = mix_hash_array(hashes[p_all] ^ ((hashes[h_all] << np.uint64(1)) & _HIGH63), salts)
+    out, at = {}, 0
+    for (strategy, p_idx, h_idx), k in zip(found, sizes):
+        out[strategy] = (p_idx, h_idx, sel[at:at + k])
+        at += k
     return out
 
 

@@ -281,7 +281,7 @@ RESOURCES = {
 
 # --------------------------------------------------------------------------- skips
 
-CLUSTER = "needs a Spark cluster; tests/test_cluster.py and tests/test_paths.py run the job on a standalone cluster the suite starts"
+CLUSTER = "needs a Spark cluster; tests/test_cluster.py runs the job on a standalone cluster the suite starts, from a folder outside the repository"
 STANDALONE = ("starts a standalone cluster on fixed ports in the background; tests/test_cluster.py runs the same "
               "through a cluster the suite starts on free ports")
 CLOUD = "needs Docker and a Google Cloud account (the images are built with podman by docker/build-local.sh)"

@@ -2,9 +2,15 @@
 two one-core workers whose own Python has none of the project's dependencies), submitted
 with ./spark-submit.sh as the README says. spark-submit.sh packs the executors' Python
 environment (venv-pack, --archives ...#environment), so only that archive can serve the
-executors; the tables come out byte for byte as in local mode."""
+executors; the tables come out byte for byte as in local mode.
+
+The submission is also issue 31's "paths from anywhere" on a cluster master (client mode:
+the driver runs here, the executors in the workers' own directories): it is run from a data
+folder outside the repository, with the repository's spark-submit.sh by its absolute path,
+the job script named relative to the repository and a relative --input and --output."""
 from __future__ import annotations
 
+import bz2
 import hashlib
 import json
 import os
@@ -33,15 +39,22 @@ def table_digests(root: Path) -> dict:
 
 
 def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster, spark, tmp_path):
-    out = tmp_path / "ro"
+    data = tmp_path / "data"
+    (data / "dumps").mkdir(parents=True)
+    sample = next((REPO / "samples" / "ro").glob("*.xml"))
+    dump = data / "dumps" / "ro.xml.bz2"
+    dump.write_bytes(bz2.compress(sample.read_bytes()))
+    assert REPO not in data.parents
+    out = data / "out"
     env = dict(os.environ, SPARK_HOME=str(spark_cluster.home))
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "NLI_PACK_ENV"):
         env.pop(key, None)
     t0 = time.time()
     proc = subprocess.run(
-        ["./spark-submit.sh", "--master", spark_cluster.url, "--conf", "spark.executor.memory=768m",
-         "--conf", "spark.cores.max=2", "jobs/extract.py", "--lang", "ro", "--output", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        [str(REPO / "spark-submit.sh"), "--master", spark_cluster.url, "--conf", "spark.executor.memory=768m",
+         "--conf", "spark.cores.max=2", "jobs/extract.py", "--lang", "ro", "--input", "dumps/ro.xml.bz2",
+         "--output", "out"],
+        cwd=data, env=env, capture_output=True, text=True, timeout=900)
     seconds = time.time() - t0
     # spark-submit passes the Python driver's stderr to its stdout
     errors = [l for l in (proc.stdout + proc.stderr).splitlines() if l.startswith(("error", "Traceback"))]
@@ -49,6 +62,9 @@ def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster
     stats = json.loads((out / "stats.json").read_text())
     job = stats["job"]
     assert job["spark_master"] == spark_cluster.url
+    # relative paths were taken against the data folder, not the repository or the executors' folders
+    assert job["corpora"][0]["paths"] == [str(dump)]
+    assert not (REPO / "out").exists() and not (REPO / "dumps").exists()
     # the executors ran the packed environment, not their own (bare) Python
     assert job["executor_python"] is not None and "/environment/bin/python" in job["executor_python"]
     # local mode after the cluster run: spark-submit.sh installs the lexicon's spaCy model on
@@ -56,7 +72,7 @@ def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster
     from jobs.extract import main
 
     local_output = tmp_path / "local"
-    assert main(["--lang", "ro", "--output", str(local_output)]) == 0
+    assert main(["--lang", "ro", "--input", str(dump), "--output", str(local_output)]) == 0
     cluster, local = table_digests(out), table_digests(local_output)
     assert cluster and sorted(cluster) == sorted(local)
     assert {k for k in cluster if cluster[k] != local[k]} == set()

@@ -226,26 +226,5 @@ def test_trainer_commands_take_paths_against_their_own_directory(tmp_path):
     assert not (REPO / "ev").exists() and not (REPO / "preds.jsonl").exists()
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_spark_submit_sh_from_a_foreign_folder_on_a_standalone_cluster(spark_cluster, tmp_path):
-    """A standalone `spark://` master (client mode: the driver runs here, the executors in the
-    workers' own directories): relative --input and --output given in a data folder. Stage 1
-    only (its tasks read the input and write the table); --lang ro, so the packed executor
-    environment is the one tests/test_cluster.py builds (cached in .spark-deps/)."""
-    data = tmp_path / "data"
-    (data / "dumps").mkdir(parents=True)
-    sample = next((REPO / "samples" / "ro").glob("*.xml"))
-    (data / "dumps" / "ro.xml.bz2").write_bytes(bz2.compress(sample.read_bytes()))
-    env = dict(_submit_env(), SPARK_HOME=str(spark_cluster.home))
-    proc = subprocess.run([str(REPO / "spark-submit.sh"), "--master", spark_cluster.url,
-                           "--conf", "spark.executor.memory=768m", "--conf", "spark.cores.max=2",
-                           "jobs/extract.py", "--lang", "ro", "--input", "dumps/ro.xml.bz2", "--output", "out",
-                           "--stages", "sentences"],
-                          cwd=data, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, _lines(proc) or proc.stderr[-3000:]
-    stats = json.loads((data / "out" / "stats.json").read_text())
-    assert stats["job"]["spark_master"] == spark_cluster.url
-    assert stats["job"]["corpora"][0]["paths"] == [str(data / "dumps" / "ro.xml.bz2")]
-    assert stats["sentences"]["sentences"]["total"] > 0
-    assert list((data / "out" / "sentences").rglob("*.parquet"))
+# The same from a standalone cluster (a spark:// master, client mode) is tests/test_cluster.py's
+# submission: one cluster run serves both checks.

@@ -1,9 +1,15 @@
-"""`jobs/extract.py --resume` after a SIGKILL of the driver: the real job (local[2]) on the
-bundled Romanian sample cut into 16-20 KB work units, killed at about half of stage 1's
-units, at the start of stage 2, and in the middle of stage 2's first round; the resumed run
-publishes `sentences/`, `pairs/`, `splits/` and `stats.json` byte-identical to an
-uninterrupted run (stats.json without its timings and run id, docs/deployment.md), and
-says how many work units it reused."""
+"""`jobs/extract.py --resume` after SIGKILLs of the driver: the real job (local[2]) on the
+bundled Romanian sample cut into 16-20 KB work units. One run is killed three times, each
+time in a new place, and resumed after each kill: at about half of stage 1's units, at the
+start of stage 2 (stage 1 finished), and in the middle of stage 2's first round. The last
+`--resume` publishes `sentences/`, `pairs/`, `splits/` and `stats.json` byte-identical to an
+uninterrupted run (stats.json without its timings and run id, docs/deployment.md) and says
+how many work units it reused; each resumed run reuses what the killed one finished (the
+finished units' files and records are not written again). A resume with other settings is
+refused in one line and keeps the run.
+
+Five runs of the job (five JVM starts) and stage 1 done about once and a half, where one
+kill-and-resume pair per kill point took seven runs and stage 1 three times over."""
 from __future__ import annotations
 
 import hashlib
@@ -61,6 +67,20 @@ def published(out: Path) -> dict[str, str]:
     return hashes
 
 
+def written(folder: Path) -> dict[str, tuple]:
+    """(inode, mtime) of every file under `folder`: a file written again changes them."""
+    return {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def killed(out: Path, *extra: str, kill_at: str) -> subprocess.CompletedProcess:
+    """A run SIGKILLed at `kill_at`: nothing published, the one staged run kept."""
+    done = job(out, *extra, kill_at=kill_at)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    assert not (out / "current").exists()
+    return done
+
+
 @pytest.fixture(scope="module")
 def place(tmp_path_factory):
     """One output path for every run (the dataset card quotes the command line)."""
@@ -73,41 +93,56 @@ def uninterrupted(place):
     assert done.returncode == 0, done.stderr[-3000:]
     hashes = published(place)
     stats = json.loads((place / "stats.json").read_bytes())
-    assert stats["sentences"]["work_units"] >= 4 and sum(stats["splits"]["splits"].values()) > 0
+    assert stats["sentences"]["work_units"] >= 6 and sum(stats["splits"]["splits"].values()) > 0
     assert any(k.startswith("pairs/") for k in hashes) and any(k.startswith("splits/train/") for k in hashes)
     shutil.rmtree(place)
     return hashes, stats
 
 
-@pytest.mark.parametrize("kill_at", ["task:sentences/units:4", "after:sentences", "task:pairs/pass-one:2"])
-def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(uninterrupted, place, kill_at):
+def test_a_run_killed_three_times_resumes_to_the_bytes_of_an_uninterrupted_one(uninterrupted, place):
     expected, stats = uninterrupted
-    shutil.rmtree(place, ignore_errors=True)
-    killed = job(place, kill_at=kill_at)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert not (place / "current").exists()  # nothing published
+    units = stats["sentences"]["work_units"]
+
+    # 1. killed once 4 of stage 1's units have their record
+    killed(place, kill_at="task:sentences/units:4")
     staged = [p for p in (place / "_runs").iterdir() if (p / "_progress" / "run.json").exists()]
     assert len(staged) == 1
-    if kill_at == "after:sentences":  # other settings: refused in one line naming the first difference
-        refused = job(place, "--resume", "--seed", "7")
-        errors = [l for l in refused.stderr.splitlines() if l.startswith("error:")]
-        assert refused.returncode == 2 and len(errors) == 1, refused.stderr[-2000:]
-        assert f"cannot resume run {staged[0].name}: --seed differs (0 then, 7 now)" in errors[0]
-        assert [p.name for p in (place / "_runs").iterdir()] == [staged[0].name]  # kept for a later --resume
+    run = staged[0]
+    unit_records = run / "_progress" / "sentences" / "rounds" / "units"
+    first = written(unit_records)
+    assert 4 <= len(first) < units
+    finished = {json.loads((unit_records / name).read_text())["i"] for name in first}
+    first_files = {name: stamp for name, stamp in written(run / "sentences").items()
+                   if any(name.endswith(f"-{i:05d}.parquet") for i in finished)}
+    assert first_files  # the finished units' Parquet files
 
+    # 2. resumed, killed at the start of stage 2: the finished units are not run again
+    second = killed(place, "--resume", kill_at="after:sentences")
+    assert f"resuming run {run.name}" in second.stderr
+    now = written(unit_records)
+    assert len(now) == units and all(now[name] == stamp for name, stamp in first.items())
+    assert all(written(run / "sentences")[name] == stamp for name, stamp in first_files.items())
+    assert (run / "_progress" / "sentences.json").is_file()
+
+    # other settings: refused in one line naming the first difference; the run is kept
+    refused = job(place, "--resume", "--seed", "7")
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert refused.returncode == 2 and len(errors) == 1, refused.stderr[-2000:]
+    assert f"cannot resume run {run.name}: --seed differs (0 then, 7 now)" in errors[0]
+    assert [p.name for p in (place / "_runs").iterdir()] == [run.name]
+
+    # 3. resumed, killed in the middle of stage 2's first round: stage 1 is reused whole
+    third = killed(place, "--resume", kill_at="task:pairs/pass-one:2")
+    assert "stage sentences: reused from the interrupted run" in third.stderr
+    assert len(list((run / "_progress" / "pairs" / "rounds" / "pass-one").glob("*.json"))) >= 2
+
+    # 4. resumed to the end: the bytes of the uninterrupted run, and what it reused
     resumed = job(place, "--resume")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming run {staged[0].name}" in resumed.stderr
+    assert f"resuming run {run.name}" in resumed.stderr
     assert published(place) == expected
     report = json.loads((place / "manifest.json").read_bytes())["resumed"]
-    units = stats["sentences"]["work_units"]
-    line = next(l for l in resumed.stderr.splitlines() if l.startswith("[extract] resumed run"))
-    if kill_at.startswith("task:sentences"):
-        assert report["stages_reused"] == []
-        assert 4 <= report["tasks_reused"]["sentences"] < units  # the killed run's finished units
-        assert f"sentences {report['tasks_reused']['sentences']} of {units}" in line
-    else:
-        assert report["stages_reused"] == ["sentences"] and "stages reused whole: sentences" in line
-        assert "sentences" not in report["tasks"]
-    if kill_at.startswith("task:pairs"):
-        assert report["tasks_reused"]["pairs"] >= 2
+    assert report["stages_reused"] == ["sentences"] and "sentences" not in report["tasks"]
+    assert report["tasks_reused"]["pairs"] >= 2
+    line = next(line for line in resumed.stderr.splitlines() if line.startswith("[extract] resumed run"))
+    assert "stages reused whole: sentences" in line and f"pairs {report['tasks_reused']['pairs']} of" in line

@@ -18,7 +18,7 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 4. per bucket: neutral candidates against the kept marked pairs and each other, the POS
    filter;
 5. per file of the pairs table: the exact draw, and the file's rows written (the files
-   `ctx.write_table` would write: partitioned by label, sorted by pair_id).
+   Spark's `repartition(files, label, pair_id)` would give: partitioned by label, sorted by pair_id).
 """
 from __future__ import annotations
 
@@ -291,7 +291,7 @@ def _neutral_task(plan: dict):
 
 def _with_file(rows, files: int):
     """The rows with `_file`: the file of the pairs table each goes to, the hash partition
-    of (label, pair_id) that `ctx.write_table` would give it (`parquet_writer.spark_partition`)."""
+    of (label, pair_id) that Spark's `repartition` would give it (`parquet_writer.spark_partition`)."""
     part = [spark_partition(key, files) for key in zip(rows.column("label").to_pylist(),
                                                           rows.column("pair_id").to_pylist())]
     return rows.append_column("_file", pa.array(part, pa.int32()))
@@ -301,7 +301,7 @@ def _files_task(plan: dict):
     """Round 5, per file of the pairs table: the exact draw (every task finds the same last
     candidate taken from every bucket's cut bins), then this file's kept marked pairs and
     drawn neutral ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet`:
-    the files `ctx.write_table` would write, without a Spark shuffle."""
+    the files a Spark `repartition` by (label, pair_id) would give, without a Spark shuffle."""
     def fn(p: int) -> dict:
 
         def mine(rows):
@@ -352,7 +352,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                 files: int = 4):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
     one file) -> (write, stats dict, cleanup callable): ``write(directory)`` writes the pairs
-    table's `files` files there (what `ctx.write_table` would write: partitioned by label,
+    table's `files` files there (a Spark `repartition` by (label, pair_id): partitioned by label,
     sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
     scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
     (extractor.stage: Spark tasks in the job, `InProcessRunner` in one process)."""

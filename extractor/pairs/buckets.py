@@ -1,6 +1,6 @@
 """Stage 2's global steps as pure functions over one bucket of pair rows (pyarrow, no Spark).
 
-The stage (`extractor.spark.pairs_stage`) cuts pass 1's and pass 2's pair rows into
+The stage (`extractor.pairs.stage`) cuts pass 1's and pass 2's pair rows into
 buckets by a hash of their texts (`text_buckets`), so every copy of a pair, marked or
 neutral, lands in one bucket; a task per bucket then groups identical pairs
 (`rank_identical`), runs the POS filter over them (`sentence_passes.pos_rows`) and returns only

@@ -1,6 +1,6 @@
 """Neutral-pair strategies and the arithmetic of how many to draw (pure Python).
 
-The Spark side (extractor/spark/pairs_stage.py) builds the candidates of each strategy inside
+The stage (extractor/pairs/stage.py) builds the candidates of each strategy inside
 each document with SQL window functions over hash-ordered rows; this module names the
 strategies, parses `--neutral-mix`, and computes targets and allocations from aggregate
 counts. See docs/pairs.md.

@@ -3,7 +3,7 @@
 Every pair lives inside one document: a marked pair is a sentence that opens with a
 linking phrase and the previous sentence of its paragraph; every neutral strategy draws
 inside one document. So all of pairing is a function of a document's sentences, and the
-Spark stage (`extractor.spark.pairs_stage`) only runs these functions over
+stage (`extractor.pairs.stage`) only runs these functions over
 document-contiguous Arrow batches and does what is global: the per-corpus neutral quotas
 (from the marked counts), identical pairs across documents, the write. Rules:
 docs/pairs.md.

@@ -8,7 +8,7 @@ splits hold at most ``max_eval_per_corpus`` pairs per corpus (ESNLIR: 15,000).
 
 Every choice orders items by `extractor.hashing.stable_hash(id, seed=seed)`, never by
 row order or `rand()`, so the same pairs and seed give the same splits everywhere. The
-Spark glue (`extractor.spark.splits_stage`) calls these functions on small tables: one row
+The stage (`extractor.splits.stage`) calls these functions on small tables: one row
 per document (grouped per corpus) and one count per (split, corpus, label).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Stage 3's global decisions as pure functions over slim rows (pyarrow + numpy, no Spark).
 
-The stage (`extractor.spark.splits_stage`) cuts the slim summary rows of
+The stage (`extractor.splits.stage`) cuts the slim summary rows of
 `extractor.splits.pair_tables.summaries` into buckets and runs these functions on each bucket
 in a task; only small aggregates (counts, histograms, a few boundary rows) reach the
 driver, which turns them into decisions (quotas, cut points) for the next round:

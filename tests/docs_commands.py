@@ -448,6 +448,8 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
             Run(checks=(prints(r"(?i)near-duplicate"),)),
         ".venv/bin/python benchmarks/neardup_cost.py":
             Skip("a benchmark on the scale benchmark's 20 MB dump (benchmarks/scale.py makes it): minutes"),
+        ".venv/bin/python benchmarks/neardup_cost.py --job 20":
+            Skip("a benchmark: the whole job twice on the scale benchmark's 20 MB dump, minutes"),
     },
     "docs/pairs.md": {
         "./spark-submit.sh jobs/extract.py --lang ro --stages pairs":

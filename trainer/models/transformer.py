@@ -19,6 +19,7 @@ Texts are tokenized once (no padding); batches are padded to their longest row.
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -140,8 +141,6 @@ def sentence_transformers_pooling(folder: str | Path) -> str | None:
     ``1_Pooling`` folder), whose ``config.json`` sets one ``pooling_mode_*``. ``mean``,
     ``cls`` or ``last``; None when the folder is no such checkpoint (or a hub name), or its
     mode is one we do not have (max, mean-sqrt-len, weighted mean) or several at once."""
-    import json
-
     folder = Path(folder)
     if not folder.is_dir():
         return None

@@ -1,12 +1,15 @@
 """Linking-phrase matching and the one first-letter rule (pure Python, no Spark)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractor.lexicon import MARKED_LABELS, load_lexicon
 from extractor.pairs.matching import Matcher, match_marker, matcher_for, recase_first_letter
+from tests.conftest import shared_file
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +179,6 @@ def test_the_opening_probe_never_turns_away_a_sentence_the_patterns_match(lang, 
     """`annotate_all` (and `annotate`, `match`, `starts_with_phrase`) settle most sentences
     by their first characters (`may_open`); on a novel's lines and on every phrase of the
     lexicon written in several ways they give what the patterns alone give on the key."""
-    import re
-    from tests.conftest import shared_file
 
     lexicon = load_lexicon(lang)
     m = Matcher(lexicon)

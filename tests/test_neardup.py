@@ -12,6 +12,7 @@ import random
 import re
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from scipy.sparse import csr_matrix
 
@@ -309,7 +310,6 @@ def test_leakage_report_counts_planted_pairs():
 def test_normalisation_is_norm_words():
     """The shingles' words are `statistics.norm_words`, token for token: every distinct
     token of the novels and tokens whose case folding or edges are special."""
-    import pyarrow as pa
 
     docs = novel_documents()
     tokens = sorted({t for d in docs for p in d for s in p for t in s.split()})
@@ -324,7 +324,6 @@ def test_normalisation_of_every_character_is_norm_words():
     inside a word, next to capitals and repeated: the same words as `statistics.norm_words`
     (the path Arrow takes, lower-casing and trimming, is checked against Python's case folding
     and stripping character by character, including Σ, ß, İ, ǅ, combining marks, ²)."""
-    import pyarrow as pa
 
     tokens = []
     for cp in range(0x21, 0x3100):

@@ -4,13 +4,17 @@ number of buckets against one global sort."""
 from __future__ import annotations
 
 import random
+from collections import Counter, defaultdict
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
+from extractor import scratch
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
+from extractor.pairs import stage as ps
 from extractor.scratch import split_by
 
 
@@ -82,8 +86,6 @@ def test_the_draw_takes_the_lowest_selection_hashes_of_each_group_over_any_bucke
 def test_dense_histograms_sum_to_the_rows_they_replace():
     """A task returns one dense list per (corpus, strategy) instead of a row per histogram
     key; summed over tasks they give the per-key counts the rows summed to."""
-    import numpy as np
-    from collections import Counter, defaultdict
 
     rng = np.random.default_rng(3)
     per_task, expected = [], defaultdict(Counter)
@@ -110,9 +112,6 @@ def test_dense_histograms_sum_to_the_rows_they_replace():
 def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
     """The driver's list of documents for pass 2 (`stage._needed`, vectorised per unit
     file) is `sentence_passes.needed_documents` over the same rows, and None above the limit."""
-    import numpy as np
-    from extractor import scratch
-    from extractor.pairs import stage as ps
 
     rng = np.random.default_rng(5)
     rows = []
@@ -139,7 +138,6 @@ def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
 def test_the_plan_sums_dense_histograms_and_rows_recorded_before_them_alike():
     """`stage.reduce_pass_one` gives the same histograms from the tasks' dense lists as from
     the per-key count rows a run recorded for --resume before them."""
-    from extractor.pairs import stage as ps
 
     rows = [("hist", "ro", "both_random", None, 3, None, 5), ("hist", "ro", "both_random", None, 512, None, 7),
             ("hist", "ro", "adjacent_unmarked", None, 0, None, 1), ("marked", "ro", "reasoning", None, 0, None, 4)]

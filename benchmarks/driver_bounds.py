@@ -95,7 +95,7 @@ def _digests(rng, n: int) -> pa.Array:
 
 
 def slim_rows(documents: int, pairs: int, seed: int = 0) -> pa.Table:
-    """Stage 3's slim summary rows (`batches.SUMMARY_SCHEMA`) of `pairs` pairs over
+    """Stage 3's slim summary rows (`pair_tables.SUMMARY_SCHEMA`) of `pairs` pairs over
     `documents` documents of one corpus."""
     from extractor.splits import pair_tables as sb
 

@@ -50,7 +50,10 @@ benchmarks/results/neardup_cost.json). Goal (issue 32): near-duplicate CPU / sta
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,12 +64,18 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import clean_profile  # noqa: E402  (its dump reader)
+import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
 from extractor import neardup as nd  # noqa: E402
+from extractor import stage as contract  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
 from extractor.documents.wikitext import clean_page, page_skip_reason  # noqa: E402
 from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.pairs import stage as pairs_stage  # noqa: E402
+from extractor.splits import assign as sp  # noqa: E402
+from extractor.splits import pair_tables as bt  # noqa: E402
+from extractor.splits import stage as splits_stage  # noqa: E402
 
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-20mb.xml.bz2"
 SCALE_PUNKT = REPO / "benchmarks" / "_work" / "scale" / "punkt_params-pool.json"
@@ -183,13 +192,6 @@ def main(argv=None) -> int:
 
 def stage3(pairs: Path, settings, repeat: int) -> None:
     """Stage 3's rounds in one process over `pairs`, near-duplicates on against off."""
-    import tempfile
-
-    from extractor import stage as contract
-    from extractor.splits import assign as sp
-    from extractor.splits import pair_tables as bt
-    from extractor.splits import stage as splits_stage
-
     schema, units = bt.list_units(str(pairs))
     n = sum(u["rows"] for u in units)
     cpu = {}
@@ -212,8 +214,6 @@ class TimingRunner:
     """`InProcessRunner` that adds up the process CPU of each named round's tasks."""
 
     def __init__(self):
-        from extractor import stage as contract
-
         self.inner = contract.InProcessRunner()
         self.cpu: dict[str, float] = {}
 
@@ -232,14 +232,6 @@ class TimingRunner:
 def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> dict:
     """Stages 2 and 3 in one process over `sentences`, near-duplicates off and on: CPU-s per
     round, and the near-duplicate part of each."""
-    import tempfile
-
-    from extractor.lexicon import load_lexicon
-    from extractor.pairs import stage as pairs_stage
-    from extractor.splits import assign as sp
-    from extractor.splits import pair_tables as bt
-    from extractor.splits import stage as splits_stage
-
     lexicon = load_lexicon(lang)
     out: dict = {}
     unit_step = splits_stage._near_unit
@@ -297,11 +289,6 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
 
 def job_cost(args) -> int:
     """The issue's measure: the machinery's CPU in the job against stage 1's (module doc)."""
-    import json
-    import os
-
-    import scale  # benchmarks/scale.py: the dumps and `run_job`
-
     settings = nd.Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
     result: dict = {"settings": settings.as_dict(), "load_at_start": os.getloadavg()[0]}
     sentences, stage1 = args.sentences, args.stage1_cpu

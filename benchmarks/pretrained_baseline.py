@@ -102,7 +102,9 @@ def run_trainer(system: str, args, train: Path, dev: Path, work: Path) -> dict:
     if system == "ours":
         p = config["params"]
         head = "mean-pooled linear head" if p.get("pooling") == "mean" else "HF head"
-        r["settings"] = (f"lr {p['lr']:g}, batch {p['batch_size']}, {p['epochs']} epochs, warm-up {p['warmup_ratio']:g}, "
+        head_lr = f", head lr {p['head_lr']:g}" if p.get("head_lr") is not None else ""
+        r["settings"] = (f"lr {p['lr']:g}{head_lr}, batch {p['batch_size']}, {p['epochs']} epochs, "
+                         f"warm-up {p['warmup_ratio']:g}, "
                          f"weight decay {p['weight_decay']:g}, max length {p['max_length']}, {head}")
         r["train_loss"] = [round(h["train_loss"], 4) for h in config.get("history", [])]
         r["train_seconds"] = config.get("train_seconds")

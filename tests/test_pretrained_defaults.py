@@ -45,6 +45,44 @@ def test_learning_rate_is_resolved_from_the_loaded_checkpoint(tmp_path):
     assert given.params["lr"] == 5e-5
 
 
+def test_a_new_head_learns_at_its_own_rate(tmp_path):
+    """A mean-pooled head of ours (new weights on a pretrained encoder) gets --head-lr, default
+    1e-3 (or --lr when larger); the encoder keeps --lr, and the scheduler scales both."""
+    from tests.trainer_fixtures import make_tiny_bert, synthetic_nli
+    from trainer.loop import adamw
+
+    texts = synthetic_nli(40)["premise"].tolist()
+    ckpt = make_tiny_bert(tmp_path / "bert", texts)
+    m = Transformer(LABELS, params={"pretrained": str(ckpt), "pooling": "mean"})
+    m._build(str(ckpt))
+    cfg = m.loop_config(0)
+    assert (cfg.lr, cfg.head_lr) == (1e-4, 1e-3)
+    opt = adamw(m.model, cfg.lr, cfg.weight_decay, cfg.head_lr)
+    head = {id(p) for p in m.model.head.parameters()}
+    rates = {(all(id(p) in head for p in g["params"]), g["lr"]) for g in opt.param_groups}
+    assert rates == {(True, 1e-3), (False, 1e-4)}
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(list(m.model.parameters()))
+    sched = linear_warmup_decay(opt, 10, 100)
+    for _ in range(5):
+        opt.step()
+        sched.step()
+    assert sorted({g["lr"] for g in opt.param_groups}) == pytest.approx([6e-5, 6e-4])  # both at 6/10 of their peak
+    given = Transformer(LABELS, params={"pretrained": str(ckpt), "pooling": "mean", "head_lr": 3e-3, "lr": 2e-3})
+    given._build(str(ckpt))
+    assert (given.params["lr"], given.params["head_lr"]) == (2e-3, 3e-3)
+    larger = Transformer(LABELS, params={"pretrained": str(ckpt), "pooling": "mean", "lr": 2e-3})
+    larger._build(str(ckpt))
+    assert larger.params["head_lr"] == 2e-3  # never below the encoder's rate
+    cls = Transformer(LABELS, params={"pretrained": str(ckpt), "pooling": "cls"})
+    cls._build(str(ckpt))
+    assert cls.params["head_lr"] is None  # the checkpoint's own head: one rate
+
+
+def test_head_lr_must_be_positive(capsys):
+    assert main(["train", "--train", "x.jsonl", "--model", "transformer", "--head-lr", "0", "--output", "o"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --head-lr must be positive (got 0.0)"
+
+
 def test_warm_up_then_the_hf_linear_decay():
     """10 % warm-up, then the same linear decay to 0 as transformers' scheduler."""
     from transformers import get_linear_schedule_with_warmup

@@ -49,6 +49,7 @@ class LoopConfig:
     batch_size: int = 32           # examples per forward pass
     grad_accum: int = 1            # forward passes per optimisation step
     lr: float = 2e-5
+    head_lr: float | None = None   # peak learning rate of the parameters under model.head (None: lr)
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0     # 0 disables clipping
@@ -234,15 +235,22 @@ def linear_warmup_decay(optimizer, warmup_steps: int, total_steps: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW without weight decay on biases and normalisation weights (BERT recipe)."""
-    decay, no_decay = [], []
+def adamw(model: nn.Module, lr: float, weight_decay: float, head_lr: float | None = None) -> torch.optim.AdamW:
+    """AdamW without weight decay on biases and normalisation weights (BERT recipe).
+
+    ``head_lr``: the peak learning rate of the parameters under ``model.head`` (a freshly
+    initialised classifier on a pretrained encoder), the others keep ``lr``. The scheduler
+    scales every group by the same factor."""
+    groups: dict[tuple[bool, bool], list] = {}
     for name, p in model.named_parameters():
         if p.requires_grad:
-            (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    kw = {"fused": True} if any(p.is_cuda for p in decay + no_decay) else {}
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, **kw)
+            key = (name.startswith("head."), p.ndim < 2 or "norm" in name.lower())
+            groups.setdefault(key, []).append(p)
+    params = [{"params": ps, "weight_decay": 0.0 if no_decay else weight_decay,
+               "lr": head_lr if head and head_lr is not None else lr}
+              for (head, no_decay), ps in sorted(groups.items())]
+    kw = {"fused": True} if any(p.is_cuda for g in params for p in g["params"]) else {}
+    return torch.optim.AdamW(params, lr=lr, **kw)
 
 
 # ---------------------------------------------------------------------------- inference
@@ -324,7 +332,7 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
     schedule = list(schedule)
     total = len(schedule)
     state = LoopState(model=model, device=device, config=config, steps_per_epoch=spe, total_steps=total)
-    optimizer = adamw(model, config.lr, config.weight_decay)
+    optimizer = adamw(model, config.lr, config.weight_decay, config.head_lr)
     scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * total), total)
     dtype = autocast_dtype(device, config.precision)
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)

@@ -96,6 +96,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--batch-size", type=int)
     t.add_argument("--grad-accum", type=int, help="forward passes per optimisation step")
     t.add_argument("--lr", type=float)
+    t.add_argument("--head-lr", type=float, help="peak learning rate of a new head on a pretrained encoder "
+                                                 "(transformer; default: docs/trainer.md, Defaults)")
     t.add_argument("--weight-decay", type=float)
     t.add_argument("--warmup-ratio", type=float)
     t.add_argument("--max-grad-norm", type=float, help="gradient clipping (0: off)")
@@ -128,7 +130,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
-               "grad_accum", "lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
+               "grad_accum", "lr", "head_lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
                "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
                "deterministic", "dynamics", "pooling"]
 
@@ -197,8 +199,10 @@ def validate_args(args) -> None:
         v = getattr(args, name, None)
         if v is not None and v < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1 (got {v})")
-    if args.lr is not None and not args.lr > 0:
-        raise UserError(f"--lr must be positive (got {args.lr})")
+    for name in ("lr", "head_lr"):
+        v = getattr(args, name, None)
+        if v is not None and not v > 0:
+            raise UserError(f"--{name.replace('_', '-')} must be positive (got {v})")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise UserError(f"--dropout must be in [0, 1) (got {args.dropout})")
     if args.patience is not None and args.patience < 0:

@@ -122,6 +122,9 @@ def default_lr(hidden_size: int | None) -> float:
     return 2e-5
 
 
+HEAD_LR = 1e-3  # a new head on a pretrained encoder (docs/trainer.md, "Defaults")
+
+
 def check_pretrained(name: str) -> None:
     """A local checkpoint directory must hold a config and weights: say so in one line."""
     path = Path(name)
@@ -303,7 +306,7 @@ class Transformer:
     kind = "transformer"
     GRID: dict[str, list] = {}
     DEFAULTS = {"pretrained": None, "encoding": "cross", "freeze_encoder": False, "max_length": 128,
-                "epochs": 3, "batch_size": 16, "grad_accum": 1, "lr": None, "weight_decay": 0.01,
+                "epochs": 3, "batch_size": 16, "grad_accum": 1, "lr": None, "head_lr": None, "weight_decay": 0.01,
                 "warmup_ratio": 0.1, "max_grad_norm": 1.0, "patience": 0, "head_hidden": 256,
                 "dropout": 0.1, "precision": "auto", "group_by_length": True, "device": "auto",
                 "eval_batch_size": 128, "progress": True, "pooling": "auto",
@@ -352,6 +355,9 @@ class Transformer:
             width = getattr(self.model.encoder().config, "hidden_size", None)
             self.params["lr"] = default_lr(width)
             log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)", self.params["lr"], width)
+        if self.params["head_lr"] is None and hasattr(self.model, "head"):
+            self.params["head_lr"] = max(float(self.params["lr"]), HEAD_LR)
+            log.info("learning rate of the new head %g (--head-lr sets it)", self.params["head_lr"])
 
     def _prepare_tokenizer(self, checkpoint: str | None = None) -> None:
         """Decoder checkpoints (GPT-2 style): a padding token and last-token pooling. Pooling
@@ -413,7 +419,8 @@ class Transformer:
     def loop_config(self, seed: int):
         p = self.params
         return LoopConfig(epochs=int(p["epochs"]), batch_size=int(p["batch_size"]), grad_accum=int(p["grad_accum"]),
-                          lr=float(p["lr"]), weight_decay=float(p["weight_decay"]),
+                          lr=float(p["lr"]), head_lr=None if p.get("head_lr") is None else float(p["head_lr"]),
+                          weight_decay=float(p["weight_decay"]),
                           warmup_ratio=float(p["warmup_ratio"]), max_grad_norm=float(p["max_grad_norm"]),
                           patience=int(p["patience"]), eval_batch_size=int(p["eval_batch_size"]),
                           precision=p["precision"], group_by_length=bool(p["group_by_length"]), seed=seed,

@@ -645,8 +645,9 @@ def plot(results: dict, path: Path) -> None:
     for stage, mark in (("sentences", "o"), ("pairs", "s"), ("splits", "^")):
         a.plot(mbs, [r["stages"][stage]["cpu_s"] / r["mb"] for r in runs], marker=mark, label=f"stage {stage}")
     a.plot(mbs, [r["cpu_s"] / r["mb"] for r in runs], marker="D", color="k", label="whole job")
-    for w in results.get("wikiextractor", []):
-        a.scatter([w["mb"]], [w["cpu_s"] / w["mb"]], marker="*", s=120, color="tab:red", label="WikiExtractor", zorder=5)
+    for i, w in enumerate(results.get("wikiextractor", [])):  # one legend entry for all its rounds
+        a.scatter([w["mb"]], [w["cpu_s"] / w["mb"]], marker="*", s=120, color="tab:red",
+                  label="WikiExtractor" if i == 0 else None, zorder=5)
     a.set_xscale("log")
     a.set_xlabel("dump size (MB of XML)")
     a.set_ylabel("CPU-seconds per MB")

@@ -132,7 +132,25 @@ def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
     assert 0 < sum(map(len, got.values())) < len(rows)
     assert ps._needed(str(tmp_path), cuts, limit=len(keys) - 1) is None
     assert ps._needed(str(tmp_path), cuts, limit=len(keys)) is not None
-    assert ps._needed(str(tmp_path), {("ro", "both_random"): 4095}) is None
+    # a cut that takes every candidate of a strategy: the documents that have one, not all
+    every = {("ro", "both_random"): 4095}
+    got = ps._needed(str(tmp_path), every)
+    top = (1 << nt.BIN_BITS) - 1
+    k = nt.STRATEGIES.index("both_random")
+    having = {d for c, d, n, _ in rows if c == "ro" and (n >> (nt.BIN_BITS * k)) & top != top}
+    assert {d for v in got.values() for d in v} == having == {d for _, d in bt.needed_documents(rows, every)[1]} and \
+        0 < len(having) < len(rows)
+
+
+def test_a_lowest_bin_of_4095_is_not_taken_for_no_candidate():
+    """4095 in a "doc" row means no candidate of that strategy; a document whose lowest bin is
+    4095 is packed as 4094, so the cut that takes every candidate still reads it."""
+    top = (1 << nt.BIN_BITS) - 1
+    only_last = bt.pack_lowest_bins({"both_random": top})
+    none = bt.pack_lowest_bins({})
+    assert bt.needs_document(only_last, {"both_random": top}) and not bt.needs_document(none, {"both_random": top})
+    assert not bt.needs_document(only_last, {"both_random": top - 2})
+    assert bt.needs_document(bt.pack_lowest_bins({"first_random": 7}), {"first_random": 7, "both_random": top})
 
 
 def test_the_plan_sums_dense_histograms_and_rows_recorded_before_them_alike():

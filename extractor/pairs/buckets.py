@@ -124,7 +124,8 @@ def needed_in(docs: pa.Table, cuts: dict) -> pa.Table:
         mine = pc.equal(corpus, name).to_numpy(zero_copy_only=False)
         hit = np.zeros(docs.num_rows, dtype=bool)
         for k, c in limits:
-            hit |= ((packed >> np.int64(nt.BIN_BITS * k)) & np.int64(top)) <= c
+            v = (packed >> np.int64(nt.BIN_BITS * k)) & np.int64(top)
+            hit |= (v != top) & (v <= c)  # top: no candidate of that strategy
         mask |= mine & hit
     return docs.filter(pa.array(mask))
 

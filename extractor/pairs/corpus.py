@@ -266,10 +266,8 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
         two = [r for r in pairs if r["source"] != "marker" and r["bin"] <= cuts.get((r["corpus"], r["source"]), -1)]
     else:
         docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
-        found = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
-        by_file, needed = found if found is not None else (None, None)
-        if by_file is not None:
-            units = [u for u in units if u[0] in by_file]
+        by_file, needed = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
+        units = [u for u in units if u[0] in by_file]
         two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
                                                              strategies, cuts, None, lexicon, options.min_chars,
                                                              needed=needed)), schema=bt.WORK)

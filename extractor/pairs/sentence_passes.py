@@ -474,17 +474,21 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
 
 def pack_lowest_bins(lowest: dict) -> int:
     """The lowest selection-hash bin of a document's candidates per strategy, 12 bits each
-    in `neutral.STRATEGIES` order (4095: none below 4095), in one int64 ("doc" rows): pass 2
-    reads only the documents with a candidate under a cut (`needs_document`)."""
+    in `neutral.STRATEGIES` order, in one int64 ("doc" rows): 4095 for a strategy with no
+    candidate in the document, a lowest bin of 4095 kept as 4094 (so a cut of 4094 may
+    read that document for nothing, never miss it). Pass 2 reads only the documents with a
+    candidate under a cut (`needs_document`), also when a cut takes every candidate of a
+    strategy (a strategy with few candidates in the whole corpus)."""
     top = (1 << BIN_BITS) - 1
-    return sum(min(lowest.get(s, top), top) << (BIN_BITS * k) for k, s in enumerate(STRATEGIES))
+    return sum((min(lowest[s], top - 1) if s in lowest else top) << (BIN_BITS * k)
+               for k, s in enumerate(STRATEGIES))
 
 
 def needs_document(packed: int, cuts: dict) -> bool:
-    """Whether a document ("doc" row value) has a candidate at or below a cut ({strategy:
-    bin}); cuts of 4095 and more need every document (the caller reads them all)."""
+    """Whether a document ("doc" row value) has a candidate at or below a cut ({strategy: bin})."""
     top = (1 << BIN_BITS) - 1
-    return any((packed >> (BIN_BITS * k)) & top <= cuts.get(s, -1) for k, s in enumerate(STRATEGIES))
+    return any(v != top and v <= cuts.get(s, -1)
+               for k, s in enumerate(STRATEGIES) for v in ((packed >> (BIN_BITS * k)) & top,))
 
 
 def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
@@ -521,13 +525,9 @@ def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model:
             yield rows.batch()
 
 
-def needed_documents(doc_rows, cuts: dict) -> tuple[dict, set] | None:
+def needed_documents(doc_rows, cuts: dict) -> tuple[dict, set]:
     """From pass 1's "doc" rows (corpus, doc_id, packed lowest bins, file key): the
-    documents pass 2 must pair again, as ({file key: doc_ids}, {(corpus, doc_id)}); None
-    when a cut takes (nearly) every candidate, so every document is read."""
-    top = (1 << BIN_BITS) - 1
-    if max(cuts.values(), default=-1) >= top:
-        return None
+    documents pass 2 must pair again, as ({file key: doc_ids}, {(corpus, doc_id)})."""
     per_corpus: dict = {}
     for (c, s), b in cuts.items():
         per_corpus.setdefault(c, {})[s] = b

@@ -32,10 +32,13 @@ if [ "$paths" -eq 0 ] && [ "${NLI_TEST_SERIAL:-0}" != 1 ]; then
   echo
   echo "===== $DOCS_RUN (run beside the suite above; exit $docs_rc)"
   cat "$docs_log"
-  # 5: no test collected in that half (e.g. -m "not slow" leaves no docs test): not a failure
-  if [ "$rc" -eq 5 ] && [ "$docs_rc" -ne 5 ]; then rc=0; fi
-  if [ "$docs_rc" -ne 0 ] && [ "$docs_rc" -ne 5 ] && [ "$rc" -eq 0 ]; then rc=$docs_rc; fi
-  if [ "$docs_rc" -eq 5 ] && [ "$rc" -eq 5 ]; then rc=5; fi
+  # 5: no test collected in that half (e.g. -m "not slow" leaves no docs test): the other
+  # half's status stands; 5 only when neither half collected a test
+  if [ "$rc" -eq 5 ]; then
+    rc=$docs_rc
+  elif [ "$rc" -eq 0 ] && [ "$docs_rc" -ne 5 ]; then
+    rc=$docs_rc
+  fi
 else
   "$NLI_PY" -m pytest -q "$@"
   rc=$?

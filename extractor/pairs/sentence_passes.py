@@ -487,8 +487,11 @@ def pack_lowest_bins(lowest: dict) -> int:
 def needs_document(packed: int, cuts: dict) -> bool:
     """Whether a document ("doc" row value) has a candidate at or below a cut ({strategy: bin})."""
     top = (1 << BIN_BITS) - 1
-    return any(v != top and v <= cuts.get(s, -1)
-               for k, s in enumerate(STRATEGIES) for v in ((packed >> (BIN_BITS * k)) & top,))
+    for k, s in enumerate(STRATEGIES):
+        v = (packed >> (BIN_BITS * k)) & top
+        if v != top and v <= cuts.get(s, -1):  # top: no candidate of that strategy
+            return True
+    return False
 
 
 def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,

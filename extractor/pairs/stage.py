@@ -461,7 +461,8 @@ def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
     pass 1's "doc" rows, as {unit key: [doc_id]}; None (pass 2 reads every document) when
     more than `limit` (MAX_NEEDED_DOCUMENTS) documents are needed. A cut that takes every
-    candidate of a strategy needs only the documents that have one. The "doc" files are read one unit at a time and filtered with
+    candidate of a strategy needs only the documents that have one. The "doc" files are
+    read one unit at a time and filtered with
     numpy (`buckets.needed_in`): the driver holds one unit's rows and the needed doc_ids,
     at most `limit` of them, whatever the documents of the corpus."""
     limit = MAX_NEEDED_DOCUMENTS if limit is None else limit

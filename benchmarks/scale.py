@@ -17,18 +17,23 @@ them, and a redirect page after every fourth article. The pool's sentences are c
 Punkt parameters trained once on the pool (`punkt_params-pool.json`), which the job is
 given (`--punkt-params`), so the builder's sentences are the job's sentences.
 
-Uniqueness: the builder walks the pool once per "cycle" (about 8 MB of XML) and in cycle c
-replaces one word of every sentence, past its first four words (so the linking phrases that
-open sentences survive), by a word of the pool's vocabulary: variant v = c * k + r of a
-sentence (k: its copies in the pool, r: the rank of this copy) replaces its candidate word
-v mod m (m candidates) by vocabulary word (crc32(sentence) + v // m) mod V, skipping the word
-it replaces (two words once v // m >= V). A sentence of four words or fewer ("— Ei!") has its
-last word replaced by two or more vocabulary words, the base-V digits of (v, sentence). So
-no sentence, adjacent pair or page repeats, except where two different pool sentences
-differ in just the replaced word. The builder checks it on every sentence it writes (8-byte
-blake2b digests of the sentences and of each adjacent pair, np.unique) and prints the
-counts; after each job the script prints the job's own distinct sentence texts and its
-`duplicate_pair` rejections.
+Uniqueness: the builder walks the pool once per "cycle" (about 8 MB of XML); in cycle c the
+sentence's variant is v = c * k + r (k: its copies in the pool, r: the rank of this copy).
+Variant v replaces n = w // 9 + 1 of the sentence's w words (words of three letters or more
+past its first four, so the linking phrases that open sentences survive; fewer where it has
+fewer such words), spread over the sentence, word j by vocabulary word (crc32(sentence) + v +
+7919 j) mod V (skipping the word it replaces; a second word once v >= V). Two variants of a
+sentence then share at most w - n of its words: a Jaccard index of their word sets of at
+most (w - n) / (w + n) < 0.8, below the job's near-duplicate threshold (docs/neardup.md),
+so the cycles' pairs are not near-duplicates of each other either. (The issue asked for one
+word per sentence; with near-duplicates on, the default, that made every marked pair of a
+cycle a near-duplicate of the same pair in every other cycle: 789 pairs were left of 1 GB.)
+A sentence of four words or fewer ("— Ei!") has its last word replaced by two or more
+vocabulary words, the base-V digits of (v, sentence). So no sentence, adjacent pair or page
+repeats, except where two different pool sentences differ in just the replaced words. The
+builder checks it on every sentence it writes (8-byte blake2b digests of the sentences and
+of each adjacent pair, np.unique) and prints the counts; after each job the script prints
+the job's own distinct sentence texts and its `duplicate_pair` rejections.
 
 The cycles are built in parallel (one process per core, each writes its own bzip2 stream;
 the dump is their concatenation: a multistream bzip2 file, as Wikipedia publishes) and are
@@ -85,7 +90,7 @@ SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data")
 ROWIKI = SHARED / "dumps" / "rowiki-real-3pages.xml"
 NOVELS = {"ro": SHARED / "text" / "eltec-rom-20", "es": SHARED / "text" / "eltec-spa-20"}
 PY = sys.executable
-POOL_VERSION = 6   # bump when the pool or the page layout changes (invalidates the caches)
+POOL_VERSION = 7   # bump when the pool or the page layout changes (invalidates the caches)
 
 # --------------------------------------------------------------------------- the pool
 
@@ -156,6 +161,7 @@ def build_pool() -> dict:
     documents = []   # (name, lang, [[sentence index, ...] per paragraph])
     counts: dict[str, int] = {}
     ranks: list[int] = []
+    n_words: list[int] = []
     for name, lang, paras in docs:
         out_paras = []
         for para in paras:
@@ -174,6 +180,7 @@ def build_pool() -> dict:
                     continue   # no word at all ("— ...!"): left out
                 r = counts.get(s, 0)
                 counts[s] = r + 1
+                n_words.append(len(starts))
                 idx.append(len(sentences))
                 sentences.append(s)
                 spans.append(tuple(cand))
@@ -197,6 +204,7 @@ def build_pool() -> dict:
         vocab[lang] = words
     copies = [counts[s] for s in sentences]
     pool = {"sentences": sentences, "spans": spans, "short": shorts, "lang": lang_of, "rank": ranks, "copies": copies,
+            "words": n_words,
             "hash": [zlib.crc32(s.encode()) for s in sentences], "documents": documents, "vocab": vocab,
             "seconds": round(time.time() - t0, 1)}
     cache.write_bytes(pickle.dumps(pool, protocol=5))
@@ -217,43 +225,53 @@ _POOL: dict | None = None   # the forked workers' copy
 
 
 def _variant(i: int, v: int, link: bool) -> str:
-    """Sentence i with the replacement of variant v (and a wiki link on another word)."""
+    """Sentence i with the replacements of variant v (and a wiki link on another word)."""
     pool = _POOL
     s = pool["sentences"][i]
     cand = pool["spans"][i]
     m = len(cand)
     vocab = pool["vocab"][pool["lang"][i]]
-    a, b = cand[v % m]
-    old = s[a:b]
     n = len(vocab)
-    q = v // m
     if pool["short"][i]:
         # "— Ei!": sentences of four words or fewer share their frame; their last word is
         # replaced by the base-n digits of (variant, sentence) as words (two or more)
+        a, b = cand[0]
         q = v * len(pool["sentences"]) + i
         digits = [q % n]
         q //= n
         while q or len(digits) < 2:
             digits.append(q % n)
             q //= n
-        w = " ".join(vocab[d] for d in digits)
-    elif q < n:
-        k = (pool["hash"][i] + q) % n
-        w = vocab[k]
-        if w == old.lower():
-            w = vocab[(k + 1) % n]
-    else:   # more variants than words (a short sentence with many copies): two words
-        w = vocab[q % n] + " " + vocab[(q // n) % n]
-    if old[0].isupper():
-        w = w[0].upper() + w[1:]
-    if link and m > 1:
-        la, lb = cand[(v + 1) % m]
-        word = s[la:lb]
-        linked = f"[[{word}]]" if (v & 1) else f"[[{word.capitalize()} (dezambiguizare)|{word}]]"
-        if la < a:
-            return s[:la] + linked + s[lb:a] + w + s[b:]
-        return s[:a] + w + s[b:la] + linked + s[lb:]
-    return s[:a] + w + s[b:]
+        edits = [(a, b, " ".join(vocab[d] for d in digits))]
+    else:
+        # r = words // 9 + 1 candidates, spread over the sentence, each replaced by a word
+        # that depends on v: two variants of a sentence of w words share at most w - r of
+        # their words, a Jaccard index of (w - r) / (w + r) < 0.8 (the near-duplicate bar)
+        r = min(m, pool["words"][i] // 9 + 1)
+        q = v // n
+        edits = []
+        for j in range(r):
+            a, b = cand[j * m // r]
+            old = s[a:b]
+            k = (pool["hash"][i] + v + j * 7919) % n
+            w = vocab[k]
+            if w == old.lower():
+                w = vocab[(k + 1) % n]
+            if q:   # more variants than words (a sentence with many copies): two words
+                w += " " + vocab[(q + j) % n]
+            edits.append((a, b, w[0].upper() + w[1:] if old[0].isupper() else w))
+        if link and r < m:
+            free = [c for j, c in enumerate(cand) if all(c[0] != e[0] for e in edits)]
+            la, lb = free[v % len(free)]
+            word = s[la:lb]
+            edits.append((la, lb, f"[[{word}]]" if (v & 1) else f"[[{word.capitalize()} (dezambiguizare)|{word}]]"))
+            edits.sort()
+    out, at = [], 0
+    for a, b, w in edits:
+        out += [s[at:a], w]
+        at = b
+    out.append(s[at:])
+    return "".join(out)
 
 
 def _plain(i: int, v: int) -> str:

@@ -168,3 +168,24 @@ def test_training_with_std_re_patterns_equals_nltk_training(monkeypatch):
     monkeypatch.setattr(segment, "PunktTrainer", lambda lang_vars=None, token_cls=None: PunktTrainer())
     plain = segment.params_to_dict(train_punkt(paras, RO.abbreviations))
     assert ours == plain
+
+
+def test_fused_candidate_loop_equals_plain_nltk_spans_on_romanian_novels():
+    """Segmenter's tokenizer finds candidate breaks and their contexts in one loop of its
+    own (`_slices_from_text`): on real Romanian prose (dialogue, "!", "...", quotes) its spans must be NLTK's, with the same parameters."""
+    from tests.conftest import shared_file
+    from extractor.documents.segment import fold
+
+    paras = []
+    for path in sorted(shared_file("text/eltec-rom-20").glob("*.txt"))[:4]:
+        paras += [p.strip() for p in path.read_text(encoding="utf-8").split("\n") if p.strip()]
+    params = train_punkt(paras[:3000], RO.abbreviations)
+    ours = Segmenter(params)
+    plain = PunktSentenceTokenizer(params)
+    assert len(paras) > 4000
+    assert sum("..." in p for p in paras) > 100 and sum("!" in p for p in paras) > 500
+    for para in paras:
+        text = fold(para)
+        assert list(ours._tokenizer.span_tokenize(text)) == list(plain.span_tokenize(text)), para
+        expected = [para[a:b].strip() for a, b in plain.span_tokenize(text) if para[a:b].strip()]
+        assert ours.split(para) == expected, para

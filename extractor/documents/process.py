@@ -256,7 +256,7 @@ class SentenceFileWriter:
 
     def write(self, rows: list) -> None:
         schema = file_schema()
-        table = pa.Table.from_arrays([pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)],
+        table = pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(zip(*rows), schema)],
                                      schema=schema)
         if self.writer is None:
             self.stream = fs.open_output(self.target)

@@ -408,6 +408,7 @@ class _Rules:
         """`namespaces`: key -> names from the dump's <siteinfo> (readers.site_namespaces);
         the lexicon's file/category names add to them."""
         self.lexicon = lexicon
+        self._section_keys: dict[str, str] = {}
         site = namespaces or {}
         files = {"File", "Image", "Media", *lexicon.file_namespaces, *site.get(6, ()), *site.get(-2, ())}
         cats = {"Category", *lexicon.category_namespaces, *site.get(14, ())}
@@ -429,7 +430,14 @@ class _Rules:
         return _SPACE_RE.sub(" ", ns.replace("_", " ")).strip().casefold()
 
     def _section_key(self, title: str) -> str:
-        return self.lexicon.normalize(_SPACE_RE.sub(" ", title).strip().rstrip(":").strip())
+        # headings repeat all over a dump ("Note", "Istorie"): each is normalised once
+        key = self._section_keys.get(title)
+        if key is None:
+            if len(self._section_keys) >= 100_000:
+                self._section_keys.clear()
+            key = self._section_keys[title] = self.lexicon.normalize(
+                _SPACE_RE.sub(" ", title).strip().rstrip(":").strip())
+        return key
 
     def is_dropped_section(self, title: str) -> bool:
         return self._section_key(title) in self.drop_sections

@@ -42,6 +42,9 @@ _CHUNK_SHINGLES = 2048
 _CHUNK_TEXTS = 4096
 # texts with more shingles than this take their minima by reduceat
 _LONG_TEXT = 512
+# candidate pairs verified together (their left texts' shingles expanded at once): a bucket's
+# candidates grow with its texts (up to max_bucket per text and band), its memory must not
+_CHUNK_CANDIDATES = 1 << 16
 
 
 class NearDupSettingsError(UserError, ValueError):
@@ -463,13 +466,21 @@ def bucket_pairs(keys: np.ndarray, ids: np.ndarray, max_bucket: int) -> np.ndarr
 
 def pair_jaccard(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard index of the shingle sets of texts ``left[i]`` and ``right[i]`` (indexes
-    into `shingles`; 0 when both are empty)."""
+    into `shingles`; 0 when both are empty). Memory: the shingles of at most
+    `_CHUNK_CANDIDATES` left texts at a time, whatever the number of candidates."""
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
     if not len(left):
         return np.zeros(0)
     # dense shingle ids so that (text, shingle) fits one sorted int64 key
-    table, dense, width = shingles.lookup()
+    lookup = shingles.lookup()
+    step = _CHUNK_CANDIDATES
+    return np.concatenate([_pair_jaccard(shingles, lookup, left[a:a + step], right[a:a + step])
+                           for a in range(0, len(left), step)])
+
+
+def _pair_jaccard(shingles: Shingles, lookup: tuple, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    table, dense, width = lookup
     sizes = shingles.sizes
     li = sizes[left]
     # every shingle of each left text, looked up in its right text
@@ -713,8 +724,11 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     left, right = np.searchsorted(ids, cand[:, 0]), np.searchsorted(ids, cand[:, 1])
     if bucket is not None:
         keys = band_keys(signatures(sh, settings), settings)
-        shared = np.where(keys[left] == keys[right], keys[left], np.uint64(0xFFFF_FFFF_FFFF_FFFF))
-        mine = band_buckets(shared.min(axis=1), buckets) == bucket
+        mine = np.zeros(len(cand), dtype=bool)
+        for a in range(0, len(cand), _CHUNK_CANDIDATES):   # (candidates x bands) keys a chunk at a time
+            kl, kr = keys[left[a:a + _CHUNK_CANDIDATES]], keys[right[a:a + _CHUNK_CANDIDATES]]
+            shared = np.where(kl == kr, kl, np.uint64(0xFFFF_FFFF_FFFF_FFFF))
+            mine[a:a + _CHUNK_CANDIDATES] = band_buckets(shared.min(axis=1), buckets) == bucket
         cand, left, right = cand[mine], left[mine], right[mine]
     jac = pair_jaccard(sh, left, right)
     keep = jac >= settings.threshold

@@ -366,3 +366,40 @@ def test_trainer_stats_reports_near_duplicate_leakage(tmp_path, capsys):
     assert 150 <= found <= 200
     assert cli.main(args[:-1] + ["--near-duplicates", "off"]) == 0
     assert "Near-duplicate leakage" not in capsys.readouterr().out
+
+
+def test_verification_in_chunks_equals_one_chunk(corpus, monkeypatch):
+    """`pair_jaccard` and `verify_bucket` verify candidates a chunk at a time (their memory
+    must not grow with a bucket's candidates): on the planted novels' sentences, chunks of
+    7 candidates give the same Jaccard indices, verified pairs and owned candidates as one
+    chunk holding them all."""
+    sentences, _, _ = corpus
+    settings = nd.Settings()
+    texts = sentences
+    sh = nd.shingle_sets(texts, settings)
+    k, i = nd.band_rows(np.arange(sh.n), nd.band_keys(nd.signatures(sh, settings), settings))
+    cand = nd.bucket_pairs(k, i, settings.max_bucket)
+    rng = np.random.default_rng(3)
+    left, right = rng.integers(0, len(texts), 5000), rng.integers(0, len(texts), 5000)
+    left[:len(cand)], right[:len(cand)] = cand[:5000, 0], cand[:5000, 1]
+    gids = (np.int64(1) << np.int64(32)) + np.arange(len(texts), dtype=np.int64)
+    rows = pa.table({"gid": gids, "text": texts, "other": texts, "corpus": ["c"] * len(texts),
+                     "doc_id": [str(g) for g in range(len(texts))]})
+    rows = rows.select(nd.TEXT_SCHEMA.names).cast(nd.TEXT_SCHEMA)
+    bands = pa.table({"key": pa.array(k, pa.uint64()), "gid": pa.array(gids[i], pa.int64())})
+
+    def fetch(ids):
+        return rows.take(pa.array(np.searchsorted(gids, ids)))
+
+    def run():
+        return (nd.pair_jaccard(sh, left, right),
+                [nd.verify_bucket(bands, fetch, settings, b, 3) for b in range(3)])
+
+    jac, verified = run()
+    assert nd._CHUNK_CANDIDATES >= 5000 and len(cand) > 1000 and (jac >= settings.threshold).sum() > 10
+    monkeypatch.setattr(nd, "_CHUNK_CANDIDATES", 7)
+    jac7, verified7 = run()
+    assert (jac7 == jac).all()
+    for (n, table, j), (n7, table7, j7) in zip(verified, verified7):
+        assert n == n7 and table.equals(table7) and (j == j7).all()
+    assert sum(n for n, _, _ in verified) == len(cand)

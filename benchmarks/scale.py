@@ -670,7 +670,6 @@ def plot(results: dict, path: Path) -> None:
     a.set_xlabel("dump size (MB of XML)")
     a.set_ylabel("CPU-seconds per MB")
     a.set_title("cost per MB (local[2], --lang ro, POS filter on)")
-    a.legend(fontsize=8)
     a.grid(alpha=0.3)
     b.plot(mbs, [r["peak_rss"].get("jvm", 0) / 2**20 for r in runs], marker="o", label="driver JVM")
     b.plot(mbs, [max(s["worker_peak_rss"] for s in r["stages"].values()) / 2**20 for r in runs], marker="s",
@@ -684,6 +683,12 @@ def plot(results: dict, path: Path) -> None:
     b.set_title("peak memory")
     b.legend(fontsize=8)
     b.grid(alpha=0.3)
+    sizes = sorted({r["size"] for r in runs})
+    for ax in (a, b):   # one labelled tick per dump size, no log-scale minor labels
+        ax.set_xticks([min(r["mb"] for r in runs if r["size"] == size) for size in sizes],
+                      [f"{size:,} MB" for size in sizes])
+        ax.minorticks_off()
+    a.legend(fontsize=8, loc="center right", bbox_to_anchor=(1.0, 0.6))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -725,10 +725,11 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     if bucket is not None:
         keys = band_keys(signatures(sh, settings), settings)
         mine = np.zeros(len(cand), dtype=bool)
-        for a in range(0, len(cand), _CHUNK_CANDIDATES):   # (candidates x bands) keys a chunk at a time
-            kl, kr = keys[left[a:a + _CHUNK_CANDIDATES]], keys[right[a:a + _CHUNK_CANDIDATES]]
+        step = _CHUNK_CANDIDATES   # the (candidates x bands) keys a chunk at a time
+        for a in range(0, len(cand), step):
+            kl, kr = keys[left[a:a + step]], keys[right[a:a + step]]
             shared = np.where(kl == kr, kl, np.uint64(0xFFFF_FFFF_FFFF_FFFF))
-            mine[a:a + _CHUNK_CANDIDATES] = band_buckets(shared.min(axis=1), buckets) == bucket
+            mine[a:a + step] = band_buckets(shared.min(axis=1), buckets) == bucket
         cand, left, right = cand[mine], left[mine], right[mine]
     jac = pair_jaccard(sh, left, right)
     keep = jac >= settings.threshold

@@ -5,8 +5,22 @@ functions in one plain Python process; then `trainer stats` against a textbook L
     .venv/bin/python benchmarks/splits_throughput.py --docs 10000      # 100,000 pairs
     .venv/bin/python benchmarks/splits_throughput.py --rounds 3 --skip-stats   # medians of 3 rounds
 
-Builds a synthetic pairs table (10 pairs per document, four labels) under
-benchmarks/_work/. Each Spark run is a child process that starts its session, writes the
+Builds a pairs table of real, distinct text under benchmarks/_work/: 10 pairs per document,
+premise and hypothesis two consecutive sentences of one real document (pair i: its
+sentences i and i + 1), four labels drawn by hash. The text: the sentences table of the
+1 GB scale run (benchmarks/_work/scale/out-1000mb/current/sentences, `benchmarks/scale.py
+--sizes 1000` builds it: real Romanian prose, stage 1's sentences, `short` ones left out),
+its documents in file order; where that run is absent (CI), the 20 Romanian and 20 Spanish
+novels of the shared data (`$NLI_SHARED_DATA` or ../shared/data; paragraphs cut into
+sentences at . ! ? followed by a capital, those of 50 characters and more, 11 at a time as
+one document: about 9,700 documents in all). The first line says which. Near-duplicates
+are on, as the job's default, and each run prints the stage's near-duplicate counts
+(candidates, verified hypotheses, documents joined): the scale dump repeats its pool of
+sentences once per cycle with a tenth of the words replaced, so 100,000 pairs hold each
+pool sentence in about two variants at a Jaccard index of 0.6-0.8: many LSH candidates
+and few verified near-duplicates, a harder input than one real corpus. (Before, the pairs
+were template sentences, near-duplicates of each other: one group of all documents.)
+Each Spark run is a child process that starts its session, writes the
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
 Python workers) just before and just after stage 3's `run(ctx, runner)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
@@ -24,6 +38,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,29 +50,98 @@ from rounds import add_rounds_argument, print_medians, run_rounds, same_files  #
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "benchmarks" / "_work" / "splits"
+SCALE_SENTENCES = REPO / "benchmarks" / "_work" / "scale" / "out-1000mb" / "current" / "sentences"
+SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
+NOVELS = ("eltec-rom-20", "eltec-spa-20")
+PAIRS_PER_DOC = 10
+MIN_CHARS = 50  # stage 1's default minimum: shorter sentences never reach a pair
+# a sentence ends at . ! ? or … followed by space and an opening capital, dash or quote
+# (the novels' fallback; the scale table is cut by the job's Punkt segmenter)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[—\-„“\"«(A-ZĂÂÎȘŞȚŢÁÉÍÓÚÑ¿¡])")
 
 
-def build_pairs(n_docs: int, out: Path) -> int:
+def _scale_documents(n_docs: int):
+    """Documents of the 1 GB scale run's sentences table (stage 1's output: `short` rows
+    left out), in file order: (doc_id, [(section, para_idx, sent_idx, text)]) with at least
+    PAIRS_PER_DOC + 1 sentences."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    found = 0
+    for f in sorted(SCALE_SENTENCES.rglob("*.parquet")):
+        t = pq.read_table(f, columns=["doc_id", "section", "para_idx", "sent_idx", "text", "short"])
+        t = t.filter(pc.invert(t.column("short")))
+        t = t.take(pc.sort_indices(t, [("doc_id", "ascending"), ("para_idx", "ascending"), ("sent_idx", "ascending")]))
+        docs = t.column("doc_id").to_pylist()
+        rows = list(zip(t.column("section").to_pylist(), t.column("para_idx").to_pylist(),
+                        t.column("sent_idx").to_pylist(), t.column("text").to_pylist()))
+        start = 0
+        for i in range(1, len(docs) + 1):
+            if i == len(docs) or docs[i] != docs[start]:
+                if i - start > PAIRS_PER_DOC:
+                    yield docs[start], rows[start:i]
+                    found += 1
+                    if found == n_docs:
+                        return
+                start = i
+
+
+def _novel_documents(n_docs: int):
+    """Documents cut from the real novels of the shared data (20 Romanian, 20 Spanish):
+    each novel's paragraphs (blank-line separated) cut into sentences, those of at least
+    MIN_CHARS characters taken PAIRS_PER_DOC + 1 at a time as one document."""
+    found = 0
+    for name in NOVELS:
+        folder = SHARED / "text" / name
+        if not folder.is_dir():
+            sys.exit(f"error: neither {SCALE_SENTENCES} (benchmarks/scale.py --sizes 1000 builds it) nor {folder} "
+                     "found: build the scale run or set NLI_SHARED_DATA to the shared data folder")
+        for path in sorted(folder.glob("*.txt")):
+            rows = []
+            for p, para in enumerate(path.read_text(encoding="utf-8").split("\n\n")):
+                for s, sent in enumerate(_SENTENCE_END.split(" ".join(para.split()))):
+                    if len(sent.strip()) >= MIN_CHARS:
+                        rows.append(("", p, s, sent.strip()))
+            for k in range(len(rows) // (PAIRS_PER_DOC + 1)):
+                yield f"{name}/{path.stem}:{k}", rows[k * (PAIRS_PER_DOC + 1):(k + 1) * (PAIRS_PER_DOC + 1)]
+                found += 1
+                if found == n_docs:
+                    return
+
+
+def build_pairs(n_docs: int, out: Path) -> tuple[int, str]:
+    """The input pairs table: `n_docs` documents of real text, 10 pairs each, premise and
+    hypothesis two consecutive sentences of the document (pair i: sentences i and i + 1, as
+    a marker pair pairs a sentence with the one before it), labels drawn by hash as before.
+    Returns (pairs, what the text is)."""
     sys.path.insert(0, str(REPO))
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tests.test_splits_stage import LABELS, MARKERS, ref, sentence
     from extractor.hashing import stable_hex, stable_unit
+    from tests.test_splits_stage import LABELS, MARKERS
 
+    scale = SCALE_SENTENCES.is_dir()
+    docs = _scale_documents(n_docs) if scale else _novel_documents(n_docs)
     rows = []
-    for d in range(n_docs):
-        doc = f"wiki:{d}"
-        for i in range(10):
+    for doc, sents in docs:
+        for i in range(PAIRS_PER_DOC):
             label = LABELS[int(stable_unit(doc, i, "label") * 4)]
-            rows.append(dict(pair_id=stable_hex(doc, i), corpus="wiki", genre="wikipedia", lang="en", doc_id=doc,
-                             premise=sentence(doc, 2 * i), hypothesis=sentence(doc, 2 * i + 1), label=label,
+            (s0, p0, i0, premise), (s1, p1, i1, hypothesis) = sents[i], sents[i + 1]
+            rows.append(dict(pair_id=stable_hex(doc, i), corpus="wiki", genre="wikipedia",
+                             lang="es" if doc.startswith("eltec-spa") else "ro", doc_id=doc, premise=premise, hypothesis=hypothesis, label=label,
                              marker=MARKERS[label], source="marker" if MARKERS[label] else "both_random",
-                             premise_ref=ref(doc, 2 * i), hypothesis_ref=ref(doc, 2 * i + 1)))
+                             premise_ref=dict(doc_id=doc, section=s0, para_idx=p0, sent_idx=i0),
+                             hypothesis_ref=dict(doc_id=doc, section=s1, para_idx=p1, sent_idx=i1)))
+    n_found = len(rows) // PAIRS_PER_DOC
+    what = (f"the 1 GB scale run's sentences ({SCALE_SENTENCES.relative_to(REPO)})" if scale
+            else f"the shared novels ({', '.join(NOVELS)})")
+    if n_found < n_docs:
+        print(f"note: {what} hold {n_found:,} documents of {PAIRS_PER_DOC + 1} sentences, not {n_docs:,}")
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), out / "pairs.parquet")
-    return len(rows)
+    return len(rows), what
 
 
 def tree_cpu() -> float:
@@ -88,7 +173,7 @@ spark = get_session(master={master!r}, shuffle_partitions=8, progress=False)
 spark.sparkContext.setLogLevel("FATAL")
 p = argparse.ArgumentParser(); splits_stage.add_arguments(p); args = p.parse_args([])
 args.seed, args.overwrite, args.files_per_table = 0, True, 4
-ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
+ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("ro"), output=out, corpora=[], command_line="bench")
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
 from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
 def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair_id as Spark would, sorted
@@ -98,9 +183,15 @@ def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair
          for p, n, b in write_sorted(t.filter(pc.equal(part, f)).to_batches(), d, [], f"part-{{f:05d}}.parquet")]
     return finish_table_files(w, d, lambda: t.schema)
 ctx.write_table_with("pairs", write_pairs)
+# the job runs stage 3 after stages 1 and 2 in the same session: the JVM has run jobs of
+# Python tasks through the prepared frame before (its first one costs 5-6 CPU-s of class
+# loading and compiling, not the stage's); one such round of no-op tasks here does the same
+from extractor.spark.session import run_tasks
+run_tasks(spark, str, list(range(4)), costs=[1.0] * 4)
 c, t = tree_cpu(), time.time()
 splits_stage.run(ctx, SparkRunner(spark))
-print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"]}}))
+print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"],
+                            "near": ctx.stats["splits"].get("near_duplicates")}}))
 """
 
 
@@ -125,12 +216,14 @@ def run_plain_child(src: Path) -> dict:
 
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
+    from extractor.neardup import Settings
     from extractor.splits.stage import splits_in_one_process
 
     shutil.rmtree(out, ignore_errors=True)
     c, t = tree_cpu(), time.time()
-    result = splits_in_one_process(src, out, seed=0)
-    print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": result["splits"]}))
+    result = splits_in_one_process(src, out, seed=0, near=Settings())  # near-duplicates on, as the stage's default
+    print("RESULT", json.dumps({"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": result["splits"],
+                                "near": {k: v for k, v in (result["near"] or {}).items() if k != "leakage"}}))
 
 
 def stats_throughput(folder: Path) -> tuple[int, float, float, bool]:
@@ -180,6 +273,16 @@ def stats_throughput(folder: Path) -> tuple[int, float, float, bool]:
     return n, ours_s, peer_s, ours == peer
 
 
+def near_line(near: dict | None) -> str:
+    """The stage's near-duplicate counts (stats.json `splits.near_duplicates`): how far the
+    input is from the degenerate one where every pair is a near-duplicate of every other."""
+    if not near:
+        return "near-duplicates: off"
+    return (f"near-duplicates: {near['candidates']:,} LSH candidates, {near['hypotheses']:,} verified near-duplicate "
+            f"hypotheses ({near['pairs']:,} pairs), {near['documents_joined']:,} documents joined in "
+            f"{near['groups']:,} groups, {near['hypotheses_across_corpora']:,} across corpora")
+
+
 def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     """local[1], local[2], the stage on 1,000 pairs and the plain process, back to back;
     prints their figures and returns the ratios of this round."""
@@ -187,6 +290,7 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     for m, r in runs.items():
         print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
               f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}", flush=True)
+    print(near_line(runs["local[1]"]["near"]), flush=True)
     speedup = runs["local[1]"]["wall"] / runs["local[2]"]["wall"]
     print(f"speed-up 1 -> 2 cores (wall): {speedup:.2f}x (target >= 1.6x)")
     # Spark's fixed cost: the same stage on 1,000 pairs (Spark jobs, operators, scratch
@@ -203,7 +307,8 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     same = same_files(WORK / "out-1" / "splits", WORK / "out-plain")
     print(f"plain Python process, same functions: {p['cpu']:.1f} CPU-s ({n / p['cpu']:,.0f} pairs per CPU-second); "
           f"Spark local[1] / plain = {overhead:.2f}x (target <= 1.5x); splits {p['splits']}; "
-          f"split files identical to the stage's: {'yes' if same else 'NO'}", flush=True)
+          f"split files identical to the stage's: {'yes' if same else 'NO'}; "
+          f"same near-duplicate counts: {'yes' if p['near'] == runs['local[1]']['near'] else 'NO'}", flush=True)
     return {"rate1": n / runs["local[1]"]["cpu"], "rate2": n / runs["local[2]"]["cpu"], "speedup": speedup,
             "overhead": overhead, "fixed_cpu": f["cpu"]}
 
@@ -219,10 +324,10 @@ def main() -> None:
         plain(*args.plain)
         return
     src = WORK / "input"
-    n = build_pairs(args.docs, src)
-    print(f"pairs: {n:,}")
+    n, what = build_pairs(args.docs, src)
+    print(f"pairs: {n:,} from {what}")
     small = WORK / "input-small"
-    n_small = build_pairs(100, small)
+    n_small, _ = build_pairs(100, small)
     rounds = run_rounds(args.rounds, lambda: one_round(src, n, small, n_small))
     if len(rounds) > 1:
         print_medians(len(rounds), [(what, [r[key] for r in rounds], fmt, target) for what, key, fmt, target in (

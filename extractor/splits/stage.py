@@ -590,7 +590,8 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
 
 def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1),
                           balance: str = "downsample", max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS,
-                          test_only: set | None = None, files_per_table: int = 4, buckets: int = 1) -> dict:
+                          test_only: set | None = None, files_per_table: int = 4, buckets: int = 1,
+                          near: nd.Settings | None = None) -> dict:
     """Stage 3 in one plain Python process (no Spark): the six rounds (`rounds`) with each
     round's tasks run one after another here (`InProcessRunner`), over the same Parquet files
     and scratch files in a temporary folder. For the engine-overhead benchmark
@@ -598,11 +599,12 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     functions (the tests compare the stage with an independent pandas reference,
     tests/splits_reference.py). The pairs table in `pairs_dir` -> the split files under
     `out_dir/<split>/`, as the stage writes them (no card). Returns the rounds' results with
-    the pairs per split."""
+    the pairs per split. `near`: the near-duplicate settings (`neardup.Settings()` for the
+    stage's default, `--near-duplicates on`); None: off."""
     schema, units = bt.list_units(pairs_dir)
     with tempfile.TemporaryDirectory() as work:
         plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
-                "test_only": frozenset(test_only or ()), "ratios": tuple(ratios)}
+                "test_only": frozenset(test_only or ()), "ratios": tuple(ratios), "near": near}
         result = rounds(contract.InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
                         files_per_table)
     result["splits"] = {}

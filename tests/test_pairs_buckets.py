@@ -165,3 +165,44 @@ def test_the_plan_sums_dense_histograms_and_rows_recorded_before_them_alike():
     marked, hist, _, _ = ps.reduce_pass_one(plain, [], dense)
     assert hist == {("ro", "adjacent_unmarked"): {0: 1}, ("ro", "both_random"): {3: 5, 512: 7}}
     assert marked == {("ro", "reasoning", None): 4}
+
+
+UK_SENTENCES = ["Київ є столицею України і найбільшим містом країни.", "Дуже гарний і тихий вечір над річкою.",
+                "Мій брат пише листи своїй бабусі щотижня.", "Старе місто біля річки з мостами і садами.",
+                "Вона знає відповідь на це складне питання.", "Ми живемо в маленькому будинку біля лісу.",
+                "Зелені поля та широкі дороги аж до обрію.", "Учні читають книжки в шкільній бібліотеці."]
+
+
+def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_same_rows(monkeypatch):
+    """`judged` reads back the verdicts of a POS-checked table; given to the next POS step
+    (`known_verdicts`), its texts are not tagged again and every row, reason and `n` is
+    the same as when they are (the verdict counts go by rows, not by tagging)."""
+    from extractor.lexicon import load_lexicon
+    from extractor.pairs import pos_filter as pf
+
+    lexicon = load_lexicon("uk")
+    rng = random.Random(3)
+    marked = _rows([{"pair_id": f"m{i}", "premise": rng.choice(UK_SENTENCES), "hypothesis": rng.choice(UK_SENTENCES),
+                     "label": "reasoning", "n": 1} for i in range(30)])
+    ranked = pb.pos_checked(pb.rank_identical(marked), "rules:uk", lexicon)
+    verdicts = pb.judged(ranked)
+    assert verdicts.num_rows == len(set(verdicts.column("text").to_pylist())) >= 6
+    assert set(verdicts.column("reason").to_pylist()) >= {None, "pos_no_predicate"}
+    expected = dict(zip(UK_SENTENCES, pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)))
+    for text, reason in zip(verdicts.column("text").to_pylist(), verdicts.column("reason").to_pylist()):
+        assert expected[text] == (reason is None, reason)
+
+    cands = _rows([{"pair_id": f"n{i}", "premise": rng.choice(UK_SENTENCES), "hypothesis": rng.choice(UK_SENTENCES)}
+                   for i in range(40)])
+    tagged: list = []
+    real = pf.pos_tags
+    monkeypatch.setattr(pf, "pos_tags", lambda texts, model, **k: tagged.extend(texts) or real(texts, model, **k))
+    out = []
+    for known in (None, pb.known_verdicts([verdicts], cands.column("premise").combine_chunks())):
+        bt._CACHE.clear()
+        tagged.clear()
+        out.append((pb.neutral_round(cands, marked.slice(0, 0), "rules:uk", lexicon, known), list(tagged)))
+    (plain, tagged_plain), (spared, tagged_spared) = out
+    assert plain[0] == spared[0] and plain[1].equals(spared[1])
+    assert len(tagged_spared) < len(tagged_plain)
+    assert not set(tagged_spared) & set(verdicts.column("text").to_pylist())

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from extractor import fs
 from extractor import stage as contract
 from extractor.documents.process import (MAX_LISTED_ERRORS, build_stats, check_corpora, corpus_settings,
-                                         process_unit, punkt_parameters, sum_counts)
+                                         process_unit, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
 from extractor.job import InputError
 
@@ -117,7 +117,7 @@ def run(ctx, runner) -> None:
     punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
         ctx.lexicon, settings, units, options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
     punkt_info["seconds"] = round(time.time() - t0, 3)
-    settings["punkt"] = punkt
+    settings["punkt"], settings["punkt_key"] = punkt, punkt_key(punkt)
     _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
     rows: list = []
 

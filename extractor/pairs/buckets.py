@@ -42,12 +42,46 @@ def rank_identical(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("bin"), "bin", pa.array(rank, pa.int32()))
 
 
-def pos_checked(table: pa.Table, model: str | None, lexicon) -> pa.Table:
-    """`sentence_passes.pos_rows` over a table (the table as it is without a model)."""
+def pos_checked(table: pa.Table, model: str | None, lexicon, known: dict | None = None) -> pa.Table:
+    """`sentence_passes.pos_rows` over a table (the table as it is without a model);
+    `known`: verdicts by text already found (`known_verdicts`), not tagged again."""
     if not model or not table.num_rows:
         return table
-    return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True)),
-                                 schema=table.schema)
+    return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True,
+                                                  known=known)), schema=table.schema)
+
+
+VERDICTS = pa.schema([("text", pa.large_string()), ("reason", pa.string())])
+
+
+def judged(ranked: pa.Table) -> pa.Table:
+    """The POS verdicts a POS-checked table of pair rows holds (`pos_checked` over rows
+    that all reached the filter, as the marked round's do): one row per text judged, its
+    reason (null: it passed). A row's hypothesis was judged first: `n` 1 means it failed
+    (the reason in `reject`), `n` 2 that it passed and the premise was judged (the premise's
+    reason in `reject`)."""
+    reject, n = ranked.column("reject"), ranked.column("n")
+    failed = pc.and_(pc.is_valid(reject), pc.equal(n, 1))
+    hypothesis = pa.table({"text": ranked.column("hypothesis").cast(pa.large_string()),
+                           "reason": pc.if_else(failed, reject, pa.scalar(None, pa.string()))})
+    premise = ranked.filter(pc.equal(n, 2))
+    premise = pa.table({"text": premise.column("premise").cast(pa.large_string()),
+                        "reason": premise.column("reject").cast(pa.string())})
+    both = pa.concat_tables([hypothesis, premise])
+    _, first = np.unique(both.column("text").to_numpy(zero_copy_only=False), return_index=True)
+    return both.take(pa.array(np.sort(first))).cast(VERDICTS)
+
+
+def known_verdicts(tables, texts: pa.Array) -> dict:
+    """{text: (ok, reason)} of the verdicts in `tables` (each `judged`'s, read one at a time)
+    for the given texts only: what a later POS step can take instead of tagging again."""
+    out: dict = {}
+    wanted = pc.unique(texts.cast(pa.large_string()))
+    for table in tables:
+        table = table.filter(pc.is_in(table.column("text"), value_set=wanted))
+        for text, reason in zip(table.column("text").to_pylist(), table.column("reason").to_pylist()):
+            out[text] = (reason is None, reason)
+    return out
 
 
 def _grouped(table: pa.Table, keys: list[str], aggregates: list) -> list[tuple]:
@@ -145,14 +179,15 @@ def text_keys(table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(table.column("premise"), table.column("hypothesis"), "\x1f")
 
 
-def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon) -> tuple[list[tuple], pa.Table]:
+def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon, known: dict | None = None
+                  ) -> tuple[list[tuple], pa.Table]:
     """One bucket's neutral candidates: ranked among identical texts, POS-checked; those
     identical to a kept marked pair of the bucket (`marked`) or to a lower pair_id, or
     rejected by the filter, are counted and left out. Returns (per (corpus, source, reject,
     rank when it counts, selection bin): rows and verdicts asked, for
     `corpus.tally_neutral`; the candidates that stay)."""
     seen = pc.is_in(text_keys(cands), value_set=text_keys(marked)) if cands.num_rows else pa.array([], pa.bool_())
-    ranked = pos_checked(rank_identical(cands.append_column("_seen", seen)), model, lexicon)
+    ranked = pos_checked(rank_identical(cands.append_column("_seen", seen)), model, lexicon, known)
     free = pc.and_(pc.is_null(ranked.column("reject")), pc.invert(ranked.column("_seen")))
     rn = pc.if_else(free, ranked.column("bin"), pa.scalar(None, pa.int32()))
     selection_bin = pc.shift_right(ranked.column("select"), 63 - nt.BIN_BITS)

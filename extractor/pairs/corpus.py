@@ -262,7 +262,7 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    if max(cuts.values(), default=-1) < bt.EARLY_BINS:  # pass 1 gave every candidate under the cuts
+    if bt.early_covers(cuts):  # pass 1 gave every candidate under the cuts
         two = [r for r in pairs if r["source"] != "marker" and r["bin"] <= cuts.get((r["corpus"], r["source"]), -1)]
     else:
         docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -228,68 +228,39 @@ def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annot
             continue
         pools.unused.append(i)
         pools.premise_text[i] = text
-        pools.hypothesis_text[i] = recase_first_letter(text)
+        # an upper-case first character is left as it is (most sentences): no call
+        pools.hypothesis_text[i] = text if text[:1].isupper() else recase_first_letter(text)
     return pools
 
 
-def sentence_hashes(doc: Document, seed: int):
-    """One 63-bit hash per sentence (numpy uint64 array) from its location and the seed:
-    `stable_hash(doc_id, seed)` once per document, mixed with (para_idx, sent_idx)."""
-    base = stable_hash(doc.doc_id, seed=seed)
-    where = (np.asarray(doc.para_idx, dtype=np.uint64) << np.uint64(32)) ^ np.asarray(doc.sent_idx, dtype=np.uint64)
-    return mix_hash_array(np.full(len(doc), base, dtype=np.uint64), where)
-
-
-def _ordered(indices: list, hashes, salt: int) -> list:
-    """The pool in the order of mix_hash(sentence hash, salt), ties by position."""
-    if not indices:
-        return []
-    idx = np.asarray(indices, dtype=np.int64)
-    keys = mix_hash_array(hashes[idx], salt)
-    return idx[np.lexsort((idx, keys))].tolist()
-
-
-def _ordered_pools(pools: list, hashes, salts: list) -> list:
-    """`_ordered` of each pool (a list of sentence indices) with its salt, as int64 arrays:
-    one hash and one sort for all of them (the pool's number is the first sort key)."""
-    sizes = [len(p) for p in pools]
-    total = sum(sizes)
-    if not total:
-        return [np.zeros(0, dtype=np.int64) for _ in pools]
-    idx = np.fromiter(chain.from_iterable(pools), dtype=np.int64, count=total)
-    which = np.repeat(np.arange(len(pools)), sizes)
-    keys = mix_hash_array(hashes[idx], np.repeat(np.asarray(salts, dtype=np.uint64), sizes))
-    idx = idx[np.lexsort((idx, keys, which))]
-    ends = np.cumsum(sizes).tolist()
-    return [idx[e - k:e] for e, k in zip(ends, sizes)]
-
-
-def _pair_ranks(a, b, para, ptid, htid):
-    """Premise rank i with hypothesis rank (i + d) mod n_b for the first d < NEIGHBOURS with
-    another paragraph and another text; each hypothesis rank kept once (smallest d, then
-    i). Returns (premise indices, hypothesis indices) in hypothesis-rank order."""
-    na, nb = len(a), len(b)
-    ar = np.arange(na)
-    chosen = np.full(na, -1, dtype=np.int64)
+def _pair_ranks(a, wa, b, wb, ndocs: int, para, ptid, htid):
+    """In each document, premise rank i with hypothesis rank (i + d) mod n_b for the first
+    d < NEIGHBOURS with another paragraph and another text; each hypothesis rank kept once
+    (smallest d, then i). `a`/`b`: the ordered premise and hypothesis pools of the batch,
+    grouped by document (`wa`/`wb`: the document of each). Returns (documents, premise
+    indices, hypothesis indices), by document, then hypothesis rank."""
+    na = np.bincount(wa, minlength=ndocs)
+    nb = np.bincount(wb, minlength=ndocs)
+    a_start = np.concatenate(([0], np.cumsum(na)[:-1]))
+    b_start = np.concatenate(([0], np.cumsum(nb)[:-1]))
+    ar = np.arange(len(a), dtype=np.int64) - a_start[wa]
+    live = nb[wa] > 0
+    a, wa, ar = a[live], wa[live], ar[live]
+    n_b, b0 = nb[wa], b_start[wa]
+    chosen = np.full(len(a), -1, dtype=np.int64)
     for d in range(NEIGHBOURS):
-        j = b[(ar + d) % nb]
+        j = b[b0 + (ar + d) % n_b]
         ok = (chosen < 0) & (para[a] != para[j]) & (ptid[a] != htid[j])
         chosen[ok] = d
-    ar = ar[chosen >= 0]
-    d = chosen[chosen >= 0]
-    br = (ar + d) % nb
-    order = np.lexsort((ar, d, br))
-    br_sorted = br[order]
+    hit = chosen >= 0
+    a, wa, ar, d, n_b, b0 = a[hit], wa[hit], ar[hit], chosen[hit], n_b[hit], b0[hit]
+    br = (ar + d) % n_b
+    order = np.lexsort((ar, d, br, wa))
+    wa_sorted, br_sorted = wa[order], br[order]
     first = np.ones(len(order), dtype=bool)
-    first[1:] = br_sorted[1:] != br_sorted[:-1]
+    first[1:] = (br_sorted[1:] != br_sorted[:-1]) | (wa_sorted[1:] != wa_sorted[:-1])
     keep = order[first]
-    return a[ar[keep]], b[br[keep]]
-
-
-def _ids(keys: list) -> list:
-    """A number per key, equal for equal keys (numbered by first occurrence)."""
-    of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    return list(map(of.__getitem__, keys))
+    return wa[keep], a[keep], b[b0[keep] + br[keep]]
 
 
 _HIGH63 = np.uint64(0x7FFFFFFFFFFFFFFF)
@@ -300,62 +271,128 @@ def candidate_arrays(doc: Document, pools: Pools, seed: int, strategies: Iterabl
     """{strategy: (premise indices, hypothesis indices, selection hashes)} as numpy arrays:
     the neutral candidates of `neutral_candidates` without building a Python object per
     candidate (pass 1 only needs their selection hashes, pass 2 the few under the cut).
-    The pools of every strategy are hashed and sorted in one step, and the selection
-    hashes of every strategy computed in one step (a document's arrays are small: numpy's
-    cost per call, not per element, is what counts)."""
-    hashes = hashes if hashes is not None else sentence_hashes(doc, seed)
-    n = len(doc)
-    para = np.asarray(_ids(list(zip(doc.section, doc.para_idx))), dtype=np.int64)
-    ptext, htext = pools.premise_text, pools.hypothesis_text
-    tid = _ids([*ptext.values(), *htext.values()])
+    Strategies without a candidate are left out. `batch_candidates` over one document."""
+    cands = batch_candidates([doc], [pools], seed, strategies, hashes)
+    out = {}
+    for k, strategy in enumerate(cands.strategies):
+        mine = cands.strategy == k
+        if mine.any():
+            out[strategy] = (cands.p[mine], cands.h[mine], cands.select[mine])
+    return out
+
+
+@dataclass
+class Candidates:
+    """The neutral candidates of a batch of documents as parallel numpy arrays, in
+    document order, then the order of the strategies asked for, then each strategy's own
+    order (that of `neutral_candidates` for one document): `doc` (index into the batch),
+    `strategy` (index into `strategies`), `p`/`h` (sentence indices in their document) and
+    `select` (the selection hash, uint64)."""
+    strategies: list
+    doc: np.ndarray
+    strategy: np.ndarray
+    p: np.ndarray
+    h: np.ndarray
+    select: np.ndarray
+
+    def bins(self) -> np.ndarray:
+        """`select_bin` of each candidate (int64)."""
+        return (self.select >> np.uint64(63 - BIN_BITS)).astype(np.int64)
+
+
+def batch_candidates(docs: Sequence[Document], pools: Sequence[Pools], seed: int,
+                     strategies: Iterable[str] = STRATEGIES, hashes=None) -> Candidates:
+    """The neutral candidates (`neutral_candidates`, as arrays) of every document of a
+    batch, in one set of numpy steps per strategy instead of one per document: a document
+    holds a few dozen sentences, so numpy's cost per call, not per element, is what counts
+    (pass 1 calls this once per batch of 65,536 sentences).
+
+    Sentences are numbered across the batch (sentence i of document k is
+    `offset[k] + i`). Paragraph and text numbers are numbered across the batch as well:
+    they are only ever compared between two sentences of one document. Every sort has
+    the document as its first key, so each document's candidates come out exactly as they
+    would alone. `hashes`: the documents' `sentence_hashes`, concatenated, when known."""
+    strategies = list(strategies)
+    ndocs = len(docs)
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=ndocs)
+    offsets = np.zeros(ndocs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    starts = offsets[:-1]
+    n = int(offsets[-1])
+    para_idx = np.fromiter(chain.from_iterable(d.para_idx for d in docs), dtype=np.int64, count=n)
+    if hashes is None:
+        bases = np.fromiter((stable_hash(d.doc_id, seed=seed) for d in docs), dtype=np.uint64, count=ndocs)
+        sent_idx = np.fromiter(chain.from_iterable(d.sent_idx for d in docs), dtype=np.uint64, count=n)
+        hashes = mix_hash_array(np.repeat(bases, lengths), (para_idx.astype(np.uint64) << np.uint64(32)) ^ sent_idx)
+    # paragraph numbers: equal for equal (section, para_idx); text numbers: equal for equal
+    # texts (a premise's text against a hypothesis'). Both in C loops (dicts and `map`).
+    sections = list(chain.from_iterable(d.section for d in docs))
+    section_of = {s: i for i, s in enumerate(dict.fromkeys(sections))}
+    para = para_idx + np.fromiter(map(section_of.__getitem__, sections), dtype=np.int64, count=n) * (
+        int(para_idx.max()) + 1 if n else 1)
     ptid = np.full(n, -1, dtype=np.int64)
     htid = np.full(n, -2, dtype=np.int64)
-    if ptext:
-        ptid[list(ptext)] = tid[:len(ptext)]
-    if htext:
-        htid[list(htext)] = tid[len(ptext):]
-    pools_of = {"unused": pools.unused, "marked_premise": pools.marked_premise,
-                "marked_hypothesis": pools.marked_hypothesis}
-    strategies = list(strategies)
-    drawn = [s for s in strategies if s in POOLS]
-    ordered = _ordered_pools([pools_of[POOLS[s][r]] for s in drawn for r in (0, 1)], hashes,
-                             [_ORDER_SALT[s, role] for s in drawn for role in ("premise", "hypothesis")])
-    order_of = {s: (ordered[2 * k], ordered[2 * k + 1]) for k, s in enumerate(drawn)}
-    found = []
-    for strategy in strategies:
+    where, values = [], []
+    for attr in ("premise_text", "hypothesis_text"):
+        got = [getattr(pl, attr) for pl in pools]
+        sizes = np.fromiter(map(len, got), dtype=np.int64, count=ndocs)
+        local = np.fromiter(chain.from_iterable(got), dtype=np.int64, count=int(sizes.sum()))
+        where.append(local + np.repeat(starts, sizes))
+        values.append(list(chain.from_iterable(g.values() for g in got)))
+    text_of = {t: i for i, t in enumerate(dict.fromkeys(chain(*values)))}
+    ptid[where[0]] = np.fromiter(map(text_of.__getitem__, values[0]), dtype=np.int64, count=len(values[0]))
+    htid[where[1]] = np.fromiter(map(text_of.__getitem__, values[1]), dtype=np.int64, count=len(values[1]))
+
+    members: dict = {}
+
+    def pool(name: str):
+        """(sentence numbers, document of each) of one pool over the batch, in pool order."""
+        if name not in members:
+            lists = [getattr(pl, name) for pl in pools]
+            sizes = np.fromiter(map(len, lists), dtype=np.int64, count=ndocs)
+            local = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(sizes.sum()))
+            which = np.repeat(np.arange(ndocs, dtype=np.int64), sizes)
+            members[name] = (local + starts[which], which)
+        return members[name]
+
+    def ordered(name: str, salt: int):
+        """A pool in the order of (document, mix_hash(sentence hash, salt), position)."""
+        idx, which = pool(name)
+        order = np.lexsort((idx, mix_hash_array(hashes[idx], salt), which))
+        return idx[order], which[order]
+
+    found = []  # (strategy number, documents, premises, hypotheses), sentences numbered across the batch
+    for k, strategy in enumerate(strategies):
         if strategy == "adjacent_unmarked":
-            u = np.asarray(pools.unused, dtype=np.int64)
+            u, which = pool("unused")
             if not len(u):
                 continue
-            prev = np.asarray(_previous(doc), dtype=np.int64)
+            prev = np.fromiter(chain.from_iterable(_previous(d) for d in docs), dtype=np.int64, count=n)
+            prev = np.where(prev >= 0, prev + np.repeat(starts, lengths), -1)
             in_unused = np.zeros(n + 1, dtype=bool)
             in_unused[u] = True
             pi = prev[u]
             ok = (pi >= 0) & in_unused[pi]
             ok &= ptid[pi] != htid[u]
-            p_idx, h_idx = pi[ok], u[ok]
-        elif strategy in order_of:
-            a, b = order_of[strategy]
+            found.append((k, which[ok], pi[ok], u[ok]))
+        elif strategy in POOLS:
+            a, wa = ordered(POOLS[strategy][0], _ORDER_SALT[strategy, "premise"])
+            b, wb = ordered(POOLS[strategy][1], _ORDER_SALT[strategy, "hypothesis"])
             if not len(a) or not len(b):
                 continue
-            p_idx, h_idx = _pair_ranks(a, b, para, ptid, htid)
-        else:
-            continue
-        if len(p_idx):
-            found.append((strategy, p_idx, h_idx))
+            found.append((k, *_pair_ranks(a, wa, b, wb, ndocs, para, ptid, htid)))
     if not found:
-        return {}
-    p_all = np.concatenate([f[1] for f in found])
-    h_all = np.concatenate([f[2] for f in found])
-    sizes = [len(f[1]) for f in found]
-    salts = np.repeat(np.asarray([_SELECT_SALT[f[0]] for f in found], dtype=np.uint64), sizes)
+        return Candidates(strategies, *(np.zeros(0, dtype=np.int64) for _ in range(4)), np.zeros(0, dtype=np.uint64))
+    which = np.concatenate([f[1] for f in found])
+    order = np.argsort(which, kind="stable")  # document-major; strategies, then each one's order, inside
+    which = which[order]
+    kind = np.repeat(np.asarray([f[0] for f in found], dtype=np.int64), [len(f[1]) for f in found])[order]
+    p_all = np.concatenate([f[2] for f in found])[order]
+    h_all = np.concatenate([f[3] for f in found])[order]
+    salts = np.asarray([_SELECT_SALT.get(s, 0) for s in strategies], dtype=np.uint64)[kind]
     with np.errstate(over="ignore"):
         sel = mix_hash_array(hashes[p_all] ^ ((hashes[h_all] << np.uint64(1)) & _HIGH63), salts)
-    out, at = {}, 0
-    for (strategy, p_idx, h_idx), k in zip(found, sizes):
-        out[strategy] = (p_idx, h_idx, sel[at:at + k])
-        at += k
-    return out
+    return Candidates(strategies, which, kind, p_all - starts[which], h_all - starts[which], sel)
 
 
 def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,

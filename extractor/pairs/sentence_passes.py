@@ -31,9 +31,9 @@ from extractor import fs
 from extractor.errors import UserError
 from extractor.run.parquet_writer import partition_values
 from extractor.pairs import pos_filter as pf
-from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, candidate_arrays, marked_pairs,
+from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, batch_candidates, marked_pairs,
                                      neutral_candidates, neutral_pools, pos_texts, _previous)
-from extractor.pairs.neutral import STRATEGIES, hist_keys
+from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
 from extractor.schemas import PAIRS, REF
 
 ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
@@ -101,26 +101,47 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50, corpus: st
                          pc.not_equal(corpora.fill_null("").slice(1), corpora.fill_null("").slice(0, n - 1)))
         starts = [0] + [i + 1 for i in pc.indices_nonzero(changed.fill_null(True)).to_pylist()]
         cols = {name: _pylist(column(name)) for name in _PER_SENTENCE if name != "short" or name in names}
+        if column("text").null_count:
+            cols["text"] = [t or "" for t in cols["text"]]
         if "short" not in names:
-            cols["short"] = [len(t or "") < min_chars for t in cols["text"]]
+            cols["short"] = [len(t) < min_chars for t in cols["text"]]
+        elif column("short").null_count:
+            cols["short"] = [bool(x) for x in cols["short"]]
         at = pa.array(starts, type=pa.int64())
         heads = {name: column(name).cast(pa.string()).take(at).to_pylist() for name in _PER_DOCUMENT}
+        breaks = _order_breaks(column("para_idx"), column("sent_idx"))
         out = []
         for k, begin in enumerate(starts):
             end = starts[k + 1] if k + 1 < len(starts) else n
             key = (heads["corpus"][k], heads["doc_id"][k])
+            ordered = breaks is not None and breaks[end - 1] == breaks[begin]
             if carry is not None and carry["key"] == key:
+                ordered = ordered and carry["ordered"] and (
+                    (carry["para_idx"][-1], carry["sent_idx"][-1]) <= (cols["para_idx"][begin], cols["sent_idx"][begin]))
                 for name in _PER_SENTENCE:
                     carry[name].extend(cols[name][begin:end])
+                carry["ordered"] = ordered
                 continue
             if carry is not None:
                 out.append(_finish(carry, done))
             carry = {name: cols[name][begin:end] for name in _PER_SENTENCE}
-            carry.update(key=key, genre=heads["genre"][k], lang=heads["lang"][k])
+            carry.update(key=key, genre=heads["genre"][k], lang=heads["lang"][k], ordered=ordered)
         if out:
             yield out
     if carry is not None:
         yield [_finish(carry, done)]
+
+
+def _order_breaks(para, sent):
+    """The running count of the rows of a batch that come before their predecessor in
+    (para_idx, sent_idx) order (numpy, once per batch): rows [a, b) are in order when
+    `breaks[b - 1] == breaks[a]`. None when a column holds a null (each document is then
+    checked on its own, as Python values)."""
+    if para.null_count or sent.null_count:
+        return None
+    p, s = para.to_numpy(), sent.to_numpy()
+    back = (p[1:] < p[:-1]) | ((p[1:] == p[:-1]) & (s[1:] < s[:-1]))
+    return np.concatenate(([0], np.cumsum(back))).tolist()
 
 
 def split_document_error(corpus, doc_id) -> str:
@@ -230,12 +251,12 @@ def _finish(part: dict, done: set) -> Document:
             f"in their file; rewrite the table with stage 1 (--stages sentences --overwrite)")
     done.add(key)
     para, sent = part["para_idx"], part["sent_idx"]
-    if any((para[i], sent[i]) > (para[i + 1], sent[i + 1]) for i in range(len(para) - 1)):
+    if not part.get("ordered") and any((para[i], sent[i]) > (para[i + 1], sent[i + 1]) for i in range(len(para) - 1)):
         order = sorted(range(len(para)), key=lambda i: (para[i], sent[i]))
         part = dict(part, **{name: [part[name][i] for i in order] for name in _PER_SENTENCE})
     return Document(corpus=key[0], genre=part["genre"], lang=part["lang"], doc_id=key[1],
                     section=part["section"], para_idx=part["para_idx"], sent_idx=part["sent_idx"],
-                    text=[t or "" for t in part["text"]], short=[bool(x) for x in part["short"]])
+                    text=part["text"], short=part["short"])  # no None left: see `documents`
 
 
 # ---------------------------------------------------------------------------- POS verdicts
@@ -270,6 +291,13 @@ class Verdicts:
         tags = pf.pos_tags(todo, self.model)
         for text, t in zip(todo, tags):
             self.cache[text] = pf.is_complete(t, self.lexicon)
+
+    def learn(self, known: dict) -> None:
+        """Take verdicts by text found elsewhere ({text: (ok, reason)}) into the cache."""
+        if self.model:
+            if len(self.cache) + len(known) > self.MAX_CACHE:
+                self.cache.clear()
+            self.cache.update(known)
 
     def __call__(self, text: str) -> tuple:
         if not self.model:
@@ -346,16 +374,19 @@ def _emit_neutral(rows, chosen: list, verdicts) -> None:
         rows.pair(doc, cand, n=sum(verdicts.counts.values()) - before, bin_=cand.select >> (63 - BIN_BITS))
 
 
-def pos_rows(batches: Iterable[pa.RecordBatch], model: str | None, lexicon, without_torch: bool = False
-             ) -> Iterator[pa.RecordBatch]:
+def pos_rows(batches: Iterable[pa.RecordBatch], model: str | None, lexicon, without_torch: bool = False,
+             known: dict | None = None) -> Iterator[pa.RecordBatch]:
     """The POS filter over pair rows (any schema with `premise`, `hypothesis`, `reject` and
     `n`): each row still without a `reject` gets the POS reason of its hypothesis, else of
     its premise (`pairing.apply_pos`), and in `n` the verdicts it asked for (1 when the
     hypothesis fails, else 2); other rows pass unchanged. spaCy runs once per batch over the
     texts this Python worker has not judged yet. The stage runs it after grouping identical
     pairs together, so each distinct text is tagged about once in the whole run, not once
-    per worker that meets it."""
+    per worker that meets it. `known`: verdicts by text found by another task (the marked
+    round's, for the neutral one), taken as they are."""
     verdicts = Verdicts(model, lexicon, without_torch)
+    if known:
+        verdicts.learn(known)
     for batch in batches:
         if not batch.num_rows or not model:
             yield batch
@@ -387,8 +418,17 @@ def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon
 
 
 # Pass 1 also emits the neutral candidates of the lowest EARLY_BINS selection-hash bins
-# (1/128 of them) as pair rows: when every cut falls below, no pass 2 is needed.
+# (1/128 of them) as pair rows, and every candidate of the strategies that draw from the
+# marked pairs (`BOUNDED`: no more candidates than marked pairs, whatever the corpus): when
+# every cut falls below EARLY_BINS or is a bounded strategy's, no pass 2 is needed.
 EARLY_BINS = 32
+BOUNDED = tuple(s for s, pools in POOLS.items() if any(p != "unused" for p in pools))
+
+
+def early_covers(cuts: dict) -> bool:
+    """Whether pass 1's early rows hold every neutral candidate under `cuts` ({(corpus,
+    strategy): bin}), so that pass 2 can be left out (EARLY_BINS of 0: never)."""
+    return all(b < EARLY_BINS or (EARLY_BINS > 0 and s in BOUNDED) for (_, s), b in cuts.items())
 
 
 def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None, lexicon,
@@ -398,9 +438,9 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
     marked candidates by (corpus, label, reason), POS verdicts
     by reason, the neutral selection-hash histogram per (corpus, strategy, bin), and per
     document the lowest bin of each strategy ("doc" rows, with the file key in `bin`, for
-    pass 2's document list); and the neutral candidates in the lowest `early_bins` bins as
-    pair rows (their bin in `bin`), the rows pass 2 would give for a cut below
-    `early_bins`. `streams`: (file key, corpus, batches) per file; each file reports its
+    pass 2's document list); and the neutral candidates in the lowest `early_bins` bins, and
+    all those of the `BOUNDED` strategies, as pair rows (their bin in `bin`), the rows pass 2
+    would give for cuts `early_covers` accepts. `streams`: (file key, corpus, batches) per file; each file reports its
     first and last document ("edge" rows: a document in two files is an error)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     early_bins = EARLY_BINS if early_bins is None else early_bins
@@ -424,6 +464,7 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                 marked = marked_pairs(doc, matcher, ann, prev)
                 found.append((doc, ann, marked))
             verdicts.prepare([t for _, _, marked in found for t in pos_texts(marked)])
+            pools = []
             for doc, ann, marked in found:
                 apply_pos(marked, verdicts)
                 for pair in marked:
@@ -439,20 +480,22 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                             held[3] += 1
                             if pid < held[0]:
                                 held[:3] = [pid, doc, pair]
-                pools = neutral_pools(doc, matcher, marked, ann)
-                lowest = {}
-                arrays = candidate_arrays(doc, pools, seed, strategies)
-                for strategy, (_, _, sel) in arrays.items():
-                    hkey = (doc.corpus, strategy)
-                    bins = (sel >> np.uint64(63 - BIN_BITS)).astype(np.int64)
-                    counts = np.bincount(bins, minlength=1 << BIN_BITS)
-                    hist[hkey] = counts if hkey not in hist else hist[hkey] + counts
-                    lowest[strategy] = int(bins.min())
-                if early_bins > 0 and any(b < early_bins for b in lowest.values()):
-                    for cand in neutral_candidates(doc, pools, seed, strategies, arrays=arrays,
-                                                   max_bin=dict.fromkeys(strategies, early_bins - 1)):
-                        rows.pair(doc, cand, n=0, bin_=cand.select >> (63 - BIN_BITS))
-                rows.count("doc", doc.corpus, None, None, pack_lowest_bins(lowest), bin_=key, doc_id=doc.doc_id)
+                pools.append(neutral_pools(doc, matcher, marked, ann))
+            cands = batch_candidates(docs, pools, seed, strategies)
+            packed = _neutral_aggregates(docs, cands, hist)
+            if early_bins > 0:
+                bins = cands.bins()
+                names = cands.strategies
+                bounded = np.asarray([s in BOUNDED for s in names] or [False])
+                early = np.flatnonzero((bins < early_bins) | bounded[cands.strategy]).tolist()
+                for d, k, i, j, v, b in zip(cands.doc[early].tolist(), cands.strategy[early].tolist(),
+                                            cands.p[early].tolist(), cands.h[early].tolist(),
+                                            cands.select[early].tolist(), bins[early].tolist()):
+                    doc, pl = docs[d], pools[d]
+                    rows.pair(doc, Pair(premise=pl.premise_text[i], hypothesis=pl.hypothesis_text[j], label="neutral",
+                                        source=names[k], p=i, h=j, select=v), n=0, bin_=b)
+            for doc, value in zip(docs, packed):
+                rows.count("doc", doc.corpus, None, None, value, bin_=key, doc_id=doc.doc_id)
             if len(rows):
                 yield rows.batch()
         edges.extend(dict.fromkeys(ends))
@@ -482,6 +525,35 @@ def pack_lowest_bins(lowest: dict) -> int:
     top = (1 << BIN_BITS) - 1
     return sum((min(lowest[s], top - 1) if s in lowest else top) << (BIN_BITS * k)
                for k, s in enumerate(STRATEGIES))
+
+
+def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
+    """Pass 1's aggregates of a batch's neutral candidates (`pairing.Candidates`): their
+    selection-hash bins added to `hist` ({(corpus, strategy): counts per bin}), and per
+    document its `pack_lowest_bins` value, for the whole batch in a few numpy steps."""
+    top = (1 << BIN_BITS) - 1
+    names = cands.strategies
+    lowest = np.full((len(docs), len(STRATEGIES)), top, dtype=np.int64)
+    if not len(cands.doc):
+        return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
+    bins = cands.bins()
+    corpora: dict = {}
+    code = np.asarray([corpora.setdefault(d.corpus, len(corpora)) for d in docs], dtype=np.int64)
+    size = 1 << BIN_BITS
+    counts = np.bincount((code[cands.doc] * len(names) + cands.strategy) * size + bins,
+                         minlength=len(corpora) * len(names) * size).reshape(len(corpora), len(names), size)
+    for corpus, c in corpora.items():
+        for k, strategy in enumerate(names):
+            if counts[c, k].any():
+                hkey = (corpus, strategy)
+                hist[hkey] = counts[c, k].copy() if hkey not in hist else hist[hkey] + counts[c, k]
+    # candidates come by document, then strategy: (document, strategy) runs are contiguous
+    group = cands.doc * len(names) + cands.strategy
+    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    least = np.minimum.reduceat(bins, starts)
+    column = np.asarray([STRATEGIES.index(s) for s in names], dtype=np.int64)
+    lowest[cands.doc[starts], column[cands.strategy[starts]]] = np.minimum(least, top - 1)
+    return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
 
 
 def needs_document(packed: int, cuts: dict) -> bool:

@@ -14,7 +14,7 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
    over them (`nlp.pipe`, the model loaded once per Python worker); the driver turns the
    counts into neutral targets and, per (corpus, strategy), the hash bin up to which
    candidates are kept (`corpus.plan_cuts`);
-3. pass 2, per unit (only when a cut goes beyond pass 1's early bins);
+3. pass 2, per unit (only when a cut goes beyond what pass 1 gave early: `sentence_passes.early_covers`);
 4. per bucket: neutral candidates against the kept marked pairs and each other, the POS
    filter;
 5. per file of the pairs table: the exact draw, and the file's rows written (the files
@@ -187,6 +187,8 @@ def _marked_task(plan: dict):
 
         rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
         ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
+        if plan["model"]:  # the verdicts, for the neutral round's candidates of the same texts
+            scratch.write_arrow(pb.judged(ranked), fs.join(plan["work"], "verdicts", f"bucket-{b:05d}.arrow"))
         kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
         scratch.write_arrow(_with_file(kept, plan["files"]), fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
         return {"tallies": pb.marked_tallies(ranked)}
@@ -283,7 +285,14 @@ def _neutral_task(plan: dict):
         else:
             cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
         kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
-        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"])
+        known = None
+        if plan["model"] and cands.num_rows:  # texts the marked round judged (first_random's premises...)
+            folder = fs.join(plan["work"], "verdicts")
+            files = sorted(fs.list_files(folder)) if fs.exists(folder) else []
+            known = pb.known_verdicts((scratch.read_one(path) for path, _ in files),
+                                      pa.concat_arrays([cands.column("premise").combine_chunks().cast(pa.large_string()),
+                                                        cands.column("hypothesis").combine_chunks().cast(pa.large_string())]))
+        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known)
         scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
         return {"tallies": tallies}
     return fn
@@ -418,7 +427,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
         allocated = final_allocation(targets, options.neutral_mix, {})
         plan["cuts"], plan["draw"] = cuts, None
         if any(b >= 0 for b in cuts.values()):
-            plan["early"] = max(cuts.values()) < bt.EARLY_BINS
+            plan["early"] = bt.early_covers(cuts)
             if not plan["early"]:
                 by_file = _needed(work, cuts)
                 needed, two_units = None, units

@@ -1,0 +1,213 @@
+"""`pairing.batch_candidates` (every document of a batch in one set of numpy steps) against
+the per-document computation it replaced, kept here as the reference, on documents of
+real Romanian prose (the ELTeC novels of ../shared/data)."""
+from __future__ import annotations
+
+from itertools import chain
+
+import numpy as np
+import pytest
+
+from extractor.hashing import mix_hash_array, stable_hash
+from extractor.lexicon import load_lexicon
+from extractor.pairs import neutral as nt
+from extractor.pairs.matching import matcher_for
+from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,
+                                     _previous, annotate, batch_candidates, candidate_arrays, marked_pairs,
+                                     neutral_pools)
+
+
+# ---------------------------------------------------------------------------- the reference: one document at a time
+
+def _ids(keys: list) -> list:
+    of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return list(map(of.__getitem__, keys))
+
+
+def _ordered_pools(pools, hashes, salts):
+    sizes = [len(p) for p in pools]
+    if not sum(sizes):
+        return [np.zeros(0, dtype=np.int64) for _ in pools]
+    idx = np.fromiter(chain.from_iterable(pools), dtype=np.int64, count=sum(sizes))
+    which = np.repeat(np.arange(len(pools)), sizes)
+    keys = mix_hash_array(hashes[idx], np.repeat(np.asarray(salts, dtype=np.uint64), sizes))
+    idx = idx[np.lexsort((idx, keys, which))]
+    ends = np.cumsum(sizes).tolist()
+    return [idx[e - k:e] for e, k in zip(ends, sizes)]
+
+
+def _pair_ranks(a, b, para, ptid, htid):
+    na, nb = len(a), len(b)
+    ar = np.arange(na)
+    chosen = np.full(na, -1, dtype=np.int64)
+    for d in range(NEIGHBOURS):
+        j = b[(ar + d) % nb]
+        ok = (chosen < 0) & (para[a] != para[j]) & (ptid[a] != htid[j])
+        chosen[ok] = d
+    ar, d = ar[chosen >= 0], chosen[chosen >= 0]
+    br = (ar + d) % nb
+    order = np.lexsort((ar, d, br))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = br[order][1:] != br[order][:-1]
+    keep = order[first]
+    return a[ar[keep]], b[br[keep]]
+
+
+def reference_arrays(doc: Document, pools, seed: int, strategies) -> dict:
+    base = stable_hash(doc.doc_id, seed=seed)
+    where = (np.asarray(doc.para_idx, dtype=np.uint64) << np.uint64(32)) ^ np.asarray(doc.sent_idx, dtype=np.uint64)
+    hashes = mix_hash_array(np.full(len(doc), base, dtype=np.uint64), where)
+    n = len(doc)
+    para = np.asarray(_ids(list(zip(doc.section, doc.para_idx))), dtype=np.int64)
+    ptext, htext = pools.premise_text, pools.hypothesis_text
+    tid = _ids([*ptext.values(), *htext.values()])
+    ptid, htid = np.full(n, -1, dtype=np.int64), np.full(n, -2, dtype=np.int64)
+    if ptext:
+        ptid[list(ptext)] = tid[:len(ptext)]
+    if htext:
+        htid[list(htext)] = tid[len(ptext):]
+    pools_of = {"unused": pools.unused, "marked_premise": pools.marked_premise,
+                "marked_hypothesis": pools.marked_hypothesis}
+    drawn = [s for s in strategies if s in POOLS]
+    ordered = _ordered_pools([pools_of[POOLS[s][r]] for s in drawn for r in (0, 1)], hashes,
+                             [_ORDER_SALT[s, role] for s in drawn for role in ("premise", "hypothesis")])
+    order_of = {s: (ordered[2 * k], ordered[2 * k + 1]) for k, s in enumerate(drawn)}
+    out = {}
+    for strategy in strategies:
+        if strategy == "adjacent_unmarked":
+            u = np.asarray(pools.unused, dtype=np.int64)
+            if not len(u):
+                continue
+            prev = np.asarray(_previous(doc), dtype=np.int64)
+            in_unused = np.zeros(n + 1, dtype=bool)
+            in_unused[u] = True
+            pi = prev[u]
+            ok = (pi >= 0) & in_unused[pi] & (ptid[pi] != htid[u])
+            p_idx, h_idx = pi[ok], u[ok]
+        else:
+            a, b = order_of[strategy]
+            if not len(a) or not len(b):
+                continue
+            p_idx, h_idx = _pair_ranks(a, b, para, ptid, htid)
+        if len(p_idx):
+            with np.errstate(over="ignore"):
+                sel = mix_hash_array(hashes[p_idx] ^ ((hashes[h_idx] << np.uint64(1)) & _HIGH63),
+                                     _SELECT_SALT[strategy])
+            out[strategy] = (p_idx, h_idx, sel)
+    return out
+
+
+# ---------------------------------------------------------------------------- real documents
+
+PHRASES = ("Prin urmare, ", "Așadar, ", "Pe de altă parte, ", "Cu alte cuvinte, ", "Astfel, ")
+
+
+@pytest.fixture(scope="module")
+def novel_documents():
+    return novel_docs()
+
+
+def novel_docs(limit: int = 1500) -> list[Document]:
+    """Documents of 1-12 paragraphs of four Romanian novels (sentences cut at ". ",
+    dialogue lines as paragraphs), with repeated sentences, two sections per document now
+    and then, and a linking phrase put before one sentence in twelve ("Prin urmare, ...":
+    the novels have few of their own): what pass 1 meets in a sentences table."""
+    from tests.conftest import shared_file
+
+    paras = []
+    for path in sorted(shared_file("text/eltec-rom-20").glob("*.txt"))[:4]:
+        paras += [p.strip() for p in path.read_text(encoding="utf-8").split("\n") if p.strip()]
+    rng = np.random.default_rng(7)
+    docs, at, k = [], 0, 0
+    while at < len(paras) and k < limit:
+        size = int(rng.integers(1, 13))
+        text, section, para_idx, sent_idx = [], [], [], []
+        for p, para in enumerate(paras[at:at + size]):
+            for s, sentence in enumerate(x.strip() + "." for x in para.split(". ") if x.strip()):
+                if s and rng.random() < 1 / 12:
+                    sentence = PHRASES[int(rng.integers(len(PHRASES)))] + sentence[:1].lower() + sentence[1:]
+                text.append(sentence)
+                section.append("Intro" if p < size // 2 else "Capitolul 2")
+                para_idx.append(p if rng.random() > 0.1 else 0)  # now and then a para_idx shared by two sections
+                sent_idx.append(s)
+        at += size
+        if not text:
+            continue
+        order = sorted(range(len(text)), key=lambda i: (para_idx[i], sent_idx[i]))
+        docs.append(Document(corpus="ro-novels", genre="literature", lang="ro", doc_id=f"novel:{k}",
+                             section=[section[i] for i in order], para_idx=[para_idx[i] for i in order],
+                             sent_idx=[sent_idx[i] for i in order], text=[text[i] for i in order],
+                             short=[len(text[i]) < 50 for i in order]))
+        k += 1
+    return docs
+
+
+@pytest.mark.parametrize("strategies", [list(nt.STRATEGIES), ["adjacent_unmarked", "second_random"],
+                                        ["marked_different_paragraphs"]])
+def test_batch_candidates_equal_the_per_document_reference_on_romanian_novels(novel_documents, strategies):
+    matcher = matcher_for(load_lexicon("ro"))
+    pools = []
+    for doc in novel_documents:
+        ann = annotate(doc, matcher)
+        pools.append(neutral_pools(doc, matcher, marked_pairs(doc, matcher, ann, _previous(doc)), ann))
+    assert sum(len(p.marked_premise) for p in pools) > 200
+    for cut in (len(novel_documents), 97):  # one batch, and batches of 97 documents
+        got = []
+        for start in range(0, len(novel_documents), cut):
+            cands = batch_candidates(novel_documents[start:start + cut], pools[start:start + cut], 5, strategies)
+            assert (np.diff(cands.doc) >= 0).all()
+            got += [(start + d, cands.strategies[s], p, h, v) for d, s, p, h, v in
+                    zip(cands.doc.tolist(), cands.strategy.tolist(), cands.p.tolist(), cands.h.tolist(),
+                        cands.select.tolist())]
+        expected = []
+        for d, (doc, pl) in enumerate(zip(novel_documents, pools)):
+            for strategy, (p, h, v) in reference_arrays(doc, pl, 5, strategies).items():
+                expected += [(d, strategy, *x) for x in zip(p.tolist(), h.tolist(), v.tolist())]
+        assert len(expected) > 50 and got == expected, len(expected)
+    one = candidate_arrays(novel_documents[3], pools[3], 5, strategies)
+    ref = reference_arrays(novel_documents[3], pools[3], 5, strategies)
+    assert list(one) == list(ref) and all((one[s][i] == ref[s][i]).all() for s in ref for i in range(3))
+
+
+def test_batch_of_no_document_and_of_documents_without_candidates():
+    empty = batch_candidates([], [], 0)
+    assert len(empty.doc) == 0 and empty.select.dtype == np.uint64
+    matcher = matcher_for(load_lexicon("ro"))
+    doc = Document(corpus="c", genre="g", lang="ro", doc_id="d", section=["S"], para_idx=[0], sent_idx=[0],
+                   text=["O singură propoziție destul de lungă cât să nu fie prea scurtă aici."], short=[False])
+    pools = neutral_pools(doc, matcher, [], annotate(doc, matcher))
+    got = batch_candidates([doc, doc], [pools, pools], 0)
+    assert len(got.doc) == 0
+
+
+def test_bounded_strategies_come_early_so_pass_two_is_left_out(tmp_path, monkeypatch):
+    """The strategies that draw from the marked pairs (first_random, second_random,
+    marked_different_paragraphs) have no more candidates than marked pairs: pass 1 emits
+    them all, so their cuts far above EARLY_BINS need no pass 2 (which reads every sentence
+    file again). Same pairs and stats as with pass 2 (EARLY_BINS 0), on the novels."""
+    from extractor.pairs import corpus, sentence_passes as bt
+    from extractor.pairs import stage as ps
+    from tests.test_pairs_stage import write_sentences
+
+    rows = [(d.corpus, d.genre, d.lang, d.doc_id, d.doc_id, d.section[i], d.para_idx[i], d.sent_idx[i], d.text[i],
+             d.short[i]) for d in novel_docs() for i in range(len(d))]
+    table = write_sentences(tmp_path, 3, rows=rows)
+    lexicon = load_lexicon("ro")
+    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.25)
+    model, status = ps.pos_status(options, lexicon)
+    calls, cuts = [], []
+    real_two, real_plan = bt.pass_two_streams, corpus.plan_cuts
+    monkeypatch.setattr(bt, "pass_two_streams", lambda *a, **k: calls.append(1) or real_two(*a, **k))
+    monkeypatch.setattr(corpus, "plan_cuts", lambda *a, **k: cuts.append(real_plan(*a, **k)[2]) or real_plan(*a, **k))
+    out = []
+    for early in (0, bt.EARLY_BINS):
+        monkeypatch.setattr(bt, "EARLY_BINS", early)
+        calls.clear()
+        out.append((*corpus.reference_pairs(table, lexicon, options, model, status), len(calls)))
+    (a, sa, two_a), (b, sb, two_b) = out
+    bounded = {s: b for (_, s), b in cuts[-1].items() if s in bt.BOUNDED}
+    assert max(bounded.values()) > bt.EARLY_BINS and max(b for (_, s), b in cuts[-1].items()
+                                                         if s not in bt.BOUNDED) < bt.EARLY_BINS, cuts[-1]
+    assert two_a == 1 and two_b == 0
+    assert a.to_pylist() == b.to_pylist() and sa == sb
+    assert sum(n for per in sb["neutral"]["allocated"].values() for s, n in per.items() if s in bt.BOUNDED) > 20

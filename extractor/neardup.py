@@ -689,9 +689,16 @@ def gids(unit: int, rows) -> np.ndarray:
 
 def unit_bands(texts, ids: np.ndarray, settings: Settings) -> pa.Table:
     """The band rows (`BAND_SCHEMA`) of a unit's texts with their ids."""
-    keys = band_keys(signatures(shingle_sets(texts, settings), settings), settings)
+    return unit_bands_with(texts, ids, settings)[0]
+
+
+def unit_bands_with(texts, ids: np.ndarray, settings: Settings) -> tuple[pa.Table, Shingles, np.ndarray]:
+    """`unit_bands`, with the texts' shingles and band keys (to keep beside the texts:
+    `shingles_column`, `keys_column`)."""
+    sh = shingle_sets(texts, settings)
+    keys = band_keys(signatures(sh, settings), settings)
     k, i = band_rows(ids, keys)
-    return pa.table({"key": pa.array(k, pa.uint64()), "gid": pa.array(i, pa.int64())}, schema=BAND_SCHEMA)
+    return pa.table({"key": pa.array(k, pa.uint64()), "gid": pa.array(i, pa.int64())}, schema=BAND_SCHEMA), sh, keys
 
 
 def band_buckets(keys, n: int) -> np.ndarray:
@@ -710,7 +717,9 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     too (a near-duplicate pair). With `bucket` (of `buckets`), only the candidates this
     bucket owns are kept: two texts sharing several bands are candidates in several
     buckets, and belong to the one of their smallest shared key, so that every pair is
-    counted once whatever the number of buckets."""
+    counted once whatever the number of buckets. Where the fetched rows also hold
+    ``shingles`` and ``bands`` (`shingles_column`, `keys_column` of their texts) they are
+    used instead of cutting and hashing the texts again: the same results."""
     cand = bucket_pairs(bands.column("key").to_numpy(), bands.column("gid").to_numpy(), settings.max_bucket)
     empty = pa.table({f"{f.name}_{s}": pa.array([], f.type) for s in "ab" for f in TEXT_SCHEMA}
                      | {"both": pa.array([], pa.bool_())})
@@ -720,10 +729,11 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     rows = fetch(ids)
     if rows.num_rows != len(ids) or not (rows.column("gid").to_numpy() == ids).all():
         raise RuntimeError("near-duplicates: the texts fetched do not match the ids asked for (a bug)")
-    sh = shingle_sets(rows.column("text"), settings)
+    stored = "shingles" in rows.column_names and "bands" in rows.column_names
+    sh = stored_shingles(rows.column("shingles")) if stored else shingle_sets(rows.column("text"), settings)
     left, right = np.searchsorted(ids, cand[:, 0]), np.searchsorted(ids, cand[:, 1])
     if bucket is not None:
-        keys = band_keys(signatures(sh, settings), settings)
+        keys = stored_keys(rows.column("bands"), settings) if stored else band_keys(signatures(sh, settings), settings)
         mine = np.zeros(len(cand), dtype=bool)
         step = _CHUNK_CANDIDATES   # the (candidates x bands) keys a chunk at a time
         for a in range(0, len(cand), step):
@@ -736,9 +746,37 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     left, right = left[keep], right[keep]
     a, b = rows.take(pa.array(left)), rows.take(pa.array(right))
     out = {f"{n}_a": a.column(n) for n in a.column_names} | {f"{n}_b": b.column(n) for n in b.column_names}
-    other = shingle_sets(rows.column("other"), settings)
-    out["both"] = pa.array(pair_jaccard(other, left, right) >= settings.threshold)
+    # the other texts of the verified pairs only (a text's shingles do not depend on its batch)
+    used = _unique(np.concatenate([left, right]))
+    other = shingle_sets(rows.column("other").take(pa.array(used)), settings) if len(used) else None
+    both = pair_jaccard(other, np.searchsorted(used, left), np.searchsorted(used, right)) if len(used) else np.zeros(0)
+    out["both"] = pa.array(both >= settings.threshold)
     return len(cand), pa.table({k: out[k] for k in empty.column_names}), jac[keep]
+
+
+def shingles_column(sh: Shingles) -> pa.Array:
+    """A batch's shingle sets as a list column (a row per text): what a stage can keep
+    beside its texts so that `verify_bucket` does not cut them again (`stored_shingles`)."""
+    return pa.LargeListArray.from_arrays(pa.array(sh.offsets, pa.int64()), pa.array(sh.values, pa.uint64()))
+
+
+def stored_shingles(column) -> Shingles:
+    """`Shingles` of a `shingles_column` (any rows of it, in their order)."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = np.asarray(column.offsets, dtype=np.int64)
+    values = column.values.to_numpy()[offsets[0]:offsets[-1]]
+    return Shingles(offsets - offsets[0], np.ascontiguousarray(values, dtype=np.uint64))
+
+
+def keys_column(keys: np.ndarray) -> pa.Array:
+    """A batch's band keys (`band_keys`) as a fixed-size list column (a row per text)."""
+    return pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), keys.shape[1])
+
+
+def stored_keys(column, settings: Settings) -> np.ndarray:
+    """The (n, bands) band keys of a `keys_column` (any rows of it, in their order)."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return np.asarray(column.flatten().to_numpy(), dtype=np.uint64).reshape(len(column), settings.bands)
 
 
 def fetch_from(paths_of_unit, read) -> callable:

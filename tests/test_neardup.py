@@ -403,3 +403,39 @@ def test_verification_in_chunks_equals_one_chunk(corpus, monkeypatch):
     for (n, table, j), (n7, table7, j7) in zip(verified, verified7):
         assert n == n7 and table.equals(table7) and (j == j7).all()
     assert sum(n for n, _, _ in verified) == len(cand)
+
+
+def test_verification_with_stored_shingles_and_keys(corpus):
+    """Stage 3 keeps each unit's shingles and band keys beside its texts
+    (`unit_bands_with`, `shingles_column`, `keys_column`); `verify_bucket` on rows that hold
+    them gives what it gives when it cuts and hashes the texts itself: the same candidates,
+    verified pairs (with `both`, from the premises of the verified pairs only) and Jaccard
+    indices, whatever the bucket; and `unit_bands_with` gives `unit_bands`' rows."""
+    sentences, _, _ = corpus
+    settings = nd.Settings()
+    rng = random.Random(5)
+    premises = list(sentences)
+    for i in range(0, len(premises) - 1, 2):  # half the premises near-duplicates of another's
+        premises[i] = premises[i + 1] if rng.random() < 0.5 else premises[i]
+    units, bands = [], []
+    for u, start in enumerate(range(0, len(sentences), 700)):
+        texts = sentences[start:start + 700]
+        gids = nd.gids(u, np.arange(len(texts)))
+        rows = pa.table({"gid": gids, "corpus": ["c"] * len(texts), "doc_id": [f"d{start + j}" for j in range(len(texts))],
+                         "text": texts, "other": premises[start:start + 700]}, schema=nd.TEXT_SCHEMA)
+        b, sh, keys = nd.unit_bands_with(rows.column("text"), gids, settings)
+        assert b.equals(nd.unit_bands(rows.column("text"), gids, settings))
+        units.append(rows.append_column("shingles", nd.shingles_column(sh)).append_column("bands", nd.keys_column(keys)))
+        bands.append(b)
+    bands = pa.concat_tables(bands)
+    stored = nd.fetch_from(lambda u: units[u], lambda t: t)
+    plain = nd.fetch_from(lambda u: units[u].select(nd.TEXT_SCHEMA.names), lambda t: t)
+    total = 0
+    for b in range(3):
+        part = bands.filter(pa.array(nd.band_buckets(bands.column("key"), 3) == b))
+        n, table, jac = nd.verify_bucket(part, stored, settings, b, 3)
+        n0, table0, jac0 = nd.verify_bucket(part, plain, settings, b, 3)
+        assert n == n0 and table.equals(table0) and (jac == jac0).all()
+        total += table.num_rows
+        assert 0 < sum(table.column("both").to_pylist()) < table.num_rows
+    assert total > 10

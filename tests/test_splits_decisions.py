@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from extractor import statistics as st
 from extractor.scratch import split_by
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
@@ -202,3 +203,44 @@ def test_split_pmi_sums_units_and_leaves_out_rare_words():
     river = {"word": "river", "pmi": round(math.log(((4 + 1) / (6 + 2)) / (8 / 16)), 4), "count": 4, "word_count": 6}
     assert got["hypothesis"] == {"entailment": [], "neutral": [river]}
     assert got["premise"]["entailment"][0]["word"] == "bank" and got["premise"]["neutral"] == []
+
+
+@pytest.mark.parametrize("top_k,min_count", [(10, 5), (3, 1), (40, 2)])
+def test_split_pmi_scores_only_the_contenders_with_the_result_of_all_rows(top_k, min_count):
+    """`split_pmi` hands `pmi_table` only the rows of words among a label's top candidates
+    (`_pmi_contenders`): on 20,000 words of Zipf-like counts in four labels and two units,
+    with many tied scores, the result is `pmi_table`'s over every summed row."""
+    rng = np.random.default_rng(11)
+    labels = ["contrasting", "entailment", "reasoning", "neutral"]
+    rows = []
+    for side in ("hypothesis", "premise"):
+        for w in range(20000):
+            for label in labels:
+                n = int(rng.zipf(1.6)) if rng.random() < 0.4 else 0
+                if n:
+                    for unit_part in (n // 2, n - n // 2):  # two units' rows of the word
+                        if unit_part:
+                            rows.append({"kind": "word", "split": "train", "side": side, "label": label,
+                                         "word": f"w{w % 7000}-{w}" if w % 3 else f"t{n}", "n": unit_part})
+    stats = pa.Table.from_pylist(rows, schema=bt.STATS_SCHEMA)
+    totals = {"contrasting": 30000, "entailment": 25000, "reasoning": 25000, "neutral": 30000}
+    got = bt.split_pmi(stats, totals, top_k=top_k, min_count=min_count)
+    summed = stats.group_by(["side", "label", "word"]).aggregate([("n", "sum")])
+    for side in ("hypothesis", "premise"):
+        part = summed.filter(pc.equal(summed.column("side"), side))
+        want = st.pmi_table(part.column("label").to_pylist(), part.column("word").to_pylist(),
+                            part.column("n_sum").to_pylist(), totals, k=top_k, min_count=min_count)
+        assert got[side] == want and all(len(v) == top_k for v in want.values())
+
+
+def test_key_buckets_are_the_first_four_bytes_of_each_key():
+    """A digest key's bucket is its first four bytes, big-endian, modulo the buckets: on
+    sliced and chunked arrays too; a key shorter than four bytes is an error."""
+    rng = np.random.default_rng(2)
+    keys = pa.array([bytes(rng.integers(0, 256, 4 + i % 29, dtype=np.uint8)) for i in range(3000)], pa.binary())
+    for arr in (keys, keys.slice(11, 500), pa.chunked_array([keys.slice(0, 7), keys.slice(7)])):
+        values = arr.to_pylist()
+        for n in (1, 7, 1 << 31):
+            assert dc.key_buckets(arr, n).tolist() == [int.from_bytes(v[:4], "big") % n for v in values]
+    with pytest.raises(ValueError):
+        dc.key_buckets(pa.array([b"abcd", b"abc"], pa.binary()), 3)

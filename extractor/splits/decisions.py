@@ -49,11 +49,22 @@ KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split",
 # ---------------------------------------------------------------------------- buckets
 
 def key_buckets(keys: pa.Array, n: int) -> np.ndarray:
-    """Bucket of each digest key (its first four bytes, big-endian) among `n`."""
-    heads = b"".join(pc.binary_slice(keys, 0, 4).to_pylist())
-    if len(heads) != 4 * len(keys):
+    """Bucket of each digest key (its first four bytes, big-endian) among `n`: numpy over
+    the Arrow buffers."""
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    keys = keys.cast(pa.large_binary())
+    m = len(keys)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + m + 1]
+    if keys.null_count or (np.diff(offsets) < 4).any():
         raise ValueError("key_buckets: every key must be a digest of at least 4 bytes")
-    return np.frombuffer(heads, dtype=">u4").astype(np.int64) % n
+    if not m:
+        return np.zeros(0, dtype=np.int64)
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+    at = offsets[:-1]
+    heads = np.zeros(m, dtype=np.int64)
+    for j in range(4):
+        heads = (heads << 8) | data[at + j]
+    return heads % n
 
 
 # ---------------------------------------------------------------------------- documents

@@ -241,14 +241,15 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
               "label": labels.combine_chunks()}
     for c in st.ROW_COLUMNS:
         arrays[c] = pa.array(rows[c], STATS_SCHEMA.field(c).type)
-    keys = words.column("label").to_pylist()  # "split\x1flabel"
-    m = len(keys)
+    m = words.num_rows
     out = [_stats_table(arrays, n)]
     if m:
-        split_label = [k.split("\x1f", 1) for k in keys]
+        # "split\x1flabel" of each word row: the few distinct keys split once, then taken
+        keys = pc.dictionary_encode(words.column("label").combine_chunks())
+        split_label = [k.split("\x1f", 1) for k in keys.dictionary.to_pylist()]
         out.append(_stats_table({"kind": pa.array(np.full(m, "word", dtype=object), pa.string()),
-                                 "split": pa.array([s for s, _ in split_label], pa.string()),
-                                 "label": pa.array([l for _, l in split_label], pa.string()),
+                                 "split": pa.array([s for s, _ in split_label], pa.string()).take(keys.indices),
+                                 "label": pa.array([l for _, l in split_label], pa.string()).take(keys.indices),
                                  "side": words.column("side"), "word": words.column("word"),
                                  "n": words.column("n")}, m))
     return pa.concat_tables(out)
@@ -292,9 +293,41 @@ def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: i
     out = {}
     for side in SIDES:
         part = summed.filter(pc.equal(summed.column("side"), side))
+        part = part.filter(_pmi_contenders(part, label_totals, top_k, min_count))
         out[side] = st.pmi_table(part.column("label").to_pylist(), part.column("word").to_pylist(),
                                  part.column("n_sum").to_pylist(), label_totals, k=top_k, min_count=min_count)
     return out
+
+
+def _pmi_contenders(part: pa.Table, label_totals: dict, top_k: int, min_count: int) -> pa.Array:
+    """The rows (label, word, n_sum) `statistics.pmi_table` needs for the same result: every
+    row of each word that is among a label's top `top_k` candidates by `pmi_table`'s rough
+    score (with its ties, and a margin), so that each kept word's count (the sum of its
+    rows) is the same. A label's candidates here contain its top `top_k` of all rows, so
+    `pmi_table` finds the same k-th score, the same candidates and the same words; the
+    other rows (most of a split's words) never become Python lists."""
+    n = part.num_rows
+    if not n:
+        return pa.array(np.zeros(0, dtype=bool))
+    words_at = pc.dictionary_encode(part.column("word").combine_chunks()).indices.to_numpy()
+    labels = pc.dictionary_encode(part.column("label").combine_chunks())
+    label_at = labels.indices.to_numpy()
+    c = part.column("n_sum").to_numpy().astype(np.float64)
+    cw = np.bincount(words_at, weights=c)[words_at]
+    totals = {l: t for l, t in label_totals.items() if t}
+    n_labels, total = len(totals), sum(totals.values())
+    cl = np.array([totals.get(l, 0) for l in labels.dictionary.to_pylist()], dtype=np.float64)[label_at]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rough = np.log(((c + st.PMI_SMOOTHING) / (cw + st.PMI_SMOOTHING * n_labels)) / (cl / total)) if total else c
+    candidate = (cw >= min_count) & (cl > 0) & (rough > -1e-9)
+    keep_word = np.zeros(int(words_at.max()) + 1, dtype=bool)
+    for code in range(len(labels.dictionary)):
+        sel = np.nonzero(candidate & (label_at == code))[0]
+        if len(sel) > top_k:
+            kth = np.partition(rough[sel], len(sel) - top_k)[len(sel) - top_k]
+            sel = sel[rough[sel] >= kth - 1e-6]
+        keep_word[words_at[sel]] = True
+    return pa.array(keep_word[words_at])
 
 
 def card_statistics(aggregates: list[dict], pmi: dict, duplicates: dict) -> dict:

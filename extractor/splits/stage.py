@@ -146,8 +146,11 @@ def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
     texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
                       "text": source.column("hypothesis").take(at).cast(pa.large_string()),
                       "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+    bands, shingles, keys = nd.unit_bands_with(texts.column("text"), ids, plan["near"])
+    # the texts' shingles and band keys beside them: the near-duplicates round verifies
+    # with these instead of cutting and hashing every candidate's text again
+    texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
     scratch.write_arrow(texts, _near_text_path(plan, u))
-    bands = nd.unit_bands(texts.column("text"), ids, plan["near"])
     for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
         scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", b), f"unit-{u:06d}.arrow"))
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length, norm_words
+from extractor.statistics import charclasses
+from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length
 
 
 # `batch_statistics` computes the per-row functions of `rows` for a whole batch at once: the
@@ -68,19 +69,22 @@ def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
     for s in sides:
         s.raw = ids[start:start + len(s.strings)]
         start += len(s.strings)
-    vocab = encoded.dictionary.to_pylist()
-    norm_id = np.full(len(vocab), -1, dtype=np.int64)
-    upper = np.zeros(len(vocab), dtype=bool)
-    upper_tail = np.zeros(len(vocab), dtype=bool)
-    index: dict[str, int] = {}
-    for i, tok in enumerate(vocab):
-        kept = _norm_tokens([tok.casefold()])
-        if kept:
-            norm_id[i] = index.setdefault(kept[0], len(index))
-        if not tok.islower():  # no cased character, or a capital somewhere
-            upper[i] = any(ch.isupper() for ch in tok)
-            upper_tail[i] = upper[i] and any(ch.isupper() for ch in tok[1:])
-    return norm_id, upper, upper_tail, list(index)
+    # Arrow computes each token's normalised word and capitals where it provably gives
+    # Python's answer (`charclasses`), Python the rest; the words are numbered in order of
+    # first appearance among the tokens (tokens that leave no word get -1)
+    vocab = encoded.dictionary
+    normal = charclasses.normalised_tokens(vocab, _python_norm)
+    normal = pc.if_else(pc.equal(normal, ""), pa.scalar(None, normal.type), normal).dictionary_encode()
+    norm_id = normal.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    upper, upper_tail = charclasses.has_upper(vocab)
+    return (norm_id, upper.to_numpy(zero_copy_only=False).astype(bool),
+            upper_tail.to_numpy(zero_copy_only=False).astype(bool), normal.dictionary.to_pylist())
+
+
+def _python_norm(token: str) -> str:
+    """`norm_words` of one whitespace token ("" when nothing is left): the definition."""
+    kept = _norm_tokens([token.casefold()])
+    return kept[0] if kept else ""
 
 
 def _normalised(side: _Tokens, norm_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -282,8 +286,13 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     h_len = hn[3]
     new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
     lcs = _lcs_lengths(hn, pn, width)
-    for i in np.nonzero(lcs < 0)[0].tolist():  # hypotheses of more than 64 words
-        lcs[i] = lcs_length(norm_words(h_text[i].as_py() or ""), norm_words(p_text[i].as_py() or ""))
+    long_rows = np.nonzero(lcs < 0)[0]
+    if len(long_rows):  # hypotheses of more than 64 words: `lcs_length` over the rows' word
+        # ids (one id per normalised word, so the same length as over the words)
+        h_end, p_end = np.cumsum(hn[3]), np.cumsum(pn[3])
+        for i in long_rows.tolist():
+            lcs[i] = lcs_length(hn[1][h_end[i] - hn[3][i]:h_end[i]].tolist(),
+                                pn[1][p_end[i] - pn[3][i]:p_end[i]].tolist())
     capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
     columns = {
         "premise_words": prem.count, "hypothesis_words": hyp.count,

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from extractor.statistics import charclasses
 from extractor.statistics.kernels import _Tokens, _text_array
 
 
@@ -18,9 +19,16 @@ def fold_text(text: str) -> str:
 
 def fold_texts(texts) -> pa.Array:
     """`fold_text` of a batch of texts (list or Arrow array; None -> ""), as an Arrow
-    large_string array: Arrow splits and joins, Python case-folds each distinct token once
-    (case folding never makes or takes away whitespace, so folding token by token is
-    folding the text)."""
+    large_string array. Texts whose every character Arrow lower-cases as Python case-folds
+    it (`charclasses`, nearly all) are folded by Arrow alone; the others token by token:
+    Arrow splits and joins, Python case-folds each distinct token once (case folding never
+    makes or takes away whitespace, so folding token by token is folding the text)."""
+    arr = pc.fill_null(_text_array(texts), "")
+    return charclasses.fold_texts(arr, _fold_tokens)
+
+
+def _fold_tokens(texts) -> pa.Array:
+    """`fold_texts` token by token (any texts)."""
     tokens = _Tokens(_text_array(texts))
     encoded = tokens.strings.dictionary_encode()
     folded = pa.array([t.casefold() for t in encoded.dictionary.to_pylist()], pa.large_string())

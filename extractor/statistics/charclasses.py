@@ -1,0 +1,107 @@
+"""Which characters Arrow's string kernels treat exactly as Python does, so that the
+column-wise statistics can leave the per-token Python work to Arrow where the result is
+provably the same (`kernels._vocabulary`, `keys.fold_texts`).
+
+By Python's definitions, over the code points U+0021-U+2FFF, checked against Arrow's
+lower-casing of each character:
+
+- *core*: alphanumeric, Arrow lower-cases it to its Python case folding, and that folding
+  is alphanumeric (not İ, whose folding ends with a combining dot; not Σ, which Python may
+  lower-case by its context);
+- *edge*: neither alphanumeric nor whitespace, and unchanged by case folding and by
+  Arrow's lower-casing (what `rows.norm_words` strips from the ends of a token);
+- *space*: ``str.isspace()`` (where ``str.split()`` cuts; all below U+3001);
+- *upper*: ``str.isupper()`` (all below U+20000; a test checks the whole Unicode range).
+
+Case folding maps each character on its own, and Arrow's lower-casing does too, so on a
+string of core, edge and space characters ``utf8_lower`` is ``str.casefold``. The same
+classes as `extractor.neardup._token_rules` (which stage 2 also uses and is left as it is).
+Built once per process (about 50 ms).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_RULES: dict | None = None
+UPPER_LIMIT = 0x20000  # no code point at or above it is upper case (tests/test_statistics.py)
+
+
+def _class(points: list[int]) -> str:
+    """An RE2 character class of sorted code points (as ranges)."""
+    ranges, start = [], None
+    for i, cp in enumerate(points):
+        if start is None:
+            start = cp
+        if i + 1 == len(points) or points[i + 1] != cp + 1:
+            ranges.append(f"\\x{{{start:04X}}}-\\x{{{cp:04X}}}" if cp != start else f"\\x{{{cp:04X}}}")
+            start = None
+    return "[" + "".join(ranges) + "]"
+
+
+def rules() -> dict:
+    """The classes as RE2 patterns: ``token`` (a whole token of core and edge characters
+    with at least one core character), ``foldable`` (a whole text of core, edge and space
+    characters), ``messy`` (somewhere in a text: two space characters in a row, a space
+    character other than " ", or one at either end), ``upper``, ``upper_tail`` (an
+    upper-case character after the first character), and ``edge`` (the edge characters,
+    for ``utf8_trim``)."""
+    global _RULES
+    if _RULES is None:
+        chars = [chr(cp) for cp in range(0x21, 0x3000)]
+        lowered = pc.utf8_lower(pa.array(chars, pa.string())).to_pylist()
+        core, edge = [], []
+        for c, low in zip(chars, lowered):
+            fold = c.casefold()
+            if c.isalnum():
+                if low == fold and fold.isalnum() and c != "\u03a3":
+                    core.append(ord(c))
+            elif not c.isspace() and low == c and fold == c:
+                edge.append(ord(c))
+        space = [cp for cp in range(0x3001) if chr(cp).isspace()]
+        upper = [cp for cp in range(UPPER_LIMIT) if chr(cp).isupper()]
+        both = _class(sorted(core + edge))
+        up = _class(upper)
+        sp = _class(space)
+        _RULES = {"token": f"^{both}*{_class(core)}{both}*$",
+                  "foldable": f"^{_class(sorted(core + edge + space))}*$",
+                  "messy": f"{sp}{sp}|{_class([c for c in space if c != 0x20])}|^{sp}|{sp}$",
+                  "upper": up, "upper_tail": f"(?s)^..*{up}", "edge": "".join(map(chr, edge))}
+    return _RULES
+
+
+def normalised_tokens(vocab: pa.Array, python_norm) -> pa.Array:
+    """`rows.norm_words` of each distinct whitespace token ("" when nothing is left):
+    ``utf8_trim(utf8_lower(token), edge)`` for the tokens of `rules`' ``token`` pattern,
+    ``python_norm(token)`` (the Python definition) for the others."""
+    r = rules()
+    done = pc.fill_null(pc.match_substring_regex(vocab, r["token"]), False)
+    arrow = pc.utf8_trim(pc.utf8_lower(vocab), r["edge"])
+    other = pc.invert(done)
+    todo = vocab.filter(other).to_pylist()
+    if not todo:
+        return arrow
+    return pc.replace_with_mask(arrow, other, pa.array([python_norm(t) for t in todo], vocab.type))
+
+
+def has_upper(vocab: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Per token: ``any(ch.isupper() for ch in token)`` and the same over ``token[1:]``."""
+    r = rules()
+    return (pc.fill_null(pc.match_substring_regex(vocab, r["upper"]), False),
+            pc.fill_null(pc.match_substring_regex(vocab, r["upper_tail"]), False))
+
+
+def fold_texts(texts: pa.Array, fold_others) -> pa.Array:
+    """``" ".join(text.casefold().split())`` of each text (a string array without nulls):
+    Arrow lower-cases the texts of core, edge and space characters whose words are already
+    separated by single " " (nearly all: nothing to collapse or strip); the others go to
+    ``fold_others`` (an array of them -> their foldings, an array of the same type)."""
+    r = rules()
+    done = pc.and_(pc.fill_null(pc.match_substring_regex(texts, r["foldable"]), False),
+                   pc.invert(pc.fill_null(pc.match_substring_regex(texts, r["messy"]), True)))
+    arrow = pc.utf8_lower(texts)
+    other = pc.invert(done)
+    todo = texts.filter(other)
+    if not len(todo):
+        return arrow
+    return pc.replace_with_mask(arrow, other, fold_others(todo).cast(texts.type))

@@ -138,7 +138,10 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
     pair_ids = pc.fill_null(table.column("pair_id").cast(pa.string()).combine_chunks(), "None")  # str(None)
     folded = st.fold_texts(pa.chunked_array([table.column("premise").cast(pa.large_string()),
                                              table.column("hypothesis").cast(pa.large_string())]))
-    digests = hash_texts(folded, 16)  # the texts never hold None: fold_texts gives ""
+    # the texts never hold None (fold_texts gives ""); each distinct text hashed once (a
+    # sentence is the premise of one pair and the hypothesis of another, or of several)
+    distinct = folded.dictionary_encode()
+    digests = hash_texts(distinct.dictionary, 16)[distinct.indices.to_numpy()]
     dp, dh = digests[:n], digests[n:]
     hyp_first = _hyp_first(dp, dh)
     corpus = table.column("corpus").cast(pa.string())

@@ -129,7 +129,7 @@ def _summaries_task(plan: dict):
         for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
             scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
         weights = dc.document_weights(rows)
-        corpora = sorted(set(weights.column("corpus").to_pylist()))
+        corpora = sorted(pc.unique(weights.column("corpus")).to_pylist())
         for corpus in corpora:
             part = weights.filter(pc.equal(weights.column("corpus"), corpus))
             scratch.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
@@ -305,7 +305,7 @@ def _rows_task(plan: dict):
                                  part.column("_split"))
             bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
             stats = bt.unit_statistics(table)
-            for split in sorted(set(stats.column("split").to_pylist())):
+            for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
                 scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
                                     fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
             n += table.num_rows

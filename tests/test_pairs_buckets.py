@@ -206,3 +206,19 @@ def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_sam
     assert plain[0] == spared[0] and plain[1].equals(spared[1])
     assert len(tagged_spared) < len(tagged_plain)
     assert not set(tagged_spared) & set(verdicts.column("text").to_pylist())
+
+
+def test_verdict_files_are_shared_only_within_the_read_budget(tmp_path, monkeypatch):
+    work = str(tmp_path / "work")
+    assert ps._shared_verdicts(work, 4) is None  # no marked round with a model: nothing to share
+    verdicts = pa.table({"text": pa.array(["Un text.", "Altul."], pa.large_string()),
+                         "reason": pa.array([None, "pos_no_predicate"], pa.string())})
+    for b in range(2):
+        scratch.write_arrow(verdicts, f"{work}/verdicts/bucket-{b:05d}.arrow")
+    shared = ps._shared_verdicts(work, 4)
+    assert [p.rsplit("/", 1)[-1] for p in shared] == ["bucket-00000.arrow", "bucket-00001.arrow"]
+    known = pb.known_verdicts([scratch.read_one(p) for p in shared], pa.array(["Altul.", "Nou."]))
+    assert known == {"Altul.": (False, "pos_no_predicate")}
+    size = sum((tmp_path / "work" / "verdicts" / f"bucket-{b:05d}.arrow").stat().st_size for b in range(2))
+    monkeypatch.setattr(ps, "VERDICTS_READ_BUDGET", size * 4 - 1)  # four tasks would read one byte too many
+    assert ps._shared_verdicts(work, 4) is None and ps._shared_verdicts(work, 3) is not None

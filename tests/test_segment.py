@@ -189,3 +189,42 @@ def test_fused_candidate_loop_equals_plain_nltk_spans_on_romanian_novels():
         assert list(ours._tokenizer.span_tokenize(text)) == list(plain.span_tokenize(text)), para
         expected = [para[a:b].strip() for a, b in plain.span_tokenize(text) if para[a:b].strip()]
         assert ours.split(para) == expected, para
+
+
+def test_contexts_decided_without_tokens_agree_with_punkt_on_romanian_novels():
+    """`_MemoPunkt.text_contains_sentbreak` decides "word. Next", "word-word. „Next",
+    "word! Next", "word?!... next" and "word... Next" (the ellipsis, with Punkt's
+    orthographic heuristic) without building tokens: on every candidate context of four
+    novels (and each context with the next word's case flipped), the answer is Punkt's."""
+    import re
+
+    from tests.conftest import shared_file
+    from extractor.documents import segment as sg
+
+    paras = []
+    for path in sorted(shared_file("text/eltec-rom-20").glob("*.txt"))[:4]:
+        paras += [p.strip() for p in path.read_text(encoding="utf-8").split("\n") if p.strip()]
+    params = train_punkt(paras[:3000], RO.abbreviations)
+    ours = Segmenter(params)
+    contexts: list = []
+    tok = ours._tokenizer
+    tok.text_contains_sentbreak = lambda text: contexts.append(text) or sg._MemoPunkt.text_contains_sentbreak(tok, text)
+    for para in paras:
+        ours.split(sg.fold(para))
+
+    def flipped(text):  # the same context with the next word's first letter in the other case
+        m = re.search(r"(\s\W?)(\w)", text)
+        return text if m is None else text[:m.start(2)] + m.group(2).swapcase() + text[m.end(2):]
+    # and the abbreviations, hyphenated or not, before each kind of next word
+    abbreviations = sorted(a for a in params.abbrev_types if a.isalpha())[:60]
+    contexts += [f"{pre}{a}{dots} {nxt}" for a in abbreviations for pre in ("", "Sud-")
+                 for dots in (".", "...") for nxt in ("Următorul", "următorul,", "\u201eDa", "\u2014")]
+    contexts = list(dict.fromkeys(contexts + [flipped(c) for c in contexts]))
+    fast = {"plain": sg._PLAIN_CONTEXT_RE, "bang": sg._BANG_CONTEXT_RE, "ellipsis": sg._ELLIPSIS_CONTEXT_RE}
+    seen = {name: 0 for name in fast}
+    plain, fresh = PunktSentenceTokenizer(params), sg._MemoPunkt(params)
+    for text in contexts:
+        for name, pattern in fast.items():
+            seen[name] += pattern.fullmatch(text) is not None
+        assert fresh.text_contains_sentbreak(text) == plain.text_contains_sentbreak(text), text
+    assert seen["plain"] > 5000 and seen["bang"] > 1000 and seen["ellipsis"] > 200, seen

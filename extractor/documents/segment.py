@@ -219,10 +219,16 @@ class _StdReToken(PunktToken):
 
 
 _WHITESPACE = tuple(string.whitespace)
-# "word. Next", "word. next-word," (a trailing , ; or : is a token of its own)
-_PLAIN_CONTEXT_RE = re.compile(r"([^\W\d_]{2,})\. ([^\W\d_]+(?:-[^\W\d_]+)*)[,;:]?")
-# "word! Next", "word? „Nu": '!' and '?' are tokens of their own and always breaks
-_BANG_CONTEXT_RE = re.compile(r"[^\W\d_]+[!?]\s+\S+")
+# "word. Next", "word-word. „next-word,", "word. —" (a trailing , ; or : is a token of its own;
+# a word of one letter is an initial, which Punkt decides otherwise)
+_PLAIN_CONTEXT_RE = re.compile(
+    r"((?:[^\W\d_]{2,}|[^\W\d_]+(?:-[^\W\d_]+)+))\. (\u201e?[^\W\d_]+(?:-[^\W\d_]+)*|\u2014)[,;:]?")
+# "word! Next", "word? „Nu", "word?! Next", "word!... next": '!' and '?' are tokens of their
+# own (so is a run of two or more periods after them) and always breaks
+_BANG_CONTEXT_RE = re.compile(r"[^\W\d_]+[!?]+(?:\.{2,})?\s+\S+")
+# "word... Next", "word.. next-word,": the periods are an ellipsis token
+_ELLIPSIS_CONTEXT_RE = re.compile(r"[^\W\d_]+(\.{2,}) ([^\W\d_]+(?:-[^\W\d_]+)*)[,;:]?")
+_ORTHO_LC, _ORTHO_MID_UC = _punkt._ORTHO_LC, _punkt._ORTHO_MID_UC
 
 
 class _MemoPunkt(PunktSentenceTokenizer):
@@ -270,13 +276,28 @@ class _MemoPunkt(PunktSentenceTokenizer):
         # - a plain word, '!' or '?', white space, any token: the mark is a token of its
         #   own, a break in Punkt's first pass that its second pass (about words ending in
         #   a period) never revisits, and a token follows it.
+        # - a plain word, two or more periods, one space, a plain word: the periods are an
+        #   ellipsis token, which breaks when the next word is capitalised and either the
+        #   orthographic heuristic calls it a sentence starter (seen in lower case, never
+        #   capitalised mid-sentence) or it is a known sentence starter; a known
+        #   collocation (periods, next word) never breaks.
+        params = self._params
         m = _PLAIN_CONTEXT_RE.fullmatch(text)
         if m is not None:
             prev = m.group(1).lower()
-            if prev not in self._params.abbrev_types:
-                return (prev, m.group(2).lower()) not in self._params.collocations
+            if prev not in params.abbrev_types and prev.rsplit("-", 1)[-1] not in params.abbrev_types:
+                return (prev, m.group(2).lower()) not in params.collocations
         elif _BANG_CONTEXT_RE.fullmatch(text):
             return True
+        else:
+            m = _ELLIPSIS_CONTEXT_RE.fullmatch(text)
+            if m is not None:
+                word = m.group(2)
+                typ = word.lower()
+                if (m.group(1)[:-1], typ) in params.collocations or not word[0].isupper():
+                    return False
+                ortho = params.ortho_context.get(typ, 0)
+                return bool(ortho & _ORTHO_LC and not ortho & _ORTHO_MID_UC) or typ in params.sent_starters
         memo = self._memo
         hit = memo.get(text)
         if hit is None:

@@ -286,10 +286,8 @@ def _neutral_task(plan: dict):
             cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
         kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
         known = None
-        if plan["model"] and cands.num_rows:  # texts the marked round judged (first_random's premises...)
-            folder = fs.join(plan["work"], "verdicts")
-            files = sorted(fs.list_files(folder)) if fs.exists(folder) else []
-            known = pb.known_verdicts((scratch.read_one(path) for path, _ in files),
+        if plan.get("verdicts") and cands.num_rows:  # texts the marked round judged (first_random's premises...)
+            known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]),
                                       pa.concat_arrays([cands.column("premise").combine_chunks().cast(pa.large_string()),
                                                         cands.column("hypothesis").combine_chunks().cast(pa.large_string())]))
         tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known)
@@ -436,6 +434,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                     needed = runner.share(by_file)
                     released.append(needed)
                 runner.map(_pass_two_task(plan, needed), [u[0] for u in two_units], name="pass-two")
+            plan["verdicts"] = _shared_verdicts(work, len(buckets)) if model else None
             neutral = [tuple(r) for out in runner.map(_neutral_task(plan), buckets, name="neutral")
                        for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
@@ -464,6 +463,23 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000
+# The neutral round's tasks each read every verdict file of the marked round (filtered to
+# their candidates' texts): done while all of them together read at most this much.
+VERDICTS_READ_BUDGET = 4 << 30
+
+
+def _shared_verdicts(work: str, tasks: int) -> list[str] | None:
+    """The marked round's verdict files for the neutral round's tasks (`buckets.judged`),
+    or None (each Python worker then tags what its own cache lacks) when `tasks` reads of
+    them would pass VERDICTS_READ_BUDGET: a few MB per GB of input, so shared up to tens
+    of GB of input on a few hundred buckets, not for a whole enwiki."""
+    folder = fs.join(work, "verdicts")
+    files = sorted(fs.list_files(folder)) if fs.exists(folder) else []
+    if not files or sum(size for _, size in files) * tasks > VERDICTS_READ_BUDGET:
+        return None
+    return [path for path, _ in files]
+
+
 
 
 def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:

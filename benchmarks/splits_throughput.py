@@ -4,6 +4,7 @@ functions in one plain Python process; then `trainer stats` against a textbook L
 
     .venv/bin/python benchmarks/splits_throughput.py --docs 10000      # 100,000 pairs
     .venv/bin/python benchmarks/splits_throughput.py --rounds 3 --skip-stats   # medians of 3 rounds
+    .venv/bin/python benchmarks/splits_throughput.py --pairs saved.parquet    # a pairs file built before
 
 Builds a pairs table of real, distinct text under benchmarks/_work/: 10 pairs per document,
 premise and hypothesis two consecutive sentences of one real document (pair i: its
@@ -317,6 +318,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=10000, help="documents (10 pairs each)")
     ap.add_argument("--skip-stats", action="store_true", help="leave out the trainer stats comparison")
+    ap.add_argument("--pairs", type=Path, metavar="FILE",
+                    help="this pairs Parquet file (as benchmarks/_work/splits/input/pairs.parquet: build_pairs' "
+                         "columns) instead of building one: the same input across runs, checkouts and rebuilt "
+                         "scale runs")
     add_rounds_argument(ap, "(local[1], local[2], 1,000 pairs, plain)")
     ap.add_argument("--plain", nargs=2, metavar=("PAIRS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -324,7 +329,14 @@ def main() -> None:
         plain(*args.plain)
         return
     src = WORK / "input"
-    n, what = build_pairs(args.docs, src)
+    if args.pairs:  # a pairs file built before (the same input in every run and checkout)
+        import pyarrow.parquet as pq
+
+        src.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(args.pairs, src / "pairs.parquet")
+        n, what = pq.ParquetFile(src / "pairs.parquet").metadata.num_rows, str(args.pairs)
+    else:
+        n, what = build_pairs(args.docs, src)
     print(f"pairs: {n:,} from {what}")
     small = WORK / "input-small"
     n_small, _ = build_pairs(100, small)

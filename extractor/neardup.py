@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import statistics as st
+from extractor.statistics import charclasses
 from extractor.errors import UserError
 
 _MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
@@ -191,70 +192,18 @@ class Shingles:
         return self._table
 
 
-_TOKEN_RULES: tuple[str, str] | None = None
-
-
-def _class(points: list[int]) -> str:
-    """An RE2 character class of sorted code points (as ranges)."""
-    ranges, start = [], None
-    for i, cp in enumerate(points):
-        if start is None:
-            start = cp
-        if i + 1 == len(points) or points[i + 1] != cp + 1:
-            ranges.append(f"\\x{{{start:04X}}}-\\x{{{cp:04X}}}" if cp != start else f"\\x{{{cp:04X}}}")
-            start = None
-    return "[" + "".join(ranges) + "]"
-
-
-def _token_rules() -> tuple[str, str]:
-    """(RE2 pattern, edge characters) of the tokens whose `statistics.norm_words` Arrow
-    computes as ``utf8_trim(utf8_lower(token), edge)``: tokens of *core* and *edge*
-    characters with at least one core character, code points 0x21-0x2FFF, by Python's
-    definitions and checked against Arrow's lower-casing of each character:
-
-    - core: alphanumeric, Arrow lower-cases it to its Python case folding, and that folding
-      is alphanumeric (not İ, whose folding ends with a combining dot; not Σ, which Python
-      may lower-case by its context);
-    - edge: neither alphanumeric nor whitespace, and unchanged by case folding and by
-      Arrow's lower-casing (what `norm_words` strips from the ends).
-
-    Case folding maps each character on its own, so such a token's folding is Arrow's
-    lower-casing of it, in which the non-alphanumeric characters are exactly the edge
-    characters: trimming them from both ends is what `norm_words` strips. Built once per
-    process (about 35 ms)."""
-    global _TOKEN_RULES
-    if _TOKEN_RULES is None:
-        chars = [chr(cp) for cp in range(0x21, 0x3000)]
-        lowered = pc.utf8_lower(pa.array(chars, pa.string())).to_pylist()
-        core, edge = [], []
-        for c, low in zip(chars, lowered):
-            fold = c.casefold()
-            if c.isalnum():
-                if low == fold and fold.isalnum() and c != "\u03a3":
-                    core.append(ord(c))
-            elif not c.isspace() and low == c and fold == c:
-                edge.append(ord(c))
-        both = _class(sorted(core + edge))
-        _TOKEN_RULES = (f"^{both}*{_class(core)}{both}*$", "".join(map(chr, edge)))
-    return _TOKEN_RULES
+def _python_norm(token: str) -> str:
+    """`statistics.norm_words` of one token, in Python: case-folded, its edge punctuation
+    stripped where an end is not alphanumeric."""
+    folded = token.casefold()
+    return folded if folded and folded[0].isalnum() and folded[-1].isalnum() else st._EDGE_PUNCT.sub("", folded)
 
 
 def _normalised_vocabulary(vocab: pa.Array) -> pa.Array:
     """`statistics.norm_words` of each distinct whitespace token ("" when nothing is left):
-    Arrow lower-cases and trims the tokens that `_token_rules` covers (nearly all); Python
-    case-folds the others and strips their edge punctuation where an end is not
-    alphanumeric."""
-    pattern, edge = _token_rules()
-    done = pc.match_substring_regex(vocab, pattern).fill_null(False)
-    core = pc.utf8_trim(pc.utf8_lower(vocab), edge)
-    other = pc.invert(done)
-    todo = vocab.filter(other).to_pylist()
-    if not todo:
-        return core
-    strip = st._EDGE_PUNCT.sub
-    folded = [t.casefold() for t in todo]
-    rest = [t if t and t[0].isalnum() and t[-1].isalnum() else strip("", t) for t in folded]
-    return pc.replace_with_mask(core, other, pa.array(rest, vocab.type))
+    Arrow lower-cases and trims the tokens whose result is provably Python's (nearly all:
+    `statistics.charclasses`), Python the others."""
+    return charclasses.normalised_tokens(vocab, _python_norm)
 
 
 def _string_hashes(strings: pa.Array) -> np.ndarray:

@@ -14,9 +14,9 @@ lower-casing of each character:
 - *upper*: ``str.isupper()`` (all below U+20000; a test checks the whole Unicode range).
 
 Case folding maps each character on its own, and Arrow's lower-casing does too, so on a
-string of core, edge and space characters ``utf8_lower`` is ``str.casefold``. The same
-classes as `extractor.neardup._token_rules` (which stage 2 also uses and is left as it is).
-Built once per process (about 50 ms).
+string of core, edge and space characters ``utf8_lower`` is ``str.casefold``. Stage 2's
+near-duplicate shingles (`extractor.neardup`) use `normalised_tokens` too. Built once per
+process (about 50 ms).
 """
 from __future__ import annotations
 

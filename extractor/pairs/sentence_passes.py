@@ -116,8 +116,9 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50, corpus: st
             key = (heads["corpus"][k], heads["doc_id"][k])
             ordered = breaks is not None and breaks[end - 1] == breaks[begin]
             if carry is not None and carry["key"] == key:
-                ordered = ordered and carry["ordered"] and (
-                    (carry["para_idx"][-1], carry["sent_idx"][-1]) <= (cols["para_idx"][begin], cols["sent_idx"][begin]))
+                last, first = (carry["para_idx"][-1], carry["sent_idx"][-1]), (cols["para_idx"][begin],
+                                                                                 cols["sent_idx"][begin])
+                ordered = ordered and carry["ordered"] and last <= first
                 for name in _PER_SENTENCE:
                     carry[name].extend(cols[name][begin:end])
                 carry["ordered"] = ordered
@@ -251,7 +252,8 @@ def _finish(part: dict, done: set) -> Document:
             f"in their file; rewrite the table with stage 1 (--stages sentences --overwrite)")
     done.add(key)
     para, sent = part["para_idx"], part["sent_idx"]
-    if not part.get("ordered") and any((para[i], sent[i]) > (para[i + 1], sent[i + 1]) for i in range(len(para) - 1)):
+    if not part.get("ordered") and any((para[i], sent[i]) > (para[i + 1], sent[i + 1])
+                                       for i in range(len(para) - 1)):
         order = sorted(range(len(para)), key=lambda i: (para[i], sent[i]))
         part = dict(part, **{name: [part[name][i] for i in order] for name in _PER_SENTENCE})
     return Document(corpus=key[0], genre=part["genre"], lang=part["lang"], doc_id=key[1],
@@ -440,8 +442,9 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
     document the lowest bin of each strategy ("doc" rows, with the file key in `bin`, for
     pass 2's document list); and the neutral candidates in the lowest `early_bins` bins, and
     all those of the `BOUNDED` strategies, as pair rows (their bin in `bin`), the rows pass 2
-    would give for cuts `early_covers` accepts. `streams`: (file key, corpus, batches) per file; each file reports its
-    first and last document ("edge" rows: a document in two files is an error)."""
+    would give for cuts `early_covers` accepts. `streams`: (file key, corpus, batches) per
+    file; each file reports its first and last document ("edge" rows: a document in two
+    files is an error)."""
     verdicts = Verdicts(model, lexicon, without_torch)
     early_bins = EARLY_BINS if early_bins is None else early_bins
     marked_counts: Counter = Counter()

@@ -287,9 +287,8 @@ def _neutral_task(plan: dict):
         kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
         known = None
         if plan.get("verdicts") and cands.num_rows:  # texts the marked round judged (first_random's premises...)
-            known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]),
-                                      pa.concat_arrays([cands.column("premise").combine_chunks().cast(pa.large_string()),
-                                                        cands.column("hypothesis").combine_chunks().cast(pa.large_string())]))
+            texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
+            known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]), pa.concat_arrays(texts))
         tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known)
         scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
         return {"tallies": tallies}

@@ -24,7 +24,7 @@ from trainer.annotation.blind_batches import annotator_names, select_items, writ
 from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
 from trainer.annotation.readers import check_known, find_manifests, read_annotations
 from trainer.cartography import GROUP_NAMES, GROUPS, load_cartography
-from trainer.data import add_column_arguments, column_mapping, discover, load_nli, load_split_file
+from trainer.data import add_column_arguments, column_mapping, discover, load_nli, load_split_file, read_parquet_frame
 from trainer.flags import add_output, add_overwrite
 
 # --------------------------------------------------------------------------- arguments
@@ -175,7 +175,7 @@ def run_export(args) -> int:
         items_file, agreement_file = prev / "items.parquet", prev / "agreement.json"
         if not items_file.exists() or not agreement_file.exists():
             raise UserError(f"{prev}: not an `annotate import` output (no items.parquet/agreement.json) (--unresolved)")
-        prev_items = pd.read_parquet(items_file)
+        prev_items = read_parquet_frame(items_file)
         agreement = json.loads(agreement_file.read_text(encoding="utf-8"))
         pending = set(prev_items.loc[prev_items["status"] != "majority", "item_id"].astype(str))
         round_no = max((r["round"] for r in agreement.get("rounds", [])), default=0) + 1

@@ -29,6 +29,7 @@ import pandas as pd
 
 from extractor.errors import UserError
 from extractor.staging import discard, swap_in, work_path
+from trainer.data import read_parquet_frame
 from trainer.flags import add_output
 
 GROUPS = ("e2l", "a", "h2l")
@@ -90,7 +91,7 @@ def read_dynamics(dynamics_dir: Path) -> pd.DataFrame:
     frames = []
     ids0 = None
     for i, path in enumerate(files):
-        df = pd.read_parquet(path)
+        df = read_parquet_frame(path)
         if "pair_id" not in df.columns and "id" in df.columns:  # an older run (column `id`)
             df = df.rename(columns={"id": "pair_id"})
         missing = [c for c in DYNAMICS_COLUMNS if c not in df.columns]
@@ -357,7 +358,7 @@ def load_cartography(cartography_dir_or_run_dir) -> pd.DataFrame:
     p = Path(cartography_dir_or_run_dir)
     for candidate in (p, p / "metrics.parquet", p / "cartography" / "metrics.parquet"):
         if candidate.is_file() and candidate.suffix == ".parquet":
-            table = pd.read_parquet(candidate)
+            table = read_parquet_frame(candidate)
             if "pair_id" not in table.columns and "id" in table.columns:  # an older run (column `id`)
                 table = table.rename(columns={"id": "pair_id"})
             missing = [c for c in ("pair_id", "confidence", "variability", *GROUPS, "s") if c not in table.columns]

@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from extractor.errors import UserError
+from trainer.data import read_parquet_frame
 
 EXACT_BELOW = 25  # discordant pairs under which the exact binomial McNemar test is used
 
@@ -104,7 +105,7 @@ def load_predictions(run_dir: Path, split: str | None) -> tuple[pd.DataFrame, st
     path = Path(run_dir) / "predictions.parquet"
     if not path.exists():
         raise UserError(f"{path}: not found (is {run_dir} a finished run?)")
-    df = pd.read_parquet(path, columns=None)
+    df = read_parquet_frame(path)
     if "pair_id" not in df.columns and "id" in df.columns:  # an older run (column `id`)
         df = df.rename(columns={"id": "pair_id"})
     missing = [c for c in ("pair_id", "split", "gold", "pred") if c not in df.columns]

@@ -469,7 +469,7 @@ def read_sentences(path: Path) -> pd.DataFrame:
     try:
         table = ds.dataset(str(path), format="parquet", partitioning="hive")
         cols = [c for c in ("corpus", "doc_id", "para_idx", "sent_idx", "text", "short") if c in table.schema.names]
-        return table.to_table(columns=cols).to_pandas()
+        return table.to_table(columns=cols, use_threads=False).to_pandas(use_threads=False)
     except Exception as exc:  # pyarrow errors: keep one line
         raise UserError(f"{path}: cannot read the sentence table: {str(exc).splitlines()[0]}") from exc
 

@@ -526,8 +526,14 @@ def pack_lowest_bins(lowest: dict) -> int:
     candidate under a cut (`needs_document`), also when a cut takes every candidate of a
     strategy (a strategy with few candidates in the whole corpus)."""
     top = (1 << BIN_BITS) - 1
-    return sum((min(lowest[s], top - 1) if s in lowest else top) << (BIN_BITS * k)
-               for k, s in enumerate(STRATEGIES))
+    return _packed(np.asarray([[min(lowest[s], top - 1) if s in lowest else top for s in STRATEGIES]],
+                              dtype=np.int64))[0]
+
+
+def _packed(lowest: np.ndarray) -> list[int]:
+    """`pack_lowest_bins` of each row of a (documents x STRATEGIES) array of lowest bins
+    (already at most 4094; 4095: no candidate)."""
+    return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
 
 
 def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
@@ -538,7 +544,7 @@ def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
     names = cands.strategies
     lowest = np.full((len(docs), len(STRATEGIES)), top, dtype=np.int64)
     if not len(cands.doc):
-        return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
+        return _packed(lowest)
     bins = cands.bins()
     corpora: dict = {}
     code = np.asarray([corpora.setdefault(d.corpus, len(corpora)) for d in docs], dtype=np.int64)
@@ -556,7 +562,7 @@ def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
     least = np.minimum.reduceat(bins, starts)
     column = np.asarray([STRATEGIES.index(s) for s in names], dtype=np.int64)
     lowest[cands.doc[starts], column[cands.strategy[starts]]] = np.minimum(least, top - 1)
-    return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
+    return _packed(lowest)
 
 
 def needs_document(packed: int, cuts: dict) -> bool:

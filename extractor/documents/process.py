@@ -11,6 +11,7 @@ import json
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from extractor import fs
@@ -49,32 +50,43 @@ class DocumentProcessor:
         self.errors: list[tuple[str, str]] = []   # (page id, message), first MAX_LISTED_ERRORS
         self.first_bad: dict = {}                 # path -> (offset, message): first invalid UTF-8
         self.warnings: list[tuple[str, str]] = []  # (path, message)
-        self.rows: list[tuple] = []
+        self.rows = SentenceColumns()
 
     def _sentence_rows(self, doc_id: str, title: str, genre: str, sections) -> None:
-        c = self.corpus
         rows = self.rows
+        split = self.segmenter.split
+        doc = rows.add_document(genre, doc_id, title)
+        texts, docs, sections_of, paras, sent_idx = rows.text, rows.doc, rows.section, rows.para_idx, rows.sent_idx
         para_idx = 0
+        kept = 0
         for section_title, paragraphs in sections:
+            section = rows.add_section(section_title)
             for paragraph in paragraphs:
-                sentences = self.segmenter.split(paragraph)
+                sentences = split(paragraph)
                 if not sentences:
                     self.counts["paragraphs_dropped", "no_sentence"] += 1
                     continue
-                short = 0
-                for sent_idx, text in enumerate(sentences):
-                    is_short = len(text) < self.min_chars
-                    short += is_short
-                    rows.append((genre, c["lang"], doc_id, title, section_title, para_idx, sent_idx, text,
-                                 is_short, c["role"]))
-                self.counts["sentences", "total"] += len(sentences)
-                self.counts["sentences", "short"] += short
-                self.counts["paragraphs", "kept"] += 1
+                n = len(sentences)
+                texts += sentences
+                docs += [doc] * n
+                sections_of += [section] * n
+                paras += [para_idx] * n
+                sent_idx += range(n)
+                kept += n
                 para_idx += 1
         if para_idx:
+            self.counts["sentences", "total"] += kept
+            self.counts["paragraphs", "kept"] += para_idx
             self.counts["documents", "kept"] += 1
         else:
             self.counts["documents_dropped", "no_text_after_cleaning"] += 1
+
+    def take_table(self, n: int | None = None) -> pa.Table:
+        """The first `n` (all) sentence rows as a table of the file schema, taken out of
+        `rows`; their short sentences counted."""
+        table = self.rows.take(n, self.corpus["lang"], self.corpus["role"], self.min_chars)
+        self.counts["sentences", "short"] += pc.sum(table.column("short")).as_py() or 0
+        return table
 
     def error(self, page_id, message: str) -> None:
         if len(self.errors) < MAX_LISTED_ERRORS:
@@ -250,6 +262,68 @@ def _read_parquet(unit: WorkUnit, fields: dict, proc: DocumentProcessor, enough)
                     return
 
 
+class SentenceColumns:
+    """A unit's sentence rows not yet written, by column: per sentence its text, document,
+    section, paragraph and sentence numbers; per document its genre, id and title, per
+    section its title (each once). `take` builds the Arrow columns of the first rows at
+    once (the document and section columns by `take` of their values), instead of a
+    tuple per sentence transposed at write time."""
+
+    def __init__(self):
+        self.text: list[str] = []
+        self.doc: list[int] = []
+        self.section: list[int] = []
+        self.para_idx: list[int] = []
+        self.sent_idx: list[int] = []
+        self.genres: list[str] = []
+        self.doc_ids: list[str] = []
+        self.titles: list[str] = []
+        self.sections: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def add_document(self, genre: str, doc_id: str, title: str) -> int:
+        self.genres.append(genre)
+        self.doc_ids.append(doc_id)
+        self.titles.append(title)
+        return len(self.doc_ids) - 1
+
+    def add_section(self, title: str) -> int:
+        self.sections.append(title)
+        return len(self.sections) - 1
+
+    def take(self, n: int | None, lang: str, role: str, min_chars: int) -> pa.Table:
+        """The first `n` rows (all when None) as a table of the file schema, removed."""
+        n = len(self.text) if n is None else n
+        schema = file_schema()
+        doc = pa.array(self.doc[:n], pa.int32())
+        text = pa.array(self.text[:n], pa.string())
+        columns = {
+            "genre": pa.array(self.genres, pa.string()).take(doc),
+            "lang": pa.repeat(pa.scalar(lang, pa.string()), n),
+            "doc_id": pa.array(self.doc_ids, pa.string()).take(doc),
+            "title": pa.array(self.titles, pa.string()).take(doc),
+            "section": pa.array(self.sections, pa.string()).take(pa.array(self.section[:n], pa.int32())),
+            "para_idx": pa.array(self.para_idx[:n], pa.int32()),
+            "sent_idx": pa.array(self.sent_idx[:n], pa.int32()),
+            "text": text,
+            "short": pc.less(pc.utf8_length(text), min_chars),
+            "role": pa.repeat(pa.scalar(role, pa.string()), n),
+        }
+        for column in (self.text, self.doc, self.section, self.para_idx, self.sent_idx):
+            del column[:n]
+        # the documents and sections before the first row left are dropped (a stream of
+        # millions of documents keeps at most a row group's worth of them)
+        for refs, values in ((self.doc, (self.genres, self.doc_ids, self.titles)), (self.section, (self.sections,))):
+            first = refs[0] if refs else len(values[0])
+            if first:
+                for v in values:
+                    del v[:first]
+                refs[:] = [r - first for r in refs]
+        return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+
 class SentenceFileWriter:
     """Sentence rows of one work unit -> one Parquet file, written by pyarrow in input
     order, ROW_GROUP rows per row group (memory: one row group). No rows, no file. On a
@@ -262,13 +336,10 @@ class SentenceFileWriter:
         self.stream = None
         self.writer = None
 
-    def write(self, rows: list) -> None:
-        schema = file_schema()
-        table = pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(zip(*rows), schema)],
-                                     schema=schema)
+    def write(self, table: pa.Table) -> None:
         if self.writer is None:
             self.stream = fs.open_output(self.target)
-            self.writer = pq.ParquetWriter(self.stream, schema, **PARQUET_OPTIONS)
+            self.writer = pq.ParquetWriter(self.stream, table.schema, **PARQUET_OPTIONS)
         self.writer.write_table(table, row_group_size=ROW_GROUP)
 
     def close(self) -> None:
@@ -301,13 +372,11 @@ def process_unit(unit: WorkUnit, settings: dict) -> list[tuple]:
     try:
         def flush_full():
             while len(proc.rows) >= ROW_GROUP:
-                writer.write(proc.rows[:ROW_GROUP])
-                del proc.rows[:ROW_GROUP]
+                writer.write(proc.take_table(ROW_GROUP))
             return False
         read_unit(unit, settings, proc, flush_full)
-        if proc.rows:
-            writer.write(proc.rows)
-            proc.rows.clear()
+        if len(proc.rows):
+            writer.write(proc.take_table())
         writer.close()
     except BaseException:
         writer.abort()

@@ -740,7 +740,8 @@ def clean_page(wikitext: str, lexicon, *, full_parse: bool = False, namespaces: 
             continue
         stripped = line.strip()
         if not stripped:
-            flush()
+            if para:
+                flush()
             continue
         first = stripped[0]
         if first == "=":

@@ -50,7 +50,7 @@ class DocumentProcessor:
         self.errors: list[tuple[str, str]] = []   # (page id, message), first MAX_LISTED_ERRORS
         self.first_bad: dict = {}                 # path -> (offset, message): first invalid UTF-8
         self.warnings: list[tuple[str, str]] = []  # (path, message)
-        self.rows = SentenceColumns()
+        self.rows = SentenceColumns(corpus["lang"], corpus["role"], min_chars)
 
     def _sentence_rows(self, doc_id: str, title: str, genre: str, sections) -> None:
         rows = self.rows
@@ -84,7 +84,7 @@ class DocumentProcessor:
     def take_table(self, n: int | None = None) -> pa.Table:
         """The first `n` (all) sentence rows as a table of the file schema, taken out of
         `rows`; their short sentences counted."""
-        table = self.rows.take(n, self.corpus["lang"], self.corpus["role"], self.min_chars)
+        table = self.rows.take(n)
         self.counts["sentences", "short"] += pc.sum(table.column("short")).as_py() or 0
         return table
 
@@ -269,7 +269,8 @@ class SentenceColumns:
     once (the document and section columns by `take` of their values), instead of a
     tuple per sentence transposed at write time."""
 
-    def __init__(self):
+    def __init__(self, lang: str, role: str, min_chars: int):
+        self.lang, self.role, self.min_chars = lang, role, min_chars   # the same in every row
         self.text: list[str] = []
         self.doc: list[int] = []
         self.section: list[int] = []
@@ -293,7 +294,7 @@ class SentenceColumns:
         self.sections.append(title)
         return len(self.sections) - 1
 
-    def take(self, n: int | None, lang: str, role: str, min_chars: int) -> pa.Table:
+    def take(self, n: int | None = None) -> pa.Table:
         """The first `n` rows (all when None) as a table of the file schema, removed."""
         n = len(self.text) if n is None else n
         schema = file_schema()
@@ -301,15 +302,15 @@ class SentenceColumns:
         text = pa.array(self.text[:n], pa.string())
         columns = {
             "genre": pa.array(self.genres, pa.string()).take(doc),
-            "lang": pa.repeat(pa.scalar(lang, pa.string()), n),
+            "lang": pa.repeat(pa.scalar(self.lang, pa.string()), n),
             "doc_id": pa.array(self.doc_ids, pa.string()).take(doc),
             "title": pa.array(self.titles, pa.string()).take(doc),
             "section": pa.array(self.sections, pa.string()).take(pa.array(self.section[:n], pa.int32())),
             "para_idx": pa.array(self.para_idx[:n], pa.int32()),
             "sent_idx": pa.array(self.sent_idx[:n], pa.int32()),
             "text": text,
-            "short": pc.less(pc.utf8_length(text), min_chars),
-            "role": pa.repeat(pa.scalar(role, pa.string()), n),
+            "short": pc.less(pc.utf8_length(text), self.min_chars),
+            "role": pa.repeat(pa.scalar(self.role, pa.string()), n),
         }
         for column in (self.text, self.doc, self.section, self.para_idx, self.sent_idx):
             del column[:n]

@@ -3,6 +3,7 @@ the per-document computation it replaced, kept here as the reference, on documen
 real Romanian prose (the ELTeC novels of ../shared/data)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import chain
 
 import numpy as np
@@ -14,7 +15,7 @@ from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,
                                      _previous, annotate, batch_candidates, candidate_arrays, marked_pairs,
-                                     neutral_pools)
+                                     neutral_pools, pair_batch)
 
 
 # ---------------------------------------------------------------------------- the reference: one document at a time
@@ -211,3 +212,69 @@ def test_bounded_strategies_come_early_so_pass_two_is_left_out(tmp_path, monkeyp
     assert two_a == 1 and two_b == 0
     assert a.to_pylist() == b.to_pylist() and sa == sb
     assert sum(n for per in sb["neutral"]["allocated"].values() for s, n in per.items() if s in bt.BOUNDED) > 20
+
+
+@pytest.mark.parametrize("strategies", [list(nt.STRATEGIES), ["adjacent_unmarked", "first_random"]])
+def test_pair_batch_equals_the_per_document_functions_on_romanian_novels(novel_documents, strategies):
+    """Pass 1's `pair_batch` (one `annotate_all` over the batch, previous sentences in
+    numpy, pools as arrays) gives each document's `marked_pairs` and the batch's
+    `batch_candidates` over `neutral_pools`, with the same texts for every candidate, on
+    documents with repeated locations (a para_idx shared by two sections), repeated
+    sentences, gaps in sent_idx, and a few documents out of (para_idx, sent_idx) order."""
+    matcher = matcher_for(load_lexicon("ro"))
+    docs = list(novel_documents[:600])
+    # gaps: every third document loses its third sentence; two documents with a location given twice
+    for k in range(0, len(docs), 3):
+        d = docs[k]
+        if len(d) > 3:
+            docs[k] = replace(d, **{f: getattr(d, f)[:2] + getattr(d, f)[3:]
+                                    for f in ("section", "para_idx", "sent_idx", "text", "short")})
+    for k in (5, 50):
+        d = docs[k]
+        docs[k] = replace(d, section=d.section + [d.section[0]], para_idx=d.para_idx + [d.para_idx[0]],
+                          sent_idx=d.sent_idx + [d.sent_idx[0] + 1], text=d.text + [d.text[-1]],
+                          short=d.short + [d.short[-1]])
+    # sentences opening in lower case (their hypothesis text is re-cased); a marked pair's
+    # texts again later in its document (no longer unused)
+    for k in range(1, len(docs), 4):
+        d = docs[k]
+        docs[k] = replace(d, text=[t[:1].lower() + t[1:] if i % 2 else t for i, t in enumerate(d.text)])
+    repeated = 0
+    for k, d in enumerate(docs):
+        kept = [p for p in marked_pairs(d, matcher) if p.reject is None]
+        if kept and repeated < 40:
+            repeated += 1
+            last = max(d.para_idx) + 1
+            docs[k] = replace(d, section=d.section + [d.section[-1]], para_idx=d.para_idx + [last],
+                              sent_idx=d.sent_idx + [0], text=d.text + [d.text[kept[0].p]], short=d.short + [False])
+    assert repeated == 40
+    # a sentence again in a short document, in lower case: its re-cased hypothesis text is
+    # the text of the first one (no pair of the two)
+    for k in range(2, len(docs), 4):
+        d = docs[k]
+        if 2 <= len(d) <= 6 and not d.short[0] and d.text[0][:1].isupper():
+            last = max(d.para_idx) + 1
+            docs[k] = replace(d, section=d.section + [d.section[-1]], para_idx=d.para_idx + [last],
+                              sent_idx=d.sent_idx + [0], text=d.text + [d.text[0][:1].lower() + d.text[0][1:]],
+                              short=d.short + [False])
+    odd = sum(any((a, b) >= (c, e) for a, b, c, e in zip(d.para_idx, d.sent_idx, d.para_idx[1:], d.sent_idx[1:]))
+              for d in docs)
+    assert odd >= 2
+    for cut in (len(docs), 61):
+        for start in range(0, len(docs), cut):
+            batch = docs[start:start + cut]
+            got = pair_batch(batch, matcher, 5, strategies)
+            pools, expected_marked = [], []
+            for doc in batch:
+                ann = annotate(doc, matcher)
+                marked = marked_pairs(doc, matcher, ann, _previous(doc))
+                expected_marked.append(marked)
+                pools.append(neutral_pools(doc, matcher, marked, ann))
+            assert got.marked == expected_marked
+            want = batch_candidates(batch, pools, 5, strategies)
+            for name in ("doc", "strategy", "p", "h", "select"):
+                assert getattr(got.candidates, name).tolist() == getattr(want, name).tolist(), name
+            for d, i, j in zip(want.doc.tolist(), want.p.tolist(), want.h.tolist()):
+                assert got.premise_text(d, i) == pools[d].premise_text[i]
+                assert got.hypothesis_text(d, j) == pools[d].hypothesis_text[j]
+    assert sum(map(len, expected_marked)) > 5 and len(want.doc) > 100

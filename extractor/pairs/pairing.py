@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter, not_
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -304,71 +305,134 @@ def batch_candidates(docs: Sequence[Document], pools: Sequence[Pools], seed: int
                      strategies: Iterable[str] = STRATEGIES, hashes=None) -> Candidates:
     """The neutral candidates (`neutral_candidates`, as arrays) of every document of a
     batch, in one set of numpy steps per strategy instead of one per document: a document
-    holds a few dozen sentences, so numpy's cost per call, not per element, is what counts
-    (pass 1 calls this once per batch of 65,536 sentences).
+    holds a few dozen sentences, so numpy's cost per call, not per element, is what counts.
+    (Pass 1 builds the same arrays without a `Pools` per document: `pair_batch`.)
 
     Sentences are numbered across the batch (sentence i of document k is
     `offset[k] + i`). Paragraph and text numbers are numbered across the batch as well:
     they are only ever compared between two sentences of one document. Every sort has
     the document as its first key, so each document's candidates come out exactly as they
     would alone. `hashes`: the documents' `sentence_hashes`, concatenated, when known."""
-    strategies = list(strategies)
-    ndocs = len(docs)
-    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=ndocs)
-    offsets = np.zeros(ndocs + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    starts = offsets[:-1]
-    n = int(offsets[-1])
-    para_idx = np.fromiter(chain.from_iterable(d.para_idx for d in docs), dtype=np.int64, count=n)
-    if hashes is None:
-        bases = np.fromiter((stable_hash(d.doc_id, seed=seed) for d in docs), dtype=np.uint64, count=ndocs)
-        sent_idx = np.fromiter(chain.from_iterable(d.sent_idx for d in docs), dtype=np.uint64, count=n)
-        hashes = mix_hash_array(np.repeat(bases, lengths), (para_idx.astype(np.uint64) << np.uint64(32)) ^ sent_idx)
-    # paragraph numbers: equal for equal (section, para_idx); text numbers: equal for equal
-    # texts (a premise's text against a hypothesis'). Both in C loops (dicts and `map`).
-    sections = list(chain.from_iterable(d.section for d in docs))
-    section_of = {s: i for i, s in enumerate(dict.fromkeys(sections))}
-    para = para_idx + np.fromiter(map(section_of.__getitem__, sections), dtype=np.int64, count=n) * (
-        int(para_idx.max()) + 1 if n else 1)
+    layout = _Layout(docs)
+    n, starts = layout.n, layout.starts
     ptid = np.full(n, -1, dtype=np.int64)
     htid = np.full(n, -2, dtype=np.int64)
     where, values = [], []
     for attr in ("premise_text", "hypothesis_text"):
         got = [getattr(pl, attr) for pl in pools]
-        sizes = np.fromiter(map(len, got), dtype=np.int64, count=ndocs)
+        sizes = np.fromiter(map(len, got), dtype=np.int64, count=len(docs))
         local = np.fromiter(chain.from_iterable(got), dtype=np.int64, count=int(sizes.sum()))
         where.append(local + np.repeat(starts, sizes))
         values.append(list(chain.from_iterable(g.values() for g in got)))
+    _text_numbers(ptid, htid, where, values)
+    members = {}
+    for name in ("unused", "marked_premise", "marked_hypothesis"):
+        lists = [getattr(pl, name) for pl in pools]
+        sizes = np.fromiter(map(len, lists), dtype=np.int64, count=len(docs))
+        local = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(sizes.sum()))
+        which = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
+        members[name] = (local + starts[which], which)
+    prev = np.fromiter(chain.from_iterable(_previous(d) for d in docs), dtype=np.int64, count=n)
+    prev = np.where(prev >= 0, prev + layout.first, -1)
+    return _candidates(layout, seed, list(strategies), ptid, htid, members, prev, hashes)
+
+
+class _Layout:
+    """A batch of documents' sentences numbered across the batch: `starts` (the first
+    sentence of each document), `which` and `first` (per sentence: its document, and its
+    document's first sentence), `n`; `para_idx` and `para` (paragraph numbers, equal for
+    equal (section, para_idx): only compared inside a document), built on first use."""
+
+    def __init__(self, docs: Sequence[Document]):
+        self.docs = docs
+        self.ndocs = ndocs = len(docs)
+        self.lengths = np.fromiter(map(len, docs), dtype=np.int64, count=ndocs)
+        offsets = np.zeros(ndocs + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        self.starts, self.n = offsets[:-1], int(offsets[-1])
+        self.which = np.repeat(np.arange(ndocs, dtype=np.int64), self.lengths)
+        self.first = self.starts[self.which]
+
+    @cached_property
+    def para_idx(self) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(d.para_idx for d in self.docs), dtype=np.int64, count=self.n)
+
+    @cached_property
+    def sent_idx(self) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(d.sent_idx for d in self.docs), dtype=np.int64, count=self.n)
+
+    @cached_property
+    def sections(self) -> list:
+        return list(chain.from_iterable(d.section for d in self.docs))
+
+    @cached_property
+    def para(self) -> np.ndarray:
+        # in C loops (dicts and `map`)
+        section_of = {s: i for i, s in enumerate(dict.fromkeys(self.sections))}
+        return self.para_idx + np.fromiter(map(section_of.__getitem__, self.sections), dtype=np.int64,
+                                           count=self.n) * (int(self.para_idx.max()) + 1 if self.n else 1)
+
+    def hashes(self, seed: int) -> np.ndarray:
+        """`sentence_hashes` of the documents, concatenated."""
+        bases = np.fromiter((stable_hash(d.doc_id, seed=seed) for d in self.docs), dtype=np.uint64, count=self.ndocs)
+        return mix_hash_array(np.repeat(bases, self.lengths),
+                              (self.para_idx.astype(np.uint64) << np.uint64(32)) ^ self.sent_idx.astype(np.uint64))
+
+    def previous(self) -> np.ndarray:
+        """`Document.previous` of every document, numbered across the batch (-1: none), in
+        numpy: sentence i - 1 when it is (section, para_idx, sent_idx - 1) of the same
+        document, which is the dictionary's answer for a document in (para_idx, sent_idx)
+        order without a repeated (para_idx, sent_idx); other documents ask the dictionary."""
+        n, which, para, sent = self.n, self.which, self.para_idx, self.sent_idx
+        prev = np.full(n, -1, dtype=np.int64)
+        if n < 2:
+            odd = np.zeros(0, dtype=np.int64)
+        else:
+            same_doc = which[1:] == which[:-1]
+            same_para = para[1:] == para[:-1]
+            step = sent[1:] - sent[:-1]
+            same_section = np.fromiter(map(eq, self.sections[1:], self.sections[:-1]), dtype=bool, count=n - 1)
+            follows = same_doc & same_para & (step == 1) & same_section
+            prev[1:][follows] = np.flatnonzero(follows)
+            odd = np.unique(which[1:][same_doc & ((para[1:] < para[:-1]) | (same_para & (step <= 0)))])
+        for d in odd.tolist():  # out of order, or a location given twice
+            s = int(self.starts[d])
+            local = np.asarray(self.docs[d].previous, dtype=np.int64)
+            prev[s:s + len(local)] = np.where(local >= 0, local + s, -1)
+        return prev
+
+
+def _text_numbers(ptid: np.ndarray, htid: np.ndarray, where: list, values: list) -> None:
+    """Text numbers, equal for equal texts (a premise's text against a hypothesis'): at
+    `where[0]` the premise texts `values[0]`, at `where[1]` the hypothesis texts `values[1]`."""
     text_of = {t: i for i, t in enumerate(dict.fromkeys(chain(*values)))}
     ptid[where[0]] = np.fromiter(map(text_of.__getitem__, values[0]), dtype=np.int64, count=len(values[0]))
     htid[where[1]] = np.fromiter(map(text_of.__getitem__, values[1]), dtype=np.int64, count=len(values[1]))
 
-    members: dict = {}
 
-    def pool(name: str):
-        """(sentence numbers, document of each) of one pool over the batch, in pool order."""
-        if name not in members:
-            lists = [getattr(pl, name) for pl in pools]
-            sizes = np.fromiter(map(len, lists), dtype=np.int64, count=ndocs)
-            local = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(sizes.sum()))
-            which = np.repeat(np.arange(ndocs, dtype=np.int64), sizes)
-            members[name] = (local + starts[which], which)
-        return members[name]
+def _candidates(layout: _Layout, seed: int, strategies: list, ptid, htid, members: dict, prev, hashes=None
+                ) -> Candidates:
+    """The strategies' candidates of a batch from its arrays, sentences numbered across the
+    batch: text numbers (`ptid`, `htid`), the pools (`members`: {pool: (sentence numbers,
+    document of each)}, each document's members ascending), the previous sentence of each
+    (`prev`)."""
+    ndocs, n, starts = layout.ndocs, layout.n, layout.starts
+    if hashes is None:
+        hashes = layout.hashes(seed)
+    para = layout.para
 
     def ordered(name: str, salt: int):
         """A pool in the order of (document, mix_hash(sentence hash, salt), position)."""
-        idx, which = pool(name)
+        idx, which = members[name]
         order = np.lexsort((idx, mix_hash_array(hashes[idx], salt), which))
         return idx[order], which[order]
 
     found = []  # (strategy number, documents, premises, hypotheses), sentences numbered across the batch
     for k, strategy in enumerate(strategies):
         if strategy == "adjacent_unmarked":
-            u, which = pool("unused")
+            u, which = members["unused"]
             if not len(u):
                 continue
-            prev = np.fromiter(chain.from_iterable(_previous(d) for d in docs), dtype=np.int64, count=n)
-            prev = np.where(prev >= 0, prev + np.repeat(starts, lengths), -1)
             in_unused = np.zeros(n + 1, dtype=bool)
             in_unused[u] = True
             pi = prev[u]
@@ -393,6 +457,95 @@ def batch_candidates(docs: Sequence[Document], pools: Sequence[Pools], seed: int
     with np.errstate(over="ignore"):
         sel = mix_hash_array(hashes[p_all] ^ ((hashes[h_all] << np.uint64(1)) & _HIGH63), salts)
     return Candidates(strategies, which, kind, p_all - starts[which], h_all - starts[which], sel)
+
+
+@dataclass
+class BatchPairs:
+    """`pair_batch`'s result: per document its marked candidates (`marked_pairs`), the
+    neutral candidates of the batch (`batch_candidates`), and the texts a neutral
+    candidate takes (`premise_text`, `hypothesis_text` of sentence i of document d)."""
+    marked: list
+    candidates: Candidates
+    texts: list
+    starts: list
+    premise_override: dict
+    hypothesis_override: dict
+
+    def premise_text(self, d: int, i: int) -> str:
+        g = self.starts[d] + i
+        return self.premise_override.get(g, self.texts[g])
+
+    def hypothesis_text(self, d: int, i: int) -> str:
+        g = self.starts[d] + i
+        text = self.hypothesis_override.get(g)
+        if text is None:
+            text = self.texts[g]
+            return text if text[:1].isupper() else recase_first_letter(text)
+        return text
+
+
+def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies: Iterable[str] = STRATEGIES
+               ) -> BatchPairs:
+    """`marked_pairs` of each document and `batch_candidates` of the batch with the pools
+    of `neutral_pools`, computed over the batch at once (pass 1: every sentence of the
+    corpus): one `annotate_all` over the batch's sentences, the previous sentences in numpy
+    (`_Layout.previous`), `marked_pairs` only for the documents with a match, and the pools
+    and text numbers as arrays, without a `Pools` per document. The same results as the
+    per-document functions (tests/test_pairing_batch.py). The pools do not depend on the POS
+    filter: `neutral_pools` keeps the pairs it rejects."""
+    layout = _Layout(docs)
+    n, starts, which = layout.n, layout.starts, layout.which
+    texts = list(chain.from_iterable(d.text for d in docs))
+    matches, opens = matcher.annotate_all(texts)
+    prev = layout.previous()
+    marked: list = [[] for _ in docs]
+    unused = ~np.fromiter(chain.from_iterable(d.short for d in docs), dtype=bool, count=n)
+    unused &= ~np.fromiter(opens, dtype=bool, count=n)
+    premise_override, hypothesis_override = {}, {}
+    marked_premise, marked_hypothesis = [], []
+    hits = np.fromiter(compress(range(n), matches), dtype=np.int64)
+    for d in np.unique(which[hits]).tolist():
+        doc, s = docs[d], int(starts[d])
+        e = s + len(doc)
+        local = prev[s:e]
+        marked[d] = pairs = marked_pairs(doc, matcher, (matches[s:e], opens[s:e]),
+                                         np.where(local >= 0, local - s, -1).tolist())
+        kept = [p for p in pairs if p.reject is None or p.reject.startswith("pos_")]
+        if not kept:
+            continue
+        used = {p.p for p in kept} | {p.h for p in kept}
+        used_text = {doc.text[i] for i in used}
+        for p in kept:
+            if s + p.p not in premise_override:
+                marked_premise.append(s + p.p)
+                premise_override[s + p.p] = p.premise
+            if s + p.h not in hypothesis_override:
+                marked_hypothesis.append(s + p.h)
+                hypothesis_override[s + p.h] = p.hypothesis
+        for i, text in enumerate(doc.text):
+            if i in used or text in used_text:
+                unused[s + i] = False
+    members = {"unused": np.flatnonzero(unused)}
+    members["marked_premise"] = np.asarray(marked_premise, dtype=np.int64)
+    members["marked_hypothesis"] = np.asarray(marked_hypothesis, dtype=np.int64)
+    members = {name: (idx, which[idx]) for name, idx in members.items()}
+    # the texts a sentence takes: as written, a marked premise stripped, a hypothesis re-cased
+    free = members["unused"][0].tolist()
+    premise_values = list(map(texts.__getitem__, free))
+    hypothesis_values = list(premise_values)
+    for k in compress(range(len(free)), map(not_, map(str.isupper, map(_FIRST, premise_values)))):
+        hypothesis_values[k] = recase_first_letter(premise_values[k])
+    ptid = np.full(n, -1, dtype=np.int64)
+    htid = np.full(n, -2, dtype=np.int64)
+    _text_numbers(ptid, htid,
+                  [np.asarray(free + marked_premise, dtype=np.int64), np.asarray(free + marked_hypothesis, dtype=np.int64)],
+                  [premise_values + [premise_override[g] for g in marked_premise],
+                   hypothesis_values + [hypothesis_override[g] for g in marked_hypothesis]])
+    cands = _candidates(layout, seed, list(strategies), ptid, htid, members, prev)
+    return BatchPairs(marked, cands, texts, starts.tolist(), premise_override, hypothesis_override)
+
+
+_FIRST = itemgetter(slice(0, 1))
 
 
 def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Iterable[str] = STRATEGIES,

@@ -31,8 +31,8 @@ from extractor import fs
 from extractor.errors import UserError
 from extractor.run.parquet_writer import partition_values
 from extractor.pairs import pos_filter as pf
-from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, batch_candidates, marked_pairs,
-                                     neutral_candidates, neutral_pools, pos_texts, _previous)
+from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
+                                     neutral_pools, pair_batch, pos_texts, _previous)
 from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
 from extractor.schemas import PAIRS, REF
 
@@ -457,18 +457,13 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
         ends: list = []
         for docs in documents(batches, min_chars, corpus):
             rows = Rows()
-            found = []
             if not ends:
                 ends.append((docs[0].corpus, docs[0].doc_id))
             ends[1:] = [(docs[-1].corpus, docs[-1].doc_id)]
-            for doc in docs:
-                ann = annotate(doc, matcher)
-                prev = _previous(doc)
-                marked = marked_pairs(doc, matcher, ann, prev)
-                found.append((doc, ann, marked))
-            verdicts.prepare([t for _, _, marked in found for t in pos_texts(marked)])
-            pools = []
-            for doc, ann, marked in found:
+            paired = pair_batch(docs, matcher, seed, strategies)
+            found = [(doc, marked) for doc, marked in zip(docs, paired.marked) if marked]
+            verdicts.prepare([t for _, marked in found for t in pos_texts(marked)])
+            for doc, marked in found:
                 apply_pos(marked, verdicts)
                 for pair in marked:
                     marked_counts[doc.corpus, pair.label, pair.reject] += 1
@@ -483,8 +478,7 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                             held[3] += 1
                             if pid < held[0]:
                                 held[:3] = [pid, doc, pair]
-                pools.append(neutral_pools(doc, matcher, marked, ann))
-            cands = batch_candidates(docs, pools, seed, strategies)
+            cands = paired.candidates
             packed = _neutral_aggregates(docs, cands, hist)
             if early_bins > 0:
                 bins = cands.bins()
@@ -494,9 +488,8 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
                 for d, k, i, j, v, b in zip(cands.doc[early].tolist(), cands.strategy[early].tolist(),
                                             cands.p[early].tolist(), cands.h[early].tolist(),
                                             cands.select[early].tolist(), bins[early].tolist()):
-                    doc, pl = docs[d], pools[d]
-                    rows.pair(doc, Pair(premise=pl.premise_text[i], hypothesis=pl.hypothesis_text[j], label="neutral",
-                                        source=names[k], p=i, h=j, select=v), n=0, bin_=b)
+                    rows.pair(docs[d], Pair(premise=paired.premise_text(d, i), hypothesis=paired.hypothesis_text(d, j),
+                                            label="neutral", source=names[k], p=i, h=j, select=v), n=0, bin_=b)
             for doc, value in zip(docs, packed):
                 rows.count("doc", doc.corpus, None, None, value, bin_=key, doc_id=doc.doc_id)
             if len(rows):

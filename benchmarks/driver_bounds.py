@@ -29,6 +29,7 @@ extractor/pairs/stage.py `build_pairs`, replicated here step for step):
              scratch file per unit) -> `stage._needed` itself: read one unit at a time,
              filtered with numpy; None above MAX_NEEDED_DOCUMENTS needed documents (every
              document is read again instead).
+  limits     the lowest selection hashes of every bucket per strategy -> `check_limits`;
   draw       the neutral tallies of every bucket -> `tally_neutral`, `final_allocation`,
              `cut_points`; the boundary rows -> `last_taken`.
 
@@ -233,11 +234,19 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
     boundary = [[corpus, s, int(x), f"p{int(x)}"] for s in nt.STRATEGIES
                 for x in rng.integers(0, 2**63 - 1, size=max(1, want // len(nt.STRATEGIES) // 64), dtype=np.int64)]
     (out / "draw.pickle").write_bytes(pickle.dumps((neutral, boundary)))
+    # the neutral-limits round's results: per bucket and strategy the lowest selection hashes
+    # of its candidates under the cuts (the cut bins hold about 1.3x the candidates checked,
+    # spread over the buckets)
+    wanted = {(corpus, s): int(want / len(nt.STRATEGIES) * 1.2) + 8 for s in nt.STRATEGIES}
+    lowest = [[[corpus, s, np.sort(rng.integers(0, 2**63 - 1, size=int(n * 1.3) // buckets, dtype=np.int64)).tolist()]
+               for (_, s), n in wanted.items()] for _ in range(buckets)]
+    (out / "limits.pickle").write_bytes(pickle.dumps((lowest, wanted)))
     return {"units": units, "pass1_count_rows": sum(len(c) for c in counts),
             "pass1_histogram_values": sum(len(h[2]) for task in histograms for h in task),
             "marked_tally_rows": sum(len(t) for t in tallies), "documents_rows": nd,
             "neutral_tally_rows": sum(len(t) for t in neutral),
-            "draw_boundary_rows": len(boundary)}
+            "draw_boundary_rows": len(boundary),
+            "limits_hashes": sum(len(v) for task in lowest for _, _, v in task)}
 
 
 # ---------------------------------------------------------------------------- driver steps
@@ -273,6 +282,9 @@ def step(name: str, work: Path) -> dict:
     elif name == "draw":
         neutral_per_bucket, boundary = pickle.loads((work / "draw.pickle").read_bytes())
         inputs = sum(map(len, neutral_per_bucket)) + len(boundary)
+    elif name == "limits":
+        lowest_per_bucket, wanted = pickle.loads((work / "limits.pickle").read_bytes())
+        inputs = sum(len(v) for task in lowest_per_bucket for _, _, v in task)
     load_s = time.process_time() - t_load
     loaded = _rss()
     t0 = time.process_time()
@@ -309,6 +321,13 @@ def step(name: str, work: Path) -> dict:
                              f"pass 2 reads every document")
         else:
             out["result"] = f"{sum(map(len, found.values())):,} documents needed in {len(found)} files"
+    elif name == "limits":   # extractor/pairs/stage.py build_pairs, step 4, as written there
+        lowest: dict = {}
+        for task in lowest_per_bucket:
+            for corpus, source, values in task:
+                lowest.setdefault((corpus, source), []).extend(values)
+        limits = pcorp.check_limits(lowest, wanted)
+        out["groups_limited"] = sum(v is not None for v in limits.values())
     elif name == "draw":
         pos_neutral, rejected, dropped, avail2, bins = pcorp.tally_neutral(neutral_per_bucket and
                                                                            [tuple(r) for b in neutral_per_bucket for r in b])
@@ -323,7 +342,8 @@ def step(name: str, work: Path) -> dict:
             **out}
 
 
-STEPS = (("assign", "3"), ("quotas", "3"), ("thresholds", "3"), ("plan", "2"), ("needed", "2"), ("draw", "2"))
+STEPS = (("assign", "3"), ("quotas", "3"), ("thresholds", "3"), ("plan", "2"), ("needed", "2"), ("limits", "2"),
+         ("draw", "2"))
 
 
 def run_step(name: str, work: Path) -> dict:

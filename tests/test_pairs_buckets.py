@@ -57,6 +57,19 @@ def test_neutral_candidates_identical_to_a_marked_pair_or_to_each_other_are_left
                                          ("wiki", "both_random", None, None, 0, 1, 0)]
 
 
+def test_identical_candidates_rank_over_the_whole_cut_before_the_limits():
+    """A candidate whose twin (the same texts, a lower pair_id) lies above the limit stays a
+    duplicate: ranks are those of the whole cut, so the draw under a limit is the draw under
+    the cut (`corpus.limits_hold`)."""
+    cands = _rows([{"pair_id": "n2", "premise": "Other.", "hypothesis": "Pair.", "select": 7},
+                   {"pair_id": "n1", "premise": "Other.", "hypothesis": "Pair.", "select": 90},
+                   {"pair_id": "n3", "premise": "Third.", "hypothesis": "Pair.", "select": 8}])
+    empty = _rows([]).slice(0, 0)
+    tallies, pool = pb.neutral_round(cands, empty, model=None, lexicon=None, limits={("wiki", "both_random"): 50})
+    assert pool.column("pair_id").to_pylist() == ["n3"]
+    assert sorted(tallies, key=repr) == [("wiki", "both_random", None, 1, 0, 1, 0), ("wiki", "both_random", None, 2, 0, 1, 0)]
+
+
 @pytest.mark.parametrize("buckets", [1, 4, 9])
 def test_the_draw_takes_the_lowest_selection_hashes_of_each_group_over_any_buckets(buckets):
     rng = random.Random(buckets)

@@ -179,15 +179,52 @@ def text_keys(table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(table.column("premise"), table.column("hypothesis"), "\x1f")
 
 
-def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon, known: dict | None = None
-                  ) -> tuple[list[tuple], pa.Table]:
-    """One bucket's neutral candidates: ranked among identical texts, POS-checked; those
-    identical to a kept marked pair of the bucket (`marked`) or to a lower pair_id, or
-    rejected by the filter, are counted and left out. Returns (per (corpus, source, reject,
-    rank when it counts, selection bin): rows and verdicts asked, for
-    `corpus.tally_neutral`; the candidates that stay)."""
+def lowest_selects(cands: pa.Table, wanted: dict) -> list[list]:
+    """[[corpus, source, hashes]]: per (corpus, strategy) the `wanted` + 1 lowest selection
+    hashes of a bucket's neutral candidates (all of them where it has fewer), from which
+    the driver finds the exact limit of the POS check (`corpus.check_limits`; one more than
+    wanted tells it that the limit leaves candidates out)."""
+    out = []
+    if not cands.num_rows:
+        return out
+    keys = cands.select(["corpus", "source"]).group_by(["corpus", "source"], use_threads=False).aggregate([])
+    for corpus, source in zip(keys.column("corpus").to_pylist(), keys.column("source").to_pylist()):
+        n = int(wanted.get((corpus, source), 0))
+        if n <= 0:
+            continue
+        mine = cands.filter(pc.and_(_equal(cands.column("corpus"), corpus), pc.equal(cands.column("source"), source)))
+        values = np.sort(mine.column("select").to_numpy())[:n + 1]
+        out.append([corpus, source, values.tolist()])
+    return sorted(out, key=repr)
+
+
+def _equal(column, value):
+    return pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
+
+
+def under_limits(table: pa.Table, limits: dict | None) -> pa.Table:
+    """The rows whose selection hash is at most the limit of their (corpus, source)
+    (`corpus.check_limits`; None or a missing key: no limit)."""
+    if not limits or not table.num_rows:
+        return table
+    keys = zip(table.column("corpus").to_pylist(), table.column("source").to_pylist())
+    top = np.iinfo(np.int64).max
+    limit = np.fromiter((top if (v := limits.get(k)) is None else v for k in keys), dtype=np.int64,
+                        count=table.num_rows)
+    return table.filter(pa.array(table.column("select").to_numpy() <= limit))
+
+
+def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon, known: dict | None = None,
+                  limits: dict | None = None) -> tuple[list[tuple], pa.Table]:
+    """One bucket's neutral candidates: ranked among identical texts, those under the limits
+    of their (corpus, strategy) (`limits`, `under_limits`) POS-checked; those identical to a
+    kept marked pair of the bucket (`marked`) or to a lower pair_id, or rejected by the
+    filter, are counted and left out. Returns (per (corpus, source, reject, rank when it
+    counts, selection bin): rows and verdicts asked, for `corpus.tally_neutral`; the
+    candidates that stay). Ranks are taken over every candidate, before the limits."""
     seen = pc.is_in(text_keys(cands), value_set=text_keys(marked)) if cands.num_rows else pa.array([], pa.bool_())
-    ranked = pos_checked(rank_identical(cands.append_column("_seen", seen)), model, lexicon, known)
+    ranked = rank_identical(cands.append_column("_seen", seen))
+    ranked = pos_checked(under_limits(ranked, limits), model, lexicon, known)
     free = pc.and_(pc.is_null(ranked.column("reject")), pc.invert(ranked.column("_seen")))
     rn = pc.if_else(free, ranked.column("bin"), pa.scalar(None, pa.int32()))
     selection_bin = pc.shift_right(ranked.column("select"), 63 - nt.BIN_BITS)

@@ -9,6 +9,9 @@ The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
   (corpus, strategy) the selection-hash bin up to which pass 2 keeps candidates (the
   allocation with a margin for the POS filter and for identical pairs, see
   `neutral.oversample`);
+* `check_counts`, `check_limits`, `limits_hold`: how many neutral candidates the POS
+  filter checks, the exact selection hash up to which it checks them, and whether that
+  draws what the whole cuts would;
 * `final_allocation`: the exact draw over what pass 2 kept;
 * `build_stats`: `stats.json` -> `pairs` from the aggregate rows.
 
@@ -35,19 +38,54 @@ def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: floa
     """marked: {corpus: {label: kept marked pairs}}; hist: {(corpus, strategy): {bin: n}}.
     Returns (targets {corpus: n}, available {corpus: {strategy: n}}, cuts {(corpus,
     strategy): bin}; bin -1 = take nothing)."""
+    targets, available, wanted = _planned(marked, hist, ratio, mix, pass_rate)
+    cuts = {key: nt.cut_bin(nt.bin_cutoff(hist.get(key, {}), n)[0]) if n > 0 else -1 for key, n in wanted.items()}
+    return targets, available, cuts
+
+
+def check_counts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None) -> dict:
+    """{(corpus, strategy): how many candidates the neutral round POS-checks}: the
+    allocation with `neutral.oversample`'s margin (`plan_cuts` keeps the whole bins, or
+    blocks of bins, these end in; `check_limits` the exact number)."""
+    return _planned(marked, hist, ratio, mix, pass_rate)[2]
+
+
+def _planned(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):
     targets = {c: nt.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, ratio)
                for c, labels in marked.items()}
     available: dict = defaultdict(dict)
     for (corpus, strategy), bins in hist.items():
         available[corpus][strategy] = sum(bins.values())
-    cuts = {}
+    wanted = {}
     for corpus in sorted(set(targets) | set(available)):
         first = nt.allocate(targets.get(corpus, 0), mix, {s: available[corpus].get(s, 0) for s in nt.STRATEGIES})
         for strategy, n in first.items():
-            bins = hist.get((corpus, strategy), {})
-            wanted = nt.oversample(n, pass_rate, sum(bins.values()))
-            cuts[corpus, strategy] = nt.cut_bin(nt.bin_cutoff(bins, wanted)[0]) if wanted > 0 else -1
-    return targets, {c: dict(v) for c, v in available.items()}, cuts
+            wanted[corpus, strategy] = nt.oversample(n, pass_rate, sum(hist.get((corpus, strategy), {}).values()))
+    return targets, {c: dict(v) for c, v in available.items()}, wanted
+
+
+def check_limits(lowest: dict, wanted: dict) -> dict:
+    """{(corpus, strategy): the highest selection hash the neutral round POS-checks, or
+    None for every candidate under the cut}: the `wanted`-th lowest of the candidates'
+    hashes (`lowest`: {(corpus, strategy): the lowest hashes, at least `wanted` + 1 of them
+    where there are that many}). The bins of `plan_cuts` hold more candidates than wanted
+    (on the 1 GB scale dump, a cut bin of both_random holds 944 for 707 wanted)."""
+    limits = {}
+    for key, n in wanted.items():
+        values = sorted(lowest.get(key, ()))
+        limits[key] = values[n - 1] if 0 < n < len(values) else None
+    return limits
+
+
+def limits_hold(limits: dict | None, available: dict, allocated: dict) -> bool:
+    """Whether the draw over the candidates under `limits` (`check_limits`) is the draw over
+    every candidate under the cuts: true when each (corpus, strategy) with a limit keeps,
+    after the POS filter and identical pairs (`available`), more candidates than its final
+    allocation (water filling gives a strategy that keeps room the same share, and the
+    lowest hashes under a limit are the lowest under the cut). Otherwise the stage checks
+    the whole cuts in one round more."""
+    return not limits or all(limit is None or available.get(c, {}).get(s, 0) > allocated.get(c, {}).get(s, 0)
+                             for (c, s), limit in limits.items())
 
 
 def final_allocation(targets: dict, mix: dict, available: dict) -> dict:
@@ -273,15 +311,25 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
                                                              needed=needed)), schema=bt.WORK)
         two = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     seen = {(r["premise"], r["hypothesis"]) for r in marked}
-    cands = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen) for r in _ranked(two)]
-    cands = _pos_checked(cands, model, lexicon, without_torch)
-    groups = Counter((r["corpus"], r["source"], r["reject"],
-                      r["bin"] if r["reject"] is None and not r["_seen"] else None,
-                      r["select"] >> (63 - nt.BIN_BITS), r["n"]) for r in cands)
-    pos_neutral, neutral_rejected, n_dropped, avail2, _ = tally_neutral(
-        [(c, s, rej, rn, b, n, n * asked) for (c, s, rej, rn, b, asked), n in groups.items()])
+    ranked = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen) for r in _ranked(two)]
+    wanted = check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+    by_key: dict = defaultdict(list)
+    for r in ranked:
+        by_key[r["corpus"], r["source"]].append(r["select"])
+    limits = check_limits(by_key, wanted)
+    while True:
+        cands = _pos_checked([dict(r) for r in ranked if limits is None or limits.get((r["corpus"], r["source"])) is None
+                              or r["select"] <= limits[r["corpus"], r["source"]]], model, lexicon, without_torch)
+        groups = Counter((r["corpus"], r["source"], r["reject"],
+                          r["bin"] if r["reject"] is None and not r["_seen"] else None,
+                          r["select"] >> (63 - nt.BIN_BITS), r["n"]) for r in cands)
+        pos_neutral, neutral_rejected, n_dropped, avail2, _ = tally_neutral(
+            [(c, s, rej, rn, b, n, n * asked) for (c, s, rej, rn, b, asked), n in groups.items()])
+        allocated = final_allocation(targets, options.neutral_mix, avail2)
+        if limits_hold(limits, avail2, allocated):
+            break
+        limits = None
     cands = [r for r in cands if r["reject"] is None and not r["_seen"] and r["bin"] == 1]
-    allocated = final_allocation(targets, options.neutral_mix, avail2)
     groups = defaultdict(list)
     for r in cands:
         groups[r["corpus"], r["source"]].append(r)

@@ -3,7 +3,7 @@ extractor.pairs.pairing, run over Arrow batches by extractor.pairs.sentence_pass
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
-Five rounds of tasks handed to the runner (Spark tasks in the job, one process in the tests
+Six rounds of tasks handed to the runner (Spark tasks in the job, one process in the tests
 and benchmarks); the pair rows travel between rounds as Arrow scratch files in
 the scratch folder, cut into buckets by a hash of their texts, so every copy of a pair is
 in one bucket; only counts reach the driver, and the JVM never holds a pair row:
@@ -15,8 +15,11 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
    counts into neutral targets and, per (corpus, strategy), the hash bin up to which
    candidates are kept (`corpus.plan_cuts`);
 3. pass 2, per unit (only when a cut goes beyond what pass 1 gave early: `sentence_passes.early_covers`);
-4. per bucket: neutral candidates against the kept marked pairs and each other, the POS
-   filter;
+4. per bucket, two rounds: the lowest selection hashes of the neutral candidates, from
+   which the driver finds the exact limit of the POS check per (corpus, strategy)
+   (`corpus.check_limits`); then the candidates against the kept marked pairs and each
+   other, the POS filter up to the limits (once more over the whole cuts when a strategy
+   runs short under its limit: `corpus.limits_hold`);
 5. per file of the pairs table: the exact draw, and the file's rows written (the files
    Spark's `repartition(files, label, pair_id)` would give: partitioned by label, sorted by pair_id).
 """
@@ -42,7 +45,8 @@ from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
 from extractor.pairs.buckets import cut_points
-from extractor.pairs.corpus import build_stats, final_allocation, plan_cuts, tally_marked, tally_neutral
+from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, plan_cuts, tally_marked,
+                                   tally_neutral, limits_hold)
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS
@@ -271,25 +275,40 @@ def _pass_two_task(plan: dict, needed):
     return fn
 
 
-def _neutral_task(plan: dict):
-    """Round 4, per bucket: the neutral candidates under the cuts, against the bucket's kept
-    marked pairs and each other, POS-checked; those that stay to a scratch file; returns
-    their tallies."""
+def _bucket_candidates(plan: dict, b: int) -> pa.Table:
+    """A bucket's neutral candidates under the cuts: pass 1's early rows under the cut bins,
+    or pass 2's rows."""
+    if not plan["early"]:
+        return scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
+    cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
+    cut = [plan["cuts"].get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
+                                                       cands.column("source").to_pylist())]
+    return cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
+
+
+def _limits_task(plan: dict):
+    """Round 4a, per bucket: the lowest selection hashes of its neutral candidates under the
+    cuts, as many per (corpus, strategy) as the neutral round checks in all
+    (`buckets.lowest_selects`)."""
     def fn(b: int) -> dict:
 
-        if plan["early"]:
-            cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
-            cut = [plan["cuts"].get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
-                                                               cands.column("source").to_pylist())]
-            cands = cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
-        else:
-            cands = scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
+        return {"lowest": pb.lowest_selects(_bucket_candidates(plan, b), plan["wanted"])}
+    return fn
+
+
+def _neutral_task(plan: dict):
+    """Round 4b, per bucket: the neutral candidates under the cuts, against the bucket's kept
+    marked pairs and each other, those under the limits POS-checked (`plan["limits"]`; None:
+    all); those that stay to a scratch file; returns their tallies."""
+    def fn(b: int) -> dict:
+
+        cands = _bucket_candidates(plan, b)
         kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
         known = None
         if plan.get("verdicts") and cands.num_rows:  # texts the marked round judged (first_random's premises...)
             texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
             known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]), pa.concat_arrays(texts))
-        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known)
+        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known, plan["limits"])
         scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
         return {"tallies": tallies}
     return fn
@@ -434,10 +453,21 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                     released.append(needed)
                 runner.map(_pass_two_task(plan, needed), [u[0] for u in two_units], name="pass-two")
             plan["verdicts"] = _shared_verdicts(work, len(buckets)) if model else None
-            neutral = [tuple(r) for out in runner.map(_neutral_task(plan), buckets, name="neutral")
-                       for r in out["tallies"]]
-            pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
-            allocated = final_allocation(targets, options.neutral_mix, avail2)
+            plan["wanted"] = check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+            lowest: dict = {}
+            for out in runner.map(_limits_task(plan), buckets, name="neutral-limits"):
+                for corpus, source, values in out["lowest"]:
+                    lowest.setdefault((corpus, source), []).extend(values)
+            plan["limits"] = check_limits(lowest, plan["wanted"])
+            del lowest
+            for name in ("neutral", "neutral-whole-cuts"):
+                neutral = [tuple(r) for out in runner.map(_neutral_task(plan), buckets, name=name)
+                           for r in out["tallies"]]
+                pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
+                allocated = final_allocation(targets, options.neutral_mix, avail2)
+                if limits_hold(plan["limits"], avail2, allocated):
+                    break
+                plan["limits"] = None  # a strategy ran short under its limit: every candidate under the cuts
             plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
     except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
         cleanup()

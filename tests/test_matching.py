@@ -177,8 +177,10 @@ def test_english_open_ending_why_keeps_that_is_apart(en):
                                         ("en", None)])
 def test_the_opening_probe_never_turns_away_a_sentence_the_patterns_match(lang, novel):
     """`annotate_all` (and `annotate`, `match`, `starts_with_phrase`) settle most sentences
-    by their first characters (`may_open`); on a novel's lines and on every phrase of the
-    lexicon written in several ways they give what the patterns alone give on the key."""
+    by their first characters (`may_open`), `annotate_all` then by their first token (a
+    phrase's first word not followed by a word character); on a novel's lines and on every
+    phrase of the lexicon written in several ways they give what the patterns alone give on
+    the key."""
 
     lexicon = load_lexicon(lang)
     m = Matcher(lexicon)

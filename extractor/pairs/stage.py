@@ -45,8 +45,8 @@ from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
 from extractor.pairs.buckets import cut_points
-from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, plan_cuts, tally_marked,
-                                   tally_neutral, limits_hold)
+from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
+                                   tally_marked, tally_neutral)
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS

@@ -211,6 +211,12 @@ class Pools:
     hypothesis_text: dict = field(default_factory=dict)  # index -> text as a hypothesis
 
 
+def as_hypothesis(text: str) -> str:
+    """An unused sentence as a neutral hypothesis: `recase_first_letter`, not called for a
+    text that opens with an upper-case character (most sentences)."""
+    return text if text[:1].isupper() else recase_first_letter(text)
+
+
 def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annotations: tuple | None = None) -> Pools:
     _, opens = annotations or annotate(doc, matcher)
     pools = Pools()
@@ -229,8 +235,7 @@ def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annot
             continue
         pools.unused.append(i)
         pools.premise_text[i] = text
-        # an upper-case first character is left as it is (most sentences): no call
-        pools.hypothesis_text[i] = text if text[:1].isupper() else recase_first_letter(text)
+        pools.hypothesis_text[i] = as_hypothesis(text)
     return pools
 
 
@@ -332,9 +337,7 @@ def batch_candidates(docs: Sequence[Document], pools: Sequence[Pools], seed: int
         local = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(sizes.sum()))
         which = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
         members[name] = (local + starts[which], which)
-    prev = np.fromiter(chain.from_iterable(_previous(d) for d in docs), dtype=np.int64, count=n)
-    prev = np.where(prev >= 0, prev + layout.first, -1)
-    return _candidates(layout, seed, list(strategies), ptid, htid, members, prev, hashes)
+    return _candidates(layout, seed, list(strategies), ptid, htid, members, layout.previous(), hashes)
 
 
 class _Layout:
@@ -478,10 +481,7 @@ class BatchPairs:
     def hypothesis_text(self, d: int, i: int) -> str:
         g = self.starts[d] + i
         text = self.hypothesis_override.get(g)
-        if text is None:
-            text = self.texts[g]
-            return text if text[:1].isupper() else recase_first_letter(text)
-        return text
+        return as_hypothesis(self.texts[g]) if text is None else text
 
 
 def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies: Iterable[str] = STRATEGIES

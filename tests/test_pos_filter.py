@@ -103,7 +103,13 @@ def test_pos_tags_runs_spacy_with_one_blas_thread(monkeypatch):
 
     seen = []
 
+    class Tokenizer:
+        def pipe(self, texts, batch_size):
+            return iter(texts)
+
     class Recorder:
+        tokenizer = Tokenizer()
+
         def pipe(self, texts, batch_size):
             seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
             return iter(())
@@ -145,7 +151,13 @@ def test_romanian_model_tags_without_its_tagger_as_with_it():
         full = spacy.load("ro_legal_fl", exclude=list(pf._SKIP))
     assert "tagger" in full.pipe_names
     expected = [[t.pos_ for t in doc if not t.is_space] for doc in full.pipe(lines)]
-    assert pf.pos_tags(lines, "ro_legal_fl") == expected
+    batches = []
+    real_pipe = type(nlp).pipe
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(nlp), "pipe", lambda self, docs, **k: real_pipe(self, _counted(docs, batches, whole=True), **k))
+        assert pf.pos_tags(lines, "ro_legal_fl") == expected
+    # in batches of at most TOKENS_PER_BATCH tokens (the tagger's memory), not of 256 lines
+    assert len(batches) > 3 and max(sum(b) for b in batches) <= pf.TOKENS_PER_BATCH, [sum(b) for b in batches]
     assert sum(map(len, expected)) > 2000 and {"NOUN", "VERB"} <= {p for tags in expected for p in tags}
 
 
@@ -184,7 +196,20 @@ def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sent
     assert sum(1 for v in expected if not v[0]) > 20
 
 
-def _counted(docs, asked: list):
+def _counted(docs, asked: list, whole: bool = False):
+    """Records the docs' lengths (`whole`: one list per batch handed to `pipe`)."""
+    docs = list(docs) if whole else docs
+    if whole:
+        asked.append([len(doc) for doc in docs])
     for doc in docs:
-        asked.append(len(doc))
+        if not whole:
+            asked.append(len(doc))
         yield doc
+
+
+def test_token_batches_keep_order_and_bound_the_tokens():
+    lengths = [300, 500, 400, 1500, 10, 20, 1024, 1]
+    batches = list(pf.token_batches(["x" * n for n in lengths], tokens=1024))
+    assert [len(d) for b in batches for d in b] == lengths  # every doc, in order
+    assert [[len(d) for d in b] for b in batches] == [[300, 500], [400], [1500], [10, 20], [1024], [1]]
+    assert list(pf.token_batches([], tokens=8)) == []

@@ -157,7 +157,40 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
 
     nlp = load_model(model)
     with threadpool_limits(limits=1, user_api="blas"):
-        return [[tok.pos_ for tok in doc if not tok.is_space] for doc in nlp.pipe(texts, batch_size=batch_size)]
+        if isinstance(nlp, rule_pos.RuleTagger):
+            tagged = nlp.pipe(texts, batch_size=batch_size)
+        else:
+            tagged = tag_docs(nlp, nlp.tokenizer.pipe(texts, batch_size=batch_size))
+        return [[tok.pos_ for tok in doc if not tok.is_space] for doc in tagged]
+
+
+# A batch of the tagger holds at most this many tokens. thinc keeps every layer's
+# activations of a batch until its forward pass ends (the backprop closures hold them, in
+# prediction too): ro_legal_fl's eight-layer window encoder holds about 80 KB per token,
+# so a batch of 256 sentences of 26 tokens peaked at +470 MiB, and the largest batch of a
+# run (the one with the longest sentences) grew with the input. Batches of at most
+# TOKENS_PER_BATCH tokens peak at about 80 MiB whatever the sentences; the tags are the same.
+TOKENS_PER_BATCH = 1024
+
+
+def token_batches(docs: Iterable, tokens: int = TOKENS_PER_BATCH) -> Iterable[list]:
+    """Docs in order, in lists of at most `tokens` tokens (a longer doc alone in its list)."""
+    batch, size = [], 0
+    for doc in docs:
+        if batch and size + len(doc) > tokens:
+            yield batch
+            batch, size = [], 0
+        batch.append(doc)
+        size += len(doc)
+    if batch:
+        yield batch
+
+
+def tag_docs(nlp, docs: Iterable, tokens: int = TOKENS_PER_BATCH) -> Iterable:
+    """`nlp.pipe` over tokenized docs, in order, in batches of at most `tokens` tokens
+    (`token_batches`): the tagger's memory is bounded by `tokens`, not by the sentences."""
+    for batch in token_batches(docs, tokens):
+        yield from nlp.pipe(batch, batch_size=len(batch))
 
 
 # The verdicts tag a long sentence's first tokens first (`pos_verdicts`): its receptive field
@@ -217,7 +250,7 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     subject, predicate = frozenset(lexicon.subject_pos), frozenset(lexicon.predicate_pos)
     with threadpool_limits(limits=1, user_api="blas"):
         docs = list(nlp.tokenizer.pipe(texts, batch_size=batch_size))
-        first = nlp.pipe([d[:cut].as_doc() if len(d) > cut else d for d in docs], batch_size=batch_size)
+        first = tag_docs(nlp, (d[:cut].as_doc() if len(d) > cut else d for d in docs))
         out: list = [None] * len(docs)
         whole = []
         for i, (doc, tagged) in enumerate(zip(docs, first)):
@@ -229,7 +262,7 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
                 whole.append(i)
             else:
                 out[i] = (True, None)
-        for i, tagged in zip(whole, nlp.pipe([docs[i] for i in whole], batch_size=batch_size)):
+        for i, tagged in zip(whole, tag_docs(nlp, (docs[i] for i in whole))):
             out[i] = is_complete([tok.pos_ for tok in tagged if not tok.is_space], lexicon)
     return out
 

@@ -14,7 +14,7 @@ from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for, recase_first_letter
 from extractor.pairs.pairing import (MARKED_REASONS, Document, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pair_document, premise_text, select_bin)
+                                     neutral_pools, pair_batch, pair_document, premise_text, select_bin)
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +117,16 @@ def test_neutral_strategies_follow_their_rules(en):
 
 def test_unused_pool_leaves_out_short_phrase_and_marked_sentences(en):
     doc = doc_of([["Short.", "So-called experts said the harbour was a ruin" + LONG, "A plain sentence" + LONG],
-                  ["A plain premise sentence" + LONG, "However, a marked hypothesis sentence" + LONG]])
+                  ["A plain premise sentence" + LONG, "However, a marked hypothesis sentence" + LONG],
+                  ["A plain premise sentence" + LONG, "Another plain sentence" + LONG]])
     marked = marked_pairs(doc, en)
     pools = neutral_pools(doc, en, marked)
-    assert pools.unused == [2]
+    assert pools.unused == [2, 6]  # 5 repeats the marked premise's text: left out too
     assert pools.marked_premise == [3] and pools.marked_hypothesis == [4]
+    # pass one's batch function applies the same rule
+    batch = pair_batch([doc], en, seed=0)
+    used = batch.candidates.p.tolist() + batch.candidates.h.tolist()
+    assert 6 in used and 5 not in used
 
 
 def test_pair_id_is_the_documented_hash():

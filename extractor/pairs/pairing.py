@@ -217,21 +217,33 @@ def as_hypothesis(text: str) -> str:
     return text if text[:1].isupper() else recase_first_letter(text)
 
 
+def marked_members(doc: Document, marked: Sequence[Pair]) -> tuple[dict, dict, list[int]]:
+    """The pool rule for a document's marked pairs: those that pass the text rules (the POS
+    filter's rejects kept: it judges neutral candidates on their own) give the marked
+    premises and hypotheses, {sentence: text it takes}, each sentence once in order of
+    first use; and the sentences no `unused` pool may take, in order: those pairs' sentences
+    and every sentence with the text of one of them. `neutral_pools` (one document) and
+    `pair_batch` (a batch, as arrays) both apply it."""
+    premises: dict = {}
+    hypotheses: dict = {}
+    for p in marked:
+        if p.reject is None or p.reject.startswith("pos_"):
+            premises.setdefault(p.p, p.premise)
+            hypotheses.setdefault(p.h, p.hypothesis)
+    used = premises.keys() | hypotheses.keys()
+    used_text = {doc.text[i] for i in used}
+    taken = [i for i, text in enumerate(doc.text) if i in used or text in used_text] if used else []
+    return premises, hypotheses, taken
+
+
 def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annotations: tuple | None = None) -> Pools:
     _, opens = annotations or annotate(doc, matcher)
-    pools = Pools()
-    kept = [p for p in marked if p.reject is None or p.reject.startswith("pos_")]
-    used = {p.p for p in kept} | {p.h for p in kept}
-    used_text = {doc.text[i] for i in used}
-    for p in kept:
-        if p.p not in pools.premise_text:
-            pools.marked_premise.append(p.p)
-            pools.premise_text[p.p] = p.premise
-        if p.h not in pools.hypothesis_text:
-            pools.marked_hypothesis.append(p.h)
-            pools.hypothesis_text[p.h] = p.hypothesis
+    premises, hypotheses, taken = marked_members(doc, marked)
+    pools = Pools(marked_premise=list(premises), marked_hypothesis=list(hypotheses),
+                  premise_text=dict(premises), hypothesis_text=dict(hypotheses))
+    taken = set(taken)
     for i, text in enumerate(doc.text):
-        if doc.short[i] or opens[i] or i in used or text in used_text:
+        if doc.short[i] or opens[i] or i in taken:
             continue
         pools.unused.append(i)
         pools.premise_text[i] = text
@@ -510,21 +522,14 @@ def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies
         local = prev[s:e]
         marked[d] = pairs = marked_pairs(doc, matcher, (matches[s:e], opens[s:e]),
                                          np.where(local >= 0, local - s, -1).tolist())
-        kept = [p for p in pairs if p.reject is None or p.reject.startswith("pos_")]
-        if not kept:
-            continue
-        used = {p.p for p in kept} | {p.h for p in kept}
-        used_text = {doc.text[i] for i in used}
-        for p in kept:
-            if s + p.p not in premise_override:
-                marked_premise.append(s + p.p)
-                premise_override[s + p.p] = p.premise
-            if s + p.h not in hypothesis_override:
-                marked_hypothesis.append(s + p.h)
-                hypothesis_override[s + p.h] = p.hypothesis
-        for i, text in enumerate(doc.text):
-            if i in used or text in used_text:
-                unused[s + i] = False
+        premises, hypotheses, taken = marked_members(doc, pairs)
+        for i, text in premises.items():
+            marked_premise.append(s + i)
+            premise_override[s + i] = text
+        for i, text in hypotheses.items():
+            marked_hypothesis.append(s + i)
+            hypothesis_override[s + i] = text
+        unused[[s + i for i in taken]] = False
     members = {"unused": np.flatnonzero(unused)}
     members["marked_premise"] = np.asarray(marked_premise, dtype=np.int64)
     members["marked_hypothesis"] = np.asarray(marked_hypothesis, dtype=np.int64)

@@ -333,7 +333,8 @@ def main() -> None:
         import pyarrow.parquet as pq
 
         src.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(args.pairs, src / "pairs.parquet")
+        if not (src / "pairs.parquet").exists() or not (src / "pairs.parquet").samefile(args.pairs):
+            shutil.copyfile(args.pairs, src / "pairs.parquet")  # (the file itself: already there)
         n, what = pq.ParquetFile(src / "pairs.parquet").metadata.num_rows, str(args.pairs)
     else:
         n, what = build_pairs(args.docs, src)

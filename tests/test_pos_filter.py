@@ -154,7 +154,7 @@ def test_romanian_model_tags_without_its_tagger_as_with_it():
     batches = []
     real_pipe = type(nlp).pipe
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(type(nlp), "pipe", lambda self, docs, **k: real_pipe(self, _counted(docs, batches, whole=True), **k))
+        mp.setattr(type(nlp), "pipe", lambda self, docs, **k: real_pipe(self, _batch_counted(docs, batches), **k))
         assert pf.pos_tags(lines, "ro_legal_fl") == expected
     # in batches of at most TOKENS_PER_BATCH tokens (the tagger's memory), not of 256 lines
     assert len(batches) > 3 and max(sum(b) for b in batches) <= pf.TOKENS_PER_BATCH, [sum(b) for b in batches]
@@ -196,15 +196,18 @@ def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sent
     assert sum(1 for v in expected if not v[0]) > 20
 
 
-def _counted(docs, asked: list, whole: bool = False):
-    """Records the docs' lengths (`whole`: one list per batch handed to `pipe`)."""
-    docs = list(docs) if whole else docs
-    if whole:
-        asked.append([len(doc) for doc in docs])
+def _counted(docs, asked: list):
+    """The docs, each one's length recorded in `asked`."""
     for doc in docs:
-        if not whole:
-            asked.append(len(doc))
+        asked.append(len(doc))
         yield doc
+
+
+def _batch_counted(docs, batches: list) -> list:
+    """The docs of one `pipe` call, their lengths recorded as one list in `batches`."""
+    docs = list(docs)
+    batches.append([len(doc) for doc in docs])
+    return docs
 
 
 def test_token_batches_keep_order_and_bound_the_tokens():

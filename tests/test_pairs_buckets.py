@@ -221,6 +221,35 @@ def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_sam
     assert not set(tagged_spared) & set(verdicts.column("text").to_pylist())
 
 
+def test_verdict_cache_keeps_a_tasks_texts_and_a_bounded_tail_of_earlier_ones(monkeypatch):
+    """A worker's verdict cache holds every text of the running task (learned or tagged),
+    however many, and when the next task starts only the MAX_CACHE most recent of them:
+    its size does not grow with the input. Texts still cached are not tagged again."""
+    from extractor.lexicon import load_lexicon
+    from extractor.pairs import pos_filter as pf
+
+    lexicon = load_lexicon("uk")
+    monkeypatch.setattr(bt.Verdicts, "MAX_CACHE", 4)
+    tagged: list = []
+    real = pf.pos_verdicts
+    monkeypatch.setattr(pf, "pos_verdicts", lambda texts, *a, **k: tagged.extend(texts) or real(texts, *a, **k))
+    bt._CACHE.clear()
+    first = bt.Verdicts("rules:uk", lexicon)
+    first.learn({"Знайдене раніше речення.": (True, None)})
+    first.prepare(UK_SENTENCES[:5])
+    first.prepare(UK_SENTENCES[5:])
+    cache = bt._CACHE["rules:uk"]
+    assert len(cache) == 1 + len(UK_SENTENCES) > 4  # the running task's texts all stay
+    expected = pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)
+    assert [first(t) for t in UK_SENTENCES] == expected and first("Знайдене раніше речення.") == (True, None)
+    second = bt.Verdicts("rules:uk", lexicon)  # the next task: the 4 last texts of the first
+    assert list(cache) == UK_SENTENCES[-4:]
+    tagged.clear()
+    second.prepare(UK_SENTENCES)
+    assert sorted(tagged) == sorted(UK_SENTENCES[:4])
+    assert [second(t) for t in UK_SENTENCES] == expected
+
+
 def test_verdict_files_are_shared_only_within_the_read_budget(tmp_path, monkeypatch):
     work = str(tmp_path / "work")
     assert ps._shared_verdicts(work, 4) is None  # no marked round with a model: nothing to share

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import re
 
 import pytest
@@ -216,3 +217,28 @@ def test_token_batches_keep_order_and_bound_the_tokens():
     assert [len(d) for b in batches for d in b] == lengths  # every doc, in order
     assert [[len(d) for d in b] for b in batches] == [[300, 500], [400], [1500], [10, 20], [1024], [1]]
     assert list(pf.token_batches([], tokens=8)) == []
+
+
+def test_verdicts_leave_no_new_words_in_the_vocabulary():
+    """`pos_verdicts` and `pos_tags` tag inside spaCy's memory zone: the words of real
+    Romanian prose the pipeline had not seen leave its vocabulary (strings) and tokenizer
+    cache when the call returns, so a worker's memory does not grow with the words of its
+    input; the verdicts and tags are those of tagging outside the zone."""
+    pytest.importorskip("ro_legal_fl")
+    from tests.conftest import shared_file
+
+    lexicon = load_lexicon("ro")
+    lines = [line.strip() for line in shared_file("text/eltec-rom-20/ROM004.txt").read_text(encoding="utf-8")
+             .splitlines() if len(line.strip()) > 40][:400]
+    lines += [line[: len(line) // 3] for line in lines[:100]]  # fragments: some without a predicate
+    nlp = pf.load_model("ro_legal_fl")
+    strings = len(nlp.vocab.strings)
+    zoned, tags = pf.pos_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(lines[:100], "ro_legal_fl")
+    assert len(nlp.vocab.strings) == strings
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pf, "memory_zone", lambda nlp: contextlib.nullcontext())
+        assert pf.pos_verdicts(lines, "ro_legal_fl", lexicon) == zoned
+        assert pf.pos_tags(lines[:100], "ro_legal_fl") == tags
+    grown = len(nlp.vocab.strings) - strings  # outside the zone the new words stay
+    assert grown > 300, grown
+    assert sum(ok for ok, _ in zoned) > 100 and sum(not ok for ok, _ in zoned) > 10

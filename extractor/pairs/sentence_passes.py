@@ -20,6 +20,7 @@ error, not a silent half-document.
 """
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections import Counter
 from typing import Callable, Iterable, Iterator
@@ -264,16 +265,24 @@ def _finish(part: dict, done: set) -> Document:
 # ---------------------------------------------------------------------------- POS verdicts
 
 class Verdicts:
-    """POS verdicts by text for one Python worker: spaCy (nlp.pipe) only on texts not seen
-    before; counts per text occurrence asked for, so the numbers do not depend on how rows
-    fall into tasks."""
+    """POS verdicts by text for one task of a Python worker: spaCy (nlp.pipe) only on texts
+    not seen before; counts per text occurrence asked for, so the numbers do not depend on
+    how rows fall into tasks. The worker's cache keeps every text of the running task and,
+    of earlier tasks', the MAX_CACHE last ones (trimmed, oldest first, when a task starts):
+    its memory is bounded by one task's texts, not by the input. The texts a task finds
+    there are nearly all its own (`learn`: the marked round's verdicts); of earlier tasks',
+    few (docs/scale.md "What stage 2 keeps per worker")."""
 
-    MAX_CACHE = 200_000
+    MAX_CACHE = 4_096
 
     def __init__(self, model: str | None, lexicon, without_torch: bool = False):
         self.model, self.lexicon, self.without_torch = model, lexicon, without_torch
         self.cache: dict = _CACHE.setdefault(model, {}) if model else {}
         self.counts: Counter = Counter()
+        over = len(self.cache) - self.MAX_CACHE
+        if over > 0:  # a Python worker runs one task at a time: none of these is in use
+            for text in list(itertools.islice(self.cache, over)):
+                del self.cache[text]
 
     def prepare(self, texts: list[str]) -> None:
         if not self.model:
@@ -281,8 +290,6 @@ class Verdicts:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if not todo:
             return
-        if len(self.cache) + len(todo) > self.MAX_CACHE:
-            self.cache.clear()
         try:
             pf.load_model(self.model, without_torch=self.without_torch)
         except Exception as exc:  # any failure to load: one line for the driver, no worker trace
@@ -296,8 +303,6 @@ class Verdicts:
     def learn(self, known: dict) -> None:
         """Take verdicts by text found elsewhere ({text: (ok, reason)}) into the cache."""
         if self.model:
-            if len(self.cache) + len(known) > self.MAX_CACHE:
-                self.cache.clear()
             self.cache.update(known)
 
     def __call__(self, text: str) -> tuple:

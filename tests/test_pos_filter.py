@@ -242,3 +242,24 @@ def test_verdicts_leave_no_new_words_in_the_vocabulary():
     grown = len(nlp.vocab.strings) - strings  # outside the zone the new words stay
     assert grown > 300, grown
     assert sum(ok for ok, _ in zoned) > 100 and sum(not ok for ok, _ in zoned) > 10
+
+
+def test_a_long_list_of_texts_is_tagged_in_parts_with_the_same_verdicts(monkeypatch):
+    """`pos_verdicts` and `pos_tags` tokenize and tag TEXTS_PER_CALL texts at a time, each
+    part in a memory zone of its own (a task's Docs and new words are a part's, whatever
+    the number of texts); the verdicts and tags are those of one call over all of them."""
+    pytest.importorskip("ro_legal_fl")
+    from tests.conftest import shared_file
+
+    lexicon = load_lexicon("ro")
+    lines = [line.strip() for line in shared_file("text/eltec-rom-20/ROM005.txt").read_text(encoding="utf-8")
+             .splitlines() if len(line.strip()) > 40][:300]
+    lines += [line[: len(line) // 3] for line in lines[:60]]
+    whole, tags = pf.pos_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(iter(lines), "ro_legal_fl")
+    zones = []
+    real = pf.memory_zone
+    monkeypatch.setattr(pf, "memory_zone", lambda nlp: zones.append(1) or real(nlp))
+    monkeypatch.setattr(pf, "TEXTS_PER_CALL", 100)
+    assert pf.pos_verdicts(lines, "ro_legal_fl", lexicon) == whole and len(zones) == 4
+    assert pf.pos_tags(iter(lines), "ro_legal_fl") == tags and len(zones) == 8
+    assert len(lines) == 360 and sum(not ok for ok, _ in whole) > 10

@@ -145,3 +145,36 @@ def test_task_done_hands_freed_memory_back_to_the_system():
     assert pa.total_allocated_bytes() < 1 << 20 and _rss_mib() > base + 200  # freed, still resident
     release_memory()
     assert _rss_mib() < base + (held - base) // 4, (base, held, _rss_mib())
+
+
+def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
+    """A Spark task runs several of a round's tasks (a packed group here: three per core);
+    each starts after the memory of the one before was handed back (`_released`), not from
+    the pages Arrow's pool kept: its resident memory at the start stays near the first
+    task's, though each task held 200 MB."""
+    def task(_):
+        import os
+
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def rss():
+            with open("/proc/self/status") as f:
+                return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+
+        start = rss()
+        arrays = [pc.add(pa.array(np.arange(25_000, dtype=np.int64)), 1) for _ in range(1000)]  # 1,000 x 200 KB
+        held = rss()
+        del arrays
+        return {"pid": os.getpid(), "start": start, "held": held}
+
+    out = run_tasks(spark, task, list(range(6)), costs=[1.0] * 6)
+    by_pid: dict = {}
+    for r in out:
+        by_pid.setdefault(r["pid"], []).append(r)
+    runs = [rs for rs in by_pid.values() if len(rs) > 1]
+    assert runs, out  # some worker ran several tasks in one Spark task
+    for rs in runs:
+        assert all(r["held"] > r["start"] + 150 for r in rs), rs
+        assert all(later["start"] < rs[0]["start"] + 60 for later in rs[1:]), rs

@@ -156,6 +156,9 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
     English), and a Spark worker must not use more than its task's core."""
     from threadpoolctl import threadpool_limits
 
+    texts = texts if isinstance(texts, Sequence) else list(texts)
+    if len(texts) > TEXTS_PER_CALL:
+        return [tags for part in _parts(texts) for tags in pos_tags(part, model, batch_size)]
     nlp = load_model(model)
     with threadpool_limits(limits=1, user_api="blas"), memory_zone(nlp):
         if isinstance(nlp, rule_pos.RuleTagger):
@@ -163,6 +166,16 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
         else:
             tagged = tag_docs(nlp, nlp.tokenizer.pipe(texts, batch_size=batch_size))
         return [[tok.pos_ for tok in doc if not tok.is_space] for doc in tagged]
+
+
+# `pos_tags` and `pos_verdicts` tokenize and tag at most this many texts at a time, each
+# part in a memory zone of its own: a call's Docs and new words are a part's, whatever the
+# number of texts a task asks for (a pairs bucket's, which grows with the input otherwise).
+TEXTS_PER_CALL = 1000
+
+
+def _parts(texts: Sequence[str]) -> Iterable[Sequence[str]]:
+    return (texts[a:a + TEXTS_PER_CALL] for a in range(0, len(texts), TEXTS_PER_CALL))
 
 
 def memory_zone(nlp):
@@ -252,6 +265,8 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     long sentences are tagged whole. The same verdicts as tagging every sentence whole
     (tests/test_pos_filter.py); on the 1 GB scale dump's sentences about 18 % fewer
     tokens through the model."""
+    if len(texts) > TEXTS_PER_CALL:
+        return [v for part in _parts(texts) for v in pos_verdicts(part, model, lexicon, batch_size)]
     nlp = load_model(model)
     field = receptive_field(nlp) if not model.startswith(rule_pos.PREFIX) else None
     if field is None:

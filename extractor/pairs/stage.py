@@ -144,10 +144,12 @@ def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
 # --------------------------------------------------------------------------- Spark
 
 def _pos_tasks(slots: int, units: int) -> int:
-    """Tasks of a POS step: one per core, and one per 16 units of pass 1 on a large table.
-    Both steps then run on every Python worker, each loading spaCy once, at the same time
-    (not one worker in the first step and another, loading it again, in the second)."""
-    return max(1, slots, units // 16)
+    """Tasks of a POS step: one per core, and one per 16 units of pass 1 (or fewer) on a
+    large table, so that a bucket holds the pairs of at most 16 units whatever the size of
+    the input (its rows and its texts' verdicts are a task's memory). Both steps then run
+    on every Python worker, each loading spaCy once, at the same time (not one worker in
+    the first step and another, loading it again, in the second)."""
+    return max(1, slots, -(-units // 16))
 
 
 def _plan_of(lexicon, options: Options, units: list, model, work: str, buckets: int) -> dict:

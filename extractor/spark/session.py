@@ -6,7 +6,7 @@ import socket
 import sys
 
 from extractor.spark.jvm import driver_java_options
-from extractor.stage import task_done  # noqa: F401  (the last call of every Python task)
+from extractor.stage import release_memory, task_done  # task_done: the last call of every Python task
 
 
 def get_session(master: str | None = None, app_name: str = "nli-extract",
@@ -99,9 +99,18 @@ def _run_packed_round(batches):
     for batch in batches:
         for g in batch.column(0).to_pylist():
             for i in groups[g]:
-                yield _result(i, fn(tasks[i]))
+                yield _result(i, _released(fn(tasks[i])))
     del fn, tasks, groups  # the round's plan: freed now, not frozen
     task_done()
+
+
+def _released(result):
+    """A task's result, after the memory the task freed is handed back (`release_memory`):
+    a Spark task runs several of a round's tasks (a range, or a packed group), and the
+    next one must not start from the pages the last one left (a pairs bucket's tagging
+    is tens of MB)."""
+    release_memory()
+    return result
 
 
 def _result(i: int, result):
@@ -158,7 +167,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     def run(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield _result(i, fn(tasks[i]))
+                yield _result(i, _released(fn(tasks[i])))
         task_done()
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))

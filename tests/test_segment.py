@@ -228,3 +228,32 @@ def test_contexts_decided_without_tokens_agree_with_punkt_on_romanian_novels():
             seen[name] += pattern.fullmatch(text) is not None
         assert fresh.text_contains_sentbreak(text) == plain.text_contains_sentbreak(text), text
     assert seen["plain"] > 5000 and seen["bang"] > 1000 and seen["ellipsis"] > 200, seen
+
+
+def test_memo_stays_bounded_keeps_the_contexts_asked_again_and_splits_as_punkt(monkeypatch):
+    """The memo of Punkt's decisions holds at most MAX_CACHE contexts: when full, only the
+    contexts asked for again since the last trim stay. Over real Romanian prose with a
+    memo of 20 contexts, the sentences are Punkt's (NLTK's own tokenizer) and the memo
+    never passes its bound; a context asked twice survives the trim, one asked once does not."""
+    from tests.conftest import shared_file
+    from extractor.documents import segment as sg
+
+    paras = [p.strip() for p in shared_file("text/eltec-rom-20/ROM006.txt").read_text(encoding="utf-8").split("\n")
+             if p.strip()]
+    params = train_punkt(paras, RO.abbreviations)
+    monkeypatch.setattr(sg._MemoPunkt, "MAX_CACHE", 20)
+    ours, plain = Segmenter(params), PunktSentenceTokenizer(params)
+    sizes = []
+    real = sg._MemoPunkt._trim
+    monkeypatch.setattr(sg._MemoPunkt, "_trim", lambda self: sizes.append(len(self._memo)) or real(self))
+    for para in paras:
+        text = sg.fold(para)
+        assert ours.split(para) == [para[a:b].strip() for a, b in plain.span_tokenize(text) if para[a:b].strip()]
+    assert len(sizes) > 3 and max(sizes) == 20 and len(ours._tokenizer._memo) <= 20, sizes
+    tok = sg._MemoPunkt(params)
+    slow = [c for c in (f"Dl{i}. ({i}) xyz" for i in range(200)) if sg._PLAIN_CONTEXT_RE.fullmatch(c) is None]
+    tok.text_contains_sentbreak(slow[0])
+    tok.text_contains_sentbreak(slow[0])  # asked again: hot
+    for c in slow[1:21]:
+        tok.text_contains_sentbreak(c)
+    assert slow[0] in tok._memo and slow[1] not in tok._memo and len(tok._memo) <= 20

@@ -149,7 +149,7 @@ def test_task_done_hands_freed_memory_back_to_the_system():
 
 def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
     """A Spark task runs several of a round's tasks (a packed group here: three per core);
-    each starts after the memory of the one before was handed back (`_released`), not from
+    each starts after the memory of the one before was handed back (`_task_result`), not from
     the pages Arrow's pool kept: its resident memory at the start stays near the first
     task's, though each task held 200 MB."""
     def task(_):

@@ -271,7 +271,7 @@ class Verdicts:
     of earlier tasks', the MAX_CACHE last ones (trimmed, oldest first, when a task starts):
     its memory is bounded by one task's texts, not by the input. The texts a task finds
     there are nearly all its own (`learn`: the marked round's verdicts); of earlier tasks',
-    few (docs/scale.md "What stage 2 keeps per worker")."""
+    few (docs/scale.md, the section "worker memory flat in input size")."""
 
     MAX_CACHE = 4_096
 

@@ -99,18 +99,19 @@ def _run_packed_round(batches):
     for batch in batches:
         for g in batch.column(0).to_pylist():
             for i in groups[g]:
-                yield _result(i, _released(fn(tasks[i])))
+                yield _task_result(fn, tasks, i)
     del fn, tasks, groups  # the round's plan: freed now, not frozen
     task_done()
 
 
-def _released(result):
-    """A task's result, after the memory the task freed is handed back (`release_memory`):
-    a Spark task runs several of a round's tasks (a range, or a packed group), and the
-    next one must not start from the pages the last one left (a pairs bucket's tagging
-    is tens of MB)."""
+def _task_result(fn, tasks: list, i: int):
+    """Task `i` of a round run, as the batch `run_tasks` collects, after the memory it freed
+    is handed back (`release_memory`): a Spark task runs several of a round's tasks (a
+    range, or a packed group), and the next one must not start from the pages the last one
+    left (a pairs bucket's tagging is tens of MB)."""
+    result = fn(tasks[i])
     release_memory()
-    return result
+    return _result(i, result)
 
 
 def _result(i: int, result):
@@ -167,7 +168,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     def run(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield _result(i, _released(fn(tasks[i])))
+                yield _task_result(fn, tasks, i)
         task_done()
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))

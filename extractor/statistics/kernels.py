@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.statistics import charclasses
-from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length
+from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens
 
 
 # `batch_statistics` computes the per-row functions of `rows` for a whole batch at once: the
@@ -59,10 +59,11 @@ class _Tokens:
         self.raw = np.zeros(0, dtype=np.int64)
 
 
-def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
     """Number the distinct tokens of `sides` (sets each side's ``raw``) and return per raw
     id: its normalised word's id (`norm_words`; -1 when nothing is left), whether it holds
-    a capital letter, whether it does after its first character; and the normalised words."""
+    a capital letter, whether it does after its first character; and the normalised words
+    (an Arrow array: most callers take a few of them, or hand them to Arrow again)."""
     encoded = pa.chunked_array([s.strings for s in sides], pa.large_string()).combine_chunks().dictionary_encode()
     ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     start = 0
@@ -78,7 +79,7 @@ def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
     norm_id = normal.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     upper, upper_tail = charclasses.has_upper(vocab)
     return (norm_id, upper.to_numpy(zero_copy_only=False).astype(bool),
-            upper_tail.to_numpy(zero_copy_only=False).astype(bool), normal.dictionary.to_pylist())
+            upper_tail.to_numpy(zero_copy_only=False).astype(bool), normal.dictionary)
 
 
 def _python_norm(token: str) -> str:
@@ -142,28 +143,47 @@ def _popcount(v: np.ndarray) -> np.ndarray:
 
 
 def _lcs_lengths(hyp: tuple, prem: tuple, width: int) -> np.ndarray:
-    """`lcs_length(hn, pn)` of every row whose hypothesis has at most 64 words (-1 for the
-    others), from the `_normalised` sides: `lcs_length`'s bit-parallel recurrence with one
-    64-bit word per row, all rows stepping through their premise words together."""
+    """`lcs_length(hn, pn)` of every row, from the `_normalised` sides: `lcs_length`'s
+    bit-parallel recurrence, the rows grouped by the 64-bit words their hypothesis needs
+    (`_lcs_words`; a row without hypothesis words has length 0)."""
+    h_len = hyp[3]
+    words = np.maximum(1, (h_len + 63) // 64)
+    out = np.zeros(len(h_len), dtype=np.int64)
+    for w in np.unique(words).tolist():
+        rows = words == w
+        out[rows] = _lcs_words(hyp, prem, width, rows, w)[rows]
+    return out
+
+
+def _lcs_words(hyp: tuple, prem: tuple, width: int, fits: np.ndarray, n_words: int) -> np.ndarray:
+    """`lcs_length(hn, pn)` of the rows where `fits` (hypotheses of at most 64 * `n_words`
+    words; -1 for the others): one bit vector of `n_words` 64-bit words per row, all rows
+    stepping through their premise words together (Hyyro's recurrence V' = (V + U) | (V - U),
+    U = V & M: V - U never borrows, V + U carries from word to word)."""
     h_row, h_ids, h_pos, h_len = hyp
     p_row, p_ids, p_pos, p_len = prem
     n = len(h_len)
-    fits = h_len <= 64
     out = np.full(n, -1, dtype=np.int64)
-    # bit i of a (row, word) mask: word i of the row's hypothesis is that word
+    # bits of a (row, word) mask: word i of the row's hypothesis is that word; the masks of
+    # the distinct (row, word) keys, each as n_words 64-bit words
     sel = fits[h_row]
     keys = h_row[sel] * width + h_ids[sel]
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    first = np.nonzero(_starts(keys))[0]
-    bits = np.left_shift(np.uint64(1), h_pos[sel][order].astype(np.uint64))
-    masks = np.bitwise_or.reduceat(bits, first) if len(first) else bits
-    keys = keys[first]
+    pos = h_pos[sel]
+    cell = keys * n_words + pos // 64
+    order = np.argsort(cell, kind="stable")
+    cell, pos = cell[order], pos[order]
+    first = np.nonzero(_starts(cell))[0]
+    bits = np.left_shift(np.uint64(1), (pos % 64).astype(np.uint64))
+    words = np.bitwise_or.reduceat(bits, first) if len(first) else bits
+    cell = cell[first]
+    keys = _unique_sorted(cell // n_words)
+    masks = np.zeros((len(keys), n_words), dtype=np.uint64)
+    masks[np.searchsorted(keys, cell // n_words), cell % n_words] = words
     # each premise word's mask, placed at (its position, its row's rank): the rows ranked
     # by premise length, longest first, so the rows still stepping at step j are a prefix
     sel = fits[p_row]
     p_keys = p_row[sel] * width + p_ids[sel]
-    step_masks = np.zeros(len(p_keys), dtype=np.uint64)
+    step_masks = np.zeros((len(p_keys), n_words), dtype=np.uint64)
     if len(keys):
         at = np.minimum(np.searchsorted(keys, p_keys), len(keys) - 1)
         hit = keys[at] == p_keys
@@ -175,17 +195,30 @@ def _lcs_lengths(hyp: tuple, prem: tuple, width: int) -> np.ndarray:
     active = np.bincount(p_pos[sel])  # rows with a premise word at step j
     placed = np.empty_like(step_masks)
     placed[(np.cumsum(active) - active)[p_pos[sel]] + rank[p_row[sel]]] = step_masks
-    lengths = h_len[ranked].astype(np.uint64)
-    full = np.where(lengths >= 64, ALL_BITS, np.left_shift(np.uint64(1), np.minimum(lengths, 63)) - np.uint64(1))
+    # the first h_len bits of each row set; a carry out of them is dropped
+    lengths = h_len[ranked][:, None] - 64 * np.arange(n_words)[None, :]
+    full = np.where(lengths >= 64, ALL_BITS,
+                    np.left_shift(np.uint64(1), np.clip(lengths, 0, 63).astype(np.uint64)) - np.uint64(1))
     v = full.copy()
     start = 0
     for k in active.tolist():
         m, vk = placed[start:start + k], v[:k]
         u = vk & m
-        v[:k] = ((vk + u) | (vk - u)) & full[:k]  # uint64 arithmetic wraps: a 64-word carry drops
+        total = vk + u  # uint64 arithmetic wraps: the carry of word i goes into word i + 1
+        if n_words > 1:
+            carry = total < vk
+            for i in range(1, n_words):
+                total[:, i] += carry[:, i - 1]
+                carry[:, i] |= carry[:, i - 1] & (total[:, i] == 0)
+        v[:k] = (total | (vk ^ u)) & full[:k]
         start += k
-    out[ranked] = h_len[ranked] - _popcount(v)
+    out[ranked] = h_len[ranked] - _popcount(v.ravel()).reshape(v.shape).sum(axis=1)
     return out
+
+
+def _unique_sorted(sorted_keys: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array."""
+    return sorted_keys[_starts(sorted_keys)]
 
 
 def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
@@ -228,7 +261,8 @@ def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[n
 
 
 def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: list[str], width: int) -> dict:
-    """`word_counts` of one side from its `_distinct` normalised keys."""
+    """`word_counts` of one side from its `_distinct` normalised keys (`words`: the
+    normalised words as a list)."""
     per_label, ids, counts = _word_count_rows(keys, codes, width)
     seen = np.bincount(codes[codes >= 0], minlength=len(names))
     out = {"labels": {name: int(seen[c]) for c, name in enumerate(names)},
@@ -240,11 +274,11 @@ def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: l
     return out
 
 
-def _word_count_table(sides: dict, codes: np.ndarray, names: list[str], words: list[str], width: int) -> pa.Table:
+def _word_count_table(sides: dict, codes: np.ndarray, names: list[str], words: pa.Array, width: int) -> pa.Table:
     """The word counts of both sides as one table (side, label, word, n): `batch_statistics`
     with ``word_table``, for callers that add up counts column-wise."""
     parts = []
-    vocabulary = pa.array(words, pa.string())
+    vocabulary = words.cast(pa.string())
     label_names = pa.array(names, pa.string())
     for side, keys in sides.items():
         per_label, ids, counts = _word_count_rows(keys, codes, width)
@@ -286,13 +320,6 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     h_len = hn[3]
     new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
     lcs = _lcs_lengths(hn, pn, width)
-    long_rows = np.nonzero(lcs < 0)[0]
-    if len(long_rows):  # hypotheses of more than 64 words: `lcs_length` over the rows' word
-        # ids (one id per normalised word, so the same length as over the words)
-        h_end, p_end = np.cumsum(hn[3]), np.cumsum(pn[3])
-        for i in long_rows.tolist():
-            lcs[i] = lcs_length(hn[1][h_end[i] - hn[3][i]:h_end[i]].tolist(),
-                                pn[1][p_end[i] - pn[3][i]:p_end[i]].tolist())
     capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
     columns = {
         "premise_words": prem.count, "hypothesis_words": hyp.count,
@@ -307,6 +334,7 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     codes, names = _label_codes(labels, n)
     if word_table:
         return columns, _word_count_table({"hypothesis": hn_keys, "premise": pn_keys}, codes, names, words_, width)
+    words_ = words_.to_pylist()
     counts = {"hypothesis": _word_counts(hn_keys, codes, names, words_, width),
               "premise": _word_counts(pn_keys, codes, names, words_, width)}
     return columns, counts

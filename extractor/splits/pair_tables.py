@@ -240,7 +240,7 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
     rows, words = st.batch_columns(kept.column("premise"), kept.column("hypothesis"),
                                    pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
     n = kept.num_rows
-    arrays = {"kind": pa.array(np.full(n, "row", dtype=object), pa.string()), "split": splits.combine_chunks(),
+    arrays = {"kind": pa.repeat(pa.scalar("row", pa.string()), n), "split": splits.combine_chunks(),
               "label": labels.combine_chunks()}
     for c in st.ROW_COLUMNS:
         arrays[c] = pa.array(rows[c], STATS_SCHEMA.field(c).type)
@@ -250,7 +250,7 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
         # "split\x1flabel" of each word row: the few distinct keys split once, then taken
         keys = pc.dictionary_encode(words.column("label").combine_chunks())
         split_label = [k.split("\x1f", 1) for k in keys.dictionary.to_pylist()]
-        out.append(_stats_table({"kind": pa.array(np.full(m, "word", dtype=object), pa.string()),
+        out.append(_stats_table({"kind": pa.repeat(pa.scalar("word", pa.string()), m),
                                  "split": pa.array([s for s, _ in split_label], pa.string()).take(keys.indices),
                                  "label": pa.array([l for _, l in split_label], pa.string()).take(keys.indices),
                                  "side": words.column("side"), "word": words.column("word"),

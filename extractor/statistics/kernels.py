@@ -176,9 +176,12 @@ def _lcs_words(hyp: tuple, prem: tuple, width: int, fits: np.ndarray, n_words: i
     bits = np.left_shift(np.uint64(1), (pos % 64).astype(np.uint64))
     words = np.bitwise_or.reduceat(bits, first) if len(first) else bits
     cell = cell[first]
-    keys = _unique_sorted(cell // n_words)
-    masks = np.zeros((len(keys), n_words), dtype=np.uint64)
-    masks[np.searchsorted(keys, cell // n_words), cell % n_words] = words
+    if n_words == 1:
+        keys, masks = cell, words[:, None]
+    else:
+        keys = _unique_sorted(cell // n_words)
+        masks = np.zeros((len(keys), n_words), dtype=np.uint64)
+        masks[np.searchsorted(keys, cell // n_words), cell % n_words] = words
     # each premise word's mask, placed at (its position, its row's rank): the rows ranked
     # by premise length, longest first, so the rows still stepping at step j are a prefix
     sel = fits[p_row]
@@ -282,7 +285,7 @@ def _word_count_table(sides: dict, codes: np.ndarray, names: list[str], words: p
     label_names = pa.array(names, pa.string())
     for side, keys in sides.items():
         per_label, ids, counts = _word_count_rows(keys, codes, width)
-        parts.append(pa.table({"side": pa.array(np.full(len(ids), side, dtype=object), pa.string()),
+        parts.append(pa.table({"side": pa.repeat(pa.scalar(side, pa.string()), len(ids)),
                                "label": label_names.take(pa.array(per_label)), "word": vocabulary.take(pa.array(ids)),
                                "n": pa.array(counts.astype(np.int64))}))
     return pa.concat_tables(parts)

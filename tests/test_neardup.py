@@ -439,3 +439,28 @@ def test_verification_with_stored_shingles_and_keys(corpus):
         total += table.num_rows
         assert 0 < sum(table.column("both").to_pylist()) < table.num_rows
     assert total > 10
+
+
+def test_components_equal_scipy_on_random_graphs_and_long_chains():
+    """The numpy components against scipy's csgraph: random sparse graphs (many small
+    components, self-loops, repeated edges) and a chain of 3,000 nodes in random order
+    (the most rounds of hooking), each node labelled with the smallest node of its
+    component."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    def smallest_by_scipy(n, pairs):
+        graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+        _, labels = connected_components(graph, directed=False)
+        first = np.full(labels.max() + 1, n, dtype=np.int64)
+        np.minimum.at(first, labels, np.arange(n))
+        return first[labels]
+
+    rng = np.random.default_rng(5)
+    for n, m in [(50, 0), (50, 30), (2000, 1500), (2000, 2500), (300, 2000)]:
+        pairs = rng.integers(0, n, (m, 2))
+        assert (nd.components(n, pairs) == smallest_by_scipy(n, pairs)).all(), (n, m)
+    order = rng.permutation(3000)
+    chain = np.stack([order[:-1], order[1:]], axis=1)
+    assert (nd.components(3000, chain) == 0).all()
+    assert (nd.components(3000, chain[::-1]) == 0).all()

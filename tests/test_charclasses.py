@@ -34,7 +34,7 @@ def check_vocabulary(texts: list[str]) -> None:
         assert norm_id[i] == (index.setdefault(kept[0], len(index)) if kept else -1), repr(tok)
         assert upper[i] == any(ch.isupper() for ch in tok), repr(tok)
         assert upper_tail[i] == any(ch.isupper() for ch in tok[1:]), repr(tok)
-    assert words == list(index)
+    assert words.to_pylist() == list(index)
 
 
 def test_no_upper_case_at_or_above_the_limit():

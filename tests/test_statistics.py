@@ -134,7 +134,7 @@ def test_arrow_splits_text_at_exactly_the_characters_python_does():
 def test_batch_statistics_equal_the_per_row_functions_on_awkward_texts():
     """Case folding that changes length (ß, İ), final sigma, Unicode spaces, edge punctuation
     that leaves nothing, a capital after a leading space, empty and missing texts,
-    hypotheses of 64 and of more than 64 words (the batch's LCS: 64 words per bit vector word),
+    hypotheses of 64 and of more than 64 words (the batch's LCS takes up to 64 per row),
     repeated words (LCS), labels that are None, NaN or not strings."""
     premises = ["  The Army crossed  the river.", "", None, "ß STRASSE straße", "x\u00a0Y z\x1fw",
                 "İstanbul ΣΊΣΥΦΟΣ ΟΔΟΣ", "a " * 70, "(§4.3) -- !! ...", "Hello", "b a b a b a c",
@@ -166,8 +166,7 @@ def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
     labels = [rng.choice(["entailment", "neutral", None]) for _ in range(3000)]
     _assert_batch_is_per_row(premises, hypotheses, labels)
     # hypotheses of up to 300 words over three words, half of them in runs of one word of
-    # up to 150 (LCS bit vectors of up to five 64-bit words; a carry that runs through a
-    # whole word of ones into the next)
+    # up to 150 (the rows above 64 words, which the batch's LCS leaves to `lcs_length`)
     def runs(n):
         out = []
         while len(out) < n:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.statistics import charclasses
-from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens
+from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length
 
 
 # `batch_statistics` computes the per-row functions of `rows` for a whole batch at once: the
@@ -143,50 +143,28 @@ def _popcount(v: np.ndarray) -> np.ndarray:
 
 
 def _lcs_lengths(hyp: tuple, prem: tuple, width: int) -> np.ndarray:
-    """`lcs_length(hn, pn)` of every row, from the `_normalised` sides: `lcs_length`'s
-    bit-parallel recurrence, the rows grouped by the 64-bit words their hypothesis needs
-    (`_lcs_words`; a row without hypothesis words has length 0)."""
-    h_len = hyp[3]
-    words = np.maximum(1, (h_len + 63) // 64)
-    out = np.zeros(len(h_len), dtype=np.int64)
-    for w in np.unique(words).tolist():
-        rows = words == w
-        out[rows] = _lcs_words(hyp, prem, width, rows, w)[rows]
-    return out
-
-
-def _lcs_words(hyp: tuple, prem: tuple, width: int, fits: np.ndarray, n_words: int) -> np.ndarray:
-    """`lcs_length(hn, pn)` of the rows where `fits` (hypotheses of at most 64 * `n_words`
-    words; -1 for the others): one bit vector of `n_words` 64-bit words per row, all rows
-    stepping through their premise words together (Hyyro's recurrence V' = (V + U) | (V - U),
-    U = V & M: V - U never borrows, V + U carries from word to word)."""
+    """`lcs_length(hn, pn)` of every row whose hypothesis has at most 64 words (-1 for the
+    others), from the `_normalised` sides: `lcs_length`'s bit-parallel recurrence with one
+    64-bit word per row, all rows stepping through their premise words together."""
     h_row, h_ids, h_pos, h_len = hyp
     p_row, p_ids, p_pos, p_len = prem
     n = len(h_len)
+    fits = h_len <= 64
     out = np.full(n, -1, dtype=np.int64)
-    # bits of a (row, word) mask: word i of the row's hypothesis is that word; the masks of
-    # the distinct (row, word) keys, each as n_words 64-bit words
+    # bit i of a (row, word) mask: word i of the row's hypothesis is that word
     sel = fits[h_row]
     keys = h_row[sel] * width + h_ids[sel]
-    pos = h_pos[sel]
-    cell = keys * n_words + pos // 64
-    order = np.argsort(cell, kind="stable")
-    cell, pos = cell[order], pos[order]
-    first = np.nonzero(_starts(cell))[0]
-    bits = np.left_shift(np.uint64(1), (pos % 64).astype(np.uint64))
-    words = np.bitwise_or.reduceat(bits, first) if len(first) else bits
-    cell = cell[first]
-    if n_words == 1:
-        keys, masks = cell, words[:, None]
-    else:
-        keys = _unique_sorted(cell // n_words)
-        masks = np.zeros((len(keys), n_words), dtype=np.uint64)
-        masks[np.searchsorted(keys, cell // n_words), cell % n_words] = words
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.nonzero(_starts(keys))[0]
+    bits = np.left_shift(np.uint64(1), h_pos[sel][order].astype(np.uint64))
+    masks = np.bitwise_or.reduceat(bits, first) if len(first) else bits
+    keys = keys[first]
     # each premise word's mask, placed at (its position, its row's rank): the rows ranked
     # by premise length, longest first, so the rows still stepping at step j are a prefix
     sel = fits[p_row]
     p_keys = p_row[sel] * width + p_ids[sel]
-    step_masks = np.zeros((len(p_keys), n_words), dtype=np.uint64)
+    step_masks = np.zeros(len(p_keys), dtype=np.uint64)
     if len(keys):
         at = np.minimum(np.searchsorted(keys, p_keys), len(keys) - 1)
         hit = keys[at] == p_keys
@@ -198,30 +176,17 @@ def _lcs_words(hyp: tuple, prem: tuple, width: int, fits: np.ndarray, n_words: i
     active = np.bincount(p_pos[sel])  # rows with a premise word at step j
     placed = np.empty_like(step_masks)
     placed[(np.cumsum(active) - active)[p_pos[sel]] + rank[p_row[sel]]] = step_masks
-    # the first h_len bits of each row set; a carry out of them is dropped
-    lengths = h_len[ranked][:, None] - 64 * np.arange(n_words)[None, :]
-    full = np.where(lengths >= 64, ALL_BITS,
-                    np.left_shift(np.uint64(1), np.clip(lengths, 0, 63).astype(np.uint64)) - np.uint64(1))
+    lengths = h_len[ranked].astype(np.uint64)
+    full = np.where(lengths >= 64, ALL_BITS, np.left_shift(np.uint64(1), np.minimum(lengths, 63)) - np.uint64(1))
     v = full.copy()
     start = 0
     for k in active.tolist():
         m, vk = placed[start:start + k], v[:k]
         u = vk & m
-        total = vk + u  # uint64 arithmetic wraps: the carry of word i goes into word i + 1
-        if n_words > 1:
-            carry = total < vk
-            for i in range(1, n_words):
-                total[:, i] += carry[:, i - 1]
-                carry[:, i] |= carry[:, i - 1] & (total[:, i] == 0)
-        v[:k] = (total | (vk ^ u)) & full[:k]
+        v[:k] = ((vk + u) | (vk - u)) & full[:k]  # uint64 arithmetic wraps: a 64-word carry drops
         start += k
-    out[ranked] = h_len[ranked] - _popcount(v.ravel()).reshape(v.shape).sum(axis=1)
+    out[ranked] = h_len[ranked] - _popcount(v)
     return out
-
-
-def _unique_sorted(sorted_keys: np.ndarray) -> np.ndarray:
-    """The distinct values of a sorted array."""
-    return sorted_keys[_starts(sorted_keys)]
 
 
 def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
@@ -323,6 +288,13 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     h_len = hn[3]
     new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
     lcs = _lcs_lengths(hn, pn, width)
+    long_rows = np.nonzero(lcs < 0)[0]
+    if len(long_rows):  # hypotheses of more than 64 words: `lcs_length` over the rows' word
+        # ids (one id per normalised word, so the same length as over the words)
+        h_end, p_end = np.cumsum(hn[3]), np.cumsum(pn[3])
+        for i in long_rows.tolist():
+            lcs[i] = lcs_length(hn[1][h_end[i] - hn[3][i]:h_end[i]].tolist(),
+                                pn[1][p_end[i] - pn[3][i]:p_end[i]].tolist())
     capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
     columns = {
         "premise_words": prem.count, "hypothesis_words": hyp.count,

@@ -220,10 +220,10 @@ class TimingRunner:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def map(self, fn, tasks, spread=False, costs=None, name=None):
+    def map(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
         t0 = time.process_time()
         try:
-            return self.inner.map(fn, tasks, spread=spread, costs=costs, name=name)
+            return self.inner.map(fn, tasks, spread=spread, costs=costs, name=name, reuse_memory=reuse_memory)
         finally:
             key = name or "unnamed"
             self.cpu[key] = self.cpu.get(key, 0.0) + time.process_time() - t0

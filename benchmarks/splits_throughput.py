@@ -25,7 +25,12 @@ Each Spark run is a child process that starts its session, writes the
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
 Python workers) just before and just after stage 3's `run(ctx, runner)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
-without the session start-up. The plain run (`--plain`) runs
+without the session start-up, and printed per process kind too. Before that, one round of
+tasks imports stage 2's module in the Python workers: in the job, stage 3's workers are
+the ones that ran stage 2 (Spark reuses them) and hold its imports (numpy, pyarrow,
+pandas, extractor.neardup, extractor.statistics: seen in a real job). Until 2026-11-27
+the workers imported them inside the measured stage, about 0.45 CPU-s per worker that
+the job spends in stage 2. The plain run (`--plain`) runs
 `extractor.splits.stage.splits_in_one_process` on the pairs table the local[1] run read: the stage's
 six rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
@@ -47,6 +52,7 @@ import sys
 import time
 from pathlib import Path
 
+from pairs_throughput import _delta, tree_cpu as cpu_by_kind  # benchmarks/pairs_throughput.py
 from rounds import add_rounds_argument, print_medians, run_rounds, same_files  # benchmarks/rounds.py
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,24 +152,16 @@ def build_pairs(n_docs: int, out: Path) -> tuple[int, str]:
 
 
 def tree_cpu() -> float:
-    import psutil
-
-    me = psutil.Process()
-    total = 0.0
-    for p in [me] + me.children(recursive=True):
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
-        except psutil.Error:
-            pass
-    return total
+    """CPU seconds of this process and all its descendants (`pairs_throughput.tree_cpu`,
+    summed over the kinds)."""
+    return sum(cpu_by_kind().values())
 
 
 CHILD = """
 import argparse, json, sys, time
 sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from pathlib import Path
-from splits_throughput import tree_cpu
+from pairs_throughput import _delta, tree_cpu
 from extractor.spark.session import get_session
 from extractor.job import JobContext
 from extractor.lexicon import load_lexicon
@@ -186,13 +184,21 @@ def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair
 ctx.write_table_with("pairs", write_pairs)
 # the job runs stage 3 after stages 1 and 2 in the same session: the JVM has run jobs of
 # Python tasks through the prepared frame before (its first one costs 5-6 CPU-s of class
-# loading and compiling, not the stage's); one such round of no-op tasks here does the same
+# loading and compiling, not the stage's), and its Python workers, reused from task to task
+# and job to job, have run stage 2's tasks, so they hold the modules stage 2 imports (numpy,
+# pyarrow, pandas, extractor.neardup, extractor.statistics...; seen in a real job's stage-3
+# workers). One round of tasks that import stage 2's module does the same here.
+import importlib
 from extractor.spark.session import run_tasks
-run_tasks(spark, str, list(range(4)), costs=[1.0] * 4)
+def as_after_stage_2(_):
+    importlib.import_module("extractor.pairs.stage")
+    return 0
+run_tasks(spark, as_after_stage_2, list(range(4)), costs=[1.0] * 4)
 c, t = tree_cpu(), time.time()
 splits_stage.run(ctx, SparkRunner(spark))
-print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": tree_cpu() - c, "splits": ctx.stats["splits"]["splits"],
-                            "near": ctx.stats["splits"].get("near_duplicates")}}))
+wall, kinds = time.time() - t, _delta(c, tree_cpu())
+print("RESULT", json.dumps({{"wall": wall, "cpu": sum(kinds.values()), "kinds": kinds,
+                            "splits": ctx.stats["splits"]["splits"], "near": ctx.stats["splits"].get("near_duplicates")}}))
 """
 
 
@@ -290,7 +296,8 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     runs = {m: run_stage(m, src / "pairs.parquet") for m in ("local[1]", "local[2]")}
     for m, r in runs.items():
         print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
-              f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}", flush=True)
+              f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}; CPU-s: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in r["kinds"].items()), flush=True)
     print(near_line(runs["local[1]"]["near"]), flush=True)
     speedup = runs["local[1]"]["wall"] / runs["local[2]"]["wall"]
     print(f"speed-up 1 -> 2 cores (wall): {speedup:.2f}x (target >= 1.6x)")

@@ -47,14 +47,14 @@ def main() -> None:
         sys.exit(f"error: no {table}; run `benchmarks/scale.py --sizes {args.size}` first")
     rows = []
 
-    def map_(self, fn, tasks, spread=False, costs=None, name=None):
+    def map_(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
         out = []
         for task in tasks:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")  # reset the peak-RSS mark (VmHWM)
             before, cpu = _status("VmRSS"), time.process_time()
             out.append(json.loads(json.dumps(fn(task))))
-            if args.release:
+            if args.release and not reuse_memory:
                 contract.release_memory()
             rows.append((name, task if isinstance(task, int) else str(task)[:20], before, _status("VmHWM"),
                          _status("VmRSS"), round(time.process_time() - cpu, 1)))

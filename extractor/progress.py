@@ -142,9 +142,10 @@ class RecordingRunner:
         put_record(path, result)
         return result
 
-    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None,
+            reuse_memory: bool = False) -> list:
         if name is None:
-            return self.inner.map(fn, tasks, spread=spread, costs=costs)
+            return self.inner.map(fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
         rounds = fs.join(self.folder, "rounds", name)
         keys = [json.loads(_dumps(t)) for t in tasks]
         results: dict = {}
@@ -169,6 +170,6 @@ class RecordingRunner:
             return result
 
         done = self.inner.map(recorded, [(i, tasks[i]) for i in todo], spread=spread,
-                              costs=None if costs is None else [costs[i] for i in todo])
+                              costs=None if costs is None else [costs[i] for i in todo], reuse_memory=reuse_memory)
         results.update(zip(todo, done))
         return [results[i] for i in range(len(tasks))]

@@ -17,13 +17,16 @@ The stage never imports pyspark: the runner is the engine. Two runners:
 `extractor.spark.runner.SparkRunner` (the job: one Spark job of Python tasks per round) and
 `InProcessRunner` below (one process; the tests and the engine-overhead benchmarks).
 
-    runner.map(fn, tasks, spread=False, costs=None, name=None) -> [fn(task) for task in tasks]
+    runner.map(fn, tasks, spread=False, costs=None, name=None, reuse_memory=False)
+                              -> [fn(task) for task in tasks]
         a round: `fn` is a picklable function of one task (a unit number, a bucket, ...)
         returning a small JSON-able result; results come back in task order, through JSON.
         `spread`: one engine task each (few tasks of unequal cost); `costs`: each task's
         estimated cost (packed into one engine task per core). `name` names the round for
         the completion records of `--resume` (extractor.progress.RecordingRunner): a named
-        round's finished tasks are not run again by a resumed run.
+        round's finished tasks are not run again by a resumed run. `reuse_memory`: an
+        engine task that runs several tasks hands the memory they freed back at its end
+        only, not after each (`extractor.spark.session.run_tasks`).
     runner.plan(key) -> bool  the stage's plan of work units (JSON-able); True when the
                               finished work of this same plan may be reused (a resumed run),
                               False when the stage starts from scratch (then it removes
@@ -63,7 +66,8 @@ class InProcessRunner:
     slots = 1
     max_buckets = None
 
-    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None,
+            reuse_memory: bool = False) -> list:
         return [json.loads(json.dumps(fn(task))) for task in tasks]
 
     def plan(self, key) -> bool:

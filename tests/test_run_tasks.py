@@ -147,11 +147,9 @@ def test_task_done_hands_freed_memory_back_to_the_system():
     assert _rss_mib() < base + (held - base) // 4, (base, held, _rss_mib())
 
 
-def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
-    """A Spark task runs several of a round's tasks (a packed group here: three per core);
-    each starts after the memory of the one before was handed back (`_task_result`), not from
-    the pages Arrow's pool kept: its resident memory at the start stays near the first
-    task's, though each task held 200 MB."""
+def _holding_task():
+    """A task that holds 200 MB of Arrow arrays, then frees them: its worker's pid and
+    resident MiB at its start and while holding them (a closure: pickled by value)."""
     def task(_):
         import os
 
@@ -168,13 +166,37 @@ def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(
         held = rss()
         del arrays
         return {"pid": os.getpid(), "start": start, "held": held}
+    return task
 
-    out = run_tasks(spark, task, list(range(6)), costs=[1.0] * 6)
+
+def _per_worker(out: list) -> list[list[dict]]:
+    """The results of the workers that ran several tasks in one Spark task, per worker."""
     by_pid: dict = {}
     for r in out:
         by_pid.setdefault(r["pid"], []).append(r)
     runs = [rs for rs in by_pid.values() if len(rs) > 1]
     assert runs, out  # some worker ran several tasks in one Spark task
-    for rs in runs:
+    return runs
+
+
+def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
+    """A Spark task runs several of a round's tasks (a packed group here: three per core);
+    each starts after the memory of the one before was handed back (`_task_result`), not from
+    the pages Arrow's pool kept: its resident memory at the start stays near the first
+    task's, though each task held 200 MB."""
+    for rs in _per_worker(run_tasks(spark, _holding_task(), list(range(6)), costs=[1.0] * 6)):
         assert all(r["held"] > r["start"] + 150 for r in rs), rs
         assert all(later["start"] < rs[0]["start"] + 60 for later in rs[1:]), rs
+
+
+def test_a_round_that_reuses_memory_hands_it_back_at_the_end_of_each_spark_task(spark):
+    """With ``reuse_memory`` (stage 3's rounds) the tasks of one Spark task start from the
+    pages the one before freed, and reuse them: the worker holds about 200 MB more at the
+    start of the later tasks, and no more than that while they hold their own 200 MB. The
+    end of the Spark task hands them back: the next round's tasks start low again."""
+    for rs in _per_worker(run_tasks(spark, _holding_task(), list(range(6)), costs=[1.0] * 6, reuse_memory=True)):
+        assert all(later["start"] > rs[0]["start"] + 150 for later in rs[1:]), rs  # kept
+        assert all(later["held"] < rs[0]["held"] + 60 for later in rs[1:]), rs  # and reused
+        after = [r for r in run_tasks(spark, _holding_task(), list(range(6)), costs=[1.0] * 6)
+                 if r["pid"] == rs[0]["pid"]]
+        assert after and after[0]["start"] < rs[0]["start"] + 60, (rs, after)

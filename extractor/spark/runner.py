@@ -23,8 +23,9 @@ class SparkRunner:
     def max_buckets(self) -> int:
         return int(self.spark.conf.get("spark.sql.shuffle.partitions"))
 
-    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None) -> list:
-        return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs)
+    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None,
+            reuse_memory: bool = False) -> list:
+        return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
 
     def plan(self, key) -> bool:
         return False

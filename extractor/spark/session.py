@@ -95,22 +95,24 @@ def _run_packed_round(batches):
 
     from pyspark import TaskContext
 
-    fn, tasks, groups = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(ROUND_PROPERTY)))
+    fn, tasks, groups, reuse_memory = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(ROUND_PROPERTY)))
     for batch in batches:
         for g in batch.column(0).to_pylist():
             for i in groups[g]:
-                yield _task_result(fn, tasks, i)
+                yield _task_result(fn, tasks, i, reuse_memory)
     del fn, tasks, groups  # the round's plan: freed now, not frozen
     task_done()
 
 
-def _task_result(fn, tasks: list, i: int):
+def _task_result(fn, tasks: list, i: int, reuse_memory: bool = False):
     """Task `i` of a round run, as the batch `run_tasks` collects, after the memory it freed
     is handed back (`release_memory`): a Spark task runs several of a round's tasks (a
     range, or a packed group), and the next one must not start from the pages the last one
-    left (a pairs bucket's tagging is tens of MB)."""
+    left (a pairs bucket's tagging is tens of MB). With `reuse_memory` the next task reuses
+    them, and `task_done` hands them back at the end of the Spark task (`run_tasks`)."""
     result = fn(tasks[i])
-    release_memory()
+    if not reuse_memory:
+        release_memory()
     return _result(i, result)
 
 
@@ -138,7 +140,8 @@ def _prepared(spark, n: int):
     return frames[n]
 
 
-def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] | None = None) -> list:
+def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] | None = None,
+              reuse_memory: bool = False) -> list:
     """One Spark job of Python tasks: ``fn(task)`` for every task (a small JSON-able result
     each), the results in task order. Tasks run in contiguous ranges, about two per core
     (`over_ids`); one Spark task each with ``spread`` (few tasks of unequal cost); or, given
@@ -146,7 +149,14 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     (`pack`: a Spark task costs about 35 ms of CPU and 55 ms of wall time on a local
     master, more than many small tasks), the round handed to the tasks as a local property
     of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
-    exchange their rows through scratch files (`extractor.scratch`), not Spark."""
+    exchange their rows through scratch files (`extractor.scratch`), not Spark.
+
+    After each task the memory it freed is handed back (`release_memory`), so that the next
+    task of the same Spark task does not start from its pages; with ``reuse_memory`` only
+    at the end of each Spark task (`task_done`): for rounds of short tasks of bounded size
+    (stage 3's), where faulting the pages in again costs more than keeping them (on 100,000
+    pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0 CPU-s under local[1], its peak
+    490-507 -> 550 MiB in one process: docs/scale.md)."""
     import json
 
     if not tasks:
@@ -158,7 +168,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
 
         groups = pack(costs, spark.sparkContext.defaultParallelism)
         sc = spark.sparkContext
-        sc.setLocalProperty(ROUND_PROPERTY, base64.b64encode(cloudpickle.dumps((fn, tasks, groups))).decode("ascii"))
+        sc.setLocalProperty(ROUND_PROPERTY, base64.b64encode(cloudpickle.dumps((fn, tasks, groups, reuse_memory))).decode("ascii"))
         try:
             rows = _prepared(spark, len(groups)).collect()
         finally:
@@ -168,7 +178,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     def run(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield _task_result(fn, tasks, i)
+                yield _task_result(fn, tasks, i, reuse_memory)
         task_done()
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))

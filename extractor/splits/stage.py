@@ -16,6 +16,7 @@ other tables at the end, so a failed run never leaves a half-built dataset.
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -386,9 +387,13 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     drops: dict = {}
     slots = runner.slots
     columns = plan["schema"].names
+    # the rounds' tasks are short, each bounded by a unit or a bucket: the tasks of one
+    # engine task reuse the memory the one before freed (docs/scale.md: handing it back
+    # after each task cost 0.5 of about 7 CPU-s on 100,000 pairs, the pages faulted in again)
+    run_round = functools.partial(runner.map, reuse_memory=True)
     # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
     #      filter) are not data: counted, then left out. Documents -> splits per corpus.
-    found = runner.map(_summaries_task(plan), list(range(len(plan["units"]))), costs=[u["rows"] for u in plan["units"]],
+    found = run_round(_summaries_task(plan), list(range(len(plan["units"]))), costs=[u["rows"] for u in plan["units"]],
                        name="summaries")
     labels_seen = set()
     for r in found:
@@ -403,18 +408,18 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     if plan.get("near") and found:
         # near-duplicates: candidates per bucket of band keys, verified; documents joined
         near = {"candidates": 0, "hypotheses": 0, "pairs": 0}
-        for r in runner.map(_near_task(plan), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
+        for r in run_round(_near_task(plan), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
                             name="near-duplicates"):
             for k in near:
                 near[k] += r[k]
-        near.update(runner.map(_near_groups_task(plan), [0], name="near-groups")[0])
+        near.update(run_round(_near_groups_task(plan), [0], name="near-groups")[0])
     documents: dict = {}
     assign = _assign_task(plan)
     for r in (assign(corpus) for corpus in corpora):
         for split, count in r["documents"]:
             documents[split] = documents.get(split, 0) + count
     if near is not None:
-        near["leakage"] = runner.map(_near_leakage_task(plan), [0], name="near-leakage")[0]
+        near["leakage"] = run_round(_near_leakage_task(plan), [0], name="near-leakage")[0]
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
     #    (split, corpus, label) the quotas come from, and their histograms. The rows left are
@@ -423,7 +428,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     plan["n_ranges"] = n_ranges = max(1, min(len(plan["units"]), 2 * slots))
     plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
     even = [1.0] * len(buckets)
-    ranked = runner.map(_rank_task(plan), buckets, costs=even, name="rank") if found else []
+    ranked = run_round(_rank_task(plan), buckets, costs=even, name="rank") if found else []
     counts: dict = {}
     drops["pair_spans_documents_of_two_splits"] = 0
     for r in ranked:
@@ -441,7 +446,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     drops["balance"] = sp.quota_drops(counts, quotas)
     plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
     partial = any(need for _, need in plan["cuts"].values())
-    edges = [row for r in runner.map(_boundary_task(plan), buckets, costs=even, name="boundary")
+    edges = [row for r in run_round(_boundary_task(plan), buckets, costs=even, name="boundary")
              for row in r["rows"]] if partial else []
     plan["last"] = dc.thresholds(edges, plan["cuts"])
     sizes = {s: 0 for s in sp.SPLITS}
@@ -455,7 +460,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
     rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
-    kept = runner.map(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
+    kept = run_round(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
         if any(sizes.values()) else []
     # 6. the output files; the card's aggregates and PMI words per split; the leakage of
     #    every kind of key and the documents per corpus; the chart.
@@ -463,7 +468,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
     # (not recorded: round 6 writes the output folder, which a resumed run writes again whole)
-    last = runner.map(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
+    last = run_round(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
                       costs=[float(sizes[s]) for _, s, _ in stats_tasks]
                       + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
                       + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [CHART_COST])

@@ -41,8 +41,9 @@ cost in the job, Spark's rounds included (a difference of two runs: noisy on a s
 machine). Then, to attribute the cost to the near-duplicate tasks themselves, it runs stages 2
 and 3 in one process over the "on" run's `sentences/` (the same rounds and scratch files,
 `InProcessRunner`), on and off, and times every round's tasks: the near-duplicate rounds
-(stage 2: near-bands, near-pairs, near-apply; stage 3: near-duplicates, near-groups,
-near-leakage) and stage 3's per-unit near-duplicate step inside its first round. `--sentences
+(stage 2: near-bands, near-pairs, near-apply; stage 3: near-duplicates, near-groups)
+and stage 3's per-unit near-duplicate step inside its first round (stage 3's near-leakage
+is one task of its last round since 2026-11-27, not counted: 0.002-0.003 CPU-s before). `--sentences
 DIR --stage1-cpu S` runs only that part on an existing `sentences/` table (e.g. the 250 MB
 run's) against the stage 1 CPU-s measured for it. Figures go to --json (default
 benchmarks/results/neardup_cost.json). Goal (issue 32): near-duplicate CPU / stage 1 CPU <= 0.15.

@@ -13,9 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import neardup as nd
+from extractor import scratch
 from extractor import stage as contract
+from extractor import statistics as st
 from extractor.hashing import stable_hex
 from extractor.splits import assign as sp
+from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
 from extractor.splits import stage as splits_stage
 from test_neardup import _other_split_max_jaccard, planted_corpus, word_set_jaccard
@@ -100,3 +103,49 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path):
         files = {p.relative_to(out / "splits").as_posix(): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))}
         outs[buckets] = (files, found["near"])
     assert outs[1][0] and outs[1] == outs[5]
+
+
+def test_near_duplicates_across_corpora_are_counted_when_their_splits_differ(tmp_path):
+    """Documents of two corpora are never joined (each corpus is assigned on its own), so a
+    hypothesis copied into another corpus can land in another split: the stage's
+    near-duplicate leakage (`near["leakage"]`, one task of the last round) counts such
+    verified hypotheses, and pairs whose premises are near-duplicates too. Checked against
+    brute force over every pair of rows of the table (word-set Jaccard >= 0.8 across
+    documents whose splits differ)."""
+    sentences, doc_of, _ = planted_corpus()
+    rows = []
+    for i in range(len(sentences) - 1):
+        if doc_of[i] != doc_of[i + 1] or doc_of[i] >= 40:
+            continue
+        doc = f"d{doc_of[i]:04d}"
+        rows.append(dict(pair_id=stable_hex(doc, i), corpus="eltec", doc_id=doc, premise=sentences[i],
+                         hypothesis=sentences[i + 1], label=LABELS[i % 4]))
+        if doc_of[i] % 4 == 0:  # a second corpus: the same hypotheses, every other one with the same premise
+            rows.append(dict(pair_id=stable_hex("copy", doc, i), corpus="copy", doc_id=f"c{doc}",
+                             premise=sentences[i] if i % 2 else sentences[(i + 7) % len(sentences)],
+                             hypothesis=sentences[i + 1], label=LABELS[i % 4]))
+    pairs = tmp_path / "pairs"
+    pq.write_to_dataset(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), str(pairs))
+    found, _ = split_files(pairs, tmp_path, nd.Settings())
+    assigned = scratch.read_arrow(str(tmp_path / "work" / "assigned"), dc.ASSIGNED_SCHEMA)  # every document's split
+    split_of = dict(zip(zip(assigned.column("corpus").to_pylist(), assigned.column("doc_id").to_pylist()),
+                        assigned.column("split").to_pylist()))
+    words = [(set(st.norm_words(r["hypothesis"])), set(st.norm_words(r["premise"]))) for r in rows]
+
+    def jaccard(x, y):
+        return len(x & y) / len(x | y) if x | y else 0.0
+
+    hyps = both = 0
+    for a in range(len(rows)):
+        for b in range(a + 1, len(rows)):
+            if jaccard(words[a][0], words[b][0]) < 0.8:
+                continue
+            sa, sb = split_of[(rows[a]["corpus"], rows[a]["doc_id"])], split_of[(rows[b]["corpus"], rows[b]["doc_id"])]
+            if sa != sb:
+                hyps += 1
+                both += jaccard(words[a][1], words[b][1]) >= 0.8
+    near = found["near"]
+    print(f"\nbrute force: {hyps} hypotheses, {both} pairs in two splits; the stage: {near['leakage']}; "
+          f"{near['hypotheses_across_corpora']} verified hypotheses across corpora")
+    assert near["hypotheses_across_corpora"] > 50 and hyps > 10 and both > 5
+    assert near["leakage"] == {"hypotheses_in_two_splits": hyps, "pairs_in_two_splits": both}

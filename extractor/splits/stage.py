@@ -199,13 +199,6 @@ def _near_groups_task(plan: dict):
     return fn
 
 
-def _near_leakage_task(plan: dict):
-    """Near-duplicates, one task after the assignment: `_near_leakage`."""
-    def fn(_: int) -> dict:
-        return _near_leakage(plan)
-    return fn
-
-
 def _near_leakage(plan: dict) -> dict:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
@@ -330,7 +323,8 @@ def _keys_result(plan: dict, k: int) -> dict:
 def _files_task(plan: dict):
     """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
     as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
-    (`pair_tables.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the chart of the
+    (`pair_tables.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the
+    near-duplicates in two splits (`_near_leakage`); or the chart of the
     class distribution (pairs per split and label, known from the quotas) drawn into the
     output folder, where the executors have matplotlib (a cluster's packed environment
     leaves it out: then the driver draws it after the round, the same file)."""
@@ -344,6 +338,8 @@ def _files_task(plan: dict):
             return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
         if kind == "keys":
             return _keys_result(plan, bucket)
+        if kind == "near-leakage":
+            return {"near_leakage": _near_leakage(plan)}
         if kind == "statistics":
             stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
@@ -418,8 +414,6 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     for r in (assign(corpus) for corpus in corpora):
         for split, count in r["documents"]:
             documents[split] = documents.get(split, 0) + count
-    if near is not None:
-        near["leakage"] = run_round(_near_leakage_task(plan), [0], name="near-leakage")[0]
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
     #    (split, corpus, label) the quotas come from, and their histograms. The rows left are
@@ -463,15 +457,20 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     kept = run_round(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
         if any(sizes.values()) else []
     # 6. the output files; the card's aggregates and PMI words per split; the leakage of
-    #    every kind of key and the documents per corpus; the chart.
+    #    every kind of key and the documents per corpus; the near-duplicates across splits
+    #    (one task here, not a Spark job of its own: about 0.1 CPU-s less); the chart.
     files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
     stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
+    near_tasks = [("near-leakage", "", 0)] if near is not None else []
     # (not recorded: round 6 writes the output folder, which a resumed run writes again whole)
-    last = run_round(_files_task(plan), stats_tasks + files + keys_tasks + [("chart", "", 0)],
-                      costs=[float(sizes[s]) for _, s, _ in stats_tasks]
-                      + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
-                      + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [CHART_COST])
+    last = run_round(_files_task(plan), stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
+                     costs=[float(sizes[s]) for _, s, _ in stats_tasks]
+                     + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
+                     + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [1.0] * len(near_tasks)
+                     + [CHART_COST])
+    if near is not None:
+        near["leakage"] = next(r["near_leakage"] for r in last if "near_leakage" in r)
 
     corpora_stats: dict = {}
     markers: dict = {}

@@ -25,7 +25,8 @@ Each Spark run is a child process that starts its session, writes the
 input pairs table, then samples the CPU time of its whole process tree (driver, JVM,
 Python workers) just before and just after stage 3's `run(ctx, runner)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
-without the session start-up, and printed per process kind too. Before that, one round of
+without the session start-up, and printed per process kind too, with the largest peak
+resident memory of a Python worker (the kernel's mark: the warm-up below included). Before that, one round of
 tasks imports stage 2's module in the Python workers: in the job, stage 3's workers are
 the ones that ran stage 2 (Spark reuses them) and hold its imports (numpy, pyarrow,
 pandas, extractor.neardup, extractor.statistics: seen in a real job). Until 2026-11-27
@@ -197,7 +198,17 @@ run_tasks(spark, as_after_stage_2, list(range(4)), costs=[1.0] * 4)
 c, t = tree_cpu(), time.time()
 splits_stage.run(ctx, SparkRunner(spark))
 wall, kinds = time.time() - t, _delta(c, tree_cpu())
+import psutil
+def worker_peak_mib(p):  # a Python worker's high-water mark of resident memory (Linux); else 0
+    try:
+        if "pyspark" not in " ".join(p.cmdline()):
+            return 0
+        with open(f"/proc/{{p.pid}}/status") as f:
+            return next(int(l.split()[1]) // 1024 for l in f if l.startswith("VmHWM"))
+    except (psutil.Error, OSError, StopIteration):  # ended, a zombie, or no /proc
+        return 0
 print("RESULT", json.dumps({{"wall": wall, "cpu": sum(kinds.values()), "kinds": kinds,
+                            "worker_peak_mib": max([worker_peak_mib(p) for p in psutil.Process().children(recursive=True)] or [0]),
                             "splits": ctx.stats["splits"]["splits"], "near": ctx.stats["splits"].get("near_duplicates")}}))
 """
 
@@ -297,7 +308,8 @@ def one_round(src: Path, n: int, small: Path, n_small: int) -> dict:
     for m, r in runs.items():
         print(f"splits stage {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s = {n / r['cpu']:,.0f} pairs per "
               f"CPU-second (target >= 20,000), {n / r['wall']:,.0f} pairs/s wall; splits {r['splits']}; CPU-s: "
-              + ", ".join(f"{k} {v:.2f}" for k, v in r["kinds"].items()), flush=True)
+              + ", ".join(f"{k} {v:.2f}" for k, v in r["kinds"].items())
+              + f"; Python worker peak RSS {r['worker_peak_mib']} MiB", flush=True)
     print(near_line(runs["local[1]"]["near"]), flush=True)
     speedup = runs["local[1]"]["wall"] / runs["local[2]"]["wall"]
     print(f"speed-up 1 -> 2 cores (wall): {speedup:.2f}x (target >= 1.6x)")

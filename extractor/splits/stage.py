@@ -390,7 +390,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
     #      filter) are not data: counted, then left out. Documents -> splits per corpus.
     found = run_round(_summaries_task(plan), list(range(len(plan["units"]))), costs=[u["rows"] for u in plan["units"]],
-                       name="summaries")
+                      name="summaries")
     labels_seen = set()
     for r in found:
         for label, why, count in r["counts"]:
@@ -405,7 +405,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
         # near-duplicates: candidates per bucket of band keys, verified; documents joined
         near = {"candidates": 0, "hypotheses": 0, "pairs": 0}
         for r in run_round(_near_task(plan), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
-                            name="near-duplicates"):
+                           name="near-duplicates"):
             for k in near:
                 near[k] += r[k]
         near.update(run_round(_near_groups_task(plan), [0], name="near-groups")[0])

@@ -26,12 +26,12 @@ input pairs table, then samples the CPU time of its whole process tree (driver, 
 Python workers) just before and just after stage 3's `run(ctx, runner)`: the stage's CPU,
 with the input written as stage 2 writes its table (the project's writer, 4 files),
 without the session start-up, and printed per process kind too, with the largest peak
-resident memory of a Python worker (the kernel's mark: the warm-up below included). Before that, one round of
-tasks imports stage 2's module in the Python workers: in the job, stage 3's workers are
-the ones that ran stage 2 (Spark reuses them) and hold its imports (numpy, pyarrow,
-pandas, extractor.neardup, extractor.statistics: seen in a real job). Until 2026-11-27
-the workers imported them inside the measured stage, about 0.45 CPU-s per worker that
-the job spends in stage 2. The plain run (`--plain`) runs
+resident memory of a Python worker (the kernel's mark: the warm-up below included).
+Before that, one round of tasks imports stage 2's module in the Python workers: in the
+job, stage 3's workers are the ones that ran stage 2 (Spark reuses them) and hold its
+imports (numpy, pyarrow, pandas, extractor.neardup, extractor.statistics: seen in a real
+job). Until 2026-11-27 the workers imported them inside the measured stage, about 0.45
+CPU-s per worker that the job spends in stage 2. The plain run (`--plain`) runs
 `extractor.splits.stage.splits_in_one_process` on the pairs table the local[1] run read: the stage's
 six rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same

@@ -134,7 +134,7 @@ def test_arrow_splits_text_at_exactly_the_characters_python_does():
 def test_batch_statistics_equal_the_per_row_functions_on_awkward_texts():
     """Case folding that changes length (ß, İ), final sigma, Unicode spaces, edge punctuation
     that leaves nothing, a capital after a leading space, empty and missing texts,
-    hypotheses of 64 and of more than 64 words (the batch's LCS takes up to 64 per row),
+    hypotheses of 64 and of more than 64 words (one 64-bit word of the bit-parallel LCS),
     repeated words (LCS), labels that are None, NaN or not strings."""
     premises = ["  The Army crossed  the river.", "", None, "ß STRASSE straße", "x\u00a0Y z\x1fw",
                 "İstanbul ΣΊΣΥΦΟΣ ΟΔΟΣ", "a " * 70, "(§4.3) -- !! ...", "Hello", "b a b a b a c",
@@ -166,7 +166,7 @@ def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
     labels = [rng.choice(["entailment", "neutral", None]) for _ in range(3000)]
     _assert_batch_is_per_row(premises, hypotheses, labels)
     # hypotheses of up to 300 words over three words, half of them in runs of one word of
-    # up to 150 (the rows above 64 words, which the batch's LCS leaves to `lcs_length`)
+    # up to 150 (LCS rows of more than one 64-bit word)
     def runs(n):
         out = []
         while len(out) < n:
@@ -185,6 +185,32 @@ def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
     arrow = (pa.chunked_array([pa.array(premises[:9]), pa.array(premises[9:])]), pa.array(hypotheses),
              pa.array(labels, pa.string()))
     _assert_batch_is_per_row(premises, hypotheses, labels, given=arrow)
+
+
+def test_batch_lcs_of_word_ids_past_the_surrogates_and_of_ids_that_cannot_be_characters(monkeypatch):
+    """The batch's LCS (rapidfuzz) compares each row's words as a string of one character
+    per word id; ids from 0xD800 on skip the 2,048 surrogates. 60,000 distinct words in one
+    batch (the first premise holds them all, so the ids follow it), then pairs drawn from
+    the words around the surrogates, with repeats; and the same batch when no id may be a
+    character (the path of a batch of over 1.1 M distinct words: `lcs_length` over ids)."""
+    import random
+
+    from extractor.statistics import kernels
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(60_000)]
+    near = words[0xD800 - 20:0xD800 + 20] + words[0xD800 + 2_048 - 10:0xD800 + 2_048 + 10]
+
+    def text():
+        return " ".join(rng.choice(near) for _ in range(rng.randint(0, 90)))
+
+    premises = [" ".join(words)] + [text() for _ in range(400)]
+    hypotheses = ["w5 w0xD800 w55296 w59999"] + [text() for _ in range(400)]
+    labels = ["neutral"] * len(premises)
+    frame = _assert_batch_is_per_row(premises, hypotheses, labels)
+    assert frame["lcs_ratio"][0] == 3 / 4 and frame["lcs_ratio"][1:].mean() > 0.1, frame["lcs_ratio"].describe()
+    monkeypatch.setattr(kernels, "_CODE_POINTS", 0)
+    assert _assert_batch_is_per_row(premises, hypotheses, labels).equals(frame)
 
 
 def test_fold_texts_is_fold_text_of_each_text():

@@ -40,7 +40,7 @@ from extractor.statistics.aggregate import (
     AGGREGATES, DIGITS, aggregate_columns, aggregate_pandas, blocks_from_rows, sample_std,
 )
 from extractor.statistics.datasets import assemble_split_statistics, dataset_statistics, split_statistics
-from extractor.statistics.kernels import ALL_BITS, batch_columns, batch_statistics, row_statistics
+from extractor.statistics.kernels import batch_columns, batch_statistics, row_statistics
 from extractor.statistics.keys import (
     duplicate_counts, fold_text, fold_texts, folded_pair_key, leakage_counts, pair_text_key,
 )
@@ -58,7 +58,7 @@ from extractor.statistics.rows import (
 )
 
 __all__ = [
-    "AGGREGATES", "ALL_BITS", "DIGITS", "PMI_MIN_COUNT", "PMI_SMOOTHING", "RONLI_GROUPS", "RONLI_NOTE",
+    "AGGREGATES", "DIGITS", "PMI_MIN_COUNT", "PMI_SMOOTHING", "RONLI_GROUPS", "RONLI_NOTE",
     "ROW_COLUMNS", "ROW_DTYPES", "add_word_counts", "aggregate_columns", "aggregate_pandas",
     "artefact_table", "assemble_split_statistics", "batch_columns", "batch_statistics", "blocks_from_rows",
     "class_distribution_table", "dataset_statistics", "duplicate_counts", "fold_text", "fold_texts",

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from rapidfuzz import process
+from rapidfuzz.distance import LCSseq
 
 from extractor.statistics import charclasses
 from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length
@@ -133,60 +135,36 @@ def _jaccard(p_keys: np.ndarray, h_keys: np.ndarray, width: int, n: int) -> np.n
     return np.divide(shared, union, out=np.zeros(n), where=union > 0)
 
 
-ALL_BITS = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+# a word id as one character: ids from the first surrogate on (a str cannot hold a lone
+# surrogate) move past the 2,048 surrogates
+_SURROGATES = 0xD800
+_CODE_POINTS = 0x110000 - 0x800  # the word ids that a character each can stand for
 
 
-def _popcount(v: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):  # numpy >= 2
-        return np.bitwise_count(v).astype(np.int64)
-    return np.unpackbits(v.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
+def _word_strings(side: tuple) -> list:
+    """Each row's normalised words (a `_normalised` side) as one str, a character per word
+    id: the LCS of two rows' words is the LCS of their strings."""
+    _, ids, _, count = side
+    points = np.where(ids >= _SURROGATES, ids + 0x800, ids).astype("<u4")
+    text = points.tobytes().decode("utf-32-le")
+    ends = np.cumsum(count).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
-def _lcs_lengths(hyp: tuple, prem: tuple, width: int) -> np.ndarray:
-    """`lcs_length(hn, pn)` of every row whose hypothesis has at most 64 words (-1 for the
-    others), from the `_normalised` sides: `lcs_length`'s bit-parallel recurrence with one
-    64-bit word per row, all rows stepping through their premise words together."""
-    h_row, h_ids, h_pos, h_len = hyp
-    p_row, p_ids, p_pos, p_len = prem
-    n = len(h_len)
-    fits = h_len <= 64
-    out = np.full(n, -1, dtype=np.int64)
-    # bit i of a (row, word) mask: word i of the row's hypothesis is that word
-    sel = fits[h_row]
-    keys = h_row[sel] * width + h_ids[sel]
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    first = np.nonzero(_starts(keys))[0]
-    bits = np.left_shift(np.uint64(1), h_pos[sel][order].astype(np.uint64))
-    masks = np.bitwise_or.reduceat(bits, first) if len(first) else bits
-    keys = keys[first]
-    # each premise word's mask, placed at (its position, its row's rank): the rows ranked
-    # by premise length, longest first, so the rows still stepping at step j are a prefix
-    sel = fits[p_row]
-    p_keys = p_row[sel] * width + p_ids[sel]
-    step_masks = np.zeros(len(p_keys), dtype=np.uint64)
-    if len(keys):
-        at = np.minimum(np.searchsorted(keys, p_keys), len(keys) - 1)
-        hit = keys[at] == p_keys
-        step_masks[hit] = masks[at[hit]]
-    ranked = np.nonzero(fits)[0]
-    ranked = ranked[np.argsort(-p_len[ranked], kind="stable")]
-    rank = np.empty(n, dtype=np.int64)
-    rank[ranked] = np.arange(len(ranked))
-    active = np.bincount(p_pos[sel])  # rows with a premise word at step j
-    placed = np.empty_like(step_masks)
-    placed[(np.cumsum(active) - active)[p_pos[sel]] + rank[p_row[sel]]] = step_masks
-    lengths = h_len[ranked].astype(np.uint64)
-    full = np.where(lengths >= 64, ALL_BITS, np.left_shift(np.uint64(1), np.minimum(lengths, 63)) - np.uint64(1))
-    v = full.copy()
-    start = 0
-    for k in active.tolist():
-        m, vk = placed[start:start + k], v[:k]
-        u = vk & m
-        v[:k] = ((vk + u) | (vk - u)) & full[:k]  # uint64 arithmetic wraps: a 64-word carry drops
-        start += k
-    out[ranked] = h_len[ranked] - _popcount(v)
-    return out
+def _lcs_lengths(hyp: tuple, prem: tuple, n_words: int) -> np.ndarray:
+    """`lcs_length(hn, pn)` of every row, from the `_normalised` sides of a batch of
+    `n_words` distinct normalised words: rapidfuzz's LCS (bit-parallel, Hyyro 2004, in C++,
+    any length) over each row's words as a string of one character per word id (exact: no
+    hashing). Where the ids cannot all be characters (over 1.1 M distinct words in one
+    batch), `lcs_length` over each row's ids."""
+    if n_words <= _CODE_POINTS:
+        return process.cpdist(_word_strings(hyp), _word_strings(prem), scorer=LCSseq.similarity,
+                              dtype=np.int64, workers=1)
+    (_, h_ids, _, h_len), (_, p_ids, _, p_len) = hyp, prem
+    h_end, p_end = np.cumsum(h_len), np.cumsum(p_len)
+    return np.array([lcs_length(h_ids[h_end[i] - h_len[i]:h_end[i]].tolist(),
+                                p_ids[p_end[i] - p_len[i]:p_end[i]].tolist()) for i in range(len(h_len))],
+                    dtype=np.int64)
 
 
 def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
@@ -287,14 +265,7 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     pn_keys, hn_keys = _distinct(pn[0], pn[1], width), _distinct(hn[0], hn[1], width)
     h_len = hn[3]
     new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
-    lcs = _lcs_lengths(hn, pn, width)
-    long_rows = np.nonzero(lcs < 0)[0]
-    if len(long_rows):  # hypotheses of more than 64 words: `lcs_length` over the rows' word
-        # ids (one id per normalised word, so the same length as over the words)
-        h_end, p_end = np.cumsum(hn[3]), np.cumsum(pn[3])
-        for i in long_rows.tolist():
-            lcs[i] = lcs_length(hn[1][h_end[i] - hn[3][i]:h_end[i]].tolist(),
-                                pn[1][p_end[i] - pn[3][i]:p_end[i]].tolist())
+    lcs = _lcs_lengths(hn, pn, len(words_))
     capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
     columns = {
         "premise_words": prem.count, "hypothesis_words": hyp.count,

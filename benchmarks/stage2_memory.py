@@ -11,7 +11,7 @@ in this process. Before each task the kernel's peak-RSS mark is reset
 (`/proc/self/clear_refs`), so the peak printed is that task's. One line per task: round,
 task, RSS before, peak during, RSS after (MiB), CPU-s. `--release` calls
 `extractor.stage.release_memory` after each task, as a Spark task does between the
-round's tasks it runs (`extractor.spark.session._task_result`); without it the process keeps
+round's tasks it runs (`extractor.spark.session._task_results`); without it the process keeps
 the pages Arrow's pool and the C heap kept, as the job did before. Linux only.
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from extractor.spark import session
 from extractor.spark.session import pack, run_tasks
 from extractor.stage import release_memory
 
@@ -18,6 +19,26 @@ def test_pack_balances_costs_longest_first_and_is_deterministic():
     assert groups[0][0] == 6  # the costliest task starts first
     assert pack([1.0, 1.0], 8) == [[0], [1]]  # never more groups than tasks
     assert pack([2.0, 2.0, 2.0], 1) == [[0, 1, 2]]  # one core: one Spark task, in task order on ties
+
+
+def test_memory_is_handed_back_between_a_spark_tasks_tasks_not_after_the_last(monkeypatch):
+    """`_task_results` (no Spark): a release before each task but the first, none after the
+    last (`task_done` releases there, after its collection: once), none with
+    ``reuse_memory``; results in the order of the ids, each after its task ran."""
+    calls = []
+    monkeypatch.setattr(session, "release_memory", lambda: calls.append("release"))
+
+    def fn(t):
+        calls.append(t)
+        return {"double": 2 * t}
+
+    batches = list(session._task_results(fn, [10, 11, 12], iter([2, 0, 1])))
+    assert calls == [12, "release", 10, "release", 11]
+    assert [(b.column(0)[0].as_py(), b.column(1)[0].as_py()) for b in batches] == \
+        [(2, '{"double": 24}'), (0, '{"double": 20}'), (1, '{"double": 22}')]
+    calls.clear()
+    assert len(list(session._task_results(fn, [10, 11, 12], iter([0, 1, 2]), reuse_memory=True))) == 3
+    assert calls == [10, 11, 12]
 
 
 def test_run_tasks_returns_results_in_task_order_however_tasks_are_grouped(spark):
@@ -181,7 +202,7 @@ def _per_worker(out: list) -> list[list[dict]]:
 
 def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
     """A Spark task runs several of a round's tasks (a packed group here: three per core);
-    each starts after the memory of the one before was handed back (`_task_result`), not from
+    each starts after the memory of the one before was handed back (`_task_results`), not from
     the pages Arrow's pool kept: its resident memory at the start stays near the first
     task's, though each task held 200 MB."""
     for rs in _per_worker(run_tasks(spark, _holding_task(), list(range(6)), costs=[1.0] * 6)):

@@ -96,24 +96,24 @@ def _run_packed_round(batches):
     from pyspark import TaskContext
 
     fn, tasks, groups, reuse_memory = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(ROUND_PROPERTY)))
-    for batch in batches:
-        for g in batch.column(0).to_pylist():
-            for i in groups[g]:
-                yield _task_result(fn, tasks, i, reuse_memory)
+    ids = (i for batch in batches for g in batch.column(0).to_pylist() for i in groups[g])
+    yield from _task_results(fn, tasks, ids, reuse_memory)
     del fn, tasks, groups  # the round's plan: freed now, not frozen
     task_done()
 
 
-def _task_result(fn, tasks: list, i: int, reuse_memory: bool = False):
-    """Task `i` of a round run, as the batch `run_tasks` collects, after the memory it freed
-    is handed back (`release_memory`): a Spark task runs several of a round's tasks (a
-    range, or a packed group), and the next one must not start from the pages the last one
-    left (a pairs bucket's tagging is tens of MB). With `reuse_memory` the next task reuses
-    them, and `task_done` hands them back at the end of the Spark task (`run_tasks`)."""
-    result = fn(tasks[i])
-    if not reuse_memory:
-        release_memory()
-    return _result(i, result)
+def _task_results(fn, tasks: list, ids, reuse_memory: bool = False):
+    """Tasks `ids` of a round, one after another, each result as the batch `run_tasks`
+    collects; before each task but the first the memory the one before freed is handed back
+    (`release_memory`): a Spark task runs several of a round's tasks (a range, or a packed
+    group), and the next one must not start from the pages the last one left (a pairs
+    bucket's tagging is tens of MB). After the last, `task_done` hands them back (once, not
+    here as well). With `reuse_memory` the next task reuses them, and `task_done` hands them
+    back at the end of the Spark task (`run_tasks`)."""
+    for n, i in enumerate(ids):
+        if n and not reuse_memory:
+            release_memory()
+        yield _result(i, fn(tasks[i]))
 
 
 def _result(i: int, result):
@@ -151,9 +151,9 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
     exchange their rows through scratch files (`extractor.scratch`), not Spark.
 
-    After each task the memory it freed is handed back (`release_memory`), so that the next
-    task of the same Spark task does not start from its pages; with ``reuse_memory`` only
-    at the end of each Spark task (`task_done`): for rounds of short tasks of bounded size
+    Between two tasks of a Spark task the memory the first freed is handed back
+    (`release_memory`), so that the next does not start from its pages, and after the last
+    by `task_done`; with ``reuse_memory`` only at the end of each Spark task: for rounds of short tasks of bounded size
     (stage 3's), where faulting the pages in again costs more than keeping them (on 100,000
     pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0 CPU-s under local[1], its peak
     490-507 -> 550 MiB in one process: docs/scale.md)."""
@@ -176,9 +176,8 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
         return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
 
     def run(batches):
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                yield _task_result(fn, tasks, i, reuse_memory)
+        ids = (i for batch in batches for i in batch.column(0).to_pylist())
+        yield from _task_results(fn, tasks, ids, reuse_memory)
         task_done()
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))

@@ -17,7 +17,6 @@ replaced by `<OUTPUT>` (the card quotes the command line).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -27,14 +26,16 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from extractor.run import report  # noqa: E402
+
 WORK = REPO / "benchmarks" / "_work"
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
 BASE = "a12f089"  # the commit whose bundled samples the sample configurations read
 SAMPLES = {"ro": "samples/ro/rowiki-sample-pages-articles.xml",
            "es": "samples/es/eswiki-sample-pages-articles.xml",
            "en": "samples/en/en-sample-pages-articles.xml"}
-VOLATILE_JOB = ("run_id", "seconds", "total_seconds", "command_line", "corpora", "executor_python",
-                "versions", "spark_master")
+VOLATILE_JOB = (*report.VOLATILE_JOB, "command_line", "corpora", "versions", "spark_master")
 
 
 def sample_input(lang: str) -> Path:
@@ -65,22 +66,6 @@ def configurations(names: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _drop_seconds(value):
-    """`value` without its timing keys (`seconds`, at any depth)."""
-    if isinstance(value, dict):
-        return {k: _drop_seconds(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_drop_seconds(v) for v in value]
-    return value
-
-
-def normalised_stats(data: bytes) -> bytes:
-    stats = json.loads(data)
-    for key in VOLATILE_JOB:
-        stats.get("job", {}).pop(key, None)
-    return json.dumps(_drop_seconds(stats), sort_keys=True).encode()
-
-
 TEXT_SUFFIXES = {".md", ".json", ".txt", ".csv", ".tsv"}
 
 
@@ -88,19 +73,9 @@ def hash_run(root: Path) -> dict[str, str]:
     """sha256 of every file of the published run under `root`; in text files the output
     root's path (the card and splits/stats.json quote the command line) is replaced by
     `<OUTPUT>` first, so runs written to different folders compare equal."""
-    run = root.resolve() if not (root / "current").exists() else (root / "current").resolve()
-    hashes = {}
-    for path in sorted(run.rglob("*")):
-        if not path.is_file() or path.name == "manifest.json":
-            continue
-        rel = str(path.relative_to(run))
-        data = path.read_bytes()
-        if path.suffix in TEXT_SUFFIXES:
-            data = data.replace(str(root.absolute()).encode(), b"<OUTPUT>")
-        if rel == "stats.json":  # its job section holds timings and the run id
-            hashes["stats.json (normalised)"] = hashlib.sha256(normalised_stats(data)).hexdigest()
-        else:
-            hashes[rel] = hashlib.sha256(data).hexdigest()
+    run = root if not (root / "current").exists() else root / "current"
+    hashes = report.published_hashes(run, VOLATILE_JOB, (str(root.absolute()).encode(), b"<OUTPUT>"), TEXT_SUFFIXES)
+    hashes["stats.json (normalised)"] = hashes.pop("stats.json")  # the name the recorded files use
     return hashes
 
 

@@ -27,7 +27,6 @@ depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -38,8 +37,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 from extract_throughput import TreeMonitor, build_dump  # noqa: E402  (the benchmark's own helpers)
+
+from extractor.run.report import published_hashes  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "resume"
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-250mb.xml.bz2"
@@ -98,30 +99,10 @@ def stage_seconds(log: Path) -> dict:
         return {}
 
 
-def _without_timings(value):
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
-
-
 def published(out: Path) -> dict:
-    """sha256 of every published file; stats.json without timings, run id, paths and command line."""
-    run = (out / "current").resolve()
-    found = {}
-    for path in sorted(run.rglob("*")):
-        if not path.is_file() or path.name == "manifest.json":
-            continue
-        rel = path.relative_to(run).as_posix()
-        data = path.read_bytes().replace(str(out).encode(), b"<OUT>")
-        if rel == "stats.json":
-            stats = json.loads(data)
-            for key in ("run_id", "seconds", "total_seconds", "executor_python"):
-                stats["job"].pop(key, None)
-            data = json.dumps(_without_timings(stats), sort_keys=True).encode()
-        found[rel] = hashlib.sha256(data).hexdigest()
-    return found
+    """sha256 of every published file; stats.json without timings and run id, the output
+    folder's path masked (`report.published_hashes`)."""
+    return published_hashes(out / "current", replace=(str(out).encode(), b"<OUT>"))
 
 
 def main(argv: list[str] | None = None) -> int:

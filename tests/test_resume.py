@@ -12,7 +12,6 @@ Five runs of the job (five JVM starts) and stage 1 done about once and a half, w
 kill-and-resume pair per kill point took seven runs and stage 1 three times over."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from extractor.run.report import published_hashes
 from tests.conftest import REPO
 
 pytest.importorskip("pyspark")
 
 FLAGS = ["--lang", "ro", "--master", "local[2]", "--unit-mb", "0.02", "--pos-filter", "off"]
-VOLATILE_JOB = ("run_id", "seconds", "total_seconds", "executor_python")
 
 
 def job(out: Path, *extra: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
@@ -40,31 +39,8 @@ def job(out: Path, *extra: str, kill_at: str | None = None) -> subprocess.Comple
                           env=env, capture_output=True, text=True, cwd=str(REPO), timeout=900)
 
 
-def _without_timings(value):
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
-
-
-def normalised_stats(data: bytes) -> bytes:
-    """stats.json less what differs between any two runs: timings and the run id."""
-    stats = json.loads(data)
-    for key in VOLATILE_JOB:
-        stats["job"].pop(key, None)
-    return json.dumps(_without_timings(stats), sort_keys=True).encode()
-
-
 def published(out: Path) -> dict[str, str]:
-    run = (out / "current").resolve()
-    hashes = {}
-    for path in sorted(run.rglob("*")):
-        if path.is_file() and path.name != "manifest.json":
-            rel = path.relative_to(run).as_posix()
-            data = normalised_stats(path.read_bytes()) if rel == "stats.json" else path.read_bytes()
-            hashes[rel] = hashlib.sha256(data).hexdigest()
-    return hashes
+    return published_hashes(out / "current")
 
 
 def written(folder: Path) -> dict[str, tuple]:

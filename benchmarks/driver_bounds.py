@@ -148,11 +148,7 @@ def stage3_inputs(rows: pa.Table, buckets: int, out: Path) -> dict:
         kept_tables.append(kept)
         results.append({"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)})
     (out / "ranked.pickle").write_bytes(pickle.dumps(results))
-    counts: dict = {}
-    for r in results:
-        for why, split, corpus, label, count in r["counts"]:
-            if why is None:
-                counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
+    counts, _ = dc.ranked_counts(results)
     quotas = sp.compute_quotas(counts, sp.parse_balance(["downsample"]), sorted({k[2] for k in counts}), 15000)
     cuts = dc.cut_points([h for r in results for h in r["histogram"]], quotas)
     edges = [row for t in kept_tables for row in dc.boundary_rows(t, cuts)]
@@ -293,11 +289,7 @@ def step(name: str, work: Path) -> dict:
         assigned = dc.assign_corpus(weights, sorted(LABELS), (0.8, 0.1, 0.1), 0)
         out["documents"] = assigned.num_rows
     elif name == "quotas":
-        counts: dict = {}
-        for r in results:
-            for why, split, corpus, label, count in r["counts"]:
-                if why is None:
-                    counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
+        counts, _ = dc.ranked_counts(results)   # extractor/splits/stage.py's rounds, steps 3-4
         quotas = sp.compute_quotas(counts, sp.parse_balance(["downsample"]), sorted({k[2] for k in counts}), 15000)
         cuts = dc.cut_points([h for r in results for h in r["histogram"]], quotas)
         out["groups"] = len(cuts)

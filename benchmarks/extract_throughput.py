@@ -121,11 +121,15 @@ class TreeMonitor:
             return "wikiextractor"
         return "driver"
 
-    def _sample(self):
+    def _sample(self) -> list | None:
+        """One sample of the tree: each process's CPU seconds (by pid and start time), kind
+        and the kinds' peak RSS. Returns (kind, rss) per process sampled; None when the root
+        is gone."""
         try:
             procs = [self.root] + self.root.children(recursive=True)
         except psutil.Error:
-            return
+            return None
+        seen = []
         for proc in procs:
             try:
                 times = proc.cpu_times()
@@ -134,9 +138,13 @@ class TreeMonitor:
             except psutil.Error:
                 continue
             kind = self.kind(proc)  # not cached: spark-submit's shell script execs java under the same pid
+            if kind == "other" and key in self.kinds:   # a process on its way out: its cmdline is gone
+                kind = self.kinds[key]
             self.kinds[key] = kind
             self.cpu[key] = times.user + times.system
             self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), rss)
+            seen.append((kind, rss))
+        return seen
 
     def _run(self):
         while not self._stop.is_set():

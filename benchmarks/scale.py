@@ -77,7 +77,6 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -463,30 +462,14 @@ class TimelineMonitor(TreeMonitor):
         super().__init__(root_pid, interval)
         self.timeline: list[tuple] = []   # (t, cpu, jvm_rss, worker_rss_max, workers_rss_sum, n_workers)
 
-    def _sample(self):
-        try:
-            procs = [self.root] + self.root.children(recursive=True)
-        except psutil.Error:
-            return
-        jvm = wmax = wsum = nw = 0
-        for proc in procs:
-            try:
-                times = proc.cpu_times()
-                rss = proc.memory_info().rss
-                key = (proc.pid, proc.create_time())
-            except psutil.Error:
-                continue
-            kind = self.kind(proc)
-            if kind == "other" and key in self.kinds:   # a process on its way out: its cmdline is gone
-                kind = self.kinds[key]
-            self.kinds[key] = kind
-            self.cpu[key] = times.user + times.system
-            self.peak_rss[kind] = max(self.peak_rss.get(kind, 0), rss)
-            if kind == "jvm":
-                jvm = max(jvm, rss)
-            elif kind == "python_worker":
-                wmax, wsum, nw = max(wmax, rss), wsum + rss, nw + 1
-        self.timeline.append((time.time(), sum(self.cpu.values()), jvm, wmax, wsum, nw))
+    def _sample(self) -> list | None:
+        seen = super()._sample()
+        if seen is not None:
+            workers = [rss for kind, rss in seen if kind == "python_worker"]
+            jvm = max((rss for kind, rss in seen if kind == "jvm"), default=0)
+            self.timeline.append((time.time(), sum(self.cpu.values()), jvm, max(workers, default=0), sum(workers),
+                                  len(workers)))
+        return seen
 
 
 def _dir_bytes(path: Path) -> int:

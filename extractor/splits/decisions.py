@@ -161,6 +161,21 @@ def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
     return table.drop_columns(["_cross", "_prio"]).append_column("_why", why.cast(pa.string()))
 
 
+def ranked_counts(results: list[dict]) -> tuple[dict, dict]:
+    """From the results of the rank round (each with ``counts``: `tally` rows [why, split,
+    corpus, label, rows] of `rank_identical`): the rows kept per (split, corpus, label),
+    which the quotas come from, and the rows dropped per reason."""
+    counts: dict = {}
+    drops: dict = {}
+    for r in results:
+        for why, split, corpus, label, count in r["counts"]:
+            if why is None:
+                counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
+            else:
+                drops[why] = drops.get(why, 0) + count
+    return counts, drops
+
+
 def tally(table: pa.Table, columns: list[str]) -> list[list]:
     """[*values, rows] per distinct combination of `columns` (nulls included), sorted."""
     if not table.num_rows:

@@ -423,14 +423,10 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
     even = [1.0] * len(buckets)
     ranked = run_round(_rank_task(plan), buckets, costs=even, name="rank") if found else []
-    counts: dict = {}
+    counts, dropped = dc.ranked_counts(ranked)
     drops["pair_spans_documents_of_two_splits"] = 0
-    for r in ranked:
-        for why, split, corpus, label, count in r["counts"]:
-            if why is None:
-                counts[(split, corpus, label)] = counts.get((split, corpus, label), 0) + count
-            else:
-                drops[why] = drops.get(why, 0) + count
+    for why, n in dropped.items():
+        drops[why] = drops.get(why, 0) + n
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
     #    the lowest hashes, found through the histograms (and the rows of the bins where a

@@ -189,23 +189,26 @@ def test_batch_statistics_equal_the_per_row_functions_on_random_and_real_text():
 
 def test_batch_lcs_of_word_ids_past_the_surrogates_and_of_ids_that_cannot_be_characters(monkeypatch):
     """The batch's LCS (rapidfuzz) compares each row's words as a string of one character
-    per word id; ids from 0xD800 on skip the 2,048 surrogates. 60,000 distinct words in one
+    per word id; ids from 0xD800 on skip the 2,048 surrogates. 70,000 distinct words in one
     batch (the first premise holds them all, so the ids follow it), then pairs drawn from
-    the words around the surrogates, with repeats; and the same batch when no id may be a
-    character (the path of a batch of over 1.1 M distinct words: `lcs_length` over ids)."""
+    the words around the surrogates and around the end of the Basic Multilingual Plane,
+    with repeats; and the same batch when no id may be a character (the path of a batch of
+    over 1.1 M distinct words: `lcs_length` over ids)."""
     import random
 
     from extractor.statistics import kernels
 
     rng = random.Random(11)
-    words = [f"w{i}" for i in range(60_000)]
-    near = words[0xD800 - 20:0xD800 + 20] + words[0xD800 + 2_048 - 10:0xD800 + 2_048 + 10]
+    words = [f"w{i}" for i in range(70_000)]
+    astral = 0x10000 - 0x800  # the first id past the Basic Multilingual Plane, once shifted
+    near = (words[0xD800 - 20:0xD800 + 20] + words[0xD800 + 2_048 - 10:0xD800 + 2_048 + 10]
+            + words[astral - 10:astral + 10])
 
     def text():
         return " ".join(rng.choice(near) for _ in range(rng.randint(0, 90)))
 
     premises = [" ".join(words)] + [text() for _ in range(400)]
-    hypotheses = ["w5 w0xD800 w55296 w59999"] + [text() for _ in range(400)]
+    hypotheses = ["w5 w0xD800 w55296 w69999"] + [text() for _ in range(400)]
     labels = ["neutral"] * len(premises)
     frame = _assert_batch_is_per_row(premises, hypotheses, labels)
     assert frame["lcs_ratio"][0] == 3 / 4 and frame["lcs_ratio"][1:].mean() > 0.1, frame["lcs_ratio"].describe()

@@ -10,11 +10,10 @@ lower-casing of each character:
   lower-case by its context);
 - *edge*: neither alphanumeric nor whitespace, and unchanged by case folding and by
   Arrow's lower-casing (what `rows.norm_words` strips from the ends of a token);
-- *space*: ``str.isspace()`` (where ``str.split()`` cuts; all below U+3001);
 - *upper*: ``str.isupper()`` (all below U+20000; a test checks the whole Unicode range).
 
 Case folding maps each character on its own, and Arrow's lower-casing does too, so on a
-string of core, edge and space characters ``utf8_lower`` is ``str.casefold``. Stage 2's
+string of core and edge characters and " " ``utf8_lower`` is ``str.casefold``. Stage 2's
 near-duplicate shingles (`extractor.neardup`) use `normalised_tokens` too. Built once per
 process (about 50 ms).
 """
@@ -41,11 +40,10 @@ def _class(points: list[int]) -> str:
 
 def rules() -> dict:
     """The classes as RE2 patterns: ``token`` (a whole token of core and edge characters
-    with at least one core character), ``foldable`` (a whole text of core, edge and space
-    characters), ``messy`` (somewhere in a text: two space characters in a row, a space
-    character other than " ", or one at either end), ``upper``, ``upper_tail`` (an
-    upper-case character after the first character), and ``edge`` (the edge characters,
-    for ``utf8_trim``)."""
+    with at least one core character), ``clean`` (a whole text of words of core and edge
+    characters separated by single " ", none at either end, or the empty text), ``upper``,
+    ``upper_tail`` (an upper-case character after the first character), and ``edge`` (the
+    edge characters, for ``utf8_trim``)."""
     global _RULES
     if _RULES is None:
         chars = [chr(cp) for cp in range(0x21, 0x3000)]
@@ -58,14 +56,10 @@ def rules() -> dict:
                     core.append(ord(c))
             elif not c.isspace() and low == c and fold == c:
                 edge.append(ord(c))
-        space = [cp for cp in range(0x3001) if chr(cp).isspace()]
         upper = [cp for cp in range(UPPER_LIMIT) if chr(cp).isupper()]
         both = _class(sorted(core + edge))
         up = _class(upper)
-        sp = _class(space)
-        _RULES = {"token": f"^{both}*{_class(core)}{both}*$",
-                  "foldable": f"^{_class(sorted(core + edge + space))}*$",
-                  "messy": f"{sp}{sp}|{_class([c for c in space if c != 0x20])}|^{sp}|{sp}$",
+        _RULES = {"token": f"^{both}*{_class(core)}{both}*$", "clean": f"^(?:{both}+(?: {both}+)*)?$",
                   "upper": up, "upper_tail": f"(?s)^..*{up}", "edge": "".join(map(chr, edge))}
     return _RULES
 
@@ -93,12 +87,14 @@ def has_upper(vocab: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 def fold_texts(texts: pa.Array, fold_others) -> pa.Array:
     """``" ".join(text.casefold().split())`` of each text (a string array without nulls):
-    Arrow lower-cases the texts of core, edge and space characters whose words are already
-    separated by single " " (nearly all: nothing to collapse or strip); the others go to
-    ``fold_others`` (an array of them -> their foldings, an array of the same type)."""
+    Arrow lower-cases the texts of words of core and edge characters already separated by
+    single " " (`rules`' ``clean``: nearly all, nothing to collapse or strip); the others
+    go to ``fold_others`` (an array of them -> their foldings, an array of the same type)."""
     r = rules()
-    done = pc.and_(pc.fill_null(pc.match_substring_regex(texts, r["foldable"]), False),
-                   pc.invert(pc.fill_null(pc.match_substring_regex(texts, r["messy"]), True)))
+    # one pass of `clean` (0.05 s for 200,000 sentences) where a text of core, edge and
+    # space characters without two spaces in a row, another space than " " or one at an end
+    # took two (0.10 s): the same texts
+    done = pc.fill_null(pc.match_substring_regex(texts, r["clean"]), False)
     arrow = pc.utf8_lower(texts)
     other = pc.invert(done)
     todo = texts.filter(other)

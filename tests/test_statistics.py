@@ -250,3 +250,20 @@ def test_pmi_table_is_the_formula_sorted_with_ties_by_word():
         want[label] = [{"word": w, "pmi": round(-v, 4), "count": c, "word_count": per_word[w]}
                        for v, w, c in scored if v < 0][:10]
     assert got == want and all(len(v) == 10 for v in got.values())
+
+
+def test_aggregate_columns_takes_labels_as_an_arrow_array_with_the_same_result():
+    """Stage 3 hands `aggregate_columns` its labels as an Arrow column (nulls: no label);
+    the blocks are those of the same labels as Python values, bit for bit."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    draw = {"bool": lambda: rng.random(n) < 0.3, "int64": lambda: rng.integers(0, 40, n), "float64": lambda: rng.random(n)}
+    columns = {c: draw[st.ROW_DTYPES[c]]() for c in st.ROW_COLUMNS}
+    labels = [None if i % 7 == 0 else ["neutral", "contrasting", "entailment", "reasoning"][i % 4] for i in range(n)]
+    python = st.aggregate_columns(columns, labels)
+    assert sorted(python["labels"]) == ["contrasting", "entailment", "neutral", "reasoning"]
+    arrow = st.aggregate_columns(columns, pa.chunked_array([pa.array(labels[:100]), pa.array(labels[100:])]))
+    assert arrow == python

@@ -276,10 +276,10 @@ def split_aggregates(rows: pa.Table) -> list[dict]:
     split = rows.column("split")[0].as_py() if rows.num_rows else None
     keys = [("label", "ascending"), *((c, "ascending") for c in st.ROW_COLUMNS)]
     frame = rows.take(pc.sort_indices(rows, sort_keys=keys, null_placement="at_start"))
-    labels = frame.column("label").to_pylist()
+    labels = frame.column("label")
     blocks = st.aggregate_columns({c: frame.column(c).to_numpy() for c in st.ROW_COLUMNS}, labels)
     out = [dict(split=split, label=label, label_all=False, **block) for label, block in blocks["labels"].items()]
-    missing = labels.count(None)
+    missing = labels.null_count
     if missing:
         out.append(dict(split=split, label=None, label_all=False, count=missing))
     out.append(dict(split=split, label=None, label_all=True, **blocks["all"]))

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 # output name -> (row column, reduction). "share" is the mean of a boolean.
@@ -59,7 +61,8 @@ def aggregate_columns(columns: dict, labels=None) -> dict:
 
     ``columns`` holds the :data:`ROW_COLUMNS` of the split as arrays of equal length, in
     the order the sums take them; ``labels`` is aligned with them (rows without a gold
-    label count in ``all`` only).
+    label count in ``all`` only): Python values, or an Arrow string array whose nulls are
+    the missing labels (stage 3's rows: no Python object per row).
     """
     arrays = {c: np.asarray(v) for c, v in columns.items()}
     n = len(next(iter(arrays.values()))) if arrays else 0
@@ -71,7 +74,13 @@ def aggregate_columns(columns: dict, labels=None) -> dict:
         return out
 
     result = {"labels": {}, "all": block(None)}
-    if labels is not None:
+    if isinstance(labels, (pa.Array, pa.ChunkedArray)):
+        encoded = pc.dictionary_encode(labels.combine_chunks() if isinstance(labels, pa.ChunkedArray) else labels)
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        names = [str(v) for v in encoded.dictionary.to_pylist()]
+        for code in sorted(range(len(names)), key=names.__getitem__):
+            result["labels"][names[code]] = block(np.nonzero(codes == code)[0])
+    elif labels is not None:
         labels = np.array(list(labels), dtype=object)
         known = ~_missing(labels)
         for label in sorted(set(labels[known].tolist()), key=str):

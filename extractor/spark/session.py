@@ -153,10 +153,10 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
 
     Between two tasks of a Spark task the memory the first freed is handed back
     (`release_memory`), so that the next does not start from its pages, and after the last
-    by `task_done`; with ``reuse_memory`` only at the end of each Spark task: for rounds of short tasks of bounded size
-    (stage 3's), where faulting the pages in again costs more than keeping them (on 100,000
-    pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0 CPU-s under local[1], its peak
-    490-507 -> 550 MiB in one process: docs/scale.md)."""
+    by `task_done`; with ``reuse_memory`` only at the end of each Spark task: for rounds
+    of short tasks of bounded size (stage 3's), where faulting the pages in again costs
+    more than keeping them (on 100,000 pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0
+    CPU-s under local[1], its peak 490-507 -> 550 MiB in one process: docs/scale.md)."""
     import json
 
     if not tasks:

@@ -424,9 +424,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     even = [1.0] * len(buckets)
     ranked = run_round(_rank_task(plan), buckets, costs=even, name="rank") if found else []
     counts, dropped = dc.ranked_counts(ranked)
-    drops["pair_spans_documents_of_two_splits"] = 0
-    for why, n in dropped.items():
-        drops[why] = drops.get(why, 0) + n
+    drops.update({"pair_spans_documents_of_two_splits": 0, **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
     #    the lowest hashes, found through the histograms (and the rows of the bins where a

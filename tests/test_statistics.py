@@ -216,6 +216,32 @@ def test_batch_lcs_of_word_ids_past_the_surrogates_and_of_ids_that_cannot_be_cha
     assert _assert_batch_is_per_row(premises, hypotheses, labels).equals(frame)
 
 
+@pytest.mark.parametrize("bins", ["counted", "sorted"])
+def test_key_sums_counts_and_sums_every_distinct_key_on_both_paths(bins):
+    """`key_sums`: each distinct key once, in order, with its occurrences or the sum of its
+    weights, the same when the keys are counted into an array and when a key range too
+    large for that makes it sort (keys spread over 2**40)."""
+    from collections import Counter
+
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    keys = rng.zipf(1.3, 50_000).astype(np.int64) % 4_000
+    if bins == "sorted":
+        keys = keys * (1 << 28) + 3
+    weights = rng.integers(1, 1_000, len(keys))
+    span = int(keys.max()) + 1
+    got_keys, got_counts = st.key_sums(keys, span)
+    want = Counter(keys.tolist())
+    assert got_keys.tolist() == sorted(want) and got_counts.tolist() == [want[k] for k in sorted(want)]
+    sums = Counter()
+    for k, w in zip(keys.tolist(), weights.tolist()):
+        sums[k] += w
+    got_keys, got_sums = st.key_sums(keys, span, weights)
+    assert got_keys.tolist() == sorted(sums) and got_sums.tolist() == [sums[k] for k in sorted(sums)]
+    assert got_sums.dtype == np.int64 and st.key_sums(keys[:0], 0, weights[:0])[0].tolist() == []
+
+
 def test_fold_texts_is_fold_text_of_each_text():
     """The batch fold (Arrow split and join, Python case folding per distinct token) gives
     `fold_text`; it may fold token by token because no character case-folds to whitespace

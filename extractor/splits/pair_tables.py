@@ -290,47 +290,55 @@ def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: i
     """The top PMI words of one split per side (``{"hypothesis": {label: [...]}, "premise":
     ...}``, as `statistics.top_pmi_from_counts` gives them) from the ``word`` rows of the
     split's statistics (all units; ``n`` summed per side, label and word) and the pairs
-    per label (`label_totals`)."""
+    per label (`label_totals`). The rows are summed over integer keys (side, label and word
+    each numbered once), not grouped by their three strings."""
     words = stats.filter(pc.and_(pc.equal(stats.column("kind"), "word"), pc.is_valid(stats.column("label"))))
-    summed = words.group_by(["side", "label", "word"], use_threads=False).aggregate([("n", "sum")])
+    coded = [pc.dictionary_encode(words.column(c).combine_chunks()) for c in ("side", "label", "word")]
+    (sides, labels, vocabulary), (side_at, label_at, word_at) = zip(
+        *((c.dictionary, c.indices.to_numpy(zero_copy_only=False).astype(np.int64)) for c in coded))
+    n_labels, n_words = len(labels), len(vocabulary)
+    keys, sums = st.key_sums((side_at * n_labels + label_at) * n_words + word_at, len(sides) * n_labels * n_words,
+                             words.column("n").to_numpy())
+    side_of, label_of, word_of = keys // (n_labels * n_words), keys // n_words % n_labels, keys % n_words
+    names = labels.to_pylist()
     out = {}
     for side in SIDES:
-        part = summed.filter(pc.equal(summed.column("side"), side))
-        part = part.filter(_pmi_contenders(part, label_totals, top_k, min_count))
-        out[side] = st.pmi_table(part.column("label").to_pylist(), part.column("word").to_pylist(),
-                                 part.column("n_sum").to_pylist(), label_totals, k=top_k, min_count=min_count)
+        at = sides.to_pylist().index(side) if side in sides.to_pylist() else -1
+        mine = np.nonzero(side_of == at)[0]
+        keep = mine[_pmi_contenders(word_of[mine], label_of[mine], names, sums[mine], label_totals, top_k, min_count)]
+        out[side] = st.pmi_table([names[i] for i in label_of[keep].tolist()],
+                                 vocabulary.take(pa.array(word_of[keep])).to_pylist(), sums[keep].tolist(),
+                                 label_totals, k=top_k, min_count=min_count)
     return out
 
 
-def _pmi_contenders(part: pa.Table, label_totals: dict, top_k: int, min_count: int) -> pa.Array:
-    """The rows (label, word, n_sum) `statistics.pmi_table` needs for the same result: every
-    row of each word that is among a label's top `top_k` candidates by `pmi_table`'s rough
-    score (with its ties, and a margin), so that each kept word's count (the sum of its
-    rows) is the same. A label's candidates here contain its top `top_k` of all rows, so
-    `pmi_table` finds the same k-th score, the same candidates and the same words; the
-    other rows (most of a split's words) never become Python lists."""
-    n = part.num_rows
-    if not n:
-        return pa.array(np.zeros(0, dtype=bool))
-    words_at = pc.dictionary_encode(part.column("word").combine_chunks()).indices.to_numpy()
-    labels = pc.dictionary_encode(part.column("label").combine_chunks())
-    label_at = labels.indices.to_numpy()
-    c = part.column("n_sum").to_numpy().astype(np.float64)
+def _pmi_contenders(words_at: np.ndarray, label_at: np.ndarray, labels: list, c: np.ndarray, label_totals: dict,
+                    top_k: int, min_count: int) -> np.ndarray:
+    """Which rows (word number, label number, summed count `c`; `labels` the label names)
+    `statistics.pmi_table` needs for the same result: every row of each word that is among
+    a label's top `top_k` candidates by `pmi_table`'s rough score (with its ties, and a
+    margin), so that each kept word's count (the sum of its rows) is the same. A label's
+    candidates here contain its top `top_k` of all rows, so `pmi_table` finds the same
+    k-th score, the same candidates and the same words; the other rows (most of a split's
+    words) never become Python lists."""
+    if not len(words_at):
+        return np.zeros(0, dtype=bool)
+    c = c.astype(np.float64)
     cw = np.bincount(words_at, weights=c)[words_at]
     totals = {l: t for l, t in label_totals.items() if t}
     n_labels, total = len(totals), sum(totals.values())
-    cl = np.array([totals.get(l, 0) for l in labels.dictionary.to_pylist()], dtype=np.float64)[label_at]
+    cl = np.array([totals.get(l, 0) for l in labels], dtype=np.float64)[label_at]
     with np.errstate(divide="ignore", invalid="ignore"):
         rough = np.log(((c + st.PMI_SMOOTHING) / (cw + st.PMI_SMOOTHING * n_labels)) / (cl / total)) if total else c
     candidate = (cw >= min_count) & (cl > 0) & (rough > -1e-9)
     keep_word = np.zeros(int(words_at.max()) + 1, dtype=bool)
-    for code in range(len(labels.dictionary)):
+    for code in range(len(labels)):
         sel = np.nonzero(candidate & (label_at == code))[0]
         if len(sel) > top_k:
             kth = np.partition(rough[sel], len(sel) - top_k)[len(sel) - top_k]
             sel = sel[rough[sel] >= kth - 1e-6]
         keep_word[words_at[sel]] = True
-    return pa.array(keep_word[words_at])
+    return keep_word[words_at]
 
 
 def card_statistics(aggregates: list[dict], pmi: dict, duplicates: dict) -> dict:

@@ -40,7 +40,7 @@ from extractor.statistics.aggregate import (
     AGGREGATES, DIGITS, aggregate_columns, aggregate_pandas, blocks_from_rows, sample_std,
 )
 from extractor.statistics.datasets import assemble_split_statistics, dataset_statistics, split_statistics
-from extractor.statistics.kernels import batch_columns, batch_statistics, row_statistics
+from extractor.statistics.kernels import batch_columns, batch_statistics, key_sums, row_statistics
 from extractor.statistics.keys import (
     duplicate_counts, fold_text, fold_texts, folded_pair_key, leakage_counts, pair_text_key,
 )
@@ -62,7 +62,7 @@ __all__ = [
     "ROW_COLUMNS", "ROW_DTYPES", "add_word_counts", "aggregate_columns", "aggregate_pandas",
     "artefact_table", "assemble_split_statistics", "batch_columns", "batch_statistics", "blocks_from_rows",
     "class_distribution_table", "dataset_statistics", "duplicate_counts", "fold_text", "fold_texts",
-    "folded_pair_key", "hypothesis_word_set", "inner_capital", "lcs_length", "lcs_ratio", "leakage_counts",
+    "folded_pair_key", "hypothesis_word_set", "inner_capital", "key_sums", "lcs_length", "lcs_ratio", "leakage_counts",
     "leakage_markdown", "markdown_report", "new_token_rate", "norm_words", "overlap_jaccard",
     "overlap_jaccard_raw", "pair_text_key", "pmi", "pmi_markdown", "pmi_table", "row_statistics",
     "ronli_table", "sample_std", "split_statistics", "top_pmi", "top_pmi_from_counts", "word_count",

@@ -187,22 +187,31 @@ def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
     return codes, list(names)
 
 
+def key_sums(keys: np.ndarray, bins: int, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys, sorted; how many times each occurs, or the sum of its `weights`)
+    of non-negative integer keys below `bins`: counted into an array where one count per
+    key fits in memory, else sorted."""
+    if bins <= 1 << 25:  # a count per key fits in memory: count, no sort
+        counts = np.bincount(keys, minlength=bins)
+        distinct = np.nonzero(counts)[0]
+        if weights is None:
+            return distinct, counts[distinct].astype(np.int64)
+        return distinct, np.bincount(keys, weights=weights, minlength=bins)[distinct].astype(np.int64)
+    order = np.argsort(keys, kind="stable") if weights is not None else None
+    keys = keys[order] if order is not None else np.sort(keys)
+    first = np.nonzero(_starts(keys))[0]
+    if order is None:
+        return keys[first], np.diff(np.append(first, len(keys))).astype(np.int64)
+    return keys[first], np.add.reduceat(np.asarray(weights, dtype=np.int64)[order], first) if len(keys) else first
+
+
 def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(label number, word id, texts) per (label, word) of one side, from its `_distinct`
     normalised keys: rows without a label left out; sorted by label, then word id."""
     lab = codes[keys // width]
     has = lab >= 0
-    combined = lab[has] * width + keys[has] % width
-    bins = (int(codes.max()) + 1) * width if len(codes) else 0
-    if bins <= 1 << 25:  # a count per (label, word) fits in memory: count, no sort
-        counts = np.bincount(combined, minlength=bins)
-        combined = np.nonzero(counts)[0]
-        counts = counts[combined]
-    else:
-        combined = np.sort(combined)
-        first = np.nonzero(_starts(combined))[0]
-        counts = np.diff(np.append(first, len(combined)))
-        combined = combined[first]
+    combined, counts = key_sums(lab[has] * width + keys[has] % width,
+                                (int(codes.max()) + 1) * width if len(codes) else 0)
     return combined // width, combined % width, counts
 
 

@@ -128,9 +128,24 @@ def _inside(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
     return of[at] == keys
 
 
-def _jaccard(p_keys: np.ndarray, h_keys: np.ndarray, width: int, n: int) -> np.ndarray:
-    """Per row |P & H| / |P | H| of the word sets given as `_distinct` keys (0 if both empty)."""
-    shared = np.bincount(h_keys[_inside(h_keys, p_keys)] // width, minlength=n)
+def _counted(row: np.ndarray, ids: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_distinct` keys of a batch with how many times each occurs in its row."""
+    keys = _sorted_keys(row, ids, width)
+    first = np.nonzero(_starts(keys))[0]
+    return keys[first], np.diff(np.append(first, len(keys)))
+
+
+def _shared(a_keys: np.ndarray, b_keys: np.ndarray) -> np.ndarray:
+    """The keys in both of two `_distinct` key arrays: one merge of the two sorted runs
+    (numpy's stable sort), then the keys that occur twice."""
+    both = np.sort(np.concatenate([a_keys, b_keys]), kind="stable")
+    return both[1:][both[1:] == both[:-1]]
+
+
+def _jaccard(shared: np.ndarray, p_keys: np.ndarray, h_keys: np.ndarray, width: int, n: int) -> np.ndarray:
+    """Per row |P & H| / |P | H| of the word sets given as `_distinct` keys (0 if both
+    empty), from the keys in both (`shared`)."""
+    shared = np.bincount(shared // width, minlength=n)
     union = np.bincount(p_keys // width, minlength=n) + np.bincount(h_keys // width, minlength=n) - shared
     return np.divide(shared, union, out=np.zeros(n), where=union > 0)
 
@@ -271,19 +286,22 @@ def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tup
     norm_id, upper, upper_tail, words_ = _vocabulary(prem, hyp)
     width = max(len(norm_id), 1) + 1
     pn, hn = _normalised(prem, norm_id), _normalised(hyp, norm_id)
-    pn_keys, hn_keys = _distinct(pn[0], pn[1], width), _distinct(hn[0], hn[1], width)
+    pn_keys, (hn_keys, repeats) = _distinct(pn[0], pn[1], width), _counted(hn[0], hn[1], width)
     h_len = hn[3]
-    new = np.bincount(hn[0][~_inside(hn[0] * width + hn[1], pn_keys)], minlength=n)
+    # the hypothesis's words in the premise: once per distinct word (the Jaccard index), and
+    # with their repeats (the new-token rate counts the other words, repeats included)
+    in_premise = _inside(hn_keys, pn_keys)
+    new = h_len - np.bincount(hn_keys[in_premise] // width, weights=repeats[in_premise], minlength=n).astype(np.int64)
     lcs = _lcs_lengths(hn, pn, len(words_))
     capital = np.where(hyp.first, upper_tail[hyp.raw], upper[hyp.raw])
+    p_raw, h_raw = _distinct(prem.row, prem.raw, width), _distinct(hyp.row, hyp.raw, width)
     columns = {
         "premise_words": prem.count, "hypothesis_words": hyp.count,
-        "overlap_jaccard": _jaccard(pn_keys, hn_keys, width, n),
+        "overlap_jaccard": _jaccard(hn_keys[in_premise], pn_keys, hn_keys, width, n),
         "lcs_ratio": np.divide(lcs, h_len, out=np.zeros(n), where=h_len > 0),
         "new_token_rate": np.divide(new, h_len, out=np.zeros(n), where=h_len > 0),
         "hypothesis_inner_capital": np.bincount(hyp.row[capital], minlength=n) > 0,
-        "overlap_jaccard_raw": _jaccard(_distinct(prem.row, prem.raw, width), _distinct(hyp.row, hyp.raw, width),
-                                        width, n),
+        "overlap_jaccard_raw": _jaccard(_shared(p_raw, h_raw), p_raw, h_raw, width, n),
     }
     columns = {c: columns[c].astype(ROW_DTYPES[c]) for c in ROW_COLUMNS}
     codes, names = _label_codes(labels, n)

@@ -240,7 +240,7 @@ def shingle_sets(texts, settings: Settings) -> Shingles:
     token once (`statistics.norm_words`); numpy hashes each distinct normalised word."""
     arr = _text_array(texts)
     n = len(arr)
-    lists = pc.utf8_split_whitespace(arr)
+    lists = charclasses.split_whitespace(arr)
     lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = pc.list_flatten(lists)
     row = np.repeat(np.arange(n, dtype=np.int64), lengths)

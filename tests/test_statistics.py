@@ -117,18 +117,38 @@ def _assert_batch_is_per_row(premises, hypotheses, labels, given=None) -> pd.Dat
 
 
 def test_arrow_splits_text_at_exactly_the_characters_python_does():
-    """batch_statistics tokenises with Arrow's utf8_split_whitespace; the per-row
-    definitions use str.split(). Every code point, alone between two letters."""
+    """batch_statistics and the near-duplicate shingles tokenise with
+    `charclasses.split_whitespace` (Arrow's ASCII split after the other whitespace
+    characters became " "); the per-row definitions use str.split(). Every code point,
+    alone between two letters; then texts of real words joined by runs of every kind of
+    whitespace, beside texts with none but " ", with nulls: the same non-empty tokens as
+    str.split() and as Arrow's utf8_split_whitespace."""
+    import random
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from extractor.statistics import charclasses
+
     points = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
     texts = ["a" + chr(c) + "b" for c in points]
-    arrow = pc.list_value_length(pc.utf8_split_whitespace(pa.array(texts))).to_numpy() != 1
     python = np.array([len(t.split()) != 1 for t in texts])
     assert python.sum() == 29  # \t-\r, \x1c-\x1f, space, NEL, NBSP, the Zs spaces, LS, PS
-    assert (arrow == python).all(), [hex(points[i]) for i in np.nonzero(arrow != python)[0]]
+    for split in (pc.utf8_split_whitespace, charclasses.split_whitespace):
+        arrow = pc.list_value_length(split(pa.array(texts))).to_numpy() != 1
+        assert (arrow == python).all(), [hex(points[i]) for i in np.nonzero(arrow != python)[0]]
+    spaces = [chr(points[i]) for i in np.nonzero(python)[0]]
+    rng = random.Random(3)
+    words = "Prin urmare , armata a trecut râul în zori ; ΣΊΣΥΦΟΣ straße İstanbul".split()
+    mixed = ["".join(rng.choice(words) + "".join(rng.choice(spaces) for _ in range(rng.randint(1, 3)))
+                     for _ in range(rng.randint(0, 12))) if i % 3 else " ".join(rng.sample(words, 5))
+             for i in range(600)] + [None, "", "\u3000"]
+    def tokens(split):  # the callers drop empty tokens (Arrow leaves one after some trailing runs)
+        return [None if t is None else [w for w in t if w] for t in split(pa.array(mixed, pa.large_string())).to_pylist()]
+
+    got = tokens(charclasses.split_whitespace)
+    assert got == [None if t is None else t.split() for t in mixed] == tokens(pc.utf8_split_whitespace)
 
 
 def test_batch_statistics_equal_the_per_row_functions_on_awkward_texts():

@@ -64,6 +64,24 @@ def rules() -> dict:
     return _RULES
 
 
+# the characters Python's str.split() splits at besides Arrow's ASCII whitespace (" ", \t,
+# \n, \v, \f, \r): the information separators, NEL, NBSP, the Zs spaces, LS and PS
+# (tests/test_statistics.py checks the set over every code point)
+OTHER_WHITESPACE = r"[\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
+
+
+def split_whitespace(texts: pa.Array) -> pa.Array:
+    """``utf8_split_whitespace`` of a string array (the tokens of Python's ``str.split()``),
+    at half its cost: the texts holding another whitespace character than Arrow's ASCII
+    ones (few: one RE2 pass finds them) have those characters made " " first, then
+    ``ascii_split_whitespace`` (0.013 against 0.029 s for 25,000 sentences)."""
+    other = pc.fill_null(pc.match_substring_regex(texts, OTHER_WHITESPACE), False)
+    if pc.any(other).as_py():
+        texts = pc.replace_with_mask(texts, other,
+                                     pc.replace_substring_regex(texts.filter(other), OTHER_WHITESPACE, " "))
+    return pc.ascii_split_whitespace(texts)
+
+
 def normalised_tokens(vocab: pa.Array, python_norm) -> pa.Array:
     """`rows.norm_words` of each distinct whitespace token ("" when nothing is left):
     ``utf8_trim(utf8_lower(token), edge)`` for the tokens of `rules`' ``token`` pattern,

@@ -41,13 +41,13 @@ def _text_array(values) -> pa.Array:
 
 class _Tokens:
     """The whitespace tokens of a batch of texts, in order (empty tokens dropped): ``row``
-    of each token and whether it opens its text (``first``). Arrow's
-    ``utf8_split_whitespace`` splits at exactly the characters Python's ``str.split()``
-    does (checked over every code point in tests/test_statistics.py). ``raw`` (the token's
+    of each token and whether it opens its text (``first``). `charclasses.split_whitespace`
+    splits at exactly the characters Python's ``str.split()`` does (checked over every code
+    point in tests/test_statistics.py). ``raw`` (the token's
     id in the batch's vocabulary) is set by `_vocabulary`."""
 
     def __init__(self, texts: pa.Array):
-        lists = pc.utf8_split_whitespace(texts)
+        lists = charclasses.split_whitespace(texts)
         lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(lists)
         keep = pc.greater(pc.binary_length(flat), 0)

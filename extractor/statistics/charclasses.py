@@ -19,6 +19,7 @@ process (about 50 ms).
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -96,11 +97,15 @@ def normalised_tokens(vocab: pa.Array, python_norm) -> pa.Array:
     return pc.replace_with_mask(arrow, other, pa.array([python_norm(t) for t in todo], vocab.type))
 
 
-def has_upper(vocab: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Per token: ``any(ch.isupper() for ch in token)`` and the same over ``token[1:]``."""
+def has_upper(vocab: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per token: ``any(ch.isupper() for ch in token)`` and the same over ``token[1:]``
+    (looked for only in the tokens that hold a capital at all: a few in ten), as numpy bools."""
     r = rules()
-    return (pc.fill_null(pc.match_substring_regex(vocab, r["upper"]), False),
-            pc.fill_null(pc.match_substring_regex(vocab, r["upper_tail"]), False))
+    upper = pc.fill_null(pc.match_substring_regex(vocab, r["upper"]), False)
+    tail = np.zeros(len(vocab), dtype=bool)
+    tail[np.nonzero(upper.to_numpy(zero_copy_only=False))[0]] = pc.fill_null(
+        pc.match_substring_regex(vocab.filter(upper), r["upper_tail"]), False).to_numpy(zero_copy_only=False)
+    return upper.to_numpy(zero_copy_only=False).astype(bool), tail
 
 
 def fold_texts(texts: pa.Array, fold_others) -> pa.Array:

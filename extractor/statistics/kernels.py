@@ -80,8 +80,7 @@ def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa
     normal = pc.if_else(pc.equal(normal, ""), pa.scalar(None, normal.type), normal).dictionary_encode()
     norm_id = normal.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     upper, upper_tail = charclasses.has_upper(vocab)
-    return (norm_id, upper.to_numpy(zero_copy_only=False).astype(bool),
-            upper_tail.to_numpy(zero_copy_only=False).astype(bool), normal.dictionary)
+    return norm_id, upper, upper_tail, normal.dictionary
 
 
 def _python_norm(token: str) -> str:

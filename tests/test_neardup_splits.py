@@ -89,20 +89,34 @@ def test_no_near_duplicate_crosses_splits(pairs_dir, tmp_path):
     assert found_off["near"] is None
 
 
-def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path):
+def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
     """With near-duplicates on, 1 bucket and 5 buckets (of band keys, slim rows, keys) give
-    the same split files, byte for byte, and the same near-duplicate counts."""
+    the same split files, byte for byte, and the same near-duplicate counts; with the
+    documents of the verified pairs joined by the driver (the default for this corpus's
+    few thousand pairs) and by a round of one task (`NEAR_GROUPS_IN_DRIVER` 0) alike."""
     settings = nd.Settings()
+    rounds_run = []
+
+    class Recording(contract.InProcessRunner):
+        def map(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
+            rounds_run.append(name)
+            return super().map(fn, tasks, spread, costs, name, reuse_memory)
+
     outs = {}
-    for buckets in (1, 5):
+    for in_driver, buckets in ((True, 1), (True, 5), (False, 1), (False, 5)):
+        monkeypatch.setattr(splits_stage, "NEAR_GROUPS_IN_DRIVER", 100_000 if in_driver else 0)
+        rounds_run.clear()
         schema, units = bt.list_units(str(pairs_dir))
-        out = tmp_path / f"b{buckets}"
+        out = tmp_path / f"b{buckets}-{in_driver}"
         plan = {"units": units, "schema": schema, "seed": 0, "work": str(out / "work"), "buckets": buckets,
                 "target": str(out / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": settings}
-        found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+        found = splits_stage.rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
         files = {p.relative_to(out / "splits").as_posix(): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))}
-        outs[buckets] = (files, found["near"])
-    assert outs[1][0] and outs[1] == outs[5]
+        outs[in_driver, buckets] = (files, found["near"])
+        assert ("near-groups" in rounds_run) is not in_driver, rounds_run
+    assert outs[True, 1][0] and outs[True, 1][1]["documents_joined"] > 100
+    assert 1000 < outs[True, 1][1]["hypotheses"] <= 100_000
+    assert outs[True, 1] == outs[True, 5] == outs[False, 1] == outs[False, 5]
 
 
 def test_near_duplicates_across_corpora_are_counted_when_their_splits_differ(tmp_path):

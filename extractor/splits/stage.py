@@ -40,6 +40,9 @@ from extractor.names import LABELS
 NAME = STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
 WORK_NAME = "_tmp-splits-work"
+# the most verified near-duplicate hypotheses whose documents the driver joins itself (a
+# few MB of edges); above it one task does
+NEAR_GROUPS_IN_DRIVER = 100_000
 CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
 
@@ -180,7 +183,8 @@ def _near_task(plan: dict):
 
 
 def _near_groups_task(plan: dict):
-    """Near-duplicates, one task: the documents joined by the verified pairs (connected
+    """Near-duplicates, one task (run by the driver where the verified pairs are at most
+    NEAR_GROUPS_IN_DRIVER): the documents joined by the verified pairs (connected
     components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
     def fn(_: int) -> dict:
         edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
@@ -408,7 +412,11 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
                            name="near-duplicates"):
             for k in near:
                 near[k] += r[k]
-        near.update(run_round(_near_groups_task(plan), [0], name="near-groups")[0])
+        # the components over few verified pairs are cheaper here than a Spark job (about
+        # 0.03 CPU-s and 0.03 s of serial wall time); over many, one task holds them
+        groups = _near_groups_task(plan)
+        near.update(groups(0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
+                    else run_round(groups, [0], name="near-groups")[0])
     documents: dict = {}
     assign = _assign_task(plan)
     for r in (assign(corpus) for corpus in corpora):

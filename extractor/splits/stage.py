@@ -142,15 +142,16 @@ def _summaries_task(plan: dict):
 
 
 def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
-    """Near-duplicates, per unit (docs/neardup.md): the hypotheses of the unit's data rows
-    with their premises, corpus and document to `near-texts/unit-<u>.arrow`; their band
-    rows to the folders of the bands' buckets."""
+    """Near-duplicates, per unit (docs/neardup.md): the unit's data rows' premises, corpus
+    and document, with their hypotheses' shingles and band keys (not the hypotheses: the
+    near-duplicates round verifies with the shingles), to `near-texts/unit-<u>.arrow`;
+    their band rows to the folders of the bands' buckets."""
     at = rows.column("_row")
     ids = nd.gids(u, at.to_numpy())
+    bands, shingles, keys = nd.unit_bands_with(source.column("hypothesis").take(at), ids, plan["near"])
     texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
-                      "text": source.column("hypothesis").take(at).cast(pa.large_string()),
+                      "text": pa.nulls(len(ids), pa.large_string()),
                       "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
-    bands, shingles, keys = nd.unit_bands_with(texts.column("text"), ids, plan["near"])
     # the texts' shingles and band keys beside them: the near-duplicates round verifies
     # with these instead of cutting and hashing every candidate's text again
     texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))

@@ -327,13 +327,13 @@ def other_keys(kept: pa.Table) -> pa.Table:
     """The keys of kept rows (`KEYS_SCHEMA`), to be grouped in buckets of keys: documents
     and hypotheses one row per distinct (kind, key, split, corpus); pairs and sentence
     pairs one row per kept row (no corpus), so that repeats within a split count."""
-    docs = pa.table({"kind": pa.array(["documents"] * kept.num_rows, pa.string()),
+    docs = pa.table({"kind": pa.repeat(pa.scalar("documents", pa.string()), kept.num_rows),
                      "key": pc.cast(kept.column("doc_id"), pa.binary()), "split": kept.column("_split"),
                      "corpus": kept.column("corpus")})
-    hyps = pa.table({"kind": pa.array(["hypotheses"] * kept.num_rows, pa.string()), "key": kept.column("_hkey"),
+    hyps = pa.table({"kind": pa.repeat(pa.scalar("hypotheses", pa.string()), kept.num_rows), "key": kept.column("_hkey"),
                      "split": kept.column("_split"), "corpus": kept.column("corpus")})
     both = pa.concat_tables([docs, hyps]).group_by(list(KEYS_SCHEMA.names), use_threads=False).aggregate([])
-    pairs = [pa.table({"kind": pa.array([kind] * kept.num_rows, pa.string()), "key": kept.column(col),
+    pairs = [pa.table({"kind": pa.repeat(pa.scalar(kind, pa.string()), kept.num_rows), "key": kept.column(col),
                        "split": kept.column("_split"), "corpus": pa.nulls(kept.num_rows, pa.string())})
              for kind, col in (("pairs", "_pkey"), ("sentence_pairs", "_skey"))]
     return pa.concat_tables([both.select(list(KEYS_SCHEMA.names)).cast(KEYS_SCHEMA),

@@ -12,16 +12,29 @@ def stable_hash(*parts: object, seed: int = 0) -> int:
 
 def digests(texts, size: int, prefix: bytes = b""):
     """blake2b (`size` bytes) of `prefix` + each text's UTF-8, for a list or Arrow array of
-    strings (None as "None"), as an (n, size) uint8 numpy array: one call per text."""
+    strings (None as "None"), as an (n, size) uint8 numpy array: one call per text, on a
+    slice of the Arrow data (no Python string per text) and a copy of the hash of `prefix`
+    (half the cost of hashing a Python bytes object per text, measured)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     texts = texts.cast(pa.string()) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
-    values = pc.fill_null(texts, "None").cast(pa.large_binary()).to_pylist()
-    digest = hashlib.blake2b
-    joined = b"".join([digest(prefix + v, digest_size=size).digest() for v in values])
-    return np.frombuffer(joined, dtype=np.uint8).reshape(len(values), size)
+    values = pc.fill_null(texts, "None").cast(pa.large_binary())
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    ends = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset:values.offset + n + 1].tolist()
+    data = memoryview(values.buffers()[2] if values.buffers()[2] is not None else b"")
+    start = hashlib.blake2b(prefix, digest_size=size)
+
+    def digest(a: int, b: int) -> bytes:
+        h = start.copy()
+        h.update(data[a:b])
+        return h.digest()
+
+    joined = b"".join([digest(a, b) for a, b in zip(ends[:-1], ends[1:])])
+    return np.frombuffer(joined, dtype=np.uint8).reshape(n, size)
 
 
 def stable_hashes(values, seed: int = 0):

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import statistics as st
+from extractor.hashing import digests
 from extractor.run.parquet_writer import plain_schema
 from extractor.splits import pair_tables as bt
 
@@ -140,6 +141,26 @@ def test_summaries_of_a_document_of_10000_pairs(pairs):
     assert out.num_rows == 10_000 and set(out.column("_unit").to_pylist()) == {7}
     assert set(out.column("_pdoc").to_pylist()) == {"wiki:long"}
     assert len(set(out.column("_skey").to_pylist())) == 10_000
+
+
+@pytest.mark.parametrize("prefix", [b"", b"11\x1f"])
+def test_digests_are_blake2b_of_each_texts_utf8(prefix):
+    """`hashing.digests` hashes slices of the Arrow data: each row is blake2b of `prefix` +
+    its UTF-8 (None as "None"), on a list, a sliced array, a chunked array and texts that
+    are all empty (an Arrow array without a data buffer)."""
+    texts = ["Prin urmare, armata a trecut râul.", None, "", "ß İ ΣΊΣΥΦΟΣ", "x" * 3000, "\u3000", "None"] * 3
+
+    def want(values):
+        return [hashlib.blake2b(prefix + ("None" if v is None else v).encode("utf-8"), digest_size=16).digest()
+                for v in values]
+
+    def got(values):
+        return [bytes(row) for row in digests(values, 16, prefix)]
+
+    assert got(texts) == want(texts)
+    assert got(pa.array(texts).slice(3, 11)) == want(texts[3:14])
+    assert got(pa.chunked_array([pa.array(texts[:5]), pa.array(texts[5:])])) == want(texts)
+    assert got(pa.array(["", ""])) == want(["", ""]) and got(pa.array([], pa.string())) == []
 
 
 def test_summaries_keys_hash_order_and_flags_follow_the_per_row_definitions():

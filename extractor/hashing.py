@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import zlib
 
 
 def stable_hash(*parts: object, seed: int = 0) -> int:
@@ -10,22 +11,33 @@ def stable_hash(*parts: object, seed: int = 0) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
-def digests(texts, size: int, prefix: bytes = b""):
-    """blake2b (`size` bytes) of `prefix` + each text's UTF-8, for a list or Arrow array of
-    strings (None as "None"), as an (n, size) uint8 numpy array: one call per text, on a
-    slice of the Arrow data (no Python string per text) and a copy of the hash of `prefix`
-    (half the cost of hashing a Python bytes object per text, measured)."""
+def utf8_slices(texts) -> tuple[memoryview, list[int]]:
+    """The UTF-8 of a list or Arrow array of strings (or binaries; None as "None") as one
+    buffer and the offsets of its rows: row i is ``data[ends[i]:ends[i + 1]]``. A per-row
+    hash over these slices makes no Python object per text (about half the cost)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = texts.cast(pa.string()) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
-    values = pc.fill_null(texts, "None").cast(pa.large_binary())
+    if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        texts = pa.array(texts, pa.string())
+    elif not pa.types.is_binary(texts.type) and not pa.types.is_large_binary(texts.type):
+        texts = texts.cast(pa.string())
+    values = pc.fill_null(texts.cast(pa.large_binary()), b"None")
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     n = len(values)
     ends = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset:values.offset + n + 1].tolist()
-    data = memoryview(values.buffers()[2] if values.buffers()[2] is not None else b"")
+    return memoryview(values.buffers()[2] if values.buffers()[2] is not None else b""), ends
+
+
+def digests(texts, size: int, prefix: bytes = b""):
+    """blake2b (`size` bytes) of `prefix` + each text's UTF-8, for a list or Arrow array of
+    strings (None as "None"), as an (n, size) uint8 numpy array: one call per text, on its
+    `utf8_slices` slice, from a copy of the hash of `prefix`."""
+    import numpy as np
+
+    data, ends = utf8_slices(texts)
     start = hashlib.blake2b(prefix, digest_size=size)
 
     def digest(a: int, b: int) -> bytes:
@@ -34,7 +46,16 @@ def digests(texts, size: int, prefix: bytes = b""):
         return h.digest()
 
     joined = b"".join([digest(a, b) for a, b in zip(ends[:-1], ends[1:])])
-    return np.frombuffer(joined, dtype=np.uint8).reshape(n, size)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(ends) - 1, size)
+
+
+def crc32s(texts):
+    """zlib.crc32 of each text's UTF-8 (a list or Arrow array; None as "None"), as a numpy
+    int64 array."""
+    import numpy as np
+
+    data, ends = utf8_slices(texts)
+    return np.array([zlib.crc32(data[a:b]) for a, b in zip(ends[:-1], ends[1:])], dtype=np.int64)
 
 
 def stable_hashes(values, seed: int = 0):

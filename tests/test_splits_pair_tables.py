@@ -4,6 +4,7 @@ computes on the whole split, and output files that depend on the rows only."""
 from __future__ import annotations
 
 import hashlib
+import zlib
 
 import pandas as pd
 import pyarrow as pa
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import statistics as st
-from extractor.hashing import digests
+from extractor.hashing import crc32s, digests
 from extractor.run.parquet_writer import plain_schema
 from extractor.splits import pair_tables as bt
 
@@ -147,7 +148,8 @@ def test_summaries_of_a_document_of_10000_pairs(pairs):
 def test_digests_are_blake2b_of_each_texts_utf8(prefix):
     """`hashing.digests` hashes slices of the Arrow data: each row is blake2b of `prefix` +
     its UTF-8 (None as "None"), on a list, a sliced array, a chunked array and texts that
-    are all empty (an Arrow array without a data buffer)."""
+    are all empty (an Arrow array without a data buffer); `hashing.crc32s` is zlib's crc32
+    of the same slices, of strings and of binaries."""
     texts = ["Prin urmare, armata a trecut râul.", None, "", "ß İ ΣΊΣΥΦΟΣ", "x" * 3000, "\u3000", "None"] * 3
 
     def want(values):
@@ -161,6 +163,11 @@ def test_digests_are_blake2b_of_each_texts_utf8(prefix):
     assert got(pa.array(texts).slice(3, 11)) == want(texts[3:14])
     assert got(pa.chunked_array([pa.array(texts[:5]), pa.array(texts[5:])])) == want(texts)
     assert got(pa.array(["", ""])) == want(["", ""]) and got(pa.array([], pa.string())) == []
+    # crc32s (the output files' and the document keys' buckets) over the same slices
+    assert crc32s(pa.array(texts).slice(3, 11)).tolist() == [
+        zlib.crc32(("None" if v is None else v).encode("utf-8")) for v in texts[3:14]]
+    assert crc32s(pa.array([v.encode() for v in texts if v], pa.binary())).tolist() == [
+        zlib.crc32(v.encode()) for v in texts if v]
 
 
 def test_summaries_keys_hash_order_and_flags_follow_the_per_row_definitions():

@@ -24,13 +24,11 @@ The results do not depend on the number of buckets, tasks or cores (tested).
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.hashing import stable_hashes
+from extractor.hashing import crc32s, stable_hashes
 from extractor.splits import assign as sp
 
 BITS = 10
@@ -346,7 +344,7 @@ def other_key_buckets(keys: pa.Table, n: int) -> np.ndarray:
     docs = pc.equal(keys.column("kind"), "documents").to_numpy(zero_copy_only=False)
     out = np.empty(keys.num_rows, dtype=np.int64)
     key = keys.column("key")
-    out[docs] = [zlib.crc32(k) % n for k in key.filter(pa.array(docs)).to_pylist()]
+    out[docs] = crc32s(key.filter(pa.array(docs))) % n
     out[~docs] = key_buckets(key.filter(pa.array(~docs)), n)
     return out
 

@@ -15,8 +15,6 @@ process) touches the texts of the pairs table only here, in three steps:
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +23,7 @@ from extractor import fs
 from extractor import scratch
 from extractor import statistics as st
 from extractor.errors import UserError
+from extractor.hashing import crc32s
 from extractor.hashing import digests as hash_texts
 from extractor.hashing import stable_hashes
 from extractor.run.parquet_writer import partition_values, plain_schema
@@ -199,9 +198,7 @@ def kept_rows(table: pa.Table, rows, splits) -> pa.Table:
 def file_buckets(pair_ids, n_files) -> np.ndarray:
     """The output file of every pair among `n_files` (one count, or one per pair): crc32 of
     the pair id's UTF-8, modulo the count."""
-    crc = [zlib.crc32(p) for p in pc.fill_null(pa.array(pair_ids).cast(pa.string()), "None")
-           .cast(pa.binary()).to_pylist()]
-    return np.array(crc, dtype=np.int64) % np.asarray(n_files, dtype=np.int64)
+    return crc32s(pair_ids) % np.asarray(n_files, dtype=np.int64)
 
 
 def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int]) -> list[str]:

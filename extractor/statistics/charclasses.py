@@ -102,10 +102,11 @@ def has_upper(vocab: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     (looked for only in the tokens that hold a capital at all: a few in ten), as numpy bools."""
     r = rules()
     upper = pc.fill_null(pc.match_substring_regex(vocab, r["upper"]), False)
+    has = upper.to_numpy(zero_copy_only=False).astype(bool)
     tail = np.zeros(len(vocab), dtype=bool)
-    tail[np.nonzero(upper.to_numpy(zero_copy_only=False))[0]] = pc.fill_null(
-        pc.match_substring_regex(vocab.filter(upper), r["upper_tail"]), False).to_numpy(zero_copy_only=False)
-    return upper.to_numpy(zero_copy_only=False).astype(bool), tail
+    tail[has] = pc.fill_null(pc.match_substring_regex(vocab.filter(upper), r["upper_tail"]),
+                             False).to_numpy(zero_copy_only=False)
+    return has, tail
 
 
 def fold_texts(texts: pa.Array, fold_others) -> pa.Array:

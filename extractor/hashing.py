@@ -15,6 +15,15 @@ def stable_hash(*parts: object, seed: int = 0) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
+def byte_buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (n + 1, int64) and bytes (uint8) of a large_binary array without nulls,
+    as numpy views of its Arrow buffers: row i is ``data[offsets[i]:offsets[i + 1]]``."""
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset:values.offset + n + 1]
+    data = values.buffers()[2]
+    return offsets, np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+
+
 def utf8_slices(texts) -> tuple[memoryview, list[int]]:
     """The UTF-8 of a list or Arrow array of strings (or binaries; None as "None") as one
     buffer and the offsets of its rows: row i is ``data[ends[i]:ends[i + 1]]``. A per-row
@@ -27,9 +36,8 @@ def utf8_slices(texts) -> tuple[memoryview, list[int]]:
     values = pc.fill_null(texts.cast(pa.large_binary()), b"None")
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    n = len(values)
-    ends = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset:values.offset + n + 1].tolist()
-    return memoryview(values.buffers()[2] if values.buffers()[2] is not None else b""), ends
+    offsets, data = byte_buffers(values)
+    return memoryview(data), offsets.tolist()
 
 
 def digests(texts, size: int, prefix: bytes = b""):

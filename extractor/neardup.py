@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from extractor import statistics as st
 from extractor.statistics import charclasses
 from extractor.errors import UserError
+from extractor.hashing import byte_buffers
 
 _MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
@@ -215,8 +216,7 @@ def _string_hashes(strings: pa.Array) -> np.ndarray:
     n = len(strings)
     if not n:
         return np.zeros(0, dtype=np.uint64)
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset:strings.offset + n + 1]
-    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8) if strings.buffers()[2] is not None else np.zeros(0, np.uint8)
+    offsets, data = byte_buffers(strings)
     lengths = np.diff(offsets)
     h = _mix(lengths.astype(np.uint64) + _GOLDEN)
     # 8 bytes at a time: each word's bytes padded with zeros to a multiple of 8

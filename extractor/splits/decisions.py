@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.hashing import crc32s, stable_hashes
+from extractor.hashing import byte_buffers, crc32s, stable_hashes
 from extractor.splits import assign as sp
 
 BITS = 10
@@ -52,12 +52,11 @@ def key_buckets(keys: pa.Array, n: int) -> np.ndarray:
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     keys = keys.cast(pa.large_binary())
     m = len(keys)
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + m + 1]
+    offsets, data = byte_buffers(keys)
     if keys.null_count or (np.diff(offsets) < 4).any():
         raise ValueError("key_buckets: every key must be a digest of at least 4 bytes")
     if not m:
         return np.zeros(0, dtype=np.int64)
-    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
     at = offsets[:-1]
     heads = np.zeros(m, dtype=np.int64)
     for j in range(4):

@@ -211,12 +211,11 @@ def key_sums(keys: np.ndarray, bins: int, weights: np.ndarray | None = None) -> 
         if weights is None:
             return distinct, counts[distinct].astype(np.int64)
         return distinct, np.bincount(keys, weights=weights, minlength=bins)[distinct].astype(np.int64)
-    order = np.argsort(keys, kind="stable") if weights is not None else None
-    keys = keys[order] if order is not None else np.sort(keys)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
     first = np.nonzero(_starts(keys))[0]
-    if order is None:
-        return keys[first], np.diff(np.append(first, len(keys))).astype(np.int64)
-    return keys[first], np.add.reduceat(np.asarray(weights, dtype=np.int64)[order], first) if len(keys) else first
+    each = np.ones(len(keys), dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)[order]
+    return keys[first], np.add.reduceat(each, first) if len(keys) else first
 
 
 def _word_count_rows(keys: np.ndarray, codes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ import mwxml
 import pytest
 
 from extractor.documents.readers import (Page, PageError, bz2_is_complete, decode_utf8, encoding_from_head, json_document,
-                               local_encoding, open_binary, parse_page_record, plain_paragraphs,
+                               local_encoding, open_binary, page_from_bytes, parse_page_record, plain_paragraphs,
                                stream_page_records)
 from tests.conftest import shared_file
 
@@ -192,3 +192,29 @@ def test_dump_head_and_end_of_the_real_truncated_dumps():
         assert dump_end_is_closed(path) is False  # cut off mid-page inside a valid bzip2 container
         assert b"</siteinfo>" in read_head(path) and site_namespaces(read_head(path).decode())[6]
     assert dump_end_is_closed(str(shared_file("dumps/enwiki-sample-206pages.xml.bz2"))) is True
+
+
+@pytest.mark.parametrize("insert", [
+    "plain".encode(), "Iaşi, Ţara Românească — „citat”".encode(), b"\x80", b"\xc0\xaf", b"\xed\xa0\x80",
+    b"\xef\xbf\xbe", b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82", b"\x01", b"\x00",
+    "\u2028 \U0001F600".encode(), b"&bogus;", b"&#xD800;", b"<b>unclosed", b"]]>",
+])
+def test_page_bytes_read_as_the_decoded_page_would_be(insert):
+    """page_from_bytes parses well-formed UTF-8 pages from their bytes: every record gives
+    what decoding it and parsing the text gives (the page, invalid_utf8 with its offset
+    and bytes, or malformed_xml), for the bytes expat and Python's decoder judge alike
+    and for those only one of them refuses (surrogates, overlong forms, noncharacters)."""
+    def reference(raw, offset):
+        try:
+            record = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return PageError("9", "invalid_utf8", f"not valid UTF-8 at byte {offset + exc.start} "
+                                                  f"({raw[exc.start:exc.start + 4]!r})", offset + exc.start)
+        return parse_page_record(record)
+
+    for raw in (page(id=9, text="Before ").encode().rsplit(b"</page>", 1)[0].replace(b"Before ", b"Before " + insert),
+                page(id=9, title="T").encode().rsplit(b"</page>", 1)[0].replace(b"<title>T", b"<title>T" + insert),
+                page(id=9).replace("<ns>0", "<ns>x").encode().rsplit(b"</page>", 1)[0]):
+        raw = raw.lstrip()
+        got = page_from_bytes(raw, 100, lambda at: f"byte {at}")
+        assert got == reference(raw, 100), (insert, raw[:120])

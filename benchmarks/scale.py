@@ -54,6 +54,16 @@ and the whole job, and writes `benchmarks/results/scale.json` and `benchmarks/re
 
 The machine this runs on may be shared: the ratios (stage 2 / stage 1, ours / WikiExtractor)
 come from runs of the same invocation; absolute seconds are that machine's.
+
+The POS filter's tagger spends most of stage 2 in numpy's BLAS (float32 matrix products),
+whose kernels depend on the CPU and on OPENBLAS_CORETYPE: it prints which library and kernels
+the job's processes load (threadpoolctl, in a child process with this environment, as the
+Python workers get it) and the OPENBLAS_* variables, and records them in the JSON. Some
+machines set OPENBLAS_CORETYPE=Haswell (and OPENBLAS_L2_SIZE) for older OpenBLAS builds;
+a current numpy then runs AVX2 kernels on an AVX-512 CPU, and stage 2 costs more (on the
+2026-11-28 machine, 70 against 55 CPU-s of stage 2 at 1 GB, docs/scale.md). To measure with
+OpenBLAS's own choice, unset both for this command alone:
+`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/scale.py ...`.
 """
 from __future__ import annotations
 
@@ -676,6 +686,18 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def blas_info() -> dict:
+    """The BLAS the job's Python processes load with this environment (a child process
+    imports numpy, as a worker does): threadpoolctl's report of it, and the OPENBLAS_*
+    variables set."""
+    probe = ("import json, numpy, threadpoolctl; print(json.dumps([{k: i.get(k) for k in "
+             "('internal_api', 'version', 'architecture')} for i in threadpoolctl.threadpool_info() "
+             "if i.get('user_api') == 'blas']))")
+    out = subprocess.run([PY, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return {"libraries": json.loads(out),
+            "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")}}
+
+
 def _mib(n: int) -> str:
     return f"{n / 2**20:.0f}"
 
@@ -745,8 +767,13 @@ def main() -> None:
 
     create_archive(REPO)
     we_size = min(sizes, key=lambda s: abs(s - args.wikiextractor_size)) if args.wikiextractor_size else None
+    blas = blas_info()
+    print("BLAS of the job's processes: " + "; ".join(
+        f"{b['internal_api']} {b['version']}, {b['architecture']} kernels" for b in blas["libraries"])
+        + " (environment: " + (", ".join(f"{k}={v}" for k, v in blas["env"].items()) or "no OPENBLAS_* variable")
+        + ")", flush=True)
     results = {"runs": [], "wikiextractor": [], "rounds": [],
-               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}}
+               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(), "blas": blas}}
     earlier = json.loads(args.reuse.read_text()) if args.reuse else {"runs": []}
     for size in sizes:
         dump, meta = dumps[size]

@@ -27,6 +27,7 @@ import codecs
 import html
 import io
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -498,19 +499,32 @@ def block_stream(data, start_bit: int, end_bit: int) -> bytes:
 def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
     """One whole block's text. indexed_bzip2's decoder (C++, one thread here) reads a block
     in about 0.82x the CPU of libbz2's (1.29 against 1.58 CPU-s for the first 78 blocks of
-    the 250 MB scale dump, docs/scale.md), and checks the block's CRC as libbz2 does. A block
-    it cannot read is read again by the C bz2 module, whose errors (OSError, EOFError,
-    ValueError) and messages the callers turn into `CorruptData` and the fallbacks of
-    `_decompress_between`: a damaged dump is reported exactly as before."""
+    the 250 MB scale dump, docs/scale.md), and checks the block's CRC as libbz2 does. It
+    reads the block from an anonymous in-memory file (Linux's memfd): given a Python file
+    object, indexed_bzip2 1.7 keeps references to it that it never releases, about 6 KiB
+    a block, so a worker grew with the dump. Without memfd (macOS), and for a block
+    indexed_bzip2 cannot read, the C bz2 module reads it: its errors (OSError, EOFError,
+    ValueError) and messages are what the callers turn into `CorruptData` and the
+    fallbacks of `_decompress_between`, so a damaged dump is reported exactly as before."""
     stream = block_stream(data, start_bit, end_bit)
-    try:
-        reader = indexed_bzip2.IndexedBzip2File(io.BytesIO(stream), parallelization=1)
+    if _MEMFD is not None:
+        fd = _MEMFD("nli-bz2-block", _MEMFD_FLAGS)
         try:
-            return reader.read()
+            os.write(fd, stream)
+            reader = indexed_bzip2.IndexedBzip2File(fd, parallelization=1)
+            try:
+                return reader.read()
+            finally:
+                reader.close()
+        except (RuntimeError, ValueError, OSError):  # what indexed_bzip2 raises for damaged data
+            pass
         finally:
-            reader.close()
-    except (RuntimeError, ValueError, OSError):  # what indexed_bzip2 raises for damaged data
-        return bz2.decompress(stream)
+            os.close(fd)
+    return bz2.decompress(stream)
+
+
+_MEMFD = getattr(os, "memfd_create", None)
+_MEMFD_FLAGS = getattr(os, "MFD_CLOEXEC", 0)
 
 
 def decompress_block_pieces(data, start_bit: int, end_bit: int, piece: int):

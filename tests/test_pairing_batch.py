@@ -8,6 +8,8 @@ from itertools import chain
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from extractor.hashing import mix_hash_array, stable_hash
 from extractor.lexicon import load_lexicon
@@ -15,7 +17,7 @@ from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,
                                      _previous, annotate, batch_candidates, candidate_arrays, marked_pairs,
-                                     neutral_pools, pair_batch)
+                                     _text_numbers, neutral_pools, pair_batch)
 
 
 # ---------------------------------------------------------------------------- the reference: one document at a time
@@ -278,3 +280,48 @@ def test_pair_batch_equals_the_per_document_functions_on_romanian_novels(novel_d
                 assert got.premise_text(d, i) == pools[d].premise_text[i]
                 assert got.hypothesis_text(d, j) == pools[d].hypothesis_text[j]
     assert sum(map(len, expected_marked)) > 5 and len(want.doc) > 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Ana are mere.", "ana are mere.", "Ion.", "", "Da!"]), min_size=0, max_size=12),
+       st.lists(st.integers(0, 11), max_size=12), st.data())
+def test_text_numbers_equal_exactly_for_equal_premise_and_hypothesis_texts(premises, picks, data):
+    """`_text_numbers`: a premise's number equals a hypothesis' exactly when their texts are
+    equal, whether the hypothesis is the premise's own string, an equal string of its own
+    (a copy, as a re-cased or stripped text is), or a text no premise has; with texts
+    repeated among the premises. Sentence positions are shuffled."""
+    premises = [("" + p[:1]) + p[1:] if k % 2 else p for k, p in enumerate(premises)]  # equal strings, other objects
+    hypotheses = [premises[i] for i in picks if i < len(premises)]
+    hypotheses += data.draw(st.lists(st.sampled_from(["Ion.", "Nu.", "ana are mere."]), max_size=4))
+    n = max(len(premises), len(hypotheses)) + 3
+    where_p = np.asarray(data.draw(st.permutations(range(n)))[:len(premises)], dtype=np.int64)
+    where_h = np.asarray(data.draw(st.permutations(range(n)))[:len(hypotheses)], dtype=np.int64)
+    ptid, htid = np.full(n, -1, dtype=np.int64), np.full(n, -2, dtype=np.int64)
+    _text_numbers(ptid, htid, [where_p, where_h], [premises, hypotheses])
+    for i, p in zip(where_p.tolist(), premises):
+        for j, h in zip(where_h.tolist(), hypotheses):
+            assert (ptid[i] == htid[j]) == (p == h), (p, h)
+
+
+def test_section_titles_are_read_as_one_string_each(tmp_path):
+    """`read_sentences` reads the section column as the dictionary Parquet stores, and
+    `documents` turns it into one Python string per distinct title of a batch, shared by
+    its rows (a title is hashed and compared once per batch, not once per sentence); the
+    values, a missing title included, are the file's, also for documents that run over
+    batch boundaries."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from extractor.pairs.sentence_passes import documents, read_sentences
+
+    titles = ["", "Istorie", "Geografie", None, "Istorie"]
+    rows = [{"corpus": "c", "genre": "g", "lang": "ro", "doc_id": f"d{k // 40}", "section": titles[(k // 8) % 5],
+             "para_idx": k // 4, "sent_idx": k % 4, "text": f"Propoziția numărul {k} are destule cuvinte în ea.",
+             "short": False} for k in range(400)]
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, use_dictionary=True)
+    for size in (64, 1000):  # documents over batch boundaries; one batch
+        docs = [d for batch in documents(read_sentences(str(path), batch_size=size)) for d in batch]
+        assert [s for d in docs for s in d.section] == [r["section"] for r in rows]
+    sections = [s for d in docs for s in d.section if s == "Istorie"]
+    assert len(sections) == 160 and all(s is sections[0] for s in sections)

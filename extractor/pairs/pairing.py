@@ -419,10 +419,18 @@ class _Layout:
 
 def _text_numbers(ptid: np.ndarray, htid: np.ndarray, where: list, values: list) -> None:
     """Text numbers, equal for equal texts (a premise's text against a hypothesis'): at
-    `where[0]` the premise texts `values[0]`, at `where[1]` the hypothesis texts `values[1]`."""
-    text_of = {t: i for i, t in enumerate(dict.fromkeys(chain(*values)))}
-    ptid[where[0]] = np.fromiter(map(text_of.__getitem__, values[0]), dtype=np.int64, count=len(values[0]))
-    htid[where[1]] = np.fromiter(map(text_of.__getitem__, values[1]), dtype=np.int64, count=len(values[1]))
+    `where[0]` the premise texts `values[0]`, at `where[1]` the hypothesis texts `values[1]`.
+    Only a premise's number is ever compared with a hypothesis' (never two premises' or two
+    hypotheses'): a premise text is numbered by its position (a repeated one by its last);
+    a hypothesis text that is a premise text (most are the same string) takes that number,
+    any other -2, which no premise has. In C loops (`dict(zip)`, `map`)."""
+    premises, hypotheses = values
+    text_of = dict(zip(premises, range(len(premises))))
+    if len(text_of) == len(premises):
+        ptid[where[0]] = np.arange(len(premises), dtype=np.int64)
+    else:
+        ptid[where[0]] = np.fromiter(map(text_of.__getitem__, premises), dtype=np.int64, count=len(premises))
+    htid[where[1]] = np.fromiter(map(text_of.get, hypotheses, repeat(-2)), dtype=np.int64, count=len(hypotheses))
 
 
 def _candidates(layout: _Layout, seed: int, strategies: list, ptid, htid, members: dict, prev, hashes=None

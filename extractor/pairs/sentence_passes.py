@@ -64,8 +64,14 @@ _PER_DOCUMENT = ("corpus", "genre", "lang", "doc_id")
 
 def _pylist(array) -> list:
     """Python values of an Arrow array (through numpy when there is no null: several times
-    faster than `to_pylist` for strings and integers)."""
+    faster than `to_pylist` for strings and integers). A dictionary array without nulls
+    (the section titles, `read_sentences`): one Python string per distinct value, shared by
+    its rows, so that hashing and comparing them later costs once per title, not per row."""
     t = array.type
+    if pa.types.is_dictionary(t):
+        values = np.empty(len(array.dictionary) + 1, dtype=object)  # the last: None, for a null
+        values[:-1] = _pylist(array.dictionary)
+        return values[array.indices.fill_null(len(array.dictionary)).to_numpy()].tolist()
     if array.null_count == 0 and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
                                   or pa.types.is_boolean(t)):
         return array.to_numpy(zero_copy_only=False).tolist()
@@ -184,6 +190,8 @@ def read_sentences(path: str, part: int = 0, parts: int = 1, batch_size: int = 6
         with fs.open_input(path) as fh:
             pf = pq.ParquetFile(fh)
             names = pf.schema_arrow.names
+            if "section" in names:  # the section titles as Parquet stores them, a dictionary (`_pylist`)
+                pf = pq.ParquetFile(fh, metadata=pf.metadata, read_dictionary=["section"])
             columns = [c for c in INPUT_COLUMNS if c in names]
             if parts <= 1:
                 yield from pf.iter_batches(columns=columns, batch_size=batch_size)

@@ -72,7 +72,6 @@ import bz2
 import hashlib
 import html
 import json
-import math
 import os
 import pickle
 import random

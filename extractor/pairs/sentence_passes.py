@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from collections import Counter
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -64,9 +64,9 @@ _PER_DOCUMENT = ("corpus", "genre", "lang", "doc_id")
 
 def _pylist(array) -> list:
     """Python values of an Arrow array (through numpy when there is no null: several times
-    faster than `to_pylist` for strings and integers). A dictionary array without nulls
-    (the section titles, `read_sentences`): one Python string per distinct value, shared by
-    its rows, so that hashing and comparing them later costs once per title, not per row."""
+    faster than `to_pylist` for strings and integers). A dictionary array (the section
+    titles, `read_sentences`): one Python string per distinct value, shared by its rows, so
+    that hashing and comparing them later costs once per title, not per row; None for a null."""
     t = array.type
     if pa.types.is_dictionary(t):
         values = np.empty(len(array.dictionary) + 1, dtype=object)  # the last: None, for a null

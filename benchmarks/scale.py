@@ -61,7 +61,7 @@ the job's processes load (threadpoolctl, in a child process with this environmen
 Python workers get it) and the OPENBLAS_* variables, and records them in the JSON. Some
 machines set OPENBLAS_CORETYPE=Haswell (and OPENBLAS_L2_SIZE) for older OpenBLAS builds;
 a current numpy then runs AVX2 kernels on an AVX-512 CPU, and stage 2 costs more (on the
-2026-11-28 machine, 70 against 55 CPU-s of stage 2 at 1 GB, docs/scale.md). To measure with
+2026-11-28 machine, 67.4 against 53.5 CPU-s of stage 2 at 1 GB, docs/scale.md). To measure with
 OpenBLAS's own choice, unset both for this command alone:
 `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/scale.py ...`.
 """

@@ -3,7 +3,9 @@ at a time (see `extractor/documents/units.py` for how the driver lists the units
 
 A MediaWiki dump is read as page records: bytes from `<page` up to `</page>`. A work unit
 of a UTF-8 dump is a byte range: of bzip2 blocks (`.xml.bz2`, multistream too; each block
-is decompressed on its own, by indexed_bzip2's decoder) or of the plain file (`.xml`). A unit
+is decompressed on its own: its own blocks whole by indexed_bzip2's decoder, the blocks
+after them, read only as far as the unit's last page needs, in pieces by libbz2) or of the
+plain file (`.xml`). A unit
 keeps the pages whose `<page` starts in its range and reads on only to finish its last
 page, so no page is lost or read twice whatever the unit size. Each record is parsed on
 its own (`parse_page_record`), so memory is bounded by the largest page. A UTF-16 dump, or

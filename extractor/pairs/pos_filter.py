@@ -301,7 +301,8 @@ def prefix_doc(doc, n: int):
     vector is a sum over the hashes of its character n-grams, computed twice (the vector
     and its norm), for a vector nothing reads. That was 1.5 of the marked round's 27 CPU-s
     on the 1 GB scale dump (docs/scale.md). The tags of the prefix are the same
-    (tests/test_pos_filter.py)."""
+    (tests/test_pos_filter.py). `Doc._get_array_attrs` is spaCy's own, what `as_doc` copies
+    with: private, so the tests compare with `as_doc` on each model (spaCy is pinned < 3.9)."""
     head = doc._get_array_attrs()
     tokens = doc[:n]
     out = type(doc)(doc.vocab, words=[t.text for t in tokens], spaces=[bool(t.whitespace_) for t in tokens])

@@ -11,6 +11,7 @@ import yaml
 
 from extractor.errors import UserError
 from extractor.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
+from extractor.pairs.label_filters import LabelFilters, compile_filters
 from extractor.pairs.rule_pos import is_rule_model
 
 CANONICAL_LABELS = LABELS  # extractor.names
@@ -33,7 +34,7 @@ LEXICON_DIR = Path(str(LEXICON_RESOURCES)) if isinstance(LEXICON_RESOURCES, Path
     Path(__file__).resolve().parents[1] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
                "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
-               "annotation", "spacy_models", "phrase_sets"}
+               "annotation", "spacy_models", "phrase_sets", "label_filters", "measured_precision"}
 _MODEL_KEYS = {"name", "pip", "pip_options", "install", "license", "about"}
 
 
@@ -90,6 +91,11 @@ class Lexicon:
     # the file offers.
     phrase_set: tuple[str, ...] = ()
     phrase_sets_available: tuple[str, ...] = ()
+    # `label_filters` compiled, less the parts --no-label-filter turned off
+    # (extractor/pairs/label_filters.py); `measured_precision` as benchmarks/label_precision.py
+    # wrote it (docs/label-quality.md).
+    label_filters: LabelFilters = field(default_factory=LabelFilters)
+    measured_precision: dict = field(default_factory=dict)
 
     def model_info(self, name: str | None) -> SpacyModel | None:
         return next((m for m in self.spacy_models if m.name == name), None)
@@ -180,9 +186,11 @@ def preferred_model(models: tuple[SpacyModel, ...], installed=_installed) -> Spa
 
 
 def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
-                 phrase_set: str | tuple[str, ...] | list[str] | None = None) -> Lexicon:
+                 phrase_set: str | tuple[str, ...] | list[str] | None = None,
+                 disabled_filters: frozenset = frozenset()) -> Lexicon:
     """Read and validate a lexicon by language code or by file path; ``phrase_set`` names
-    phrase sets of its `phrase_sets` to add to `phrases` (--phrase-set, repeatable)."""
+    phrase sets of its `phrase_sets` to add to `phrases` (--phrase-set, repeatable);
+    ``disabled_filters`` the parts of its `label_filters` to leave out (--no-label-filter)."""
     path = Path(lang_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = lexicon_path(str(lang_or_path), directory)
@@ -232,10 +240,21 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
         except re.error as exc:
             raise LexiconError(f"{path}: bad list_page_title_patterns entry {pattern!r}: {exc}") from None
     sample = raw.get("sample_input")
+
+    def normalize(text: str) -> str:
+        return normalize_for_matching(text, fold_cedilla, no_diacritics)
+
+    filters = compile_filters(raw.get("label_filters"), normalize, phrases, path, frozenset(disabled_filters))
+    measured = raw.get("measured_precision") or {}
+    if not isinstance(measured, dict):
+        raise LexiconError(f"{path}: measured_precision must be a mapping (benchmarks/label_precision.py writes it)")
+    identity = ("\0phrase_set=" + ",".join(chosen)).encode() if chosen else b""
+    if filters.disabled:  # the filters a run turns off change what it emits
+        identity += ("\0no_label_filter=" + ",".join(sorted(filters.disabled))).encode()
     return Lexicon(
         lang=str(raw["lang"]), name=str(raw.get("name", raw["lang"])), path=path,
         # a phrase set changes what the lexicon matches: it is part of the identity
-        sha256=hashlib.sha256(raw_bytes + (("\0phrase_set=" + ",".join(chosen)).encode() if chosen else b"")).hexdigest(),
+        sha256=hashlib.sha256(raw_bytes + identity).hexdigest(),
         spacy_model=preferred.name if preferred else None,
         spacy_install=preferred.install_command if preferred else None,
         sample_input=_sample_input(path, sample),
@@ -251,6 +270,7 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
         predicate_pos=_strings(pos.get("predicate_pos"), "pos_filter.predicate_pos", path) or ("VERB", "AUX"),
         stress_tests=raw.get("stress_tests") or {},
         spacy_models=models, phrase_set=chosen, phrase_sets_available=tuple(sorted(sets)),
+        label_filters=filters, measured_precision=measured,
     )
 
 

@@ -30,7 +30,9 @@ from extractor.errors import UserError  # noqa: E402
 from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message  # noqa: E402
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.names import STAGES  # noqa: E402
+from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import stage as pairs_stage  # noqa: E402
+from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.paths import resolve_job_args  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
@@ -55,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--phrase-set", action="append", default=None, metavar="NAME",
                    help="add a named phrase set of the lexicon's phrase_sets to its phrases "
                         "(e.g. --lang ro --phrase-set extended); repeatable")
+    g.add_argument("--no-label-filter", action="append", default=None, metavar="NAME",
+                   help="turn off a part of the lexicon's label filters: context, phrases, neutral, or all; "
+                        "repeatable (docs/label-quality.md)")
     g.add_argument("--input", action="append", default=None, metavar="PATH",
                    help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
     g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
@@ -131,7 +136,9 @@ def _main(args, argv) -> int:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
     to_run = list(STAGES[first:last + 1])
 
-    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set)
+    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter))
+    if args.neutral_mix is None:  # the language's measured choice (label_filters.neutral_mix), else every strategy
+        args.neutral_mix = lexicon.label_filters.neutral_mix or neutral.DEFAULT_MIX
     if args.manifest:
         if args.input or args.corpus:
             raise InputError("--manifest and --input/--corpus exclude each other")

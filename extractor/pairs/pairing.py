@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from extractor.hashing import mix_hash_array, pair_id, stable_hash
+from extractor.pairs.label_filters import REASON_PREFIX
 from extractor.pairs.matching import Matcher, recase_first_letter
 from extractor.pairs.neutral import POOLS, STRATEGIES
 
@@ -34,6 +35,7 @@ from extractor.pairs.neutral import POOLS, STRATEGIES
 # from pos_filter.REASONS; `duplicate_pair` is decided across documents by the stage).
 MARKED_REASONS = ("hypothesis_short", "no_premise", "premise_short", "hypothesis_starts_with_phrase",
                   "premise_starts_with_phrase", "premise_equals_hypothesis", "duplicate_pair")
+_POOLED_REJECTS = ("pos_", REASON_PREFIX)  # rejects whose sentences stay in the marked pools
 NEIGHBOURS = 3  # hash-rank offsets tried when pairing two pools inside a document
 BIN_BITS = 12   # selection hashes are 63-bit: the top 12 bits give 4096 bins
 # Salts of the hash orders: one per (strategy, role), one per strategy's selection.
@@ -140,10 +142,13 @@ def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = No
                  previous: list | None = None) -> list[Pair]:
     """Every marked candidate of the document with its first failing rule (`reject`), in
     sentence order. Rules in order: hypothesis_short, no_premise, premise_short,
-    hypothesis_starts_with_phrase, premise_starts_with_phrase, premise_equals_hypothesis
-    (POS reasons are added by `apply_pos`, `duplicate_pair` across documents)."""
+    hypothesis_starts_with_phrase, premise_starts_with_phrase, premise_equals_hypothesis,
+    then the lexicon's label filters (`label_phrase_dropped`, `label_context_<rule>`:
+    extractor/pairs/label_filters.py; POS reasons are added by `apply_pos`, `duplicate_pair`
+    across documents)."""
     matches, _ = annotations or annotate(doc, matcher)
     prev = previous if previous is not None else _previous(doc)
+    filters = matcher.lexicon.label_filters
     out = []
     for i, m in enumerate(matches):
         if m is None:
@@ -167,6 +172,8 @@ def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = No
                 pair.premise, pair.premise_stripped = premise, stripped
                 if premise == pair.hypothesis:
                     pair.reject = "premise_equals_hypothesis"
+                elif filters.active:
+                    pair.reject = filters.reject(m.label, m.phrase, premise, m.hypothesis)
         out.append(pair)
     return out
 
@@ -219,7 +226,8 @@ def as_hypothesis(text: str) -> str:
 
 def marked_members(doc: Document, marked: Sequence[Pair]) -> tuple[dict, dict, list[int]]:
     """The pool rule for a document's marked pairs: those that pass the text rules (the POS
-    filter's rejects kept: it judges neutral candidates on their own) give the marked
+    filter's and the label filters' rejects kept: the POS filter judges neutral candidates on
+    their own, and the neutral candidates do not depend on the label filters) give the marked
     premises and hypotheses, {sentence: text it takes}, each sentence once in order of
     first use; and the sentences no `unused` pool may take, in order: those pairs' sentences
     and every sentence with the text of one of them. `neutral_pools` (one document) and
@@ -227,7 +235,7 @@ def marked_members(doc: Document, marked: Sequence[Pair]) -> tuple[dict, dict, l
     premises: dict = {}
     hypotheses: dict = {}
     for p in marked:
-        if p.reject is None or p.reject.startswith("pos_"):
+        if p.reject is None or p.reject.startswith(_POOLED_REJECTS):
             premises.setdefault(p.p, p.premise)
             hypotheses.setdefault(p.h, p.hypothesis)
     used = premises.keys() | hypotheses.keys()

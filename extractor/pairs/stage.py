@@ -87,7 +87,7 @@ class Options:
     spacy_model: str | None = None
     pos_filter: str = "auto"
     neutral_ratio: float = 1.0
-    neutral_mix: dict | str = nt.DEFAULT_MIX
+    neutral_mix: dict | str | None = nt.DEFAULT_MIX
     # near-duplicate pairs (docs/neardup.md; the flags are stage 3's, read by both stages).
     # Off when the options are built directly (tests, benchmarks); the job's flag says on.
     near_duplicates: str = "off"
@@ -100,6 +100,8 @@ class Options:
         self.min_chars = int(self.min_chars)
         self.seed = int(self.seed)
         self.neutral_ratio = float(self.neutral_ratio)
+        if self.neutral_mix is None:  # the flag's default when the job did not resolve it from the lexicon
+            self.neutral_mix = nt.DEFAULT_MIX
         if isinstance(self.neutral_mix, str):
             self.neutral_mix = nt.parse_neutral_mix(self.neutral_mix)
         nt.neutral_target({}, self.neutral_ratio)  # validates the ratio
@@ -126,9 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "on: a missing model is an error; off: no filter (default auto)")
     g.add_argument("--neutral-ratio", type=_neutral_ratio, default=contract.default(Options, "neutral_ratio"),
                    help="neutral pairs per corpus, relative to its largest marked class (default 1.0)")
-    g.add_argument("--neutral-mix", type=_neutral_mix, default=contract.default(Options, "neutral_mix"),
-                   help="weights of the neutral strategies, e.g. both_random=1,first_random=1,second_random=1,"
-                        "marked_different_paragraphs=1,adjacent_unmarked=1 (default: all 1)")
+    g.add_argument("--neutral-mix", type=_neutral_mix, default=None,
+                   help="weights of the neutral strategies (default: the lexicon's label_filters.neutral_mix, "
+                        "else all 1), e.g. both_random=1,first_random=1,second_random=1,"
+                        "marked_different_paragraphs=1,adjacent_unmarked=1")
 
 
 def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
@@ -553,6 +556,7 @@ def run(ctx, runner) -> None:
         ctx.write_table_with("pairs", write)
     finally:
         cleanup()
+    stats["label_filters"] = ctx.lexicon.label_filters.describe()
     ctx.stats[STAGE] = stats
 
 

@@ -1,0 +1,197 @@
+"""Label precision of the job, measured on the hand-checked gold sets (docs/label-quality.md).
+
+    .venv/bin/python benchmarks/label_precision.py                       # ro, es, en; default vs no filters
+    .venv/bin/python benchmarks/label_precision.py --lang ro --ablation   # + each filter off on its own
+    .venv/bin/python benchmarks/label_precision.py --lang ro --write-lexicon   # record it in ro.yaml
+
+For each language it runs the job (this checkout's code, stages 1-2, default settings plus
+each configuration's flags) on the gold set's sources in ../shared/data, joins the pairs it
+emits with the gold items by location (corpus, premise ref, hypothesis ref: a relabelled pair
+keeps its location), and prints, on the tuning part, the test part and both:
+
+- precision per label: of the gold pairs the job emits with label L, the share whose gold
+  label is L (n, and the Wilson 95 % interval);
+- precision per phrase (marked pairs) and per neutral strategy;
+- yield: of the marked gold pairs whose automatic label (in the run the gold set was drawn
+  from) was right, the share the job still emits with that label;
+- coverage: how many of the emitted pairs the gold set checks.
+
+Gold pairs that the readers could not judge (`gold` null) are left out of every figure. The
+figures and the configurations go to `benchmarks/results/label-precision.json`. `--write-lexicon`
+records the first configuration's per-phrase and per-strategy counts (both parts) in the
+lexicon's `measured_precision` block, which the dataset card's "Estimated label precision"
+section reads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from extractor.lexicon import lexicon_path, load_lexicon  # noqa: E402
+from extractor.statistics.precision import summary  # noqa: E402
+from gold_sets import GOLD, LABELS, WORK, location, phrase_of, read_pairs, run_job  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results"
+PARTS = ("tune", "test", "all")
+# name -> flags added to the job's defaults
+CONFIGS = {"default": [], "no label filters": ["--no-label-filter", "all"]}
+ABLATION = {"without context rules": ["--no-label-filter", "context"],
+            "without phrase drops": ["--no-label-filter", "phrases"],
+            "without neutral strategy choice": ["--no-label-filter", "neutral"]}
+BLOCK_START = "# >>> measured_precision: written by benchmarks/label_precision.py --write-lexicon"
+BLOCK_END = "# <<< measured_precision"
+
+
+def load_gold(lang: str) -> list[dict]:
+    path = GOLD / f"{lang}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def gold_location(item: dict) -> str:
+    return location(item["corpus"], item["premise_ref"], item["hypothesis_ref"])
+
+
+def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
+    """Every figure of one run against one gold set. `emitted`: location -> (label, phrase or
+    neutral strategy) of the run's pairs."""
+    out = {}
+    judged = [g for g in gold if g.get("gold")]
+    for part in PARTS:
+        items = [g for g in judged if part == "all" or g["part"] == part]
+        by_label, by_group = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0])
+        right_auto = kept_right = 0
+        for g in items:
+            hit = emitted.get(gold_location(g))
+            if g["auto_label"] != "neutral" and g["gold"] == g["auto_label"]:
+                right_auto += 1
+                kept_right += hit is not None and hit[0] == g["gold"]
+            if hit is None:
+                continue
+            label, group = hit
+            ok = int(g["gold"] == label)
+            by_label[label][0] += ok
+            by_label[label][1] += 1
+            key = f"{label}|{group}"
+            by_group[key][0] += ok
+            by_group[key][1] += 1
+        out[part] = {
+            "labels": {lab: summary(*by_label[lab]) for lab in LABELS},
+            "groups": {k: summary(*v) for k, v in sorted(by_group.items())},
+            "yield": summary(kept_right, right_auto),
+            "checked": len(items),
+        }
+    return out
+
+
+def emitted_pairs(out: Path, lexicon) -> tuple[dict, int]:
+    pairs = read_pairs(out)
+    groups = [phrase_of(lexicon, m) if s == "marker" else s for m, s in zip(pairs["marker"], pairs["source"])]
+    return dict(zip(pairs["location"], zip(pairs["label"], groups))), pairs.height
+
+
+def fmt(s: dict) -> str:
+    if not s["n"]:
+        return "    -  (n 0)"
+    return f"{s['precision']:6.1%} (n {s['n']:3d}, {s['low']:.0%}-{s['high']:.0%})"
+
+
+def show(lang: str, name: str, result: dict, coverage: tuple[int, int]) -> None:
+    print(f"\n== {lang}: {name} (emitted {coverage[1]} pairs, {coverage[0]} of them in the gold set)")
+    print(f"{'label':<14}" + "".join(f"{p:>30}" for p in PARTS))
+    for lab in LABELS:
+        print(f"{lab:<14}" + "".join(f"{fmt(result[p]['labels'][lab]):>30}" for p in PARTS))
+    print(f"{'yield':<14}" + "".join(f"{fmt(result[p]['yield']):>30}" for p in PARTS))
+
+
+def show_groups(result: dict) -> None:
+    print(f"  {'label|phrase or strategy':<48}" + "".join(f"{p:>30}" for p in PARTS))
+    for key in result["all"]["groups"]:
+        print(f"  {key:<48}" + "".join(f"{fmt(result[p]['groups'].get(key, summary(0, 0))):>30}" for p in PARTS))
+
+
+def lexicon_block(lang: str, result: dict, gold_path: str, about: str) -> str:
+    """The YAML text of `measured_precision` (both parts of the gold set)."""
+    groups = result["all"]["groups"]
+    lines = [BLOCK_START,
+             "# Label precision measured by hand-checked gold pairs (docs/label-quality.md): per phrase and",
+             "# per neutral strategy, the pairs of the gold set the default job emits (n) and those whose",
+             "# label readers confirmed (correct). The dataset card's \"Estimated label precision\" reads it.",
+             "measured_precision:",
+             f"  gold_set: {gold_path}",
+             f"  about: {json.dumps(about, ensure_ascii=False)}",
+             "  labels:"]
+    for lab in LABELS:
+        s = result["all"]["labels"][lab]
+        lines.append(f"    {lab}: {{correct: {s['correct']}, n: {s['n']}}}")
+    lines.append("  phrases:")
+    for key, s in groups.items():
+        label, group = key.split("|", 1)
+        if label != "neutral":
+            lines.append(f"    {json.dumps(group, ensure_ascii=False)}: {{label: {label}, correct: {s['correct']}, n: {s['n']}}}")
+    lines.append("  neutral:")
+    for key, s in groups.items():
+        label, group = key.split("|", 1)
+        if label == "neutral":
+            lines.append(f"    {group}: {{correct: {s['correct']}, n: {s['n']}}}")
+    lines.append(BLOCK_END)
+    return "\n".join(lines) + "\n"
+
+
+def write_lexicon(lang: str, block: str) -> Path:
+    path = Path(str(lexicon_path(lang)))
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(BLOCK_START) + r".*?" + re.escape(BLOCK_END) + r"\n", re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block
+    path.write_text(text, encoding="utf-8")
+    load_lexicon(lang)  # still a valid lexicon
+    return path
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lang", action="append", choices=("ro", "es", "en"), help="repeatable (default: all three)")
+    ap.add_argument("--ablation", action="store_true", help="also run each filter off on its own")
+    ap.add_argument("--groups", action="store_true", help="print per-phrase and per-strategy precision")
+    ap.add_argument("--write-lexicon", action="store_true",
+                    help="record the default configuration's figures in the lexicon's measured_precision")
+    ap.add_argument("--json", type=Path, default=RESULTS / "label-precision.json")
+    args = ap.parse_args(argv)
+    configs = dict(CONFIGS, **(ABLATION if args.ablation else {}))
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    results = {"commit": commit, "configs": configs, "languages": {}}
+    for lang in args.lang or ["ro", "es", "en"]:
+        lexicon = load_lexicon(lang)
+        gold = load_gold(lang)
+        per = results["languages"][lang] = {}
+        for name, flags in configs.items():
+            slug = re.sub(r"[^a-z0-9]+", "-", name)
+            out = run_job(lang, WORK / "gold-runs" / f"{lang}-{slug}", flags)
+            emitted, total = emitted_pairs(out, lexicon)
+            result = measure(gold, emitted, lexicon)
+            covered = sum(1 for g in gold if gold_location(g) in emitted)
+            per[name] = dict(result, emitted=total, emitted_in_gold=covered)
+            show(lang, name, result, (covered, total))
+            if args.groups:
+                show_groups(result)
+        if args.write_lexicon:
+            first = next(iter(configs))
+            about = (f"{sum(1 for g in gold if g.get('gold'))} judged pairs of benchmarks/gold/{lang}.jsonl; "
+                     f"the job's default settings at commit {commit}")
+            path = write_lexicon(lang, lexicon_block(lang, per[first], f"benchmarks/gold/{lang}.jsonl", about))
+            print(f"wrote measured_precision to {path}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ third hash (over a quarter): both chosen before any tuning.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -68,15 +69,23 @@ def run_job(lang: str, out: Path, flags: list[str] = (), stages: str = "pairs", 
                          "(or $NLI_SHARED_DATA)")
     cmd = [sys.executable, str(REPO / "jobs" / "extract.py"), "--lang", lang, "--output", str(out),
            "--stages", stages, "--overwrite", *[a for p in inputs for a in ("--input", p)], *flags]
-    stamp = out / ".gold-command.json"
-    if stamp.exists() and json.loads(stamp.read_text()) == cmd[1:] and (out / "current").exists():
+    stamp, key = out / ".gold-command.json", [code_digest(), *cmd[1:]]
+    if stamp.exists() and json.loads(stamp.read_text()) == key and (out / "current").exists():
         return out
     env = dict(os.environ, SPARK_LOCAL_IP=os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
                PYSPARK_PYTHON=sys.executable)
     subprocess.run(cmd, check=True, env=env, cwd=REPO,
                    stdout=subprocess.DEVNULL if quiet else None)
-    stamp.write_text(json.dumps(cmd[1:]))
+    stamp.write_text(json.dumps(key))
     return out
+
+
+def code_digest() -> str:
+    """A digest of the engine's code and lexicons: a cached run is reused only by the same code."""
+    h = hashlib.blake2b(digest_size=8)
+    for path in sorted([*REPO.glob("extractor/**/*.py"), *REPO.glob("jobs/*.py"), *REPO.glob("phrase_lexicons/*")]):
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def read_pairs(out: Path) -> pl.DataFrame:
@@ -167,6 +176,68 @@ def cmd_sample(args) -> None:
           f"strata {len({stratum(r, lexicon) for r in sample})}")
 
 
+def verdict_label(verdict: str, auto_label: str) -> str | None:
+    """A reader's verdict as a label: `keep` is the automatic label, `cannot_judge` None."""
+    return auto_label if verdict == "keep" else (None if verdict == "cannot_judge" else verdict)
+
+
+def _verdicts(folders) -> dict:
+    out = {}
+    for folder in folders:
+        for line in (folder / "verdicts.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                v = json.loads(line)
+                out[v["item"]] = v
+    return out
+
+
+def cmd_assemble(args) -> None:
+    """The gold file of a language from the readers' verdict files (RoNLI's protocol, docs/
+    label-quality.md): reader 1 checked every item, reader 2 the double-checked part without
+    seeing reader 1, and an adjudicator decided where their labels differ."""
+    root = Path(args.annotations)
+    first = _verdicts(sorted(root.glob("*pass1*")))
+    second = _verdicts(sorted(root.glob("*pass2*")))
+    adjudicated = _verdicts(sorted(root.glob("adjudicate*")))
+    sheets = Path(args.sheets)
+    items = []
+    for prefix in ("", "-ext"):
+        refs_path = sheets / f"{args.lang}{prefix}-refs.jsonl"
+        if not refs_path.exists():
+            continue
+        refs = [json.loads(x) for x in refs_path.read_text(encoding="utf-8").splitlines()]
+        sheet = [json.loads(x) for x in (sheets / f"{args.lang}{prefix}-sheet.jsonl").read_text(encoding="utf-8").splitlines()]
+        for ref, row in zip(refs, sheet):
+            item = row["item"]
+            if item not in first:
+                raise SystemExit(f"error: {item} has no reader-1 verdict; finish the checks first")
+            readers = {"reader_1": first[item]["verdict"]}
+            labels = [verdict_label(first[item]["verdict"], ref["auto_label"])]
+            if item in second:
+                readers["reader_2"] = second[item]["verdict"]
+                labels.append(verdict_label(second[item]["verdict"], ref["auto_label"]))
+            gold, how = labels[0], "one reader"
+            if len(labels) == 2:
+                how = "two readers agree"
+                if labels[0] != labels[1]:
+                    if item not in adjudicated:
+                        raise SystemExit(f"error: {item}: the readers differ and no adjudication is recorded")
+                    gold = adjudicated[item]["gold"]
+                    gold, how = (None if gold == "cannot_judge" else gold), "adjudicated"
+            entry = {k: ref[k] for k in ("pair_id", "lang", "corpus", "corpus_file", "doc_id", "premise_ref",
+                                         "hypothesis_ref", "auto_label", "source", "phrase", "part")}
+            entry.update(round=ref.get("round", "initial"), item=item, readers=readers, gold=gold, resolved_by=how)
+            items.append(entry)
+    GOLD.mkdir(parents=True, exist_ok=True)
+    path = GOLD / f"{args.lang}.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for entry in items:
+            f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+    print(f"wrote {path}: {len(items)} items, {sum(e['gold'] is not None for e in items)} judged, "
+          f"{sum('reader_2' in e['readers'] for e in items)} double-checked, "
+          f"{sum(e['resolved_by'] == 'adjudicated' for e in items)} adjudicated")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -174,8 +245,12 @@ def main(argv=None) -> None:
     s.add_argument("--lang", required=True, choices=sorted(SOURCES))
     s.add_argument("--size", type=int, required=True)
     s.add_argument("--out", default=str(WORK / "gold-sheets"))
+    a = sub.add_parser("assemble", help="write benchmarks/gold/<lang>.jsonl from the readers' verdict files")
+    a.add_argument("--lang", required=True, choices=sorted(SOURCES))
+    a.add_argument("--annotations", required=True, help="folder of <task>/verdicts.jsonl (pass1, pass2, adjudicate)")
+    a.add_argument("--sheets", default=str(WORK / "gold-sheets"))
     args = p.parse_args(argv)
-    {"sample": cmd_sample}[args.command](args)
+    {"sample": cmd_sample, "assemble": cmd_assemble}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,12 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
             raise LexiconError(f"{path}: phrase set '{name}' must map labels to lists of phrases")
         for label, items in extra.items():
             merged.setdefault(label, []).extend(_strings(items, f"phrase_sets.{name}.{label}", path))
+    added = (raw.get("label_filters") or {}).get("added_phrases") if isinstance(raw.get("label_filters"), dict) else None
+    if added and "phrases" not in disabled_filters:  # measured phrases the language's default adds
+        if not isinstance(added, dict):
+            raise LexiconError(f"{path}: label_filters.added_phrases must map labels to lists of phrases")
+        for label, items in added.items():
+            merged.setdefault(label, []).extend(_strings(items, f"label_filters.added_phrases.{label}", path))
     phrases = _validate_phrases(merged, raw.get("label_map") or {}, path, fold_cedilla, no_diacritics)
     models = _spacy_models(raw, path)
     preferred = preferred_model(models)

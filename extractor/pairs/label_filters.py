@@ -4,9 +4,11 @@
 A lexicon's `label_filters` block holds three parts, each turned off by
 `--no-label-filter NAME` (repeatable; `all` for every part):
 
-* `phrases` (`dropped_phrases`): phrases whose measured precision stays too low. They are
-  still matched (so a sentence opening with one is never a neutral hypothesis and never a
-  premise), but their pairs are dropped with the reason `label_phrase_dropped`;
+* `phrases` (`dropped_phrases`, `added_phrases`): phrases whose measured precision stays too
+  low are still matched (so a sentence opening with one is never a neutral hypothesis and
+  never a premise), but their pairs are dropped with the reason `label_phrase_dropped`;
+  phrases measured precise (typically from a phrase set) join the default list
+  (`extractor.lexicon.load_lexicon` adds them);
 * `context` (`context_rules`): per-phrase or per-label conditions on the premise and the
   hypothesis (regular expressions over the lexicon's matching key of the text: lower case,
   cedillas folded, diacritics removed where the lexicon says so); a pair that meets a rule's
@@ -32,7 +34,7 @@ REASON_PREFIX = "label_"
 PHRASE_DROPPED = "label_phrase_dropped"
 _RULE_KEYS = {"name", "why", "labels", "phrases", "premise_matches", "premise_lacks", "hypothesis_matches",
               "hypothesis_lacks"}
-_BLOCK_KEYS = {"dropped_phrases", "context_rules", "neutral_mix"}
+_BLOCK_KEYS = {"added_phrases", "dropped_phrases", "context_rules", "neutral_mix"}
 
 
 class LabelFilterError(UserError, ValueError):
@@ -85,6 +87,7 @@ class ContextRule:
 class LabelFilters:
     """The compiled `label_filters` of a lexicon, with the parts the run turned off removed."""
     dropped: frozenset = frozenset()        # matching keys of dropped phrases
+    added: int = 0                          # phrases of added_phrases (load_lexicon merged them)
     rules: tuple = ()
     neutral_mix: str | None = None
     disabled: frozenset = frozenset()
@@ -111,7 +114,7 @@ class LabelFilters:
 
     def describe(self) -> dict:
         """What stats.json and the card record of the filters."""
-        return {"disabled": sorted(self.disabled), "dropped_phrases": len(self.dropped),
+        return {"disabled": sorted(self.disabled), "added_phrases": self.added, "dropped_phrases": len(self.dropped),
                 "context_rules": [r.name for r in self.rules], "neutral_mix": self.neutral_mix}
 
 
@@ -167,5 +170,6 @@ def compile_filters(raw, normalize, phrases: dict, path, disabled: frozenset = f
                 **{k: _pattern(entry.get(k), f"{where}.{k}", path)
                    for k in ("premise_matches", "premise_lacks", "hypothesis_matches", "hypothesis_lacks")}))
     mix = None if "neutral" in disabled else raw.get("neutral_mix")
-    return LabelFilters(dropped=frozenset(dropped), rules=tuple(rules), neutral_mix=mix, disabled=disabled,
-                        normalize=normalize)
+    added = 0 if "phrases" in disabled else sum(len(v or ()) for v in (raw.get("added_phrases") or {}).values())
+    return LabelFilters(dropped=frozenset(dropped), added=added, rules=tuple(rules), neutral_mix=mix,
+                        disabled=disabled, normalize=normalize)

@@ -12,8 +12,10 @@ keeps its location), and prints, on the tuning part, the test part and both:
 - precision per label: of the gold pairs the job emits with label L, the share whose gold
   label is L (n, and the Wilson 95 % interval);
 - precision per phrase (marked pairs) and per neutral strategy;
-- yield: of the marked gold pairs whose automatic label (in the run the gold set was drawn
-  from) was right, the share the job still emits with that label;
+- yield: of the marked gold pairs of the initial round (the default job's output before any
+  filter, as the readers checked it) whose automatic label was right, the share the job still
+  emits with that label; `added` counts the right pairs of the extension round (phrases of the
+  extended set, checked later) it emits besides;
 - coverage: how many of the emitted pairs the gold set checks.
 
 Gold pairs that the readers could not judge (`gold` null) are left out of every figure. The
@@ -67,12 +69,15 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
     for part in PARTS:
         items = [g for g in judged if part == "all" or g["part"] == part]
         by_label, by_group = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0])
-        right_auto = kept_right = 0
+        right_auto = kept_right = added_right = 0
         for g in items:
             hit = emitted.get(gold_location(g))
             if g["auto_label"] != "neutral" and g["gold"] == g["auto_label"]:
-                right_auto += 1
-                kept_right += hit is not None and hit[0] == g["gold"]
+                if g.get("round", "initial") == "initial":
+                    right_auto += 1
+                    kept_right += hit is not None and hit[0] == g["gold"]
+                else:
+                    added_right += hit is not None and hit[0] == g["gold"]
             if hit is None:
                 continue
             label, group = hit
@@ -86,6 +91,7 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
             "labels": {lab: summary(*by_label[lab]) for lab in LABELS},
             "groups": {k: summary(*v) for k, v in sorted(by_group.items())},
             "yield": summary(kept_right, right_auto),
+            "added_right": added_right,
             "checked": len(items),
         }
     return out
@@ -109,6 +115,7 @@ def show(lang: str, name: str, result: dict, coverage: tuple[int, int]) -> None:
     for lab in LABELS:
         print(f"{lab:<14}" + "".join(f"{fmt(result[p]['labels'][lab]):>30}" for p in PARTS))
     print(f"{'yield':<14}" + "".join(f"{fmt(result[p]['yield']):>30}" for p in PARTS))
+    print(f"{'added':<14}" + "".join(f"{result[p]['added_right']:>30}" for p in PARTS))
 
 
 def show_groups(result: dict) -> None:

@@ -215,6 +215,12 @@ class Matcher:
         return Match(label=label, marker=sentence[start:end], phrase=phrase,
                      hypothesis=recase_first_letter(rest))
 
+    def phrase_of(self, marker: str) -> str | None:
+        """The lexicon's spelling of a marker as written ("In consecinta" -> "În consecință"),
+        or None when it is no phrase of this lexicon."""
+        found = self._phrase.get(_collapse(self.lexicon.normalize(marker)))
+        return found[1] if found else None
+
     def starts_with_phrase(self, sentence: str) -> bool:
         """True when the sentence opens with a lexicon phrase as a whole word, separator or
         not ("However hard ...", "So-called ..."): such a sentence must not become a

@@ -17,6 +17,7 @@ import yaml
 from extractor import fs
 from extractor import neardup
 from extractor import statistics as st
+from extractor.statistics import precision
 from extractor.lexicon import CANONICAL_LABELS
 from extractor.names import SPLITS
 
@@ -205,6 +206,7 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += ["## Class distribution", "", st.class_distribution_table(dataset), ""]
     if chart:
         lines += [f"![class distribution per split]({chart})", ""]
+    lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision")), ""]
     lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
               "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
               + st.RONLI_NOTE, "",

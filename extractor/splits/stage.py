@@ -35,7 +35,9 @@ from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
-from extractor.names import LABELS
+from extractor.names import LABELS, NEUTRAL
+from extractor.pairs.matching import matcher_for
+from extractor.statistics import precision
 
 NAME = STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
@@ -503,6 +505,27 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
             "near": near}
 
 
+def label_precision(lexicon, markers: dict, sources: dict) -> dict:
+    """The splits' estimated label precision (extractor/statistics/precision.py): the pairs of
+    each label by phrase (the lexicon's spelling of the markers as written) and, for neutral,
+    by strategy, weighed with the lexicon's `measured_precision`."""
+    matcher = matcher_for(lexicon)
+    counts: dict = {}
+    for label, by_marker in markers.items():
+        for marker, n in by_marker.items():
+            phrase = matcher.phrase_of(marker) or marker
+            counts.setdefault(label, {})
+            counts[label][phrase] = counts[label].get(phrase, 0) + n
+    for key, n in sources.items():
+        source = key.split("|", 1)[1]
+        if source != "marker":
+            counts.setdefault(NEUTRAL, {})
+            counts[NEUTRAL][source] = counts[NEUTRAL].get(source, 0) + n
+    measured = lexicon.measured_precision
+    return {"gold_set": measured.get("gold_set"), "about": measured.get("about"),
+            "labels": precision.estimate(counts, measured)}
+
+
 def _unit_ranges(units: list, n: int) -> list[int]:
     """Range number of each unit: `n` contiguous ranges of about equal rows (a unit goes to
     the range its middle row falls in)."""
@@ -563,6 +586,7 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
                             for l, m in sorted(markers.items())}
         if "source" in columns:
             stats["sources"] = dict(sorted(sources.items()))
+        stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
         dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
         build = card_mod.build_info(ctx)
         with tempfile.TemporaryDirectory() as local_tmp:

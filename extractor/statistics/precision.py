@@ -73,18 +73,20 @@ def estimate(counts: dict, measured: dict) -> dict:
     return out
 
 
-def markdown(estimates: dict, measured: dict) -> str:
-    """The card's "Estimated label precision" section body."""
-    if not measured:
+def markdown(block: dict | None) -> str:
+    """The card's "Estimated label precision" section body, from stats.json's
+    `label_precision` block ({gold_set, about, labels: `estimate`'s result})."""
+    if not block or not block.get("gold_set"):
         return ("No gold set is recorded for this lexicon (`measured_precision`): the precision of these "
                 "labels is unknown. docs/label-quality.md says how to measure it.")
-    lines = [f"Estimated share of pairs whose label is right, per label: the precision of each phrase (and "
-             f"neutral strategy) measured by hand on the gold set `{measured.get('gold_set')}` "
-             f"({measured.get('about', '')}), weighted by this corpus's own mix of phrases; 95 % interval "
-             "from the parts' Wilson intervals (docs/label-quality.md).", "",
-             "| label | pairs | estimated precision | 95 % interval | pairs whose phrase was measured itself |",
+    lines = ["Estimated share of pairs whose label is right, per label: the precision of each phrase (and "
+             f"neutral strategy) measured by hand on the gold set `{block['gold_set']}` ({block.get('about') or ''}), "
+             "weighted by this corpus's own mix of phrases; the 95 % interval mixes the parts' Wilson "
+             "intervals the same way (docs/label-quality.md). Distant supervision: these labels were not "
+             "checked one by one.", "",
+             "| label | pairs | estimated precision | 95 % interval | pairs whose own phrase was measured |",
              "|---|---:|---:|---|---:|"]
-    for label, e in estimates.items():
+    for label, e in block["labels"].items():
         if e["precision"] is None:
             lines.append(f"| {label} | {e['pairs']:,} | unknown | - | 0 |")
             continue

@@ -259,10 +259,12 @@ def _paragraphs_task(plan: dict, corpora: list):
 def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
     """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
     (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
-    None (documents stay the unit) when blocks leave as many cells short."""
+    None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
     paragraphs = scratch.read_arrow(fs.join(plan["work"], "paragraphs", _corpus_dir(corpus)), dc.PARAGRAPHS_SCHEMA)
     size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan["ratios"])
     blocks = dc.cut_blocks(paragraphs, size)
+    if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
+        return None  # no document was cut (no paragraphs in the refs, or small documents)
     weights = dc.block_weights(paragraphs, blocks)
     if plan.get("near"):
         edges = _edge_units({**plan, "block_corpora": [corpus]}, _block_edges(plan, corpus, blocks))

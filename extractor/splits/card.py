@@ -247,7 +247,7 @@ def _unit_lines(stage_stats: dict) -> list[str]:
     none when every corpus was assigned by whole documents and every split holds every label."""
     blocked = {c: u for c, u in (stage_stats.get("unit") or {}).items() if u.get("unit") == "block"}
     lines = [f"- unit of assignment in corpus {c}: blocks of consecutive paragraphs of about {u['pairs_per_block']} "
-             f"pairs ({u['blocks']} blocks of {u['documents']} documents) instead of whole documents"
+             f"pair{'s' if u['pairs_per_block'] != 1 else ''} ({u['blocks']} blocks of {u['documents']} documents) instead of whole documents"
              for c, u in sorted(blocked.items())]
     lines += [f"- warning: the {s} split holds no {', '.join(m)} pairs"
               for s, m in (stage_stats.get("missing_labels") or {}).items()]

@@ -637,8 +637,8 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         stats["unit"] = found["units"]
         lacking = sp.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
         for split, missing in lacking.items():
-            ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few documents"
-                     " or blocks for every label")
+            ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
+                     " documents or blocks for every label")
         if lacking:
             stats["missing_labels"] = lacking
         columns = schema.names

@@ -134,12 +134,12 @@ def novels():
     return [shared_file(f"text/eltec-rom-20/ROM00{i}.txt") for i in (1, 2, 3)]
 
 
-def _run(tmp_path, rows, near):
+def _run(tmp_path, rows, near, buckets=3):
     pairs = tmp_path / "pairs"
     pq.write_to_dataset(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), str(pairs),
                         partition_cols=["label"])
     schema, units = bt.list_units(str(pairs))
-    plan = {"units": units, "schema": schema, "seed": 0, "work": str(tmp_path / "work"), "buckets": 3,
+    plan = {"units": units, "schema": schema, "seed": 0, "work": str(tmp_path / "work"), "buckets": buckets,
             "target": str(tmp_path / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
     found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
     return found, {s: pd.read_parquet(tmp_path / "splits" / s) for s in sp.SPLITS if (tmp_path / "splits" / s).exists()}
@@ -179,3 +179,14 @@ def test_many_small_documents_stay_whole(tmp_path, novels):
     found, splits = _run(tmp_path, rows, None)
     assert found["units"] == {"eltec": {"unit": "document"}}
     assert "pair_spans_blocks_of_two_splits" not in found["drops"]
+
+
+def test_blocks_write_the_same_bytes_whatever_the_buckets(tmp_path, novels):
+    rows = _novel_pairs(novels, paragraphs=150)
+    files = []
+    for buckets, order in ((1, rows), (5, rows[::-1])):
+        out = tmp_path / f"b{buckets}"
+        found, _ = _run(out, order, nd.Settings(), buckets=buckets)
+        assert found["units"]["eltec"]["unit"] == "block"
+        files.append({p.relative_to(out / "splits"): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))})
+    assert files[0] == files[1] and files[0]

@@ -106,7 +106,8 @@ def add_arguments(parser) -> None:
     d = Options()
     g = parser.add_argument_group("splits (stage 3)")
     g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
-                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents")
+                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents "
+                        "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
     g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
                         "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")

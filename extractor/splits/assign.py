@@ -201,3 +201,66 @@ def quota_drops(counts: Mapping, quotas: Mapping) -> dict[str, dict[str, int]]:
             out.setdefault(split, {}).setdefault(label, 0)
             out[split][label] += gone
     return {s: dict(sorted(v.items())) for s, v in sorted(out.items())}
+
+
+# ---------------------------------------------------------------------------- blocks
+
+# Assignment units smaller than a document (docs/splits.md "Blocks"): a block is a run of
+# consecutive paragraphs of one document holding about `block_size` pairs; blocks are cut
+# between paragraphs, and pairs never cross a paragraph, so a marked pair lies in one block.
+BLOCKS_PER_SPLIT = 10  # the smallest split with a share gets about this many blocks
+SHORT_SHARE = 0.5  # a split "gets its share" of a label when it holds at least half its target
+
+
+def shortfall(counts, splits: Sequence[str], ratios: Sequence[float]) -> list[tuple[str, int]]:
+    """The (split, label column) cells that whole-unit assignment leaves short: ``counts``
+    holds each unit's pairs per label (units x labels), ``splits`` the split each unit got.
+    A cell is short when its target (ratio x the label's pairs) is at least one pair and the
+    split holds less than `SHORT_SHARE` of it."""
+    matrix = np.asarray(counts, dtype="float64").reshape(len(splits), -1)
+    totals = matrix.sum(axis=0)
+    short = []
+    for s, (name, ratio) in enumerate(zip(SPLITS, ratios)):
+        held = matrix[np.asarray([x == name for x in splits], dtype=bool)].sum(axis=0) if len(splits) else totals * 0
+        for label, (total, got) in enumerate(zip(totals.tolist(), held.tolist())):
+            target = ratio * total
+            if target >= 1 and got < SHORT_SHARE * target:
+                short.append((name, label))
+    return short
+
+
+def block_size(total_pairs: int, ratios: Sequence[float]) -> int:
+    """Pairs per block: the smallest split with a share gets about `BLOCKS_PER_SPLIT` blocks."""
+    smallest = min((r for r in ratios if r > 0), default=1.0)
+    return max(1, int(total_pairs * smallest // BLOCKS_PER_SPLIT))
+
+
+def block_starts(paras: Sequence[int], pairs: Sequence[int], size: int) -> list[int]:
+    """The first paragraph of each block of one document: ``paras`` its paragraphs that hold
+    pairs (ascending, distinct), ``pairs`` how many each holds. A block takes paragraphs
+    until it holds at least ``size`` pairs; the next paragraph with pairs starts the next
+    block (the first block starts at paragraph 0, so every paragraph has a block)."""
+    starts, held = [0], 0
+    for para, n in zip(paras, pairs):
+        if held >= size:
+            starts.append(int(para))
+            held = 0
+        held += int(n)
+    return starts
+
+
+def block_key(doc_id: str, start: int) -> str:
+    """The id of the block of `doc_id` that starts at paragraph `start`."""
+    return f"{doc_id}#p{start}"
+
+
+def missing_labels(counts: Mapping, quotas: Mapping, labels: Iterable[str],
+                   ratios: Sequence[float]) -> dict[str, list[str]]:
+    """Per split with a share: the labels it holds no pair of after the quotas."""
+    held = {(s, l) for (s, c, l), n in counts.items() if min(int(n), int(quotas.get((s, c, l), 0))) > 0}
+    out = {}
+    for split, ratio in zip(SPLITS, ratios):
+        missing = [l for l in sorted(set(labels)) if ratio > 0 and (split, l) not in held]
+        if missing:
+            out[split] = missing
+    return out

@@ -193,6 +193,7 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               f"- splits: ratios {stage_stats['settings']['split_ratios']}, balance `{stage_stats['settings']['balance']}`, "
               f"at most {stage_stats['settings']['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
               "documents assigned whole to one split, stratified by label, visited in the order of a hash of doc_id and seed",
+              *_unit_lines(stage_stats),
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
               f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, spaCy {v.get('spacy') or 'not installed'}, "
               f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}"
@@ -241,6 +242,18 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               "- `stats.json`: every number of this card; `leakage.json`: the leakage checks",
               "- `class_distribution.png`: the chart above", ""]
     return "\n".join(lines)
+
+
+def _unit_lines(stage_stats: dict) -> list[str]:
+    """Build-settings lines on blocks (docs/splits.md "Blocks") and splits lacking a label;
+    none when every corpus was assigned by whole documents and every split holds every label."""
+    blocked = {c: u for c, u in (stage_stats.get("unit") or {}).items() if u.get("unit") == "block"}
+    lines = [f"- unit of assignment in corpus {c}: blocks of consecutive paragraphs of about {u['pairs_per_block']} "
+             f"pair{'s' if u['pairs_per_block'] != 1 else ''} ({u['blocks']} blocks of {u['documents']} documents) instead of whole documents"
+             for c, u in sorted(blocked.items())]
+    lines += [f"- warning: the {s} split holds no {', '.join(m)} pairs"
+              for s, m in (stage_stats.get("missing_labels") or {}).items()]
+    return lines
 
 
 def _pos_text(pos) -> str:

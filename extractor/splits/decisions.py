@@ -24,6 +24,8 @@ The results do not depend on the number of buckets, tasks or cores (tested).
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +39,9 @@ ORDER = ("_h", "pair_id", "_unit", "_row")  # the order in which the quotas take
 WEIGHTS_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("label", pa.string()),
                             ("w", pa.int64()), ("test_only", pa.bool_())])
 ASSIGNED_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("split", pa.string())])
+PARAGRAPHS_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("para", pa.int32()),
+                               ("label", pa.string()), ("w", pa.int64()), ("test_only", pa.bool_())])
+BLOCKS_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("start", pa.int32())])
 RANKED_COLUMNS = ("_unit", "_row", "pair_id", "corpus", "doc_id", "label", "marker", "source",
                   "_h", "_pkey", "_skey", "_hkey")
 KEYS_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.binary()), ("split", pa.string()),
@@ -115,6 +120,104 @@ def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Tabl
                     schema=ASSIGNED_SCHEMA)
 
 
+# ---------------------------------------------------------------------------- blocks
+
+def paragraph_weights(rows: pa.Table) -> pa.Table:
+    """`document_weights` per paragraph (`PARAGRAPHS_SCHEMA`): a pair weighs 1 in its
+    hypothesis's paragraph of its own document and 0 in the paragraphs it takes its premise
+    and hypothesis from (listed, so that they get a block). A missing paragraph is 0."""
+    parts = []
+    for doc, para, w in (("doc_id", "_hpara", 1), ("_pdoc", "_ppara", 0), ("_hdoc", "_hpara", 0)):
+        parts.append(pa.table({"corpus": rows.column("corpus"), "doc_id": rows.column(doc),
+                               "para": pc.fill_null(rows.column(para), 0), "label": rows.column("label"),
+                               "w": pa.array(np.full(rows.num_rows, w)), "test_only": rows.column("_test_only")}))
+    grouped = pa.concat_tables(parts).group_by(["corpus", "doc_id", "para", "label"], use_threads=False).aggregate(
+        [("w", "sum"), ("test_only", "any")])
+    return pa.table({n: grouped.column(c) for n, c in (("corpus", "corpus"), ("doc_id", "doc_id"), ("para", "para"),
+                                                         ("label", "label"), ("w", "w_sum"),
+                                                         ("test_only", "test_only_any"))}, schema=PARAGRAPHS_SCHEMA)
+
+
+def cut_blocks(paragraphs: pa.Table, size: int) -> pa.Table:
+    """The blocks of every document of `paragraphs` (its `paragraph_weights` rows from all
+    buckets) as (corpus, doc_id, start) rows (`BLOCKS_SCHEMA`), by `assign.block_starts`
+    over the pairs each paragraph holds."""
+    summed = paragraphs.group_by(["corpus", "doc_id", "para"], use_threads=False).aggregate([("w", "sum")])
+    summed = summed.sort_by([("corpus", "ascending"), ("doc_id", "ascending"), ("para", "ascending")])
+    per_doc: dict = {}
+    for corpus, doc, para, w in zip(*(summed.column(c).to_pylist() for c in ("corpus", "doc_id", "para", "w_sum"))):
+        if doc is not None and w:
+            per_doc.setdefault((corpus, doc), ([], []))
+            per_doc[(corpus, doc)][0].append(para)
+            per_doc[(corpus, doc)][1].append(w)
+    for corpus, doc in zip(summed.column("corpus").to_pylist(), summed.column("doc_id").to_pylist()):
+        if doc is not None:
+            per_doc.setdefault((corpus, doc), ([], []))  # lends sentences only: one block
+    out = [(c, d, start) for (c, d), (paras, ws) in sorted(per_doc.items())
+           for start in sp.block_starts(paras, ws, size)]
+    return pa.table({"corpus": [r[0] for r in out], "doc_id": [r[1] for r in out], "start": [r[2] for r in out]},
+                    schema=BLOCKS_SCHEMA)
+
+
+def block_ids(corpus, docs, paras, blocks: pa.Table) -> pa.Array:
+    """The block key (`assign.block_key`) of each (corpus, document, paragraph) whose
+    document has blocks in `blocks`; the document id itself otherwise."""
+    starts: dict = {}
+    for c, d, s in zip(*(blocks.column(n).to_pylist() for n in ("corpus", "doc_id", "start"))):
+        starts.setdefault((c, d), []).append(s)
+    for v in starts.values():
+        v.sort()
+    out = []
+    for c, d, p in zip(_pylist(corpus), _pylist(docs), _pylist(paras)):
+        mine = starts.get((c, d))
+        out.append(d if mine is None else sp.block_key(d, mine[max(0, bisect.bisect_right(mine, p or 0) - 1)]))
+    return pa.array(out, pa.string())
+
+
+def _pylist(values) -> list:
+    return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
+def with_blocks(rows: pa.Table, blocks: pa.Table) -> pa.Table:
+    """Slim rows with `doc_id`, `_pdoc` and `_hdoc` replaced by their blocks' keys (the
+    pair's own unit is its hypothesis's block) where their document is cut into blocks."""
+    if not blocks.num_rows:
+        return rows
+    for doc, para in (("doc_id", "_hpara"), ("_pdoc", "_ppara"), ("_hdoc", "_hpara")):
+        ids = block_ids(rows.column("corpus"), rows.column(doc), rows.column(para), blocks)
+        rows = rows.set_column(rows.schema.get_field_index(doc), doc, ids)
+    return rows
+
+
+def block_weights(paragraphs: pa.Table, blocks: pa.Table) -> pa.Table:
+    """`document_weights` rows of blocks (`WEIGHTS_SCHEMA`, doc_id the block key) from
+    `paragraph_weights` rows."""
+    keys = block_ids(paragraphs.column("corpus"), paragraphs.column("doc_id"), paragraphs.column("para"), blocks)
+    table = pa.table({"corpus": paragraphs.column("corpus"), "doc_id": keys, "label": paragraphs.column("label"),
+                      "w": paragraphs.column("w"), "test_only": paragraphs.column("test_only")})
+    grouped = table.group_by(["corpus", "doc_id", "label"], use_threads=False).aggregate([("w", "sum"),
+                                                                                         ("test_only", "any")])
+    return pa.table({"corpus": grouped.column("corpus"), "doc_id": grouped.column("doc_id"),
+                     "label": grouped.column("label"), "w": grouped.column("w_sum"),
+                     "test_only": grouped.column("test_only_any")}, schema=WEIGHTS_SCHEMA)
+
+
+def short_cells(weights: pa.Table, assigned: pa.Table, labels: list, ratios) -> list[tuple[str, str]]:
+    """(split, label) cells an assignment leaves short of their share (`assign.shortfall`),
+    from the units' weights and their splits."""
+    keys = _doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    split = _split_of(weights, "doc_id", assigned, keys).to_pylist()
+    units = sorted(set(zip(weights.column("doc_id").to_pylist(), split)), key=lambda u: (str(u[0]), u[1]))
+    at = {u: i for i, u in enumerate(units)}
+    matrix = np.zeros((len(units), len(labels)))
+    col = {l: j for j, l in enumerate(labels)}
+    for d, s, label, w in zip(weights.column("doc_id").to_pylist(), split, weights.column("label").to_pylist(),
+                              weights.column("w").to_pylist()):
+        if label in col:
+            matrix[at[(d, s)], col[label]] += w
+    return [(s, labels[j]) for s, j in sp.shortfall(matrix, [u[1] for u in units], ratios)]
+
+
 def _doc_keys(corpus, docs) -> pa.Array:
     return pc.binary_join_element_wise(pc.cast(corpus, pa.string()), pc.cast(docs, pa.string()), "\x1f")
 
@@ -126,7 +229,7 @@ def _split_of(rows: pa.Table, column: str, assigned: pa.Table, assigned_keys: pa
 
 # ---------------------------------------------------------------------------- identical pairs
 
-def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
+def rank_identical(rows: pa.Table, assigned: pa.Table, blocked=frozenset()) -> pa.Table:
     """The slim rows of one bucket of sentence-pair keys with their split (`_split`, that
     of their own document) and why they go (`_why`): `pair_spans_documents_of_two_splits`
     when the premise's or hypothesis's document is in another split;
@@ -140,8 +243,9 @@ def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
     by_priority = pa.array(sorted(sp.KEEP_PRIORITY, key=sp.KEEP_PRIORITY.get), pa.string())
     ranks = pa.array([sp.KEEP_PRIORITY[s] for s in by_priority.to_pylist()], pa.int8())
     prio = pc.fill_null(pc.take(ranks, pc.index_in(split, value_set=by_priority)), len(sp.KEEP_PRIORITY))
+    in_blocks = pc.is_in(rows.column("corpus"), value_set=pa.array(sorted(blocked), pa.string()))
     table = rows.select(list(RANKED_COLUMNS)).append_column("_split", split) \
-        .append_column("_cross", cross).append_column("_prio", prio)
+        .append_column("_cross", cross).append_column("_prio", prio).append_column("_blocked", in_blocks)
     table = table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in
                                                          ("_skey", "_cross", "_prio", *ORDER)]))
     n = table.num_rows
@@ -152,10 +256,13 @@ def rank_identical(rows: pa.Table, assigned: pa.Table) -> pa.Table:
     crossed = table.column("_cross").to_numpy(zero_copy_only=False)
     prio_sorted = table.column("_prio").to_numpy()
     best = prio_sorted[np.nonzero(first)[0]][np.cumsum(first) - 1] if n else prio_sorted
-    code = np.select([crossed, first, prio_sorted > best], [0, -1, 1], default=2).astype(np.int8)
+    blocked_rows = table.column("_blocked").to_numpy(zero_copy_only=False)
+    code = np.select([crossed & blocked_rows, crossed, first, prio_sorted > best], [3, 0, -1, 1],
+                     default=2).astype(np.int8)
     why = pa.DictionaryArray.from_arrays(pa.array(code, mask=code < 0), pa.array(
-        ["pair_spans_documents_of_two_splits", "identical_pair_in_other_split", "identical_pair_in_same_split"]))
-    return table.drop_columns(["_cross", "_prio"]).append_column("_why", why.cast(pa.string()))
+        ["pair_spans_documents_of_two_splits", "identical_pair_in_other_split", "identical_pair_in_same_split",
+         "pair_spans_blocks_of_two_splits"]))
+    return table.drop_columns(["_cross", "_prio", "_blocked"]).append_column("_why", why.cast(pa.string()))
 
 
 def ranked_counts(results: list[dict]) -> tuple[dict, dict]:

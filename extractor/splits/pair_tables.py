@@ -32,7 +32,8 @@ SUMMARY_SCHEMA = pa.schema([
     ("_unit", pa.int32()), ("_row", pa.int32()), ("pair_id", pa.string()), ("corpus", pa.string()),
     ("doc_id", pa.string()), ("_pdoc", pa.string()), ("_hdoc", pa.string()), ("label", pa.string()),
     ("marker", pa.string()), ("source", pa.string()), ("_test_only", pa.bool_()), ("_reject", pa.string()),
-    ("_h", pa.int64()), ("_pkey", pa.binary()), ("_skey", pa.binary()), ("_hkey", pa.binary())])
+    ("_h", pa.int64()), ("_pkey", pa.binary()), ("_skey", pa.binary()), ("_hkey", pa.binary()),
+    ("_ppara", pa.int32()), ("_hpara", pa.int32())])
 REQUIRED = ("pair_id", "doc_id", "corpus", "premise", "hypothesis", "label")
 UNIT_ROWS = 65_536  # row groups per unit: about this many pairs
 PAIRS_PER_FILE = 100_000
@@ -119,6 +120,21 @@ def _ref_docs(table: pa.Table, ref: str) -> pa.Array:
     return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(values), 0), False), values, own)
 
 
+def _ref_paras(table: pa.Table, ref: str) -> pa.Array:
+    """para_idx of a *_ref column (a struct's, or the middle of a 'doc_id:para_idx:sent_idx'
+    string), null where there is none: what blocks are cut by (docs/splits.md "Blocks")."""
+    n = table.num_rows
+    if ref not in table.column_names:
+        return pa.nulls(n, pa.int32())
+    col = table.column(ref)
+    if pa.types.is_struct(col.type):
+        if col.type.get_field_index("para_idx") < 0:
+            return pa.nulls(n, pa.int32())
+        return pc.struct_field(col, "para_idx").cast(pa.int32())
+    middle = pc.extract_regex(col.cast(pa.string()), r"(?s)^.*:(?P<p>[0-9]+):[^:]*$")
+    return pc.struct_field(middle, "p").cast(pa.int32())
+
+
 def _binary(rows: np.ndarray) -> pa.Array:
     """Rows of a 2-d uint8 array as a binary array."""
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(rows.shape[1]), len(rows),
@@ -165,7 +181,7 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
         "source": col("source"), "_test_only": test, "_reject": reject, "_h": pa.array(stable_hashes(pair_ids, seed)),
         "_pkey": _binary(np.hstack([dp, dh])),
         "_skey": _binary(np.where(hyp_first[:, None], np.hstack([dh, dp]), np.hstack([dp, dh]))),
-        "_hkey": _binary(dh),
+        "_hkey": _binary(dh), "_ppara": _ref_paras(table, "premise_ref"), "_hpara": _ref_paras(table, "hypothesis_ref"),
     }
     return pa.Table.from_arrays([arrays[f.name] for f in SUMMARY_SCHEMA], schema=SUMMARY_SCHEMA)
 

@@ -108,7 +108,8 @@ def add_arguments(parser) -> None:
     d = Options()
     g = parser.add_argument_group("splits (stage 3)")
     g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
-                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents")
+                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents "
+                        "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
     g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
                         "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
@@ -158,6 +159,8 @@ def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
     # with these instead of cutting and hashing every candidate's text again
     texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
     scratch.write_arrow(texts, _near_text_path(plan, u))
+    scratch.write_arrow(pa.table({"gid": pa.array(ids, pa.int64()), "para": rows.column("_hpara")}),
+                        fs.join(plan["work"], "near-paras", f"unit-{u:06d}.arrow"))  # for blocks
     for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
         scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", b), f"unit-{u:06d}.arrow"))
 
@@ -167,7 +170,8 @@ def _near_text_path(plan: dict, u: int) -> str:
 
 
 _NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("corpus_b", pa.string()),
-                         ("doc_id_b", pa.string()), ("both", pa.bool_())])
+                         ("doc_id_b", pa.string()), ("both", pa.bool_()), ("gid_a", pa.int64()),
+                         ("gid_b", pa.int64())])
 
 
 def _near_task(plan: dict):
@@ -191,11 +195,7 @@ def _near_groups_task(plan: dict):
     components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
     def fn(_: int) -> dict:
         edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
-        same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
-                       pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
-        linked = edges.filter(same)
-        groups = nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
-                                              "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
+        groups = _groups_of(edges)
         for corpus in sorted(set(groups.column("corpus").to_pylist())):
             part = groups.filter(pc.equal(groups.column("corpus"), corpus))
             scratch.write_arrow(part, fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow"))
@@ -209,7 +209,7 @@ def _near_groups_task(plan: dict):
 def _near_leakage(plan: dict) -> dict:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
-    edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+    edges = _edge_units(plan, scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES))
     assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
     if not edges.num_rows or not assigned.num_rows:
         return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
@@ -222,6 +222,85 @@ def _near_leakage(plan: dict) -> dict:
                      pc.and_(pc.not_equal(split["a"], ""), pc.not_equal(split["b"], "")))
     return {"hypotheses_in_two_splits": int(pc.sum(across).as_py() or 0),
             "pairs_in_two_splits": int(pc.sum(pc.and_(across, edges.column("both"))).as_py() or 0)}
+
+
+def _blocks(plan: dict) -> pa.Table:
+    """The blocks of the corpora assigned by blocks (empty when none is)."""
+    if not plan.get("block_corpora"):
+        return dc.BLOCKS_SCHEMA.empty_table()
+    return scratch.read_arrow(fs.join(plan["work"], "blocks"), dc.BLOCKS_SCHEMA)
+
+
+def _edge_units(plan: dict, edges: pa.Table) -> pa.Table:
+    """Near-duplicate edges with the documents of corpora assigned by blocks replaced by the
+    blocks of the two hypotheses (their paragraphs from `near-paras/`)."""
+    blocks = _blocks(plan)
+    if not blocks.num_rows or not edges.num_rows:
+        return edges
+    paras = scratch.read_arrow(fs.join(plan["work"], "near-paras"), None)
+    for side in "ab":
+        para = pc.take(paras.column("para"), pc.index_in(edges.column(f"gid_{side}"), value_set=paras.column("gid")))
+        ids = dc.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
+        edges = edges.set_column(edges.schema.get_field_index(f"doc_id_{side}"), f"doc_id_{side}", ids)
+    return edges
+
+
+def _paragraphs_task(plan: dict, corpora: list):
+    """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
+    of `corpora`, one file per corpus."""
+    def fn(b: int) -> dict:
+        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
+        rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
+        weights = dc.paragraph_weights(rows)
+        for corpus in corpora:
+            part = weights.filter(pc.equal(weights.column("corpus"), corpus))
+            scratch.write_arrow(part, fs.join(plan["work"], "paragraphs", _corpus_dir(corpus), f"bucket-{b:05d}.arrow"))
+        return {}
+    return fn
+
+
+def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
+    """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
+    (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
+    None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
+    paragraphs = scratch.read_arrow(fs.join(plan["work"], "paragraphs", _corpus_dir(corpus)), dc.PARAGRAPHS_SCHEMA)
+    size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan["ratios"])
+    blocks = dc.cut_blocks(paragraphs, size)
+    if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
+        return None  # no document was cut (no paragraphs in the refs, or small documents)
+    weights = dc.block_weights(paragraphs, blocks)
+    if plan.get("near"):
+        edges = _edge_units({**plan, "block_corpora": [corpus]}, _block_edges(plan, corpus, blocks))
+        groups = _groups_of(edges)
+        assigned = _assign_groups(weights, groups, plan) if groups.num_rows else \
+            dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
+    else:
+        assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
+    left = dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
+    if len(left) >= len(short):
+        return None
+    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
+    scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
+    return {"documents": dc.tally(assigned, ["split"]), "short": left,
+            "unit": {"unit": "block", "pairs_per_block": size, "blocks": blocks.num_rows,
+                     "documents": len(set(blocks.column("doc_id").to_pylist()))}}
+
+
+def _block_edges(plan: dict, corpus: str, blocks: pa.Table) -> pa.Table:
+    """The near-duplicate edges of `corpus` with `blocks` written for `_edge_units`."""
+    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
+    edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+    return edges.filter(pc.and_(pc.equal(edges.column("corpus_a"), corpus), pc.equal(edges.column("corpus_b"), corpus)))
+
+
+def _groups_of(edges: pa.Table) -> pa.Table:
+    """Connected components of the documents (or blocks) that near-duplicate edges join
+    within a corpus (`neardup.document_groups`)."""
+    same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
+                   pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
+    linked = edges.filter(same)
+    return nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
+                                        "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
 
 
 def _corpus_dir(corpus: str) -> str:
@@ -241,7 +320,9 @@ def _assign_task(plan: dict):
         else:
             assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
         scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
-        return {"documents": dc.tally(assigned, ["split"])}
+        test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
+        short = [] if test_only else dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
+        return {"documents": dc.tally(assigned, ["split"]), "short": short}
     return fn
 
 
@@ -267,7 +348,8 @@ def _rank_task(plan: dict):
     def fn(b: int) -> dict:
         rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
         assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
-        ranked = dc.rank_identical(rows, assigned)
+        rows = dc.with_blocks(rows, _blocks(plan))
+        ranked = dc.rank_identical(rows, assigned, frozenset(plan.get("block_corpora", ())))
         kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
         where = pa.array(plan["range_of"], pa.int64()).take(kept.column("_unit")).to_numpy()
         for r, part in scratch.split_by(kept, where).items():
@@ -420,9 +502,25 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
         groups = _near_groups_task(plan)
         near.update(groups(0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
                     else run_round(groups, [0], name="near-groups")[0])
-    documents: dict = {}
     assign = _assign_task(plan)
-    for r in (assign(corpus) for corpus in corpora):
+    per_corpus = {corpus: assign(corpus) for corpus in corpora}
+    units = {corpus: {"unit": "document"} for corpus in corpora}
+    # documents too large or too few for every split to get its share of every label:
+    # contiguous blocks of paragraphs instead, where they do better (docs/splits.md "Blocks")
+    short = [c for c in corpora if per_corpus[c]["short"]]
+    plan["block_corpora"] = []
+    if short:
+        run_round(_paragraphs_task(plan, short), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
+                  name="paragraphs")
+        for corpus in short:
+            blocked = _assign_blocks(plan, corpus, per_corpus[corpus]["short"])
+            if blocked is None:
+                fs.delete(fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
+            else:
+                per_corpus[corpus], units[corpus] = blocked, blocked["unit"]
+                plan["block_corpora"].append(corpus)
+    documents: dict = {}
+    for r in per_corpus.values():
         for split, count in r["documents"]:
             documents[split] = documents.get(split, 0) + count
 
@@ -435,7 +533,8 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     even = [1.0] * len(buckets)
     ranked = run_round(_rank_task(plan), buckets, costs=even, name="rank") if found else []
     counts, dropped = dc.ranked_counts(ranked)
-    drops.update({"pair_spans_documents_of_two_splits": 0, **dropped})  # (round 1's drops: other reasons)
+    drops.update({"pair_spans_documents_of_two_splits": 0,
+                  **({"pair_spans_blocks_of_two_splits": 0} if plan["block_corpora"] else {}), **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
     #    the lowest hashes, found through the histograms (and the rows of the bins where a
@@ -502,7 +601,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
-            "near": near}
+            "near": near, "units": units}
 
 
 def label_precision(lexicon, markers: dict, sources: dict) -> dict:
@@ -559,6 +658,13 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]
         _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
+        stats["unit"] = found["units"]
+        lacking = sp.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
+        for split, missing in lacking.items():
+            ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
+                     " documents or blocks for every label")
+        if lacking:
+            stats["missing_labels"] = lacking
         columns = schema.names
         markers, sources, written = found["markers"], found["sources"], found["written"]
 

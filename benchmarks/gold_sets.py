@@ -240,6 +240,28 @@ def cmd_assemble(args) -> None:
           f"{sum(e['resolved_by'] == 'adjudicated' for e in items)} adjudicated")
 
 
+def cmd_agreement(args) -> None:
+    """Cohen's kappa between the two readers on the double-checked part, with the trainer's
+    agreement code (trainer/annotation/agreement.py): over the labels they gave, and over
+    keep/change (the issue's measure)."""
+    from trainer.annotation.agreement import cohen  # the trainer extra: only this command needs it
+
+    for lang in args.lang or sorted(SOURCES):
+        items = [json.loads(x) for x in (GOLD / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()]
+        both = [g for g in items if "reader_2" in g["readers"]]
+        a = [verdict_label(g["readers"]["reader_1"], g["auto_label"]) or "cannot_judge" for g in both]
+        b = [verdict_label(g["readers"]["reader_2"], g["auto_label"]) or "cannot_judge" for g in both]
+        ka = ["keep" if g["readers"]["reader_1"] == "keep" else "change" for g in both]
+        kb = ["keep" if g["readers"]["reader_2"] == "keep" else "change" for g in both]
+        label_kappa = cohen(a, b, (*LABELS, "cannot_judge"))
+        keep_kappa = cohen(ka, kb, ("keep", "change"))
+        judged = sum(g["gold"] is not None for g in items)
+        print(f"{lang}: {len(items)} items ({judged} judged; test part {sum(g['part'] == 'test' for g in items)}), "
+              f"double-checked {len(both)} ({len(both) / len(items):.0%}), agreement {sum(x == y for x, y in zip(a, b))}"
+              f"/{len(both)}, Cohen's kappa labels {label_kappa:.3f}, keep/change {keep_kappa:.3f}, "
+              f"adjudicated {sum(g['resolved_by'] == 'adjudicated' for g in items)}")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -251,8 +273,10 @@ def main(argv=None) -> None:
     a.add_argument("--lang", required=True, choices=sorted(SOURCES))
     a.add_argument("--annotations", required=True, help="folder of <task>/verdicts.jsonl (pass1, pass2, adjudicate)")
     a.add_argument("--sheets", default=str(WORK / "gold-sheets"))
+    k = sub.add_parser("agreement", help="Cohen's kappa of the two readers on the double-checked parts")
+    k.add_argument("--lang", action="append", choices=sorted(SOURCES))
     args = p.parse_args(argv)
-    {"sample": cmd_sample, "assemble": cmd_assemble}[args.command](args)
+    {"sample": cmd_sample, "assemble": cmd_assemble, "agreement": cmd_agreement}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ keeps its location), and prints, on the tuning part, the test part and both:
   filter, as the readers checked it) whose automatic label was right, the share the job still
   emits with that label; `added` counts the right pairs of the extension round (phrases of the
   extended set, checked later) it emits besides;
+- neutral (strategies): every checked neutral candidate of the strategies the run draws
+  from, emitted by this run or not. The draw takes the lowest selection hashes among many
+  candidates, so a run with another mix or other marked pairs emits few of the checked ones;
+  the checked ones are a random sample of the same strategies' candidates;
 - coverage: how many of the emitted pairs the gold set checks.
 
 Gold pairs that the readers could not judge (`gold` null) are left out of every figure. The
@@ -66,6 +70,7 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
     neutral strategy) of the run's pairs."""
     out = {}
     judged = [g for g in gold if g.get("gold")]
+    strategies = {group for label, group in emitted.values() if label == "neutral"}
     for part in PARTS:
         items = [g for g in judged if part == "all" or g["part"] == part]
         by_label, by_group = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0])
@@ -90,6 +95,14 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
         out[part] = {
             "labels": {lab: summary(*by_label[lab]) for lab in LABELS},
             "groups": {k: summary(*v) for k, v in sorted(by_group.items())},
+            # every checked neutral candidate of the strategies the run draws from, emitted or not:
+            # a sample of those strategies' candidates (the draw takes others of the same kind)
+            "neutral_strategies": summary(
+                sum(g["gold"] == "neutral" for g in items if g["auto_label"] == "neutral" and g["source"] in strategies),
+                sum(1 for g in items if g["auto_label"] == "neutral" and g["source"] in strategies)),
+            "strategies": {s: summary(sum(g["gold"] == "neutral" for g in items if g["source"] == s),
+                                      sum(1 for g in items if g["source"] == s))
+                           for s in sorted({g["source"] for g in items if g["auto_label"] == "neutral"})},
             "yield": summary(kept_right, right_auto),
             "added_right": added_right,
             "checked": len(items),
@@ -114,6 +127,7 @@ def show(lang: str, name: str, result: dict, coverage: tuple[int, int]) -> None:
     print(f"{'label':<14}" + "".join(f"{p:>30}" for p in PARTS))
     for lab in LABELS:
         print(f"{lab:<14}" + "".join(f"{fmt(result[p]['labels'][lab]):>30}" for p in PARTS))
+    print(f"{'(strategies)':<14}" + "".join(f"{fmt(result[p]['neutral_strategies']):>30}" for p in PARTS))
     print(f"{'yield':<14}" + "".join(f"{fmt(result[p]['yield']):>30}" for p in PARTS))
     print(f"{'added':<14}" + "".join(f"{result[p]['added_right']:>30}" for p in PARTS))
 
@@ -143,11 +157,9 @@ def lexicon_block(lang: str, result: dict, gold_path: str, about: str) -> str:
         label, group = key.split("|", 1)
         if label != "neutral":
             lines.append(f"    {json.dumps(group, ensure_ascii=False)}: {{label: {label}, correct: {s['correct']}, n: {s['n']}}}")
-    lines.append("  neutral:")
-    for key, s in groups.items():
-        label, group = key.split("|", 1)
-        if label == "neutral":
-            lines.append(f"    {group}: {{correct: {s['correct']}, n: {s['n']}}}")
+    lines.append("  neutral:  # every checked candidate of the strategy (the draw takes others of the same kind)")
+    for group, s in result["all"]["strategies"].items():
+        lines.append(f"    {group}: {{correct: {s['correct']}, n: {s['n']}}}")
     lines.append(BLOCK_END)
     return "\n".join(lines) + "\n"
 

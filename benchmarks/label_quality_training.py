@@ -23,6 +23,12 @@ premise ref, hypothesis ref -- or by its (premise, hypothesis) text) is left out
 `clean` evaluation set, which both runs' models share. The scores on all gold test items
 (`all`, leaked ones included) are reported beside it, marked as such.
 
+The filters change the amount of data as well as the labels (their `added_phrases` make the
+default run's training split larger), so a third row trains on the default run's training
+split subsampled to the no-filter run's size (the trainer's stratified, seeded
+`--train-size`). Each row's difference to the no-filter row comes with a paired bootstrap
+interval over the gold items.
+
 Results: benchmarks/results/label-quality-training.{json,log}.
 """
 from __future__ import annotations
@@ -139,13 +145,13 @@ def bootstrap_ci(gold, pred, labels, seed=0) -> list[float]:
     return [float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))]
 
 
-def train(train_file: Path, model: str, seed: int, tests: list[Path], run_dir: Path, log) -> dict:
+def train(train_file: Path, model: str, seed: int, tests: list[Path], run_dir: Path, log, extra=()) -> dict:
     """`python -m trainer train ...`, run in this process through `trainer.cli.main` (the same
     code path; one import of torch and scikit-learn for every run). Its output goes to
     RUN_DIR.stdout."""
     from trainer.cli import main as trainer_main
     argv = ["train", "--train", str(train_file), "--model", model, "--seed", str(seed), "--output", str(run_dir),
-            "--overwrite", "--no-progress", "--test", *map(str, tests), *MODELS[model]]
+            "--overwrite", "--no-progress", "--test", *map(str, tests), *MODELS[model], *extra]
     t = time.time()
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     with open(run_dir.parent / f"{run_dir.name}.stdout", "w", encoding="utf-8") as f, \
@@ -153,7 +159,7 @@ def train(train_file: Path, model: str, seed: int, tests: list[Path], run_dir: P
         rc = trainer_main(argv)
     if rc:
         raise SystemExit(f"error: python -m trainer {' '.join(argv)} exited {rc}; see {run_dir}.stdout")
-    log(f"  trained {model} seed {seed} on {train_file.name} in {time.time() - t:.0f} s")
+    log(f"  trained {model} seed {seed} on {train_file.name} {' '.join(extra)} in {time.time() - t:.0f} s")
     return json.loads((run_dir / "metrics.json").read_text())
 
 
@@ -221,25 +227,34 @@ def main(argv=None) -> None:
         log(f"evaluation set {s!r}: {len(rows)} items {dict(sorted(labs.items()))} "
             f"({sum(r['round'] != 'initial' for r in rows)} of the extension round) -> {files[s]}")
 
-    # (3) train and evaluate
-    results = {}
-    for name in CONFIGS:
+    # (3) train and evaluate. A third row trains on the default run's training split
+    # subsampled (the trainer's stratified, seeded --train-size) to the no-filter run's size:
+    # the filters change the labels and also the amount of data (their added phrases), and
+    # this row separates the two.
+    n_small = sizes["no label filters"]["train"]["n"]
+    rows = {"default (filters on)": ("default (filters on)", []),
+            f"default, train-size {n_small}": ("default (filters on)", ["--train-size", str(n_small)]),
+            "no label filters": ("no label filters", [])}
+    results, preds_of = {}, {}
+    for row, (name, extra) in rows.items():
         for model in MODELS:
             per_seed = []
             for seed in (seeds[:1] if model == "tfidf-lr" else seeds):
-                run_dir = work / "runs" / f"{slug(name)}-{model}-s{seed}"
-                metrics = train(train_files[name], model, seed, list(files.values()), run_dir, log)
+                run_dir = work / "runs" / f"{slug(row)}-{model}-s{seed}"
+                metrics = train(train_files[name], model, seed, list(files.values()), run_dir, log, extra)
+                config = json.loads((run_dir / "config.json").read_text())
                 preds = pl.read_parquet(run_dir / "predictions.parquet")
-                labels = json.loads((run_dir / "config.json").read_text())["labels"]
-                entry = {"seed": seed}
+                labels = config["labels"]
+                entry = {"seed": seed, "n_train": config.get("n_train")}
                 for s in EVAL_SETS:
                     m = metrics[f"gold-test-{s}"]
-                    p = preds.filter(pl.col("split") == f"gold-test-{s}")
+                    p = preds.filter(pl.col("split") == f"gold-test-{s}").sort("pair_id")
                     g, pr = p["gold"].to_numpy(), p["pred"].to_numpy()
                     assert abs(macro_f1(g, pr, labels) - m["macro_f1"]) < 1e-9, (m["macro_f1"], macro_f1(g, pr, labels))
                     entry[s] = {"macro_f1": m["macro_f1"], "accuracy": m["accuracy"], "n": m["n"],
                                 "macro_f1_ci95": bootstrap_ci(g, pr, labels, seed=seed),
                                 "per_class_f1": {k: v["f1"] for k, v in m["per_class"].items()}}
+                    preds_of.setdefault((row, model, s), []).append((g, pr, labels))
                 per_seed.append(entry)
             summ = {}
             for s in EVAL_SETS:
@@ -248,34 +263,62 @@ def main(argv=None) -> None:
                 summ[s] = {"macro_f1_mean": float(np.mean(f1s)), "macro_f1_std": float(np.std(f1s, ddof=1)) if len(f1s) > 1 else 0.0,
                            "accuracy_mean": float(np.mean(accs)), "accuracy_std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
                            "n": per_seed[0][s]["n"]}
-            results.setdefault(name, {})[model] = {"seeds": per_seed, "summary": summ}
+            results.setdefault(row, {})[model] = {"train_flags": extra, "seeds": per_seed, "summary": summ}
+
+    # paired bootstrap over gold items of the difference of the seed-mean macro-F1
+    diffs = {}
+    for a in (r for r in rows if r != "no label filters"):
+        for model in MODELS:
+            for s in EVAL_SETS:
+                A, B = preds_of[(a, model, s)], preds_of[("no label filters", model, s)]
+                n = len(A[0][0])
+                rng = np.random.default_rng(0)
+                obs = np.mean([macro_f1(g, p, lab) for g, p, lab in A]) - np.mean([macro_f1(g, p, lab) for g, p, lab in B])
+                vals = []
+                for _ in range(BOOT):
+                    idx = rng.integers(0, n, n)
+                    vals.append(np.mean([macro_f1(g[idx], p[idx], lab) for g, p, lab in A])
+                                - np.mean([macro_f1(g[idx], p[idx], lab) for g, p, lab in B]))
+                diffs[f"{a} - no label filters|{model}|{s}"] = {
+                    "diff": float(obs), "ci95": [float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))],
+                    "share_above_0": float(np.mean(np.array(vals) > 0))}
 
     # (4) the table
     log("")
     log(f"Gold test part (ro, hand-checked labels); cbow-softmax: mean over seeds {seeds} (± sample std), "
         "tfidf-lr: one run; `clean` = not in either run's training split")
-    head = (f"{'training data':<22}{'train':>6}{'val':>5}{'test':>5}  {'model':<13}"
+    head = (f"{'training data':<26}{'train':>6}{'val':>5}{'test':>5}  {'model':<13}"
             + "".join(f"{'F1 ' + s:>16}{'acc ' + s:>16}{'n':>5}" for s in EVAL_SETS))
     log(head)
     log("-" * len(head))
-    for name in CONFIGS:
+    for row, (name, extra) in rows.items():
         sz = sizes[name]
+        n_train = n_small if extra else sz["train"]["n"]
         for model in MODELS:
-            summ = results[name][model]["summary"]
-            log(f"{name:<22}{sz['train']['n']:>6}{sz['validation']['n']:>5}{sz['test']['n']:>5}  {model:<13}"
+            summ = results[row][model]["summary"]
+            log(f"{row:<26}{n_train:>6}{sz['validation']['n']:>5}{sz['test']['n']:>5}  {model:<13}"
                 + "".join(f"{summ[s]['macro_f1_mean']:>9.3f} ±{summ[s]['macro_f1_std']:.3f}"
                           f"{summ[s]['accuracy_mean']:>9.3f} ±{summ[s]['accuracy_std']:.3f}{summ[s]['n']:>5}"
                           for s in EVAL_SETS))
+    log("(train/val/test: the run's split sizes; models train on `train` only, no validation data)")
     log("")
     log("per seed, clean set: macro-F1 [bootstrap 95 % interval]")
-    for name in CONFIGS:
+    for row in rows:
         for model in MODELS:
-            log(f"  {name:<22} {model:<13} " + "  ".join(
+            log(f"  {row:<26} {model:<13} " + "  ".join(
                 f"s{e['seed']} {e['clean']['macro_f1']:.3f} [{e['clean']['macro_f1_ci95'][0]:.2f}-{e['clean']['macro_f1_ci95'][1]:.2f}]"
-                for e in results[name][model]["seeds"]))
+                for e in results[row][model]["seeds"]))
+    log("")
+    log(f"paired bootstrap ({BOOT} resamples of the gold items, seed-mean macro-F1): difference to 'no label filters'")
+    for key, d in diffs.items():
+        a, model, s = key.split("|")
+        log(f"  {a:<45} {model:<13} {s:<6} {d['diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
+            f"  P(>0) {d['share_above_0']:.2f}")
     out = {"commit": commit, "lang": LANG, "seeds": seeds, "configs": CONFIGS, "text_run": TEXT_RUN,
            "models": MODELS, "split_sizes": sizes, "gold_test": text_counts, "overlap": overlap,
-           "eval_sets": {s: len(r) for s, r in sets.items()}, "results": results}
+           "eval_sets": {s: len(r) for s, r in sets.items()},
+           "rows": {r: {"split_run": n, "train_flags": e} for r, (n, e) in rows.items()}, "results": results,
+           "paired_differences": diffs}
     RESULTS.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     args.json.with_suffix(".log").write_text("\n".join(lines) + "\n")

@@ -165,6 +165,12 @@ def test_card_stats_and_chart(built):
     assert "seed: 0" in card and "PASSED" in card and "| However |" in card
     assert "Lengths and overlap (layout of RoNLI Table 2)" in card and "Top PMI words" in card
     assert (folder / "class_distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("lengths_per_label.png", "top_phrases_per_label.png", "drop_funnel.png"):  # drawn in a task
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({name})" in card
+    examples = card.split("## Example pairs")[1].split("\n## ")[0]
+    for label in ("contrasting", "entailment", "reasoning", "neutral"):
+        assert examples.count(f"\n| {label} | ") == 3, examples
+    assert "## Intended use and limitations" in card and "## Citation" in card
     stats = json.loads((folder / "stats.json").read_text())
     assert stats["splits"]["train"]["all"]["count"] == ctx.stats["splits"]["splits"]["train"]
     leak = json.loads((folder / "leakage.json").read_text())
@@ -208,6 +214,9 @@ def test_deterministic_across_partitions_and_input_order(built, spark, tmp_path,
     a = json.loads((out / "splits" / "stats.json").read_text())
     b = json.loads((again / "splits" / "stats.json").read_text())
     assert a["splits"] == b["splits"]
+    def examples(folder):  # picked per unit range, merged in the driver: the same pairs
+        return (folder / "README.md").read_text().split("## Example pairs")[1].split("\n## ")[0]
+    assert examples(out / "splits") == examples(again / "splits")
 
 
 def test_natural_distribution_and_existing_output(spark, tmp_path):

@@ -628,10 +628,13 @@ def plot_lengths(histograms: list[list], path: Path) -> Path:
             total = sum(counts)
             mean = sum(i * n for i, n in enumerate(counts)) / total
             ax.step(range(len(counts)), [n / total for n in counts], where="mid",
-                    label=f"{label} (mean {mean:.1f})")
+                    label=f"{label} (mean {'≥ ' if counts[-1] else ''}{mean:.1f})")
         ax.set_title(f"{side} length")
         ax.set_xlabel(f"whitespace words (last bin: {len(histograms[0][2]) - 1} and more)" if histograms else "words")
         ax.legend(fontsize=7, frameon=False)
+    used = [i for _, _, c in histograms for i, n in enumerate(c) if n]
+    for ax in axes if used else ():  # up to the longest sentence, not the empty bins after it
+        ax.set_xlim(-0.5, max(used) + 1.5)
     axes[0].set_ylabel("share of the label's pairs")
     return _save(fig, path)
 

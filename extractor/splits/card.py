@@ -240,9 +240,8 @@ def intended_use_section(build: dict, dataset: dict | None = None) -> str:
         "- *Label noise.* " + ("The lexicon carries precision figures measured on hand-checked gold sets; "
                                "the labels are as noisy as those figures say." if measured else
                                "No precision of this lexicon's phrases has been measured on hand-checked "
-                               "pairs: treat the labels as noisy (RoNLI reports that roughly one in ten "
-                               "distantly supervised pairs needs a correction) and check a sample "
-                               "before relying on the test split's scores."),
+                               "pairs: treat the labels as noisy, and have a sample checked by people "
+                               "(`python -m trainer annotate`) before relying on the test split's scores."),
         "- *Genres.* The text comes from " + (", ".join(genres) if genres else "unrecorded sources")
         + "; a model trained here may not transfer to other genres, registers or dialogues.",
         "- *Artefacts.* The phrase is stripped, but the hypothesis is still a sentence that followed "
@@ -270,11 +269,11 @@ def citation_section(build: dict, license) -> str:
         f"  title        = {{{{{lang}}} NLI corpus built by distant supervision from linking phrases}},",
         f"  note         = {{Built from {corpora} with lexicon {build.get('lexicon')} "
         f"(sha256 {str(build.get('lexicon_sha256') or '')[:12]}), seed {build.get('seed')}}},",
-        f"  howpublished = {{Dataset card README.md of the splits folder}},",
+        "  howpublished = {Dataset card README.md of the splits folder},",
         "}",
         "@software{nli_corpus_engine,",
         "  title   = {{NLI corpus engine}: NLI corpora for low-resource languages by distant supervision},",
-        f"  version = {{{_package_version('nli-corpus-engine') or '0.1.0'}}},",
+        f"  version = {{{_package_version('nli-corpus-engine') or 'unknown'}}},",
         "  license = {Apache-2.0},",
         "}",
         "```"])

@@ -91,6 +91,7 @@ def test_strong_artefact_difference_warns_balanced_does_not():
     assert found[0].startswith("**Warning (train):** hypothesis inner-capital share differs strongly between labels: "
                                "neutral 0.50 against reasoning 0.20 (a difference of 0.30")
     assert found[0] in card.card_body(dataset=strong, stage_stats=STAGE, build=BUILD, leakage=LEAKAGE, license="x")
+    assert card.artefact_warnings(strong, markdown=False) == [found[0].replace("**Warning (train):**", "train:")]
     balanced = _dataset(0.3, 0.3)
     assert card.artefact_warnings(balanced) == []
     assert "No indicator differs strongly between labels" in card.artefact_warnings_text(balanced)

@@ -293,10 +293,11 @@ ARTEFACT_LIMITS = {
 WARN_MIN_PAIRS = 20  # labels with fewer pairs in a split are too few to compare
 
 
-def artefact_warnings(dataset: dict) -> list[str]:
+def artefact_warnings(dataset: dict, markdown: bool = True) -> list[str]:
     """One warning line per split and artefact indicator that differs strongly between
     labels (`ARTEFACT_LIMITS`), comparing the labels with at least `WARN_MIN_PAIRS` pairs
-    in the split; the lowest and highest label are named."""
+    in the split; the lowest and highest label are named. ``markdown``: the card's bold
+    "Warning (split):" lead, else "split:" (the job's warnings)."""
     out = []
     for split, block in dataset.get("splits", {}).items():
         labels = {l: b for l, b in block.get("labels", {}).items() if (b.get("count") or 0) >= WARN_MIN_PAIRS}
@@ -313,7 +314,8 @@ def artefact_warnings(dataset: dict) -> list[str]:
             if size >= limit:
                 found = f"{size:.0%} of the larger value" if how == "rel" else f"{diff:.2f}"
                 bound = f"{limit:.0%}" if how == "rel" else f"{limit:.2f}"
-                out.append(f"**Warning ({split}):** {name} differs strongly between labels: {hi} {values[hi]:.2f} "
+                lead = f"**Warning ({split}):**" if markdown else f"{split}:"
+                out.append(f"{lead} {name} differs strongly between labels: {hi} {values[hi]:.2f} "
                            f"against {lo} {values[lo]:.2f} (a difference of {found}; the limit is {bound}). "
                            "A hypothesis-only model can exploit it.")
     return out

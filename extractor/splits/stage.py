@@ -575,8 +575,8 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         if "source" in columns:
             stats["sources"] = dict(sorted(sources.items()))
         dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
-        for line in card_mod.artefact_warnings(dataset):  # the card's warning lines, in the run's summary too
-            ctx.warn("splits: " + line.replace("**", ""))
+        for line in card_mod.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
+            ctx.warn(f"splits: {line}")
         build = card_mod.build_info(ctx)
         with tempfile.TemporaryDirectory() as local_tmp:
             local = Path(local_tmp)

@@ -271,8 +271,9 @@ def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path,
         spark.createDataFrame(pdf.assign(pos_ok=False)).write.parquet(str(tmp_path / "pairs"))
     ctx = run_stage(spark, tmp_path, pdf)
     folder = tmp_path / "splits"
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "class_distribution.png", "leakage.json",
-                                                        "stats.json"]
+    # the drop funnel shows where every pair went; no lengths or phrases to draw
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "class_distribution.png", "drop_funnel.png",
+                                                        "leakage.json", "stats.json"]
     assert ctx.stats["splits"]["splits"] == {"train": 0, "validation": 0, "test": 0}
     assert ctx.stats["splits"]["dropped"].get("not_pos_ok", 0) == (0 if case == "no rows" else len(pdf))
     assert "splits: the train split is empty and is not written" in ctx.warnings

@@ -189,12 +189,14 @@ check_dataproc() {
   IN_IMAGE_BINDS=("$rt/usr/lib/jvm:/usr/lib/jvm" "$rt/etc/java-17-openjdk:/etc/java-17-openjdk"
                   "$rt/opt/spark-runtime:/opt/spark-runtime" "$REPO/samples:/opt/nli-samples")
   IN_IMAGE_ENV=(JAVA_HOME=/usr/lib/jvm/runtime-java PYTHONPATH=/opt/spark-runtime/python SPARK_LOCAL_IP=127.0.0.1)
-  # what Dataproc runs: spark-submit of the job file (here the wheel's copy) with the image's
-  # Python, as the image's user ('spark'); then the row count and labels of each split
+  # what Dataproc runs: spark-submit of the job file the docs name (/opt/nli/extract.py, a link
+  # to the wheel's copy) with the image's Python, as the image's user ('spark'); then the row
+  # count and labels of each split
   in_image "$img" spark \
     'job=$(python -c "import jobs.extract as j; print(j.__file__)") && echo "job file: $job" &&
+     [ "$(readlink -f /opt/nli/extract.py)" = "$job" ] &&
      /opt/spark-runtime/python/pyspark/bin/spark-submit --master "local[2]" --conf spark.ui.enabled=false \
-       "$job" --lang ro --input /opt/nli-samples/ro --output /tmp/nli-out/ro >/tmp/job.log 2>&1; rc=$?;
+       /opt/nli/extract.py --lang ro --input /opt/nli-samples/ro --output /tmp/nli-out/ro >/tmp/job.log 2>&1; rc=$?;
      grep -v " INFO " /tmp/job.log; [ "$rc" = 0 ] &&
      python - <<"PY"
 import collections, pathlib, pyarrow.parquet as pq
@@ -213,6 +215,7 @@ PY' /tmp/nli-out/ro "$OUT/ro" || rc=$?
 check_emr() {
   in_image "localhost/nli-extract-emr:$TAG" hadoop \
     'python3.11 -c "import jobs.extract as j, extractor; from extractor.lexicon import available_languages; print(j.__file__); print(available_languages())" &&
+     echo "entry point: /opt/nli/extract.py -> $(readlink -f /opt/nli/extract.py)" && test -f /opt/nli/extract.py &&
      python3.11 -m jobs.extract --help | head -3'
 }
 

@@ -2,12 +2,14 @@
 # provided by the runtime and must NOT be installed here). The engine goes in as its wheel;
 # the lexicons are package data of the wheel. Build from the repository root:
 #   docker build -f docker/dataproc-serverless.Dockerfile -t REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 .
-# Run:
-#   gcloud dataproc batches submit pyspark jobs/extract.py --region=REGION \
+# Run (the job file inside the image, /opt/nli/extract.py, so nothing is uploaded; --version: a
+# Dataproc Serverless runtime with Spark 4, whose Java and Spark the runtime mounts in):
+#   gcloud dataproc batches submit pyspark file:///opt/nli/extract.py --region=REGION --version=3.0 \
 #     --container-image=REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 \
 #     -- --lang ro --input gs://BUCKET/rowiki-latest-pages-articles.xml.bz2 --output gs://BUCKET/out/ro
-# (gcloud uploads the job file; the engine is importable from the image, so no --py-files and
-# no --archives: driver and executors run this image's Python)
+# (a local file instead, e.g. a checkout's jobs/extract.py, is uploaded by gcloud to the bucket
+# named by --deps-bucket=gs://BUCKET, which it then needs; the engine is importable from the
+# image, so no --py-files and no --archives: driver and executors run this image's Python)
 # Local build and check with podman, from a debootstrap-made Debian base: docker/build-local.sh
 # (it sets BASE and WHEEL_BASE; the defaults below are the public images).
 ARG BASE=debian:12-slim
@@ -64,6 +66,12 @@ RUN for lang in ${POS_LANGS}; do \
 #   --build-arg SPACY_MODELS="ro_core_news_sm es_core_news_sm"   (needs network access at build time)
 ARG SPACY_MODELS=""
 RUN for m in ${SPACY_MODELS}; do python -m spacy download "$m"; done
+
+# The job file at one fixed path, whatever the Python's install scheme (a venv's or Fedora's
+# site-packages, Debian's dist-packages): find_spec locates it without importing it (pyspark
+# comes with the platform's Spark at run time, not at build time).
+RUN mkdir -p /opt/nli && ln -s "$(python -c 'import importlib.util; print(importlib.util.find_spec("jobs.extract").origin)')" \
+      /opt/nli/extract.py && test -f /opt/nli/extract.py
 
 # Dataproc Serverless runs containers as the 'spark' user (uid/gid 1099).
 RUN groupadd -g 1099 spark && useradd -u 1099 -g 1099 -d /home/spark -m spark

@@ -3,7 +3,10 @@
 # Build from the repository root (pick the base image of your region/release):
 #   docker build -f docker/emr-on-eks.Dockerfile \
 #     --build-arg BASE=public.ecr.aws/emr-on-eks/spark/emr-7.5.0:latest -t ACCOUNT.dkr.ecr.REGION.amazonaws.com/nli-extract:0.1 .
-# Run (StartJobRun): entryPoint local:///usr/local/lib/python3.11/site-packages/jobs/extract.py,
+# Run (aws emr-containers start-job-run --virtual-cluster-id ID --name nli-ro --execution-role-arn ARN
+#   --release-label emr-7.5.0-latest --job-driver '{"sparkSubmitJobDriver": {...}}'), the job driver:
+#   entryPoint local:///opt/nli/extract.py (a fixed link to the installed job file: pip puts it in
+#   /usr/local/lib/python3.11/site-packages on Amazon Linux, dist-packages on a Debian base),
 #   entryPointArguments ["--lang","ro","--input","s3://BUCKET/rowiki.xml.bz2","--output","s3a://BUCKET/out/ro"],
 #   sparkSubmitParameters "--conf spark.kubernetes.container.image=ACCOUNT.dkr.ecr.REGION.amazonaws.com/nli-extract:0.1"
 # Local build and check with podman, from a debootstrap-made Debian base: docker/build-local.sh
@@ -59,6 +62,12 @@ RUN for lang in ${POS_LANGS}; do \
     done
 ARG SPACY_MODELS=""
 RUN for m in ${SPACY_MODELS}; do PIP_BREAK_SYSTEM_PACKAGES=1 python3.11 -m spacy download "$m"; done
+
+# The job file at one fixed path, whatever the Python's install scheme (a venv's or Fedora's
+# site-packages, Debian's dist-packages): find_spec locates it without importing it (pyspark
+# comes with the platform's Spark at run time, not at build time).
+RUN mkdir -p /opt/nli && ln -s "$(python3.11 -c 'import importlib.util; print(importlib.util.find_spec("jobs.extract").origin)')" \
+      /opt/nli/extract.py && test -f /opt/nli/extract.py
 
 # EMR on EKS runs Spark as the hadoop user.
 USER hadoop:hadoop

@@ -241,6 +241,35 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None, 
     return specs
 
 
+SAMPLE_LICENSE = "apache-2.0"  # the bundled samples are written by this project (samples/README.md)
+
+
+def _sample_files(lexicon) -> list[Path] | None:
+    sample = getattr(lexicon, "sample_input", None)
+    if sample is None:
+        return None
+    return sorted(Path(p).resolve() for p in expand_paths(str(sample), _dir_format(str(sample))))
+
+
+def mark_bundled_sample(corpora: list[CorpusSpec], lexicon, *, rename: bool, license: str | None) -> None:
+    """The lexicon's bundled sample is one corpus whichever way it is given (the default
+    input, an --input of its path, a manifest entry): a corpus reading exactly its files is
+    named `<lang>-sample` where ``rename`` (no --corpus or manifest name chose another: the
+    name seeds the split assignment, so the splits are the same) and gets the samples'
+    license (`SAMPLE_LICENSE`, our own text) unless it has its own `license` option or
+    ``license`` (an explicit --license) is given."""
+    sample = _sample_files(lexicon)
+    if sample is None:
+        return
+    for spec in corpora:
+        if any(_out.is_uri(p) for p in spec.paths) or sorted(Path(p).resolve() for p in spec.paths) != sample:
+            continue
+        if rename:
+            spec.name = f"{lexicon.lang}-sample"
+        spec.options.setdefault("license", license or SAMPLE_LICENSE)
+    _check_unique(corpora, "--input")
+
+
 def load_manifest(path: str | Path) -> list[CorpusSpec]:
     """Read corpora.yaml: a list (or `corpora:` list) of {name, genre, format, path(s), role, ...options}."""
     path = Path(path)

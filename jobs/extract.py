@@ -27,7 +27,8 @@ from extractor import run as out  # noqa: E402
 from extractor import stage as contract  # noqa: E402
 from extractor.documents import stage as sentences_stage  # noqa: E402
 from extractor.errors import UserError  # noqa: E402
-from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message  # noqa: E402
+from extractor.job import (InputError, JobContext, corpora_from_args, load_manifest,  # noqa: E402
+                           mark_bundled_sample, spark_failure_message)
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.names import STAGES  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
@@ -38,8 +39,6 @@ from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
 from extractor.splits import stage as splits_stage  # noqa: E402
-
-SAMPLE_LICENSE = "apache-2.0"  # the bundled samples are written by this project (samples/README.md)
 
 STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
 TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
@@ -149,11 +148,9 @@ def _main(args, argv) -> int:
             raise InputError(f"{lexicon.path}: no bundled sample corpus here (an installed engine ships "
                              f"none); give --input PATH")
         corpora = corpora_from_args(inputs, args.corpus, args.genre)
-        if not args.input:  # the bundled sample: a stable corpus name
-            for spec in corpora:
-                spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
-            if getattr(args, "license", None) == splits_stage.Options.license:
-                args.license = SAMPLE_LICENSE  # our own text (samples/README.md), not Wikipedia's
+    # the bundled sample, however given: one corpus name and license (an explicit --license wins)
+    mark_bundled_sample(corpora, lexicon, rename=not (args.manifest or args.corpus),
+                        license=args.license if args.license != splits_stage.Options.license else None)
 
     options = stage_options(args, to_run)
     output = args.output or f"output/{lexicon.lang}"

@@ -321,13 +321,22 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
             Skip("needs a YARN cluster and HDFS"),
         "docker build -f docker/dataproc-serverless.Dockerfile -t REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 .":
             Skip(CLOUD),
-        "gcloud dataproc batches submit pyspark jobs/extract.py --region=REGION "
+        "gcloud dataproc batches submit pyspark file:///opt/nli/extract.py --region=REGION --version=3.0 "
         "--container-image=REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 -- --lang ro "
         "--input gs://BUCKET/rowiki-latest-pages-articles.xml.bz2 --output gs://BUCKET/out/ro": Skip(CLOUD),
         "spark-submit \"$(python -c 'import jobs.extract as j; print(j.__file__)')\" --lang ro --input ... --output ...":
             Run(sub=(("--input ... --output ...", "--input samples/ro --output out/any-spark"),), append=STAGE1,
                 checks=(job_output("out/any-spark", STAGE1_FILES),)),
         "NLI_EXTRAS=extract,train ./spark-submit.sh --setup-only": Run(checks=(prints(r"^\[setup\] ready: "),)),
+        "NLI_EXTRAS=extract,hf ./spark-submit.sh --setup-only": Run(checks=(prints(r"^\[setup\] ready: "),)),
+        ".venv/bin/python -c 'import datasets; print(datasets.load_dataset(\"output/ro/splits\"))'":
+            Run(needs=("ro",), sub=((".venv/bin/python", "{repo}/.venv/bin/python"),),
+                checks=(prints(r"train: Dataset", r"num_rows: 216"),)),
+        "python -m trainer train --model cbow-softmax --epochs 5 --data output/ro/splits --output runs/ro-cbow":
+            Run(needs=("ro",), sub=(("--epochs 5", "--epochs 2"),), provides="ro-cbow",
+                checks=(run_dir("runs/ro-cbow", "metrics.json", "dynamics"),)),
+        "python -m trainer cartography runs/ro-cbow":
+            Run(needs=("ro-cbow",), checks=(files("runs/ro-cbow/cartography/data_map.png"),)),
         "python -m trainer stats --data output/ro/splits": Run(needs=("ro",), checks=(prints(r"^\|", r"(?i)leakage"),)),
         "python -m trainer train --data output/ro/splits --model tfidf-lr --output runs/ro-tfidf":
             Run(needs=("ro",), provides="ro-tfidf", checks=(run_dir("runs/ro-tfidf"), prints(r"macro-F1"))),
@@ -481,7 +490,14 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "--output hdfs:///nli/ro": Skip("needs a YARN cluster and HDFS"),
         "docker build -f docker/dataproc-serverless.Dockerfile -t REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 .":
             Skip(CLOUD),
-        "gcloud dataproc batches submit pyspark jobs/extract.py --region=REGION "
+        "docker push REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1": Skip(CLOUD),
+        "docker build -f docker/emr-on-eks.Dockerfile --build-arg BASE=public.ecr.aws/emr-on-eks/spark/emr-7.5.0:latest "
+        "-t ACCOUNT.dkr.ecr.REGION.amazonaws.com/nli-extract:0.1 .": Skip(CLOUD),
+        "docker push ACCOUNT.dkr.ecr.REGION.amazonaws.com/nli-extract:0.1": Skip(CLOUD),
+        "aws emr-containers start-job-run --virtual-cluster-id VIRTUAL_CLUSTER_ID --name nli-ro "
+        "--execution-role-arn arn:aws:iam::ACCOUNT:role/ROLE --release-label emr-7.5.0-latest "
+        "--job-driver file://job-driver.json": Skip(CLOUD),
+        "gcloud dataproc batches submit pyspark file:///opt/nli/extract.py --region=REGION --version=3.0 "
         "--container-image=REGION-docker.pkg.dev/PROJECT/REPO/nli-extract:0.1 -- --lang ro "
         "--input gs://BUCKET/rowiki-latest-pages-articles.xml.bz2 --output gs://BUCKET/out/ro": Skip(CLOUD),
     },

@@ -77,10 +77,11 @@ def test_standalone_cluster_output_equals_local_mode_byte_for_byte(spark_cluster
     assert cluster and sorted(cluster) == sorted(local)
     assert {k for k in cluster if cluster[k] != local[k]} == set()
     assert (out / "punkt_params.json").read_bytes() == (local_output / "punkt_params.json").read_bytes()
-    # the chart: drawn by the driver on the cluster (the packed environment has no
+    # the charts: drawn by the driver on the cluster (the packed environment has no
     # matplotlib), by a task in local mode; the same file
-    chart = "splits/class_distribution.png"
-    assert (out / chart).read_bytes() == (local_output / chart).read_bytes()
+    for chart in ("class_distribution", "lengths_per_label", "top_phrases_per_label", "drop_funnel"):
+        chart = f"splits/{chart}.png"
+        assert (out / chart).read_bytes() == (local_output / chart).read_bytes(), chart
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["tables"]) == {"sentences", "pairs", "splits"}
     print(f"cluster run: {seconds:.0f} s, {len(cluster)} Parquet files identical to local mode")

@@ -165,6 +165,12 @@ def test_card_stats_and_chart(built):
     assert "seed: 0" in card and "PASSED" in card and "| However |" in card
     assert "Lengths and overlap (layout of RoNLI Table 2)" in card and "Top PMI words" in card
     assert (folder / "class_distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("lengths_per_label.png", "top_phrases_per_label.png", "drop_funnel.png"):  # drawn in a task
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({name})" in card
+    examples = card.split("## Example pairs")[1].split("\n## ")[0]
+    for label in ("contrasting", "entailment", "reasoning", "neutral"):
+        assert examples.count(f"\n| {label} | ") == 3, examples
+    assert "## Intended use and limitations" in card and "## Citation" in card
     stats = json.loads((folder / "stats.json").read_text())
     assert stats["splits"]["train"]["all"]["count"] == ctx.stats["splits"]["splits"]["train"]
     leak = json.loads((folder / "leakage.json").read_text())
@@ -208,6 +214,9 @@ def test_deterministic_across_partitions_and_input_order(built, spark, tmp_path,
     a = json.loads((out / "splits" / "stats.json").read_text())
     b = json.loads((again / "splits" / "stats.json").read_text())
     assert a["splits"] == b["splits"]
+    def examples(folder):  # picked per unit range, merged in the driver: the same pairs
+        return (folder / "README.md").read_text().split("## Example pairs")[1].split("\n## ")[0]
+    assert examples(out / "splits") == examples(again / "splits")
 
 
 def test_natural_distribution_and_existing_output(spark, tmp_path):
@@ -262,8 +271,9 @@ def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path,
         spark.createDataFrame(pdf.assign(pos_ok=False)).write.parquet(str(tmp_path / "pairs"))
     ctx = run_stage(spark, tmp_path, pdf)
     folder = tmp_path / "splits"
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "class_distribution.png", "leakage.json",
-                                                        "stats.json"]
+    # the drop funnel shows where every pair went; no lengths or phrases to draw
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "class_distribution.png", "drop_funnel.png",
+                                                        "leakage.json", "stats.json"]
     assert ctx.stats["splits"]["splits"] == {"train": 0, "validation": 0, "test": 0}
     assert ctx.stats["splits"]["dropped"].get("not_pos_ok", 0) == (0 if case == "no rows" else len(pdf))
     assert "splits: the train split is empty and is not written" in ctx.warnings

@@ -112,3 +112,14 @@ def test_no_library_module_imports_the_cli_and_own_imports_are_at_the_top():
                         lazy.append(f"{path.relative_to(REPO)}:{node.lineno} {node.module}")
     # the only lazy ones import trainer.models.transformer (torch and transformers: start-up time)
     assert lazy and all(item.endswith("trainer.models.transformer") for item in lazy), lazy
+
+
+def test_train_prints_each_split_score_once(tmp_path, capsys):
+    train = _jsonl(tmp_path / "train.jsonl", _rows(40, "t"))
+    dev = _jsonl(tmp_path / "dev.jsonl", _rows(12, "d"))
+    assert cli.main(["train", "--model", "tfidf-lr", "--train", str(train), "--validation", str(dev),
+                     "--output", str(tmp_path / "run")]) == 0
+    captured = capsys.readouterr()
+    both = captured.out + captured.err
+    assert both.count("validation: accuracy") == 1, both
+    assert "validation: accuracy" in (tmp_path / "run" / "train.log").read_text()  # the log keeps it

@@ -228,7 +228,7 @@ def evaluate_splits(model, frames: dict[str, pd.DataFrame], keep_columns: bool =
         metrics[split] = compute_metrics(p["gold"], p["pred"], model.labels)
         preds.append(p)
         log.info("%s: accuracy %.4f, macro-F1 %.4f (n=%d)", split, metrics[split]["accuracy"],
-                 metrics[split]["macro_f1"], len(df))
+                 metrics[split]["macro_f1"], len(df), extra=LOG_FILE_ONLY)  # printed by the command
     return metrics, pd.concat(preds, ignore_index=True) if preds else pd.DataFrame()
 
 
@@ -309,6 +309,15 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _not_for_console(record: logging.LogRecord) -> bool:
+    """Records logged with ``extra=LOG_FILE_ONLY`` go to the run's train.log only: the
+    command prints them itself (each split's scores, once)."""
+    return getattr(record, "console", True)
+
+
+LOG_FILE_ONLY = {"console": False}
+
+
 def file_logger(run_dir: Path) -> logging.Handler:
     """Send the trainer's log to RUN_DIR/train.log (and stderr at INFO)."""
     logger = logging.getLogger("trainer")
@@ -317,6 +326,7 @@ def file_logger(run_dir: Path) -> logging.Handler:
                for h in logger.handlers):
         console = logging.StreamHandler(_CurrentStderr())
         console.setFormatter(logging.Formatter("%(message)s"))
+        console.addFilter(_not_for_console)
         logger.addHandler(console)
     handler = logging.FileHandler(Path(run_dir) / "train.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))

@@ -66,10 +66,14 @@ def build_info(ctx) -> dict:
         "lexicon": _display_path(getattr(lex, "path", None)) or f"phrase_lexicons/{lex.lang}.yaml",
         "lexicon_sha256": getattr(lex, "sha256", None),
         "phrase_set": list(getattr(lex, "phrase_set", ()) or ()),
+        "label_precision_measured": bool(getattr(lex, "measured_precision", None)),
         "lang": lex.lang,
         "seed": int(getattr(args, "seed", 0) or 0),
         "min_chars": getattr(args, "min_chars", None),
-        "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role} for c in (ctx.corpora or [])],
+        "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
+                     "license": corpus_licenses([c], getattr(args, "license", None) or "unknown")}
+                    for c in (ctx.corpora or [])],
+        "label_precision_measured": bool(getattr(lex, "measured_precision", None)),
         "versions": {"python": platform.python_version(), "pyspark": _package_version("pyspark"),
                      "spacy": _package_version("spacy"), "spacy_model": model,
                      "spacy_model_version": ("rule-based" if model and model.startswith("rules:")
@@ -158,6 +162,244 @@ def yaml_header(*, lang: str, license: str, sizes: dict[str, int], schema=None, 
     return header
 
 
+# ---------------------------------------------------------------------------- license
+
+def corpus_licenses(corpora, default: str) -> str | list[str]:
+    """The dataset's license: its inputs' licenses, in corpus order (a corpus's own `license`
+    option: a manifest entry's key, or the bundled sample's; else `default`, the --license
+    flag). One license as a string, several as a list (the card's YAML takes either)."""
+    found = list(dict.fromkeys(str((getattr(c, "options", None) or {}).get("license") or default)
+                               for c in (corpora or [])))
+    if not found:
+        return default
+    return found[0] if len(found) == 1 else found
+
+
+def license_text(license) -> str:
+    return ", ".join(license) if isinstance(license, (list, tuple)) else str(license)
+
+
+# ---------------------------------------------------------------------------- examples
+
+EXAMPLES_PER_LABEL = 3
+EXAMPLE_CHARS = 300  # a longer sentence is cut in the card (the data has it whole)
+
+
+def merge_examples(examples: list[dict], k: int = EXAMPLES_PER_LABEL) -> list[dict]:
+    """The `k` examples of each label with the lowest hash order (ties: `pair_id`) among
+    per-unit picks (`pair_tables.pick_examples`), in label order: the same whatever the units."""
+    names = label_names(e["label"] for e in examples)
+    ordered = sorted(examples, key=lambda e: (names.index(e["label"]), e["h"], e["pair_id"] or ""))
+    out, seen = [], {}
+    for e in ordered:
+        if seen.get(e["label"], 0) < k:
+            seen[e["label"]] = seen.get(e["label"], 0) + 1
+            out.append(e)
+    return out
+
+
+def _cell(text, limit: int = EXAMPLE_CHARS) -> str:
+    text = " ".join(str(text or "").split())
+    if len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    return text.replace("|", "\\|")
+
+
+def examples_section(examples: list[dict]) -> str:
+    """Example pairs per label with the linking phrase that was stripped from the hypothesis
+    (the lowest hashes of `pair_id` with the seed: a fixed, unbiased pick)."""
+    if not examples:
+        return "(no pairs)"
+    lines = ["A few pairs of each label, picked by the lowest hash of `pair_id` with the seed (not by hand). "
+             "*phrase* is the linking phrase that opened the hypothesis in the text and was stripped from it; "
+             "neutral pairs have none.", "",
+             "| label | split | premise | hypothesis | phrase |", "|---|---|---|---|---|"]
+    lines += [f"| {e['label']} | {e['split']} | {_cell(e['premise'])} | {_cell(e['hypothesis'])} | "
+              f"{_cell(e['marker'], 80) or '-'} |" for e in examples]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- intended use, citation
+
+def intended_use_section(build: dict, dataset: dict | None = None) -> str:
+    """Intended use and limitations: what the data is for and what a user must know
+    (distant supervision, label noise, genres, sizes, leaks)."""
+    genres = sorted({c.get("genre") or "unknown" for c in build.get("corpora") or []})
+    sizes = {s: (dataset or {}).get("splits", {}).get(s, {}).get("all", {}).get("count", 0) for s in SPLITS}
+    measured = build.get("label_precision_measured")
+    lines = [
+        "**Intended use.** Training and evaluating natural language inference and discourse-relation "
+        "classifiers where no hand-labelled NLI data of this language exists or as extra training data "
+        "beside it; studying linking phrases and the artefacts of distantly supervised labels. The "
+        "validation and test splits are built the same way as the training split: they measure how well a "
+        "model recovers the linking phrase's relation, not agreement with human NLI judgements.",
+        "",
+        "**Limitations.**",
+        "",
+        "- *Distant supervision.* Labels come from the linking phrase that opened the second sentence "
+        "(`contrasting`, `entailment`, `reasoning`) and from sampling (`neutral`), not from annotators. "
+        "A phrase does not always mean its relation, and a neutral pair can be related by chance.",
+        "- *Label noise.* " + ("The lexicon carries precision figures measured on hand-checked gold sets "
+                               "(\"Estimated label precision\" below, docs/label-quality.md): about that share "
+                               "of each label is right, the rest is noise." if measured else
+                               "No precision of this lexicon's phrases has been measured on hand-checked "
+                               "pairs: treat the labels as noisy, and have a sample checked by people "
+                               "(`python -m trainer annotate`) before relying on the test split's scores."),
+        "- *Genres.* The text comes from " + (", ".join(genres) if genres else "unrecorded sources")
+        + "; a model trained here may not transfer to other genres, registers or dialogues.",
+        "- *Artefacts.* The phrase is stripped, but the hypothesis is still a sentence that followed "
+        "its premise in running text: hypothesis-only cues (see the artefact indicators and their "
+        "warnings below) can let a model score without reading the premise.",
+        "- *Not for* judging individuals or making decisions about people; the sentences keep whatever "
+        "views and errors their sources hold.",
+    ]
+    if 0 < sum(sizes.values()) < 1_000:
+        lines.append(f"- *Size.* {sum(sizes.values()):,} pairs in all: enough to test the pipeline, not to "
+                     "train or compare models.")
+    return "\n".join(lines)
+
+
+def citation_section(build: dict, license) -> str:
+    """A BibTeX entry for the dataset and one for the engine (no date: a rerun gives the same card)."""
+    lang = build.get("lang") or "xx"
+    key = "".join(ch for ch in f"{lang}_nli_distant" if ch.isalnum() or ch == "_")
+    corpora = ", ".join(c["name"] for c in build.get("corpora") or []) or "unrecorded corpora"
+    return "\n".join([
+        "If you use this dataset, cite it and the sources of its text (their licenses apply: "
+        f"{license_text(license)}), and the engine that built it:", "",
+        "```bibtex",
+        f"@misc{{{key},",
+        f"  title        = {{{{{lang}}} NLI corpus built by distant supervision from linking phrases}},",
+        f"  note         = {{Built from {corpora} with lexicon {build.get('lexicon')} "
+        f"(sha256 {str(build.get('lexicon_sha256') or '')[:12]}), seed {build.get('seed')}}},",
+        "  howpublished = {Dataset card README.md of the splits folder},",
+        "}",
+        "@software{nli_corpus_engine,",
+        "  title   = {{NLI corpus engine}: NLI corpora for low-resource languages by distant supervision},",
+        f"  version = {{{_package_version('nli-corpus-engine') or 'unknown'}}},",
+        "  license = {Apache-2.0},",
+        "}",
+        "```"])
+
+
+# ---------------------------------------------------------------------------- artefact warnings
+
+# indicator key -> (its name in the artefact table, the difference between two labels'
+# values that warns, absolute; for the words, relative to the larger value)
+ARTEFACT_LIMITS = {
+    "hypothesis_inner_capital_share": ("hypothesis inner-capital share", 0.15, "abs"),
+    "overlap_jaccard_mean": ("Jaccard mean", 0.10, "abs"),
+    "lcs_ratio_median": ("LCS ratio median", 0.10, "abs"),
+    "new_token_rate_median": ("new-token rate median", 0.15, "abs"),
+    "hypothesis_words_mean": ("hypothesis words mean", 0.25, "rel"),
+}
+WARN_MIN_PAIRS = 20  # labels with fewer pairs in a split are too few to compare
+
+
+def artefact_warnings(dataset: dict, markdown: bool = True) -> list[str]:
+    """One warning line per split and artefact indicator that differs strongly between
+    labels (`ARTEFACT_LIMITS`), comparing the labels with at least `WARN_MIN_PAIRS` pairs
+    in the split; the lowest and highest label are named. ``markdown``: the card's bold
+    "Warning (split):" lead, else "split:" (the job's warnings)."""
+    out = []
+    for split, block in dataset.get("splits", {}).items():
+        labels = {l: b for l, b in block.get("labels", {}).items() if (b.get("count") or 0) >= WARN_MIN_PAIRS}
+        if len(labels) < 2:
+            continue
+        for key, (name, limit, how) in ARTEFACT_LIMITS.items():
+            values = {l: b[key] for l, b in labels.items() if b.get(key) is not None}
+            if len(values) < 2:
+                continue
+            hi = max(values, key=lambda l: (values[l], l))
+            lo = min(values, key=lambda l: (values[l], l))
+            diff = values[hi] - values[lo]
+            size = diff / values[hi] if how == "rel" and values[hi] else diff
+            if size >= limit:
+                found = f"{size:.0%} of the larger value" if how == "rel" else f"{diff:.2f}"
+                bound = f"{limit:.0%}" if how == "rel" else f"{limit:.2f}"
+                lead = f"**Warning ({split}):**" if markdown else f"{split}:"
+                out.append(f"{lead} {name} differs strongly between labels: {hi} {values[hi]:.2f} "
+                           f"against {lo} {values[lo]:.2f} (a difference of {found}; the limit is {bound}). "
+                           "A hypothesis-only model can exploit it.")
+    return out
+
+
+def artefact_warnings_text(dataset: dict) -> str:
+    found = artefact_warnings(dataset)
+    return "\n\n".join(found) if found else ("No indicator differs strongly between labels (limits: "
+                                             + ", ".join(f"{n} {l:.0%}" if h == "rel" else f"{n} {l:.2f}"
+                                                         for n, l, h in ARTEFACT_LIMITS.values())
+                                             + f"; labels with at least {WARN_MIN_PAIRS} pairs in a split).")
+
+
+# ---------------------------------------------------------------------------- chart data
+
+CHART_FILES = {"lengths": "lengths_per_label.png", "phrases": "top_phrases_per_label.png",
+               "funnel": "drop_funnel.png"}
+PHRASES_PER_LABEL = 8
+
+
+def merge_histograms(rows: list[list]) -> list[list]:
+    """Sums of ``[label, side, counts]`` histograms (`pair_tables.length_histograms`) per
+    (label, side), sorted."""
+    summed: dict = {}
+    for label, side, counts in rows:
+        have = summed.get((label, side))
+        summed[(label, side)] = list(counts) if have is None else [a + b for a, b in zip(have, counts)]
+    return [[l, s, c] for (l, s), c in sorted(summed.items())]
+
+
+def earlier_stats(stats: dict | None) -> dict:
+    """The few counts of stages 1 and 2 the drop funnel needs (absent where the stage did
+    not run in this job)."""
+    stats = stats or {}
+    sent, pairs = stats.get("sentences") or {}, stats.get("pairs") or {}
+    docs = sent.get("documents") or {}
+    sentences = sent.get("sentences") if isinstance(sent.get("sentences"), dict) else {}
+    marked = ((pairs.get("candidates") or {}).get("marked_sentences") or {})
+    out = {"documents_read": docs.get("read"), "documents_kept": docs.get("kept"),
+           "sentences": sentences.get("total"),
+           "sentences_long": (sentences["total"] - sentences.get("short", 0)) if sentences.get("total") is not None
+           else None,
+           "marked_sentences": sum(marked.values()) if marked else None}
+    return {k: int(v) for k, v in out.items() if v is not None}
+
+
+def funnel_steps(earlier: dict | None, n_input: int, drops: dict, sizes: dict) -> list[list]:
+    """Read -> kept at each step, ``[step, count]``: documents, sentences, marked sentences,
+    pairs of stage 2, pairs after stage 3's removals (duplicates, leakage, filtered rows),
+    pairs in the splits after the balance."""
+    earlier = earlier or {}
+    flat: dict = {}
+    _flatten("", {k: v for k, v in (drops or {}).items() if k != "balance"}, flat)
+    removed = int(sum(flat.values()))
+    steps = [("documents read", earlier.get("documents_read")), ("documents kept", earlier.get("documents_kept")),
+             ("sentences", earlier.get("sentences")), (f"sentences long enough", earlier.get("sentences_long")),
+             ("sentences opening with a phrase", earlier.get("marked_sentences")),
+             ("pairs (marked + neutral)", n_input), ("pairs after duplicates, leakage, filters", n_input - removed),
+             ("pairs in the splits (after balance)", int(sum((sizes or {}).values())))]
+    return [[name, int(n)] for name, n in steps if n is not None]
+
+
+def chart_data(kept_results: list[dict], earlier: dict | None, n_input: int, drops: dict, sizes: dict) -> dict:
+    """What the card's charts draw, from round 5's per-range results (length histograms,
+    markers) and the counts of every stage: small, handed to the chart task."""
+    markers: dict = {}
+    for r in kept_results:
+        for label, marker, count in r.get("markers", []):
+            markers.setdefault(label, {})[marker] = markers.get(label, {}).get(marker, 0) + count
+    phrases = {l: sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:PHRASES_PER_LABEL]
+               for l, m in sorted(markers.items()) if l is not None}
+    return {"lengths": merge_histograms([h for r in kept_results for h in r.get("lengths", [])]),
+            "phrases": {l: [list(x) for x in v] for l, v in phrases.items() if v},
+            "funnel": funnel_steps(earlier, n_input, drops, sizes)}
+
+
+def available_charts(charts: dict | None) -> list[str]:
+    """The extra charts drawn for this data (a chart with nothing to draw is left out)."""
+    return [k for k in CHART_FILES if (charts or {}).get(k)]
+
+
 # ---------------------------------------------------------------------------- body
 
 def _kv_table(d: dict, head=("what", "count")) -> str:
@@ -176,7 +418,8 @@ def _flatten(prefix: str, value, out: dict) -> None:
 
 
 def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, pairs_stats: dict | None = None,
-              sentences_stats: dict | None = None, license: str = "", chart: str | None = "class_distribution.png") -> str:
+              sentences_stats: dict | None = None, license="", chart: str | None = "class_distribution.png",
+              examples: list | None = None, charts: dict | None = None) -> str:
     sizes = {s: dataset["splits"][s]["all"]["count"] for s in dataset["splits"]}
     v = build.get("versions", {})
     lines = [f"# {build.get('lang', '')} NLI corpus built by distant supervision", "",
@@ -185,7 +428,10 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
              "whole documents without leakage. Built with the NLI corpus engine.", "",
              "| split | pairs |", "|---|---:|"]
     lines += [f"| {s} | {n:,} |" for s, n in sizes.items()]
-    lines += ["", "## How it was built", "",
+    lines += ["", "## Intended use and limitations", "", intended_use_section(build, dataset), "",
+              "## Example pairs", "", examples_section(examples or []), ""]
+    drawn = available_charts(charts) if chart else []
+    lines += ["## How it was built", "",
               f"- command: `{build.get('command_line', '')}`",
               f"- lexicon: `{build.get('lexicon')}` (sha256 `{build.get('lexicon_sha256')}`)"
               + (f", phrase set(s) {', '.join(build['phrase_set'])} added" if build.get("phrase_set") else ""),
@@ -199,10 +445,11 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}"
               + (f" (license {v['spacy_model_license']})" if v.get("spacy_model_license") else "") + ", "
               f"nltk {v.get('nltk')}, mwparserfromhell {v.get('mwparserfromhell')}",
-              f"- license: {license}. {LICENSE_NOTE}", ""]
+              f"- license: {license_text(license)} (the inputs' licenses). {LICENSE_NOTE}", ""]
     if build.get("corpora"):
-        lines += ["| corpus | genre | format | role |", "|---|---|---|---|"]
-        lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} |" for c in build["corpora"]]
+        lines += ["| corpus | genre | format | role | license |", "|---|---|---|---|---|"]
+        lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} | {c.get('license', '-')} |"
+                  for c in build["corpora"]]
         lines.append("")
     lines += ["## Class distribution", "", st.class_distribution_table(dataset), ""]
     if chart:
@@ -212,18 +459,21 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
               + st.RONLI_NOTE, "",
               st.ronli_table(dataset), "",
+              *_chart_lines(drawn, "lengths", "premise and hypothesis lengths per label"),
               "## Annotation-artefact indicators", "",
               "A hypothesis-only model exploits differences between labels in these numbers; "
               "`hypothesis inner-capital share` is the casing leak (a capital letter after the first character).", "",
-              st.artefact_table(dataset), "",
+              st.artefact_table(dataset), "", artefact_warnings_text(dataset), "",
               "## Most frequent markers", "", _markers_table(stage_stats.get("markers", {})), "",
+              *_chart_lines(drawn, "phrases", "most frequent linking phrases per label"),
               "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", st.pmi_markdown(dataset), "",
               "## Top PMI words of premises per label", "",
               "The same PMI over the premises: a premise whose words announce the label is an artefact too.", "",
               st.pmi_markdown(dataset, side="premise"), "",
               "## Corpora per split", "", _corpora_table(stage_stats.get("corpora", {})), "",
               "## Leakage report", "", _leakage_text(leakage), "",
-              "## Drop counts", "", "Stage 3 (splits):", "", _drops_table(stage_stats.get("dropped", {})), ""]
+              "## Drop counts", "", *_chart_lines(drawn, "funnel", "what each step kept"),
+              "Stage 3 (splits):", "", _drops_table(stage_stats.get("dropped", {})), ""]
     if pairs_stats:
         flat: dict = {}
         _flatten("", {k: v for k, v in pairs_stats.items() if k in ("rejected", "dropped", "drops")}, flat)
@@ -240,7 +490,8 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += ["## Files", "",
               "- `train/`, `validation/`, `test/`: Parquet (`datasets.load_dataset(\"path/to/splits\")`)",
               "- `stats.json`: every number of this card; `leakage.json`: the leakage checks",
-              "- `class_distribution.png`: the chart above", ""]
+              "- `class_distribution.png`" + "".join(f", `{CHART_FILES[k]}`" for k in drawn) + ": the charts above",
+              "", "## Citation", "", citation_section(build, license), ""]
     return "\n".join(lines)
 
 
@@ -254,6 +505,10 @@ def _unit_lines(stage_stats: dict) -> list[str]:
     lines += [f"- warning: the {s} split holds no {', '.join(m)} pairs"
               for s, m in (stage_stats.get("missing_labels") or {}).items()]
     return lines
+
+
+def _chart_lines(drawn: list[str], key: str, alt: str) -> list[str]:
+    return [f"![{alt}]({CHART_FILES[key]})", ""] if key in drawn else []
 
 
 def _pos_text(pos) -> str:
@@ -363,25 +618,119 @@ def write_chart(counts: dict, folder: str) -> str:
     return target
 
 
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})  # no version stamp: identical bytes on reruns
+    _pyplot().close(fig)
+    return path
+
+
+def plot_lengths(histograms: list[list], path: Path) -> Path:
+    """Premise and hypothesis lengths (whitespace words) per label, all splits together: one
+    panel per side, one line per label (share of the label's pairs per length)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), dpi=100, sharey=True)
+    names = label_names(l for l, _, _ in histograms)
+    for ax, side in zip(axes, ("premise", "hypothesis")):
+        for label in names:
+            counts = next((c for l, s, c in histograms if l == label and s == side), None)
+            if not counts or not sum(counts):
+                continue
+            total = sum(counts)
+            mean = sum(i * n for i, n in enumerate(counts)) / total
+            ax.step(range(len(counts)), [n / total for n in counts], where="mid",
+                    label=f"{label} (mean {'≥ ' if counts[-1] else ''}{mean:.1f})")
+        ax.set_title(f"{side} length")
+        ax.set_xlabel(f"whitespace words (last bin: {len(histograms[0][2]) - 1} and more)" if histograms else "words")
+        ax.legend(fontsize=7, frameon=False)
+    used = [i for _, _, c in histograms for i, n in enumerate(c) if n]
+    for ax in axes if used else ():  # up to the longest sentence, not the empty bins after it
+        ax.set_xlim(-0.5, max(used) + 1.5)
+    axes[0].set_ylabel("share of the label's pairs")
+    return _save(fig, path)
+
+
+def plot_phrases(phrases: dict, path: Path) -> Path:
+    """The most frequent linking phrases of each marked label in the splits (horizontal bars)."""
+    plt = _pyplot()
+    labels = [l for l in label_names(phrases) if phrases.get(l)]
+    rows = max(len(phrases[l]) for l in labels)
+    fig, axes = plt.subplots(1, len(labels), figsize=(3.4 * len(labels), 0.35 * rows + 1.4), dpi=100, squeeze=False)
+    for ax, label in zip(axes[0], labels):
+        items = phrases[label][::-1]
+        bars = ax.barh([p for p, _ in items], [n for _, n in items], color="tab:blue")
+        ax.bar_label(bars, fmt="%d", fontsize=7)
+        ax.set_title(label)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.margins(x=0.15)
+    fig.suptitle("Most frequent linking phrases per label (pairs in the splits)", fontsize=10)
+    return _save(fig, path)
+
+
+def plot_funnel(steps: list[list], path: Path) -> Path:
+    """Read -> kept at each step of the three stages (horizontal bars, log scale: documents,
+    sentences and pairs differ by orders of magnitude)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(steps) + 1.2), dpi=100)
+    names, counts = [n for n, _ in steps][::-1], [max(c, 1) for _, c in steps][::-1]
+    colors = ["tab:green" if n.startswith("pairs") else "tab:orange" if n.startswith("sentences") else "tab:gray"
+              for n in names]
+    bars = ax.barh(names, counts, color=colors)
+    ax.bar_label(bars, labels=[f"{c:,}" for _, c in steps][::-1], fontsize=8, padding=2)
+    ax.set_xscale("log")
+    ax.margins(x=0.15)
+    ax.set_xlabel("count (log scale)")
+    ax.set_title("From the input to the splits: what each step kept")
+    return _save(fig, path)
+
+
+_PLOTS = {"lengths": plot_lengths, "phrases": plot_phrases, "funnel": plot_funnel}
+
+
+def write_charts(charts: dict | None, folder: str) -> list[str]:
+    """The card's other charts (`CHART_FILES`: lengths per label, top phrases per label, the
+    drop funnel) of `chart_data` into ``folder`` through `extractor.fs` (a bucket too); a
+    chart with nothing to draw is left out. Returns the paths written."""
+    import tempfile
+
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in available_charts(charts):
+            target = fs.join(str(folder), CHART_FILES[key])
+            fs.write_bytes(target, _PLOTS[key](charts[key], Path(tmp) / CHART_FILES[key]).read_bytes())
+            written.append(target)
+    return written
+
+
 # ---------------------------------------------------------------------------- files
 
 def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: dict, schema, lang: str,
                      license: str, leakage: dict, pairs_stats: dict | None = None,
                      sentences_stats: dict | None = None, num_bytes: dict | None = None,
-                     chart: bool = True) -> list[Path]:
-    """README.md, class_distribution.png (unless ``chart`` is false: the stage drew it
-    already, `write_chart`), stats.json and leakage.json into ``folder``."""
+                     chart: bool = True, examples: list | None = None, charts: dict | None = None) -> list[Path]:
+    """README.md, class_distribution.png and the other charts of ``charts`` (`chart_data`;
+    unless ``chart`` is false: the stage drew them already, `write_chart`, `write_charts`),
+    stats.json and leakage.json into ``folder``. ``examples``: `merge_examples`' pairs."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     sizes = {s: int(dataset["splits"][s]["all"]["count"]) for s in dataset["splits"]}
     labels = {l for s in dataset["splits"].values() for l in s["labels"]}
     header = yaml_header(lang=lang, license=license, sizes=sizes, schema=schema, labels=labels, num_bytes=num_bytes)
     body = card_body(dataset=dataset, stage_stats=stage_stats, build=build, leakage=leakage,
-                     pairs_stats=pairs_stats, sentences_stats=sentences_stats, license=license)
+                     pairs_stats=pairs_stats, sentences_stats=sentences_stats, license=license,
+                     examples=examples, charts=charts)
     readme = folder / "README.md"
     readme.write_text("---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body,
                       encoding="utf-8")
     png = plot_class_distribution(dataset, folder / "class_distribution.png") if chart else None
+    others = [Path(p) for p in write_charts(charts, folder)] if chart else []
     stats_path = folder / "stats.json"
     stats_path.write_text(json.dumps({**dataset, "build": build, "stage": stage_stats}, indent=2, sort_keys=True,
                                      ensure_ascii=False) + "\n", encoding="utf-8")
@@ -389,4 +738,4 @@ def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: d
     leak_path.write_text(json.dumps({**leakage, "removed": {k: v for k, v in stage_stats.get("dropped", {}).items()
                                                             if k != "balance"}},
                                     indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return [p for p in (readme, png, stats_path, leak_path) if p is not None]
+    return [p for p in (readme, png, *others, stats_path, leak_path) if p is not None]

@@ -398,3 +398,49 @@ def merge_bucket(folder: str, schema: pa.Schema) -> pa.Table:
     table = pa.concat_tables(tables)
     keys = [(k, "ascending") for k in SORT_KEYS if k in table.column_names]
     return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+# ---------------------------------------------------------------------------- card extras
+
+EXAMPLES_PER_LABEL = 3
+LENGTH_BINS = 61  # whitespace words 0..59, the last bin 60 and more
+
+
+def pick_examples(kept: pa.Table, rows, hashes, k: int = EXAMPLES_PER_LABEL) -> list[dict]:
+    """The card's example pairs among a unit's kept rows (`kept_rows`' table, rows in row
+    order): per label the `k` rows with the lowest hash order (``hashes``: the slim rows'
+    `_h`, `stable_hash(pair_id, seed)`, given with their ``rows`` in any order), as small
+    dicts. The lowest over all units (`card.merge_examples`) are then the lowest of the
+    whole dataset: the same pairs whatever the units, cores or partitions."""
+    if not kept.num_rows:
+        return []
+    order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
+    h = np.asarray(hashes, dtype=np.int64)[order]  # aligned with `kept` (sorted by row)
+    labels = np.array(kept.column("label").cast(pa.string()).to_pylist(), dtype=object)
+    chosen = []
+    for label in sorted({l for l in labels if l is not None}):
+        at = np.flatnonzero(labels == label)
+        chosen += at[np.argsort(h[at], kind="stable")[:k]].tolist()
+    picked = kept.take(pa.array(chosen, pa.int64()))
+    cols = {c: picked.column(c).cast(pa.string()).to_pylist() if c in picked.column_names else [None] * len(chosen)
+            for c in ("pair_id", "label", "_split", "marker", "premise", "hypothesis")}
+    return [{"h": int(h[i]), "pair_id": cols["pair_id"][j], "label": cols["label"][j], "split": cols["_split"][j],
+             "marker": cols["marker"][j], "premise": cols["premise"][j], "hypothesis": cols["hypothesis"][j]}
+            for j, i in enumerate(chosen)]
+
+
+def length_histograms(stats: pa.Table, bins: int = LENGTH_BINS) -> list[list]:
+    """Premise and hypothesis lengths (whitespace words) per label of a unit's `unit_statistics`
+    rows, as ``[label, side, counts]`` with `bins` counts (the last bin: that many words and
+    more). Histograms of many units add up (`card.merge_histograms`)."""
+    rows = stats.filter(pc.equal(stats.column("kind"), "row"))
+    if not rows.num_rows:
+        return []
+    labels = np.array(rows.column("label").to_pylist(), dtype=object)
+    out = []
+    for label in sorted({l for l in labels if l is not None}):
+        at = labels == label
+        for side in ("premise", "hypothesis"):
+            words = np.minimum(rows.column(f"{side}_words").to_numpy(zero_copy_only=False)[at], bins - 1)
+            out.append([label, side, np.bincount(words.astype(np.int64), minlength=bins).tolist()])
+    return out

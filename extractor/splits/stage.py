@@ -116,7 +116,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
     g.add_argument("--license", default=d.license,
-                   help="license field of the dataset card (Wikipedia text is CC BY-SA; set the one of your sources)")
+                   help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
+                        "sample is apache-2.0): the dataset card's license is the inputs' licenses "
+                        "(Wikipedia text is CC BY-SA; set the one of your sources)")
     nd.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md
 
 
@@ -377,24 +379,28 @@ def _rows_task(plan: dict):
     def fn(r: int) -> dict:
         folder = scratch.folder(plan["work"], "ranked", r)
         if not fs.exists(folder):
-            return {"rows": 0, "corpora": [], "markers": [], "sources": []}
+            return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
         kept = dc.within_quota(scratch.read_arrow(folder, None), plan["cuts"], plan["last"])
         keys = dc.other_keys(kept)
         for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
             scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"range-{r:05d}.arrow"))
-        n = 0
+        n, examples, lengths = 0, [], []
         for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
             table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_numpy(),
                                  part.column("_split"))
             bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
             stats = bt.unit_statistics(table)
+            # the card's example pairs and length histograms, from the rows and figures at hand
+            examples += bt.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
+            lengths += bt.length_histograms(stats)
             for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
                 scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
                                     fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
             n += table.num_rows
         return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
                 "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
-                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"])}
+                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
+                "examples": card_mod.merge_examples(examples), "lengths": card_mod.merge_histograms(lengths)}
     return fn
 
 
@@ -424,7 +430,8 @@ def _files_task(plan: dict):
                 import matplotlib  # noqa: F401
             except ImportError:  # a cluster's packed environment leaves it out: the driver draws
                 return {"chart": None}
-            return {"chart": card_mod.write_chart(plan["chart"], plan["target"])}
+            return {"chart": [card_mod.write_chart(plan["chart"], plan["target"]),
+                              *card_mod.write_charts(plan["charts"], plan["target"])]}
         if kind == "keys":
             return _keys_result(plan, bucket)
         if kind == "near-leakage":
@@ -560,6 +567,8 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
     kept = run_round(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
         if any(sizes.values()) else []
+    plan["charts"] = card_mod.chart_data(kept, plan.get("earlier_stats"), sum(u["rows"] for u in plan["units"]),
+                                         drops, sizes)
     # 6. the output files; the card's aggregates and PMI words per split; the leakage of
     #    every kind of key and the documents per corpus; the near-duplicates across splits
     #    (one task here, not a Spark job of its own: about 0.1 CPU-s less); the chart.
@@ -601,7 +610,8 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
             "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
-            "near": near, "units": units}
+            "near": near, "units": units, "charts": plan["charts"],
+            "examples": card_mod.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
 def label_precision(lexicon, markers: dict, sources: dict) -> dict:
@@ -649,7 +659,8 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
                         "settings": stats["settings"], "files": options.files_per_table}):
         fs.delete(work)
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
-            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near}
+            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near,
+            "earlier_stats": card_mod.earlier_stats(ctx.stats)}
 
     def write(target: str) -> None:
         """Rounds 1-6 (round 6 writes the split files into `target`), then the card."""
@@ -694,14 +705,17 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
             stats["sources"] = dict(sorted(sources.items()))
         stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
         dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
+        for line in card_mod.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
+            ctx.warn(f"splits: {line}")
         build = card_mod.build_info(ctx)
         with tempfile.TemporaryDirectory() as local_tmp:
             local = Path(local_tmp)
             card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
                                       schema=schema, lang=ctx.lexicon.lang,
-                                      license=options.license, leakage=leakage,
+                                      license=card_mod.corpus_licenses(ctx.corpora, options.license), leakage=leakage,
                                       pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
-                                      num_bytes=num_bytes, chart=not found["chart"])
+                                      num_bytes=num_bytes, chart=not found["chart"],
+                                      examples=found["examples"], charts=found["charts"])
             for f in sorted(local.iterdir()):
                 fs.write_bytes(fs.join(target, f.name), f.read_bytes())
 

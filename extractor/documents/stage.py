@@ -87,6 +87,21 @@ def check(ctx) -> None:
     """Nothing to check before the stages run (the inputs are checked when listed)."""
 
 
+def work_units(corpora, options: Options, corpora_settings: list):
+    """Every input checked and listed into work units (`units.Listing`); a bad input is a
+    one-line `InputError`. What the stage runs, and what `--dry-run` shows."""
+    try:
+        return list_units(corpora, options.unit_bytes, lambda spec: corpora_settings[corpora.index(spec)]["fields"])
+    except UnitError as exc:
+        raise InputError(str(exc)) from None
+
+
+def listed_units(corpora, lang: str, options: Options):
+    """`work_units` of `corpora` from the options alone (the job's `--dry-run`)."""
+    fields = {k: getattr(options, k) for k in FIELDS}
+    return work_units(corpora, options, corpus_settings(corpora, lang, fields))
+
+
 def _unit_task(settings: dict, units: list):
     """A unit's task: its file written, its count rows returned."""
     def fn(k: int) -> list:
@@ -102,11 +117,7 @@ def run(ctx, runner) -> None:
     fields = {k: getattr(options, k) for k in FIELDS}
     settings = {"corpora": corpus_settings(ctx.corpora, ctx.lexicon.lang, fields), "lexicon": ctx.lexicon,
                 "min_chars": int(options.min_chars)}
-    try:  # every input checked and listed before any work, Punkt training included
-        listing = list_units(ctx.corpora, options.unit_bytes,
-                             lambda spec: settings["corpora"][ctx.corpora.index(spec)]["fields"])
-    except UnitError as exc:
-        raise InputError(str(exc)) from None
+    listing = work_units(ctx.corpora, options, settings["corpora"])  # before any work, Punkt training included
     if options.dump_reader:
         ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
     for msg in listing.warnings:

@@ -23,27 +23,29 @@ _REPO = Path(__file__).resolve().parents[1]
 if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+# Only modules that import neither pyspark nor pyarrow, numpy, pandas here: `--help` and a
+# flag error answer at once. The run's modules are imported once the flags are parsed
+# (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
 from extractor import cost_model  # noqa: E402
-from extractor import run as out  # noqa: E402
 from extractor import stage as contract  # noqa: E402
-from extractor.documents import stage as sentences_stage  # noqa: E402
+from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.errors import UserError  # noqa: E402
-from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message  # noqa: E402
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.names import STAGES  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
-from extractor.pairs import stage as pairs_stage  # noqa: E402
+from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.paths import resolve_job_args  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.jvm import archive_pending  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
-from extractor.splits import stage as splits_stage  # noqa: E402
+from extractor.splits import options as splits_options  # noqa: E402
 
 SAMPLE_LICENSE = "apache-2.0"  # the bundled samples are written by this project (samples/README.md)
 
-STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
+# each stage's flags and Options (the same classes as its stage module's), for the parser
+STAGE_OPTIONS = {"sentences": sentences_options, "pairs": pairs_options, "splits": splits_options}
 TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
 # Flags that do not change a byte of the output: a resumed run may differ in them.
 NOT_IN_FINGERPRINT = ("resume", "overwrite", "master", "jvm_tuning", "output", "dry_run", "verbose",
@@ -109,9 +111,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spark-progress", action="store_true",
                    help="show Spark's own console progress bars (its internal stage numbers) besides the "
                         "job's line per round")
-    for module in STAGE_MODULES.values():
+    for module in STAGE_OPTIONS.values():
         module.add_arguments(p)
     return p
+
+
+def _import_run_modules() -> None:
+    """Import what a run needs beyond its flags, as the module's names: these modules import
+    pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
+    global out, InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message, STAGE_MODULES
+    from extractor import run as out
+    from extractor.documents import stage as sentences_stage
+    from extractor.job import InputError, JobContext, corpora_from_args, load_manifest, spark_failure_message
+    from extractor.pairs import stage as pairs_stage
+    from extractor.splits import stage as splits_stage
+    STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
 
 
 def _fail(message: str) -> int:
@@ -146,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("NLI_DRIVER_PID", str(os.getpid()))
     parser = build_parser()
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
+    _import_run_modules()
     try:
         return _main(args, argv)
     except UserError as exc:
@@ -175,7 +190,7 @@ def _main(args, argv) -> int:
         if not args.input:  # the bundled sample: a stable corpus name
             for spec in corpora:
                 spec.name = f"{args.lang}-sample" if len(corpora) == 1 else spec.name
-            if getattr(args, "license", None) == splits_stage.Options.license:
+            if getattr(args, "license", None) == splits_options.Options.license:
                 args.license = SAMPLE_LICENSE  # our own text (samples/README.md), not Wikipedia's
 
     options = stage_options(args, to_run)
@@ -208,7 +223,7 @@ def stage_options(args, to_run: list) -> dict:
     --split-ratios) fails now, not after two stages."""
     if args.files_per_table < 1:
         raise InputError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
-    return {stage: STAGE_MODULES[stage].Options.from_args(args) for stage in to_run}
+    return {stage: STAGE_OPTIONS[stage].Options.from_args(args) for stage in to_run}
 
 
 def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
@@ -229,7 +244,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
         raise InputError(f"{output}/{STAGES[first - 1]}: no such table in the published output; run the stage "
                          f"that writes '{STAGES[first - 1]}' first (--start-at {STAGES[first - 1]})")
     print(f"[dry-run] lexicon: {lexicon.path} ({lexicon.lang}; sha256 {lexicon.sha256[:12]})")
-    model, pos = pairs_stage.pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options else (None, {})
+    model, pos = STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options else (None, {})
     if "pairs" in options:
         print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']})")
     print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
@@ -247,7 +262,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     print(f"[dry-run] inputs ({len(sizes)}):")
     print("\n".join(sizes))
     if "sentences" in options:
-        listing = sentences_stage.listed_units(corpora, lexicon.lang, options["sentences"])
+        listing = STAGE_MODULES["sentences"].listed_units(corpora, lexicon.lang, options["sentences"])
         print(f"[dry-run] work units of stage sentences: {len(listing.units)} (--unit-mb {options['sentences'].unit_mb})")
         for path, how in listing.inputs.items():
             print(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items()))

@@ -95,14 +95,14 @@ def summary_table(stats: dict, sections=None, max_rows: int | None = 60) -> str:
         _flatten("", {k: v for k, v in stats[stage].items() if k not in _NOT_SHOWN}, rows)
         if not rows:
             continue
-        max_rows = len(rows) if max_rows is None else max_rows
-        width = max(len(k) for k, _ in rows[:max_rows])
+        shown_rows = len(rows) if max_rows is None else max_rows
+        width = max(len(k) for k, _ in rows[:shown_rows])
         lines.append(f"== {stage} ==")
-        for key, value in rows[:max_rows]:
+        for key, value in rows[:shown_rows]:
             shown = f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
             lines.append(f"  {key:<{width}}  {shown:>12}")
-        if len(rows) > max_rows:
-            lines.append(f"  ... {len(rows) - max_rows} more in stats.json")
+        if len(rows) > shown_rows:
+            lines.append(f"  ... {len(rows) - shown_rows} more in stats.json")
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@
 # .venv and installs the project into it. Then runs spark-submit from that environment
 # with extractor/ and phrase_lexicons/ zipped for the executors (--py-files), in local
 # mode on every core unless you give --master. Every other argument goes to spark-submit.
+# The job's --help and --dry-run start no Spark: plain Python answers them (no JVM).
 #   ./spark-submit.sh --setup-only          only set up (.venv, Java)
 #   NLI_EXTRAS=extract,train,test ./spark-submit.sh --setup-only
 set -euo pipefail

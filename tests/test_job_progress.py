@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from extractor import cost_model, paths
+from extractor.spark.jvm import archive_pending
 from extractor.spark.status import RoundStatus, eta_text, progress_line
 from jobs.extract import build_parser, main
 
@@ -185,3 +186,10 @@ def test_a_run_prints_progress_lines_and_the_end_summary_and_counters_only_with_
     assert "== splits ==" in verbose and "more in stats.json" not in verbose
     assert re.search(r"labels\.train\.reasoning\s+54", verbose)
     assert f"dataset card: {out}/splits/README.md" in verbose
+
+
+def test_the_first_run_names_the_archive_its_jvm_writes_at_exit():
+    first = "-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=/v/share/nli-spark-cds/a.jsa -Xlog:cds*=off"
+    assert archive_pending(first) == "/v/share/nli-spark-cds/a.jsa"
+    assert archive_pending("-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/v/a.jsa") is None
+    assert archive_pending("") is None

@@ -5,6 +5,7 @@
 # .venv and installs the project into it. Then runs spark-submit from that environment
 # with extractor/ and phrase_lexicons/ zipped for the executors (--py-files), in local
 # mode on every core unless you give --master. Every other argument goes to spark-submit.
+# The job's --help and --dry-run start no Spark: plain Python answers them (no JVM).
 #   ./spark-submit.sh --setup-only          only set up (.venv, Java)
 #   NLI_EXTRAS=extract,train,test ./spark-submit.sh --setup-only
 set -euo pipefail
@@ -31,6 +32,12 @@ SUBMIT_ARGS=()
 while IFS= read -r -d '' arg; do SUBMIT_ARGS+=("$arg"); done < "$ARGS_FILE"
 rm -f "$ARGS_FILE"
 set -- "${SUBMIT_ARGS[@]}"
+# The job's --help and --dry-run start no Spark: plain Python answers them, without a JVM
+# (extractor/paths.py `plain_python_args`; spark-submit's --master becomes the job's).
+if [ "${1:-}" = "--plain-python" ]; then
+  shift
+  exec "$NLI_PY" "$@"
+fi
 
 # First use for a language: install the first pip-installable spaCy model of its lexicon
 # (spacy_models); otherwise the job warns (--pos-filter auto) or fails (on).
@@ -107,5 +114,5 @@ elif [ "$LOCAL" = 0 ]; then
 fi
 SPARK_SUBMIT="${NLI_VENV:-$REPO/.venv}/bin/spark-submit"
 exec "$SPARK_SUBMIT" "${MASTER_ARGS[@]}" ${JVM_ARGS[@]+"${JVM_ARGS[@]}"} ${PY_ARGS[@]+"${PY_ARGS[@]}"} \
-  --conf "spark.ui.showConsoleProgress=true" --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
+  --conf "spark.log.level=${NLI_SPARK_LOG_LEVEL:-WARN}" \
   --py-files "$DEPS/nli_extractor.zip" "$@"

@@ -22,6 +22,9 @@ master) runs the driver here and resolves paths here.
 
 Pure functions (no Spark, no file system access except `resolve_app`'s existence checks);
 `python -m extractor.paths submit REPO CWD -- ARGS...` is what spark-submit.sh calls.
+When the job's arguments ask for `--help` or `--dry-run`, which start no Spark, its answer
+begins with `--plain-python` and goes on with the job's own command line
+(`plain_python_args`): spark-submit.sh runs that with plain Python, without a JVM.
 """
 from __future__ import annotations
 
@@ -202,9 +205,32 @@ def submit_args(argv: list[str], cwd: str, repo: str, exists=os.path.exists) -> 
     return out
 
 
+PLAIN_PYTHON = "--plain-python"  # the first word of `main`'s answer: run the job with plain Python
+PLAIN_FLAGS = frozenset({"-h", "--help", "--dry-run"})  # the job's flags that start no Spark
+
+
+def plain_python_args(argv: list[str]) -> list[str] | None:
+    """The job's command line (script, then its arguments) when spark-submit's arguments
+    `argv` ask the job for `--help` or `--dry-run`, which need no Spark: spark-submit.sh runs
+    it with plain Python, so no JVM starts (about 10 s). spark-submit's `--master` is handed
+    to the job's own `--master` (the dry run's estimate of the wall time depends on it).
+    None otherwise, and for a job that is not a Python script."""
+    app = split_submit_args(argv)
+    if app is None or not argv[app].endswith(".py"):
+        return None
+    job = list(argv[app + 1:])
+    if not PLAIN_FLAGS & {a.split("=", 1)[0] for a in job}:
+        return None
+    master = [value for name, value in _submit_options(argv, app) if name == "--master" and value]
+    if master and not any(a == "--master" or a.startswith("--master=") for a in job):
+        job += ["--master", master[-1]]
+    return [argv[app], *job]
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m extractor.paths submit REPO CWD -- ARGS...`: ARGS for spark-submit, each
-    followed by a NUL, on stdout (spark-submit.sh reads them with `read -d ''`)."""
+    followed by a NUL, on stdout (spark-submit.sh reads them with `read -d ''`); or
+    `--plain-python`, then the job's command line (`plain_python_args`)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 4 or argv[0] != "submit" or argv[3] != "--":
         print("usage: python -m extractor.paths submit REPO CWD -- SPARK_SUBMIT_ARGS...", file=sys.stderr)
@@ -214,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    plain = plain_python_args(args)
+    if plain is not None:
+        args = [PLAIN_PYTHON, *plain]
     sys.stdout.write("".join(a + "\0" for a in args))
     return 0
 

@@ -169,7 +169,7 @@ class RecordingRunner:
             _kill_hook(rounds, where)
             return result
 
-        done = self.inner.map(recorded, [(i, tasks[i]) for i in todo], spread=spread,
+        done = self.inner.map(recorded, [(i, tasks[i]) for i in todo], spread=spread, name=name,
                               costs=None if costs is None else [costs[i] for i in todo], reuse_memory=reuse_memory)
         results.update(zip(todo, done))
         return [results[i] for i in range(len(tasks))]

@@ -46,8 +46,6 @@ import dataclasses
 import gc
 import json
 
-import pyarrow as pa
-
 
 class Shared:
     """A value shared with every task where a broadcast variable would hold it, in one process."""
@@ -111,6 +109,10 @@ def release_memory() -> None:
     run, not with what it held: over 60 pass-one tasks of the 4 GB scale dump, 336 -> 388
     MiB with nothing left allocated by Arrow; with it 237 -> 249 MiB, for about 7 ms of CPU
     a task (docs/scale.md)."""
+    # imported here: the stages' options import this module, and the job's --help must not
+    # wait for pyarrow (its workers have it loaded by then)
+    import pyarrow as pa
+
     pa.default_memory_pool().release_unused()
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)

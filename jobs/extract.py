@@ -23,33 +23,48 @@ _REPO = Path(__file__).resolve().parents[1]
 if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from extractor import run as out  # noqa: E402
+# Only modules that import neither pyspark nor pyarrow, numpy, pandas here: `--help` and a
+# flag error answer at once. The run's modules are imported once the flags are parsed
+# (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
+from extractor import cost_model  # noqa: E402
 from extractor import stage as contract  # noqa: E402
-from extractor.documents import stage as sentences_stage  # noqa: E402
+from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.errors import UserError  # noqa: E402
-from extractor.job import (InputError, JobContext, corpora_from_args, load_manifest,  # noqa: E402
-                           mark_bundled_sample, spark_failure_message)
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.names import STAGES  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
-from extractor.pairs import stage as pairs_stage  # noqa: E402
+from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.paths import resolve_job_args  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
+from extractor.spark.jvm import archive_pending  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
-from extractor.splits import stage as splits_stage  # noqa: E402
+from extractor.splits import options as splits_options  # noqa: E402
 
-STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
+# each stage's flags and Options (the same classes as its stage module's), for the parser
+STAGE_OPTIONS = {"sentences": sentences_options, "pairs": pairs_options, "splits": splits_options}
 TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
 # Flags that do not change a byte of the output: a resumed run may differ in them.
-NOT_IN_FINGERPRINT = ("resume", "overwrite", "master", "jvm_tuning", "output")
+NOT_IN_FINGERPRINT = ("resume", "overwrite", "master", "jvm_tuning", "output", "dry_run", "verbose",
+                      "spark_progress")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each flag's default once: argparse's own "(default: ...)" only where the help does
+    not already say its default, and never "(default: None)"."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default:" in text or "(default" in text or action.default in (None, argparse.SUPPRESS, False):
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="extract.py", description="Build an NLI corpus from text dumps by distant supervision.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     g = p.add_argument_group("job")
     g.add_argument("--lang", required=True, help="language code of a bundled lexicon (ro, es, en, ...), or the path of your own lexicon YAML file "
                         "(format: phrase_lexicons/README.md)")
@@ -85,9 +100,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local mode only: 'startup' runs the driver JVM with C1 JIT and a class-data archive "
                         "(half the JVM CPU on inputs up to a few GB); 'throughput' keeps the JVM defaults "
                         "(long runs). See extractor/spark/jvm.py")
-    for module in STAGE_MODULES.values():
+    g.add_argument("--dry-run", action="store_true",
+                   help="check the inputs, lexicon, spaCy model, output and flags, list the inputs and work units "
+                        "and print an estimate of CPU time, wall time, scratch and output size (docs/scale.md "
+                        "\"Cost model\"); starts no Spark and writes nothing")
+    g.add_argument("--verbose", action="store_true",
+                   help="print every counter of stats.json at the end (else the split table and the paths)")
+    g.add_argument("--spark-progress", action="store_true",
+                   help="show Spark's own console progress bars (its internal stage numbers) besides the "
+                        "job's line per round")
+    for module in STAGE_OPTIONS.values():
         module.add_arguments(p)
     return p
+
+
+def _import_run_modules() -> None:
+    """Import what a run needs beyond its flags, as the module's names: these modules import
+    pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
+    global out, InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+    global STAGE_MODULES
+    from extractor import run as out
+    from extractor.documents import stage as sentences_stage
+    from extractor.job import (InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample,
+                               spark_failure_message)
+    from extractor.pairs import stage as pairs_stage
+    from extractor.splits import stage as splits_stage
+    STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
 
 
 def _fail(message: str) -> int:
@@ -122,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("NLI_DRIVER_PID", str(os.getpid()))
     parser = build_parser()
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
+    _import_run_modules()
     try:
         return _main(args, argv)
     except UserError as exc:
@@ -150,10 +189,12 @@ def _main(args, argv) -> int:
         corpora = corpora_from_args(inputs, args.corpus, args.genre)
     # the bundled sample, however given: one corpus name and license (an explicit --license wins)
     mark_bundled_sample(corpora, lexicon, rename=not (args.manifest or args.corpus),
-                        license=args.license if args.license != splits_stage.Options.license else None)
+                        license=args.license if args.license != splits_options.Options.license else None)
 
     options = stage_options(args, to_run)
     output = args.output or f"output/{lexicon.lang}"
+    if args.dry_run:
+        return dry_run(args, options, to_run, lexicon, corpora, output)
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:
@@ -180,7 +221,58 @@ def stage_options(args, to_run: list) -> dict:
     --split-ratios) fails now, not after two stages."""
     if args.files_per_table < 1:
         raise InputError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
-    return {stage: STAGE_MODULES[stage].Options.from_args(args) for stage in to_run}
+    return {stage: STAGE_OPTIONS[stage].Options.from_args(args) for stage in to_run}
+
+
+def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
+    """--dry-run: what the job would do and an estimate of its cost, from the cost model
+    (extractor/cost_model.py); the checks the job makes before any work (a failed one is its
+    one-line error, exit 2); no Spark, nothing written."""
+    ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
+                     command_line="", warnings=[], options=options)
+    for stage in to_run:
+        STAGE_MODULES[stage].check(ctx)
+    manifest = out.read_manifest(output)
+    published = sorted((manifest or {}).get("tables", {}))
+    for stage in to_run:
+        if TABLES[stage] in published and not args.overwrite:
+            raise out.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
+    first = STAGES.index(to_run[0])
+    if first and STAGES[first - 1] not in published:
+        raise InputError(f"{output}/{STAGES[first - 1]}: no such table in the published output; run the stage "
+                         f"that writes '{STAGES[first - 1]}' first (--start-at {STAGES[first - 1]})")
+    print(f"[dry-run] lexicon: {lexicon.path} ({lexicon.lang}; sha256 {lexicon.sha256[:12]})")
+    model, pos = STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options else (None, {})
+    if "pairs" in options:
+        print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']})")
+    print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
+          f"{'; --overwrite replaces them' if published and args.overwrite else ''})")
+    print(f"[dry-run] stages: {', '.join(to_run)}")
+    sizes, mb = [], 0.0
+    for c in corpora:
+        for path in c.paths:
+            found = out.fingerprint(path)
+            mb_text = cost_model.text_mb(path, found["bytes"])
+            mb += mb_text
+            files = f", {found['files']} files" if "files" in found else ""
+            sizes.append(f"  {c.name} ({c.format}, {c.genre}, {c.role}): {path}: {cost_model.size(found['bytes'] / 1e6)}"
+                         f"{files} (~{cost_model.size(mb_text)} of text)")
+    print(f"[dry-run] inputs ({len(sizes)}):")
+    print("\n".join(sizes))
+    if "sentences" in options:
+        listing = STAGE_MODULES["sentences"].listed_units(corpora, lexicon.lang, options["sentences"])
+        print(f"[dry-run] work units of stage sentences: {len(listing.units)} (--unit-mb {options['sentences'].unit_mb})")
+        for path, how in listing.inputs.items():
+            print(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items()))
+        for msg in listing.warnings:
+            ctx.warn(msg)
+    master = args.master or "local[*]"
+    print(f"[dry-run] estimate (master {master}):")
+    print("\n".join(cost_model.render(cost_model.estimate(mb, to_run), master)))
+    for msg in ctx.warnings:
+        print(f"warning: {msg}", file=sys.stderr)
+    print("[dry-run] nothing was run or written; drop --dry-run to run it")
+    return 0
 
 
 def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
@@ -199,9 +291,13 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         return _fail(exc.one_line())
     dropped = [TABLES[s] for s in STAGES[last + 1:] if run.published(TABLES[s])]
 
-    spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning)
+    spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning,
+                        progress=args.spark_progress)
     # Input failures are reported as one line below; others are re-raised with their trace.
     spark.sparkContext.setLogLevel("FATAL")
+    if spark.sparkContext.uiWebUrl:
+        print(f"[extract] Spark UI: {spark.sparkContext.uiWebUrl} ({spark.sparkContext.master})", file=sys.stderr,
+              flush=True)
     local_dir = Path(out.fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
                      corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
@@ -266,7 +362,9 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             raise
         run.abort()
         return _fail(message)
-    print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats]))
+    if args.verbose:
+        print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats], max_rows=None))
+    print(out.end_summary(ctx.stats, output, [t for t in TABLES.values() if t in manifest.get("tables", {})]))
     for msg in ctx.warnings:
         print(f"warning: {msg}", file=sys.stderr)
     if run.resumed is not None:
@@ -275,6 +373,10 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         print(f"[extract] resumed run {run.run_id}: stages reused whole: {', '.join(done['stages_reused']) or 'none'}; "
               f"work units reused: {units or 'none'}", file=sys.stderr)
     print(f"[extract] done: {output} (run {manifest['run_id']}; {output}/stats.json, {output}/manifest.json)")
+    archive = archive_pending(spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", ""))
+    if archive:
+        print(f"[extract] first run: the JVM now writes its class-data archive {archive} (about 20 s, once; "
+              f"later runs start faster)", file=sys.stderr, flush=True)
     return 0
 
 

@@ -17,74 +17,38 @@ a file, rows are in input order: a document's sentences are contiguous and in or
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from dataclasses import dataclass
 
 from extractor import fs
-from extractor import stage as contract
 from extractor.documents.process import (MAX_LISTED_ERRORS, build_stats, check_corpora, corpus_settings,
                                          process_unit, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
 from extractor.job import InputError
+# the flags and options live apart (no pyarrow there: the job's --help); one name each
+from extractor.documents.options import Options, add_arguments  # noqa: F401
 
 NAME = "sentences"
 FIELDS = ("text_field", "id_field", "title_field", "genre_field")
 
 
-@dataclass
-class Options:
-    """The flags stage 1 reads (defaults declared here once)."""
-    min_chars: int = contract.MIN_CHARS
-    punkt_params: str | None = None
-    punkt_sample_mb: float = 4.0
-    unit_mb: float = 8
-    text_field: str = "text"
-    id_field: str = "id"
-    title_field: str = "title"
-    genre_field: str = "genre"
-    dump_reader: str | None = None   # removed flag: a warning when given
-
-    @classmethod
-    def from_args(cls, args) -> "Options":
-        return contract.options_from_args(cls, args)
-
-    @property
-    def unit_bytes(self) -> int:
-        return max(1 << 14, int(float(self.unit_mb or 8) * (1 << 20)))
-
-
-def _unit_mb(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of MB > 0, not {text!r}")
-    return value
-
-
-def add_arguments(parser) -> None:
-    d = Options()
-    g = parser.add_argument_group("sentences stage")
-    g.add_argument("--punkt-params", default=d.punkt_params, metavar="PATH",
-                   help="read Punkt parameters from this JSON file instead of training them on the corpus")
-    g.add_argument("--punkt-sample-mb", type=float, default=d.punkt_sample_mb,
-                   help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
-    g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
-                   help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
-                        "a fraction such as 0.1 is allowed, at least 16 KB)")
-    g.add_argument("--split-mb", dest="unit_mb", type=_unit_mb, help=argparse.SUPPRESS)  # deprecated name
-    g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
-    g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
-    g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
-    g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")
-    g.add_argument("--genre-field", default=d.genre_field, help="JSONL/Parquet: field holding a per-document genre")
-
-
 def check(ctx) -> None:
     """Nothing to check before the stages run (the inputs are checked when listed)."""
+
+
+def work_units(corpora, options: Options, corpora_settings: list):
+    """Every input checked and listed into work units (`units.Listing`); a bad input is a
+    one-line `InputError`. What the stage runs, and what `--dry-run` shows."""
+    try:
+        return list_units(corpora, options.unit_bytes, lambda spec: corpora_settings[corpora.index(spec)]["fields"])
+    except UnitError as exc:
+        raise InputError(str(exc)) from None
+
+
+def listed_units(corpora, lang: str, options: Options):
+    """`work_units` of `corpora` from the options alone (the job's `--dry-run`)."""
+    fields = {k: getattr(options, k) for k in FIELDS}
+    return work_units(corpora, options, corpus_settings(corpora, lang, fields))
 
 
 def _unit_task(settings: dict, units: list):
@@ -102,11 +66,7 @@ def run(ctx, runner) -> None:
     fields = {k: getattr(options, k) for k in FIELDS}
     settings = {"corpora": corpus_settings(ctx.corpora, ctx.lexicon.lang, fields), "lexicon": ctx.lexicon,
                 "min_chars": int(options.min_chars)}
-    try:  # every input checked and listed before any work, Punkt training included
-        listing = list_units(ctx.corpora, options.unit_bytes,
-                             lambda spec: settings["corpora"][ctx.corpora.index(spec)]["fields"])
-    except UnitError as exc:
-        raise InputError(str(exc)) from None
+    listing = work_units(ctx.corpora, options, settings["corpora"])  # before any work, Punkt training included
     if options.dump_reader:
         ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
     for msg in listing.warnings:

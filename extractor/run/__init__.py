@@ -17,7 +17,7 @@ from extractor.run.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
 from extractor.run.parquet_writer import (PARQUET_OPTIONS, ROW_GROUP_ROWS, finish_table_files,  # noqa: F401
                                           partition_dir, partition_values, plain_schema, spark_partition,
                                           task_attempt, write_sorted)
-from extractor.run.report import read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
+from extractor.run.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
 from extractor.run.run import (CURRENT, LEGACY_ENTRIES, LOCK, MANIFEST, RUNS, TABLE_NAMES, Run,  # noqa: F401
                                atomic_directory, environment_failure_message, fault_point, fingerprint,
                                first_difference, is_uri, path_str, published_path, read_manifest)

@@ -73,6 +73,16 @@ def driver_java_options(tuning: str = "startup", create_archive: bool = False) -
     return " ".join(options)
 
 
+def archive_pending(java_options: str) -> str | None:
+    """The archive a driver JVM started with `java_options` writes at its exit (the first
+    run's `-XX:ArchiveClassesAtExit`), or None: the job says so after its last line, or the
+    ~20 s the JVM spends writing it look like a hang."""
+    for option in java_options.split():
+        if option.startswith("-XX:ArchiveClassesAtExit="):
+            return option.split("=", 1)[1]
+    return None
+
+
 def create_archive(repo: Path | None = None) -> Path | None:
     """Write the archive by running the whole job once on the bundled Romanian sample through
     spark-submit (a JVM started from Python is killed at exit and would write nothing)."""

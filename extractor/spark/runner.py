@@ -2,18 +2,24 @@
 one Spark job of Python tasks (`session.run_tasks`); shared values are broadcast variables.
 The job (`jobs/extract.py`) runs every stage through it:
 
-    run_stage(stage_module, ctx)   ==   stage_module.run(ctx, SparkRunner(ctx.spark))
+    run_stage(stage_module, ctx)   ==   stage_module.run(ctx, SparkRunner(ctx.spark, stage_module.NAME))
+
+Given a stage name, the runner prints a progress line per round (`extractor.spark.status`).
 """
 from __future__ import annotations
 
 from extractor.spark.session import run_tasks
+from extractor.spark.status import RoundStatus
 
 
 class SparkRunner:
-    """Runs a stage's rounds as Spark jobs of Python tasks on `spark`."""
+    """Runs a stage's rounds as Spark jobs of Python tasks on `spark`; with `stage` (its
+    name), each round prints its progress (`[pairs] round 2 marked: 12/16 tasks, ...`)."""
 
-    def __init__(self, spark):
+    def __init__(self, spark, stage: str | None = None):
         self.spark = spark
+        self.stage = stage
+        self.rounds = 0
 
     @property
     def slots(self) -> int:
@@ -25,7 +31,12 @@ class SparkRunner:
 
     def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None,
             reuse_memory: bool = False) -> list:
-        return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
+        if self.stage is None or not tasks:
+            return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
+        self.rounds += 1
+        label = f"[{self.stage}] round {self.rounds}" + (f" {name}" if name else "")
+        with RoundStatus(self.spark.sparkContext, label, units=len(tasks)):
+            return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
 
     def plan(self, key) -> bool:
         return False
@@ -43,5 +54,5 @@ class SparkRunner:
 def run_stage(stage, ctx, progress=None) -> None:
     """Run a stage module on the context's Spark session (with its completion records
     when `progress`, an extractor.progress.Progress, is given)."""
-    runner = SparkRunner(ctx.spark)
+    runner = SparkRunner(ctx.spark, stage.NAME)
     stage.run(ctx, progress.runner(stage.NAME, runner) if progress is not None else runner)

@@ -10,7 +10,7 @@ from extractor.stage import release_memory, task_done  # task_done: the last cal
 
 
 def get_session(master: str | None = None, app_name: str = "nli-extract",
-                shuffle_partitions: int | None = None, progress: bool = True, conf: dict | None = None,
+                shuffle_partitions: int | None = None, progress: bool = False, conf: dict | None = None,
                 jvm_tuning: str = "startup"):
     """The SparkSession. With a local master, the driver JVM (which is then the executor
     too) gets `extractor.spark.jvm.driver_java_options(jvm_tuning)`; under spark-submit the JVM
@@ -20,7 +20,11 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
     them (Spark's `spark.python.unix.domain.socket.enabled`, off by default): over local
     TCP every job of Python tasks waited about 36 ms longer (measured: an empty two-task
     job 0.087 -> 0.051 s wall on local[2]), the stalls of small writes on a TCP socket.
-    A `conf` entry or spark-submit's `--conf` overrides it."""
+    A `conf` entry or spark-submit's `--conf` overrides it.
+
+    Spark's own console progress bars (`spark.ui.showConsoleProgress`) are off unless
+    `progress` (the job's `--spark-progress`) or spark-submit's `--conf` turns them on: the
+    job prints its own line per round (`extractor.spark.status`)."""
     # Workers must run this interpreter, or they fail on imports (see README).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -33,7 +37,8 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
         options = driver_java_options(jvm_tuning)
         if options:
             builder = builder.config("spark.driver.extraJavaOptions", options)
-    builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
+    if progress or not _submitted_conf(CONSOLE_PROGRESS):
+        builder = builder.config(CONSOLE_PROGRESS, "true" if progress else "false")
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if hasattr(socket, "AF_UNIX") and not _submitted_conf(UDS):  # JVM <-> Python workers over a Unix socket
         builder = builder.config(UDS, "true")
@@ -47,6 +52,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
 
 
 UDS = "spark.python.unix.domain.socket.enabled"
+CONSOLE_PROGRESS = "spark.ui.showConsoleProgress"
 
 
 def _submitted_conf(key: str) -> bool:

@@ -14,61 +14,20 @@ per document (grouped per corpus) and one count per (split, corpus, label).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
 from extractor.names import SPLITS
 from extractor.hashing import stable_hashes
+# the settings parsers live apart (no numpy there: the job's --help); one name each
+from extractor.splits.options import (BALANCE_MODES, DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
+                                     SplitsError, parse_balance, parse_ratios)
 
 EVAL_SPLITS = SPLITS[1:]
 # When one pair (or sentence pair) lands in several splits, the copy in the split that
 # comes first here is kept: evaluation sets are small and fixed, train loses the copy.
 KEEP_PRIORITY = {"test": 0, "validation": 1, "train": 2}
-DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
-BALANCE_MODES = ("downsample", "none", "cap")
-
-
-class SplitsError(UserError, ValueError):
-    """Bad split settings: one-line message."""
-
-
-@dataclass(frozen=True)
-class Balance:
-    mode: str  # downsample | none | cap
-    cap: int | None = None
-
-    def __str__(self) -> str:
-        return f"cap {self.cap}" if self.mode == "cap" else self.mode
-
-
-def parse_ratios(text: str | Sequence[float]) -> tuple[float, float, float]:
-    """``"0.8,0.1,0.1"`` -> (train, validation, test); they must be >= 0 and sum to 1."""
-    try:
-        parts = [float(p) for p in (text.split(",") if isinstance(text, str) else text)]
-    except ValueError as exc:
-        raise SplitsError(f"--split-ratios {text!r}: expected three numbers like 0.8,0.1,0.1") from exc
-    if len(parts) != 3 or any(p < 0 for p in parts):
-        raise SplitsError(f"--split-ratios {text!r}: expected three non-negative numbers like 0.8,0.1,0.1")
-    if abs(sum(parts) - 1.0) > 1e-6:
-        raise SplitsError(f"--split-ratios {text!r}: the three ratios must sum to 1 (they sum to {sum(parts):g})")
-    return parts[0], parts[1], parts[2]
-
-
-def parse_balance(tokens: str | Sequence[str]) -> Balance:
-    """``downsample`` | ``none`` | ``cap N`` (also ``cap=N``, ``cap:N``)."""
-    if isinstance(tokens, str):
-        tokens = [tokens]
-    words = " ".join(tokens).replace("=", " ").replace(":", " ").split()
-    if words == ["downsample"]:
-        return Balance("downsample")
-    if words == ["none"]:
-        return Balance("none")
-    if len(words) == 2 and words[0] == "cap" and words[1].isdigit() and int(words[1]) > 0:
-        return Balance("cap", int(words[1]))
-    raise SplitsError(f"--balance {' '.join(tokens)!r}: expected downsample, none, or cap N (N > 0)")
 
 
 # ---------------------------------------------------------------------------- documents

@@ -15,11 +15,9 @@ other tables at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import tempfile
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,6 +36,8 @@ from extractor.splits import decisions as dc
 from extractor.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
 from extractor.statistics import precision
+# the flags and options live apart (no numpy there: the job's --help); one name each
+from extractor.splits.options import Options, add_arguments  # noqa: F401
 
 NAME = STAGE = "splits"
 PAIRS_PER_PARTITION = 100_000
@@ -48,78 +48,10 @@ NEAR_GROUPS_IN_DRIVER = 100_000
 CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
 
-@dataclass
-class Options:
-    """The flags stage 3 reads (defaults declared here once). `ratios` and `balance_mode`
-    are the parsed settings: a bad value fails when the options are built, before any work."""
-    split_ratios: str = "0.8,0.1,0.1"
-    balance: list = field(default_factory=lambda: ["downsample"])
-    max_eval_per_corpus: int = sp.DEFAULT_MAX_EVAL_PER_CORPUS
-    license: str = "cc-by-sa-4.0"
-    seed: int = contract.SEED
-    files_per_table: int = contract.FILES_PER_TABLE
-    near_duplicates: str = "on"
-    near_duplicate_threshold: float = nd.Settings.threshold
-    near_duplicate_shingle: int = nd.Settings.shingle
-    near_duplicate_permutations: int = nd.Settings.num_perm
-    near_duplicate_bands: int = nd.Settings.bands
-
-    def __post_init__(self):
-        self.ratios = sp.parse_ratios(self.split_ratios)
-        self.balance_mode = sp.parse_balance(self.balance)
-        self.seed = int(self.seed or 0)
-        self.near = nd.settings_from_args(self)  # None with "off"; a bad setting fails here
-
-    @classmethod
-    def from_args(cls, args) -> "Options":
-        return contract.options_from_args(cls, args)
-
-    @property
-    def max_eval(self) -> int | None:
-        return int(self.max_eval_per_corpus or 0) or None
-
-
-def _ratios(text: str) -> str:
-    """argparse type of --split-ratios: checked when the command line is parsed."""
-    try:
-        sp.parse_ratios(text)
-    except sp.SplitsError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
-    return text
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0 = no limit), not {text!r}")
-    return value
-
-
 def check(ctx) -> None:
     """Before any stage runs (jobs/extract.py): the split settings, so that a bad
     --balance fails in a second, not after stages 1 and 2."""
     ctx.stage_options(NAME, Options)
-
-
-def add_arguments(parser) -> None:
-    d = Options()
-    g = parser.add_argument_group("splits (stage 3)")
-    g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
-                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents "
-                        "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
-    g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
-                   help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
-                        "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
-    g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
-                   help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
-    g.add_argument("--license", default=d.license,
-                   help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
-                        "sample is apache-2.0): the dataset card's license is the inputs' licenses "
-                        "(Wikipedia text is CC BY-SA; set the one of your sources)")
-    nd.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md
 
 
 # ---------------------------------------------------------------------------- tasks

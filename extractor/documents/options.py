@@ -1,0 +1,58 @@
+"""Stage 1's flags and options (`extractor.documents.stage` does the work): apart, so that
+the job's flags are built without pyarrow (the job's `--help` answers at once)."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from extractor import stage as contract
+
+
+@dataclass
+class Options:
+    """The flags stage 1 reads (defaults declared here once)."""
+    min_chars: int = contract.MIN_CHARS
+    punkt_params: str | None = None
+    punkt_sample_mb: float = 4.0
+    unit_mb: float = 8
+    text_field: str = "text"
+    id_field: str = "id"
+    title_field: str = "title"
+    genre_field: str = "genre"
+    dump_reader: str | None = None   # removed flag: a warning when given
+
+    @classmethod
+    def from_args(cls, args) -> "Options":
+        return contract.options_from_args(cls, args)
+
+    @property
+    def unit_bytes(self) -> int:
+        return max(1 << 14, int(float(self.unit_mb or 8) * (1 << 20)))
+
+
+def _unit_mb(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of MB > 0, not {text!r}")
+    return value
+
+
+def add_arguments(parser) -> None:
+    d = Options()
+    g = parser.add_argument_group("sentences stage")
+    g.add_argument("--punkt-params", default=d.punkt_params, metavar="PATH",
+                   help="read Punkt parameters from this JSON file instead of training them on the corpus")
+    g.add_argument("--punkt-sample-mb", type=float, default=d.punkt_sample_mb,
+                   help="MB of cleaned text (from the start of the inputs) that Punkt is trained on")
+    g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
+                   help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
+                        "a fraction such as 0.1 is allowed, at least 16 KB)")
+    g.add_argument("--split-mb", dest="unit_mb", type=_unit_mb, help=argparse.SUPPRESS)  # deprecated name
+    g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
+    g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
+    g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
+    g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")
+    g.add_argument("--genre-field", default=d.genre_field, help="JSONL/Parquet: field holding a per-document genre")

@@ -1,0 +1,125 @@
+"""Stage 3's flags, options and settings parsers (`extractor.splits.stage` and
+`extractor.splits.assign` do the work): apart, so that the job's flags are built without
+numpy, pandas and pyarrow (the job's `--help` answers at once)."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from extractor import neardup_settings as nd
+from extractor import stage as contract
+from extractor.errors import UserError
+
+DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
+BALANCE_MODES = ("downsample", "none", "cap")
+
+
+class SplitsError(UserError, ValueError):
+    """Bad split settings: one-line message."""
+
+
+@dataclass(frozen=True)
+class Balance:
+    mode: str  # downsample | none | cap
+    cap: int | None = None
+
+    def __str__(self) -> str:
+        return f"cap {self.cap}" if self.mode == "cap" else self.mode
+
+
+def parse_ratios(text: str | Sequence[float]) -> tuple[float, float, float]:
+    """``"0.8,0.1,0.1"`` -> (train, validation, test); they must be >= 0 and sum to 1."""
+    try:
+        parts = [float(p) for p in (text.split(",") if isinstance(text, str) else text)]
+    except ValueError as exc:
+        raise SplitsError(f"--split-ratios {text!r}: expected three numbers like 0.8,0.1,0.1") from exc
+    if len(parts) != 3 or any(p < 0 for p in parts):
+        raise SplitsError(f"--split-ratios {text!r}: expected three non-negative numbers like 0.8,0.1,0.1")
+    if abs(sum(parts) - 1.0) > 1e-6:
+        raise SplitsError(f"--split-ratios {text!r}: the three ratios must sum to 1 (they sum to {sum(parts):g})")
+    return parts[0], parts[1], parts[2]
+
+
+def parse_balance(tokens: str | Sequence[str]) -> Balance:
+    """``downsample`` | ``none`` | ``cap N`` (also ``cap=N``, ``cap:N``)."""
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    words = " ".join(tokens).replace("=", " ").replace(":", " ").split()
+    if words == ["downsample"]:
+        return Balance("downsample")
+    if words == ["none"]:
+        return Balance("none")
+    if len(words) == 2 and words[0] == "cap" and words[1].isdigit() and int(words[1]) > 0:
+        return Balance("cap", int(words[1]))
+    raise SplitsError(f"--balance {' '.join(tokens)!r}: expected downsample, none, or cap N (N > 0)")
+
+
+# ---------------------------------------------------------------------------- flags
+
+@dataclass
+class Options:
+    """The flags stage 3 reads (defaults declared here once). `ratios` and `balance_mode`
+    are the parsed settings: a bad value fails when the options are built, before any work."""
+    split_ratios: str = "0.8,0.1,0.1"
+    balance: list = field(default_factory=lambda: ["downsample"])
+    max_eval_per_corpus: int = DEFAULT_MAX_EVAL_PER_CORPUS
+    license: str = "cc-by-sa-4.0"
+    seed: int = contract.SEED
+    files_per_table: int = contract.FILES_PER_TABLE
+    near_duplicates: str = "on"
+    near_duplicate_threshold: float = nd.Settings.threshold
+    near_duplicate_shingle: int = nd.Settings.shingle
+    near_duplicate_permutations: int = nd.Settings.num_perm
+    near_duplicate_bands: int = nd.Settings.bands
+
+    def __post_init__(self):
+        self.ratios = parse_ratios(self.split_ratios)
+        self.balance_mode = parse_balance(self.balance)
+        self.seed = int(self.seed or 0)
+        self.near = nd.settings_from_args(self)  # None with "off"; a bad setting fails here
+
+    @classmethod
+    def from_args(cls, args) -> "Options":
+        return contract.options_from_args(cls, args)
+
+    @property
+    def max_eval(self) -> int | None:
+        return int(self.max_eval_per_corpus or 0) or None
+
+
+def _ratios(text: str) -> str:
+    """argparse type of --split-ratios: checked when the command line is parsed."""
+    try:
+        parse_ratios(text)
+    except SplitsError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+    return text
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0 = no limit), not {text!r}")
+    return value
+
+
+def add_arguments(parser) -> None:
+    d = Options()
+    g = parser.add_argument_group("splits (stage 3)")
+    g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
+                   help="train,validation,test shares of each corpus's pairs, assigned by whole documents "
+                        "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
+    g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
+                   help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
+                        "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
+    g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
+                   help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
+    g.add_argument("--license", default=d.license,
+                   help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
+                        "sample is apache-2.0): the dataset card's license is the inputs' licenses "
+                        "(Wikipedia text is CC BY-SA; set the one of your sources)")
+    nd.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md

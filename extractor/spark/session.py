@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 
+from extractor.spark import gateway
 from extractor.spark.jvm import driver_java_options
 from extractor.stage import release_memory, task_done  # task_done: the last call of every Python task
 
@@ -43,6 +44,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    gateway.quiet_accumulator_server(session.sparkContext)  # a dead JVM is reported in one line (jobs/extract.py)
     return session
 
 

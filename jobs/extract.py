@@ -181,11 +181,12 @@ def _main(args, argv) -> int:
         # staged for --resume and the lock is released. The published output is untouched.
         run.release()
         where = f"run {run.run_id} is kept under {output}/{out.RUNS}/"
+        # on a line of its own: Spark's progress bar may have been cut off mid-line
         if not gateway.jvm_alive():  # the driver's messages went through the dead JVM: say it past it
-            gateway.say(f"[extract] the Spark JVM died (killed, or out of memory?): {where}; "
+            gateway.say(f"\n[extract] the Spark JVM died (killed, or out of memory?): {where}; "
                         f"continue it with: {_resume_command(argv)}")
             return 1
-        gateway.say(f"[extract] the run failed: {where}; once the cause below is fixed, continue it with: "
+        gateway.say(f"\n[extract] the run failed: {where}; once the cause below is fixed, continue it with: "
                     f"{_resume_command(argv)}")
         raise
 

@@ -144,8 +144,8 @@ def submitted(out: Path, kill_at: str) -> subprocess.CompletedProcess:
 def kept_line(stderr: str, what: str) -> str:
     """The one line a failed run prints: which run is kept, and the command that continues it."""
     found = [line for line in stderr.splitlines() if what in line]
-    assert len(found) == 1, stderr[-3000:]
-    return found[0][found[0].index("[extract]"):]
+    assert len(found) == 1 and found[0].startswith("[extract] "), stderr[-3000:]
+    return found[0]
 
 
 def test_jvm_and_executor_deaths_keep_the_run_and_resume_to_the_same_bytes(uninterrupted, place):

@@ -18,6 +18,7 @@ skipped elsewhere.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -69,21 +70,32 @@ def submit_command() -> list[str] | None:
     return list(_submit) if _submit else None
 
 
-def quiet_accumulator_server(sc) -> None:
-    """PySpark's accumulator server (a thread of the driver, `sc._accumulatorServer`, a
-    `socketserver`) prints a traceback when the JVM's connection to it ends mid-read (an
-    EOFError: the JVM died). That is the lost gateway the job reports in one line; other
-    errors are printed as before."""
+def quiet_lost_gateway(sc) -> None:
+    """A dead JVM is reported in one line (jobs/extract.py), not in the tracebacks that two
+    parts of the driver print on their own when it dies: PySpark's accumulator server (a
+    thread, `sc._accumulatorServer`, a `socketserver`) on the EOFError of its lost
+    connection, and Py4J on the lost gateway (`logging.exception("Exception while sending
+    command.")` on the root logger, before the call raises). Both are still printed while
+    the JVM lives."""
     server = getattr(sc, "_accumulatorServer", None)
-    if server is None:
-        return
-    shown = server.handle_error
+    if server is not None:
+        shown = server.handle_error
 
-    def handle_error(request, client_address):
-        if not isinstance(sys.exc_info()[1], EOFError):
-            shown(request, client_address)
+        def handle_error(request, client_address):
+            if not isinstance(sys.exc_info()[1], EOFError):
+                shown(request, client_address)
 
-    server.handle_error = handle_error
+        server.handle_error = handle_error
+    root = logging.getLogger()
+    if not any(isinstance(f, _LostGatewayFilter) for f in root.filters):
+        root.addFilter(_LostGatewayFilter())
+
+
+class _LostGatewayFilter(logging.Filter):
+    """Drops Py4J's record of a failed call when the JVM is gone (see quiet_lost_gateway)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (str(record.msg).startswith("Exception while sending command") and not jvm_alive())
 
 
 def say(line: str) -> None:

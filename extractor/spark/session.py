@@ -45,7 +45,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    gateway.quiet_accumulator_server(session.sparkContext)  # a dead JVM is reported in one line (jobs/extract.py)
+    gateway.quiet_lost_gateway(session.sparkContext)  # a dead JVM is reported in one line (jobs/extract.py)
     return session
 
 

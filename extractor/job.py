@@ -319,6 +319,9 @@ def _check_unique(specs: list[CorpusSpec], where: str) -> None:
 # Errors raised inside Spark tasks reach the driver wrapped in a Java stack trace; this
 # mark lets the job find the one line meant for the user.
 ERROR_MARK = "[nli-input-error] "
+# Spark's words for a Python worker that died under its task (killed, out of memory): not
+# the input's fault, whatever exception (an EOFException) it carries.
+WORKER_DIED = "Python worker exited unexpectedly"
 _JAVA_INPUT_FAILURES = (
     ("unexpected end of", "truncated or corrupt compressed file"),
     ("EOFException", "truncated or corrupt compressed file"),
@@ -348,6 +351,8 @@ def spark_failure_message(exc: BaseException, corpora: list[CorpusSpec]) -> str 
     at = text.find(ERROR_MARK)
     if at >= 0:
         return text[at + len(ERROR_MARK):].splitlines()[0].strip()
+    if WORKER_DIED in text:  # an executor's death (its EOFException is the lost worker, not a file)
+        return None
     files = [p for c in corpora for p in c.paths]
     low = text.lower()
     for needle, meaning in _JAVA_INPUT_FAILURES:

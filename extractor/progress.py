@@ -55,17 +55,49 @@ def read_record(path: str):
 
 
 def _kill_hook(folder: str, where: str) -> None:
-    """Test hook of the kill-and-resume tests: `NLI_KILL_AT=task:<stage>/<round>:<n>` SIGKILLs
-    the driver (`NLI_DRIVER_PID`) once `n` tasks of that round have their record, from
-    the task that wrote the n-th (an executor process)."""
+    """Test hook of the kill-and-resume tests, from the task that wrote the n-th record of a
+    round (an executor process), once `n` tasks of that round have their record:
+
+        NLI_KILL_AT=task:<stage>/<round>:<n>     SIGKILL the driver (`NLI_DRIVER_PID`) and this task
+        NLI_KILL_AT=jvm:<stage>/<round>:<n>      SIGKILL the JVM this task runs under (local mode:
+                                                 the driver's JVM, spark-submit's process)
+        NLI_KILL_AT=worker:<stage>/<round>:<n>   SIGKILL this task's Python worker (an executor death)
+    """
     wanted = os.environ.get("NLI_KILL_AT") or ""
     for item in wanted.split(","):
-        if item.startswith(f"task:{where}:"):
-            n = int(item.rsplit(":", 1)[1])
-            done = [p for p, _ in fs.list_files(folder) if p.endswith(".json")]
-            if len(done) >= n and os.environ.get("NLI_DRIVER_PID"):
-                os.kill(int(os.environ["NLI_DRIVER_PID"]), signal.SIGKILL)
-                os.kill(os.getpid(), signal.SIGKILL)
+        kind = item.split(":", 1)[0]
+        if kind not in ("task", "jvm", "worker") or not item.startswith(f"{kind}:{where}:"):
+            continue
+        n = int(item.rsplit(":", 1)[1])
+        done = [p for p, _ in fs.list_files(folder) if p.endswith(".json")]
+        if len(done) < n:
+            continue
+        if kind == "task":
+            if not os.environ.get("NLI_DRIVER_PID"):
+                continue
+            os.kill(int(os.environ["NLI_DRIVER_PID"]), signal.SIGKILL)
+        elif kind == "jvm":
+            jvm = _ancestor("java")
+            if jvm is None:
+                raise RuntimeError("NLI_KILL_AT=jvm:...: no java process above this task")
+            os.kill(jvm, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _ancestor(name: str) -> int | None:
+    """The nearest ancestor process whose command name is `name` (Linux /proc), or None."""
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            return None
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        if comm == name:
+            return pid
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+    return None
 
 
 class Progress:

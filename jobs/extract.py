@@ -37,6 +37,7 @@ from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.paths import resolve_job_args  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
+from extractor.spark import gateway  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.jvm import archive_pending  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
@@ -204,6 +205,7 @@ def _main(args, argv) -> int:
         if message is None and not isinstance(exc, UserError):
             raise
         return _fail(message or str(exc).splitlines()[0])
+    gateway.keep_user_stderr()  # under spark-submit: a way to the user that outlives the JVM
     try:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)
     except KeyboardInterrupt:  # the staged work stays for --resume; the lock is released
@@ -212,8 +214,30 @@ def _main(args, argv) -> int:
               f"with --resume to continue it", file=sys.stderr)
         return 130
     except BaseException:
-        run.abort()  # the published output stays as it was; nothing staged is left
+        # Only a failure the job diagnoses as the user's discards the run (_run aborts it);
+        # whatever else happened (a dead JVM or executor, a bug), what it finished stays
+        # staged for --resume and the lock is released. The published output is untouched.
+        run.release()
+        where = f"run {run.run_id} is kept under {output}/{out.RUNS}/"
+        # on a line of its own: Spark's progress bar may have been cut off mid-line
+        if not gateway.jvm_alive():  # the driver's messages went through the dead JVM: say it past it
+            gateway.say(f"\n[extract] the Spark JVM died (killed, or out of memory?): {where}; "
+                        f"continue it with: {_resume_command(argv)}")
+            return 1
+        gateway.say(f"\n[extract] the run failed: {where}; once the cause below is fixed, continue it with: "
+                    f"{_resume_command(argv)}")
         raise
+
+
+def _resume_command(argv) -> str:
+    """The command that continues this run: the one that started it (spark-submit's own
+    words under spark-submit), with --resume."""
+    words = [*(sys.argv[1:] if argv is None else argv)]
+    words += [] if "--resume" in words else ["--resume"]
+    submit = gateway.submit_command()
+    if submit is not None:  # spark-submit's options, then the job's
+        return shlex.join([*submit, *words])
+    return shlex.join([sys.executable, sys.argv[0] if argv is None else "jobs/extract.py", *words])
 
 
 def stage_options(args, to_run: list) -> dict:
@@ -346,17 +370,21 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             extra["resumed"] = progress.summary()
         manifest = run.publish(extra)
     except UserError as exc:
+        if not gateway.jvm_alive(spark):  # not the user's: kept for --resume (_main)
+            raise
         run.abort()
         # a full disk met inside a reader's task may come back wrapped as an input error
         message = out.environment_failure_message(exc, output, any_error=isinstance(exc, OSError))
         return _fail(message or exc.one_line())
     except OSError as exc:  # the output's filesystem (full disk, read-only, permissions); else a bug
         message = out.environment_failure_message(exc, output)
-        if message is None:
+        if message is None or not gateway.jvm_alive(spark):
             raise
         run.abort()
         return _fail(message)
     except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
+        if not gateway.jvm_alive(spark):  # a lost gateway is nobody's input: kept for --resume (_main)
+            raise
         message = out.environment_failure_message(exc, output) or spark_failure_message(exc, ctx.corpora)
         if message is None:
             raise

@@ -218,15 +218,26 @@ def test_lock_and_staging_of_a_dead_run_are_taken_over(outputs, tmp_path, capsys
     assert not os.path.lexists(root / "pairs") and not os.path.lexists(root / "splits")
 
 
-def test_injected_failure_inside_a_stage_keeps_the_old_output(outputs, tmp_path, capsys, monkeypatch):
+def test_injected_failure_inside_a_stage_keeps_the_old_output_and_the_run(outputs, tmp_path, capsys, monkeypatch):
+    """A failure that is not the user's (here a bug: an exception the job does not
+    diagnose) shows its traceback, keeps the old output, and keeps what the run finished
+    for --resume (the lock released); --resume then reuses both finished stages."""
     from jobs.extract import main
 
     root = copy_output(outputs["old"], tmp_path / "out")
     monkeypatch.setenv("NLI_FAIL_AT", "after:pairs")
     with pytest.raises(RuntimeError, match="injected fault at after:pairs"):
         main(["--lang", "ro", "--output", str(root), "--overwrite"])
-    assert digests(root) == outputs["old_digests"]
-    assert staged_litter(root) == [] and not (root / "_lock").exists()
+    err = capsys.readouterr().err
+    assert digests(root) == outputs["old_digests"] and not (root / "_lock").exists()
+    kept = staged_litter(root)
+    assert len(kept) == 1 and (root / "_runs" / kept[0] / "_progress" / "pairs.json").is_file()
+    assert re.search(rf"the run failed: run {kept[0]} is kept under .*/_runs/; once the cause below is fixed, "
+                     rf"continue it with: .*jobs/extract.py --lang ro --output {root} --overwrite --resume$", err, re.M), err
+    monkeypatch.delenv("NLI_FAIL_AT")
+    got, _, err = in_process(["--lang", "ro", "--output", str(root), "--overwrite", "--resume"], capsys)
+    assert got == 0 and "stages reused whole: sentences, pairs" in err, err[-2000:]
+    assert digests(root, True) == outputs["new_tables"] and staged_litter(root) == []
 
 
 def test_start_at_pairs_keeps_the_sentences_table_and_counts(outputs, tmp_path, capsys):

@@ -97,6 +97,15 @@ def test_java_failure_is_translated_to_one_line():
     marked = FakeJavaError("py4j...\npyspark.errors.PythonException: InputError: [nli-input-error] b.txt: not valid UTF-8\n at ...")
     assert spark_failure_message(marked, [spec]) == "b.txt: not valid UTF-8"
     assert spark_failure_message(FakeJavaError("OutOfMemoryError"), [spec]) is None
+    # an executor's death (here the message Spark 4.3 gave when test_resume.py killed a
+    # Python worker) is not the input's fault, though it carries an EOFException
+    crashed = FakeJavaError("An error occurred while calling o169.collectToPython.\n: org.apache.spark.SparkException: "
+                            "Job aborted due to stage failure: Task 0 in stage 2.0 failed 1 times, most recent failure: "
+                            "Lost task 0.0 in stage 2.0 (TID 11) (localhost executor driver): org.apache.spark."
+                            "SparkException: Python worker exited unexpectedly (crashed)\n\tat org.apache.spark.api."
+                            "python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:621)\n"
+                            "Caused by: java.io.EOFException\n\tat java.base/java.io.DataInputStream.readFully")
+    assert spark_failure_message(crashed, [spec]) is None
 
 
 # --------------------------------------------------------------------------- with Spark

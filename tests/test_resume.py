@@ -8,6 +8,11 @@ how many work units it reused; each resumed run reuses what the killed one finis
 finished units' files and records are not written again). A resume with other settings is
 refused in one line and keeps the run.
 
+The second test kills the JVM (spark-submit's process in stage 1, PySpark's child JVM in
+stage 2) and then a Python worker (stage 3) of one run: each time the driver keeps the run,
+releases the lock and prints one line with the `--resume` command, and the last resume
+publishes the same bytes (docs/deployment.md "What survives what").
+
 Five runs of the job (five JVM starts) and stage 1 done about once and a half, where one
 kill-and-resume pair per kill point took seven runs and stage 1 three times over."""
 from __future__ import annotations
@@ -122,3 +127,75 @@ def test_a_run_killed_three_times_resumes_to_the_bytes_of_an_uninterrupted_one(u
     assert report["tasks_reused"]["pairs"] >= 2
     line = next(line for line in resumed.stderr.splitlines() if line.startswith("[extract] resumed run"))
     assert "stages reused whole: sentences" in line and f"pairs {report['tasks_reused']['pairs']} of" in line
+
+
+def submitted(out: Path, kill_at: str) -> subprocess.CompletedProcess:
+    """The job under spark-submit (the JVM is the process the user started, the driver its
+    child), with the same job arguments as `job`."""
+    submit = Path(sys.executable).parent / "spark-submit"
+    if not submit.exists():
+        pytest.skip("no spark-submit beside this Python")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO), NLI_KILL_AT=kill_at)
+    return subprocess.run([str(submit), "--master", "local[2]", "jobs/extract.py", *FLAGS, "--output", str(out)],
+                          env=env, capture_output=True, text=True, cwd=str(REPO), timeout=900)
+
+
+def kept_line(stderr: str, what: str) -> str:
+    """The one line a failed run prints: which run is kept, and the command that continues it."""
+    found = [line for line in stderr.splitlines() if what in line]
+    assert len(found) == 1 and found[0].startswith("[extract] "), stderr[-3000:]
+    return found[0]
+
+
+def test_jvm_and_executor_deaths_keep_the_run_and_resume_to_the_same_bytes(uninterrupted, place):
+    """SIGKILL of the JVM in stage 1 (under spark-submit: the process the user sees, the
+    one the out-of-memory killer picks) and in stage 2 (plain python: PySpark's child JVM),
+    then a Python worker (an executor) in stage 3; after each the driver keeps the staged
+    run, releases the lock and prints one line naming the run and the --resume command; the
+    last --resume publishes the bytes of the uninterrupted run."""
+    expected, stats = uninterrupted
+    units = stats["sentences"]["work_units"]
+    shutil.rmtree(place, ignore_errors=True)  # the same command line as the uninterrupted run
+
+    # 1. spark-submit's JVM killed once 4 of stage 1's units have their record
+    first = submitted(place, "jvm:sentences/units:4")
+    assert first.returncode == -signal.SIGKILL or first.returncode == 128 + signal.SIGKILL, first.stderr[-3000:]
+    [run] = [p for p in (place / "_runs").iterdir()]
+    line = kept_line(first.stderr, "the Spark JVM died")
+    assert line == (f"[extract] the Spark JVM died (killed, or out of memory?): run {run.name} is kept under "
+                    f"{place}/_runs/; continue it with: spark-submit --master 'local[2]' jobs/extract.py "
+                    f"{' '.join(FLAGS).replace('local[2]', repr('local[2]'))} --output {place} --resume"), line
+    unit_records = run / "_progress" / "sentences" / "rounds" / "units"
+    records = written(unit_records)
+    assert 4 <= len(records) < units and not (place / "current").exists() and not (place / "_lock").exists()
+
+    # 2. resumed with plain python, its child JVM killed in the middle of stage 2's first round
+    second = job(place, "--resume", kill_at="jvm:pairs/pass-one:2")
+    assert second.returncode == 1, second.stderr[-3000:]
+    assert f"resuming run {run.name}" in second.stderr and "Traceback" not in second.stderr
+    line = kept_line(second.stderr, "the Spark JVM died")
+    assert line.endswith(f"run {run.name} is kept under {place}/_runs/; continue it with: {sys.executable} "
+                         f"{REPO / 'jobs' / 'extract.py'} {' '.join(FLAGS).replace('local[2]', repr('local[2]'))} "
+                         f"--output {place} --resume"), line
+    assert all(written(unit_records)[name] == stamp for name, stamp in records.items())  # not redone
+    assert len(written(unit_records)) == units and (run / "_progress" / "sentences.json").is_file()
+    assert len(list((run / "_progress" / "pairs" / "rounds" / "pass-one").glob("*.json"))) >= 2
+    assert not (place / "_lock").exists() and [p.name for p in (place / "_runs").iterdir()] == [run.name]
+
+    # 3. resumed (stage 2 finished from its recorded units), a Python worker (an executor)
+    # killed in stage 3's first round: the JVM lives,
+    # the failure is not the user's: its traceback, and the run kept all the same
+    third = job(place, "--resume", kill_at="worker:splits/summaries:1")
+    assert third.returncode == 1 and "Traceback" in third.stderr, third.stderr[-3000:]
+    assert "stage sentences: reused" in third.stderr and "[extract] stage splits ..." in third.stderr
+    line = kept_line(third.stderr, "the run failed")
+    assert f"run {run.name} is kept under {place}/_runs/; once the cause below is fixed, continue it with: " in line
+    assert (run / "_progress" / "pairs.json").is_file() and not (place / "current").exists()
+
+    # 4. resumed to the end: the bytes of the uninterrupted run
+    resumed = job(place, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert published(place) == expected
+    report = json.loads((place / "manifest.json").read_bytes())["resumed"]
+    assert report["stages_reused"] == ["sentences", "pairs"]

@@ -24,6 +24,7 @@ from extractor import fs
 from extractor.documents.process import (MAX_LISTED_ERRORS, build_stats, check_corpora, corpus_settings,
                                          process_unit, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
+from extractor.errors import UserError
 from extractor.job import InputError
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import Options, add_arguments  # noqa: F401
@@ -88,7 +89,7 @@ def run(ctx, runner) -> None:
                                               name="units") for row in out)
     try:  # a resumed run keeps the finished units' files (`reuse`)
         table_dir = ctx.write_table_with(NAME, write, keep=reuse)
-    except Exception:
+    except UserError:  # the user's failure discards the run; any other (a dead JVM) keeps it for --resume
         runner.forget()
         fs.delete(ctx.table_path(NAME))  # no half-written table left behind
         raise

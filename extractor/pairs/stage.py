@@ -36,6 +36,7 @@ from extractor import fs
 from extractor import neardup as nd
 from extractor import scratch
 from extractor import stage as contract
+from extractor.errors import UserError
 from extractor.hashing import stable_hashes
 from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.pairs import sentence_passes as bt
@@ -395,7 +396,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                     break
                 plan["limits"] = None  # a strategy ran short under its limit: every candidate under the cuts
             plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
-    except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
+    except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         cleanup()
         raise
 
@@ -475,8 +476,10 @@ def run(ctx, runner) -> None:
                                         work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())
     try:
         ctx.write_table_with("pairs", write)
-    finally:
+    except UserError:  # as above: any other failure keeps the finished rounds for --resume
         cleanup()
+        raise
+    cleanup()
     stats["label_filters"] = ctx.lexicon.label_filters.describe()
     ctx.stats[STAGE] = stats
 

@@ -1,10 +1,12 @@
 """One place that builds the SparkSession, for the job and the tests."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
 
+from extractor.spark import gateway
 from extractor.spark.jvm import driver_java_options
 from extractor.stage import release_memory, task_done  # task_done: the last call of every Python task
 
@@ -48,6 +50,7 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    gateway.quiet_lost_gateway(session.sparkContext)  # a dead JVM is reported in one line (jobs/extract.py)
     return session
 
 
@@ -163,8 +166,6 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     of short tasks of bounded size (stage 3's), where faulting the pages in again costs
     more than keeping them (on 100,000 pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0
     CPU-s under local[1], its peak 490-507 -> 550 MiB in one process: docs/scale.md)."""
-    import json
-
     if not tasks:
         return []
     if costs is not None:
@@ -179,7 +180,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
             rows = _prepared(spark, len(groups)).collect()
         finally:
             sc.setLocalProperty(ROUND_PROPERTY, None)
-        return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
+        return _in_task_order(rows, len(tasks))
 
     def run(batches):
         ids = (i for batch in batches for i in batch.column(0).to_pylist())
@@ -188,6 +189,16 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
 
     ids = spark.range(0, len(tasks), 1, len(tasks)) if spread else over_ids(spark, len(tasks))
     rows = ids.mapInArrow(run, "i long, result string").collect()
+    return _in_task_order(rows, len(tasks))
+
+
+def _in_task_order(rows, n: int) -> list:
+    """The results of a round's `n` tasks in task order. Fewer rows than tasks is a collect
+    cut short (a JVM that died while it served the rows ends the stream as if it were
+    complete): an error, never a round taken as finished."""
+    if sorted(r["i"] for r in rows) != list(range(n)):
+        raise RuntimeError(f"a round of {n} tasks came back with {len(rows)} results (the JVM died while it "
+                           f"sent them?)")
     return [json.loads(r["result"]) for r in sorted(rows, key=lambda r: r["i"])]
 
 

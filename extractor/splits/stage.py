@@ -28,6 +28,7 @@ from extractor import neardup as nd
 from extractor.run import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
+from extractor.errors import UserError
 from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
@@ -653,7 +654,7 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
 
     try:  # round 6 writes the table whole: a resumed run writes it again (keep=False)
         ctx.write_table_with("splits", write)
-    except Exception:  # an interrupt (Ctrl-C) keeps the work for --resume
+    except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         runner.forget()  # the records first: they speak of the scratch files
         fs.delete(work)
         raise

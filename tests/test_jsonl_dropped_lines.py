@@ -72,8 +72,9 @@ def test_first_line_numbers_count_units_that_hold_no_line_start():
 
 
 def test_line_problem_says_what_is_wrong():
-    assert line_problem('{"id": 1, "text": "a"', "malformed_json", FIELDS).startswith("not JSON: Expecting ',' delimiter")
-    assert line_problem("id,title,text", "malformed_json", FIELDS) == "not JSON: Expecting value at column 1"
+    cut = '{"id": 1, "text": "a"'
+    assert line_problem(cut, "malformed_json", FIELDS) == "not JSON (Expecting ',' delimiter: column 22)"
+    assert line_problem("id,title,text", "malformed_json", FIELDS) == "not JSON (Expecting value: column 1)"
     assert line_problem('["a"]', "malformed_json", FIELDS) == "an array, not a JSON object"
     assert line_problem('{"id": 1, "body": "b"}', "no_text_field", FIELDS) == "no field 'text' (fields: id, body)"
     assert line_problem('{"text": [1]}', "text_not_a_string", FIELDS) == "field 'text' holds an array"
@@ -189,7 +190,7 @@ def test_job_reports_dropped_lines_with_file_and_line(spark, tmp_path, capsys, p
     assert stats["inputs"][str(path)]["units"] >= 5
     assert [(x["file"], x["line"], x["reason"]) for x in stats["dropped_lines"]] == \
         [(str(path), k, reason) for k, reason in sorted(expected.items())]
-    assert stats["dropped_lines"][0]["detail"].startswith("not JSON: Unterminated string")
+    assert stats["dropped_lines"][0]["detail"].startswith("not JSON (Unterminated string starting at: column ")
     assert stats["dropped_lines_by_file"][str(path)]["dropped"]["malformed_json"] == 3
     summary = [e for e in err if e.startswith(f"warning: {path}: 6 of its ")]
     assert len(summary) == 1 and "at lines 3, 9, 15, 22, 23, ...;" in summary[0]
@@ -223,6 +224,6 @@ def test_job_with_a_csv_named_jsonl_stops(spark, tmp_path, capsys, punkt):
                  "--punkt-params", punkt]) == 2
     errors = [e for e in capsys.readouterr().err.splitlines() if e.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {path}: 7 of its 7 records are not JSON objects "
-                                                     f"(malformed_json 7; line 1: not JSON: Expecting value at column 1)")
+                                                     f"(malformed_json 7; line 1: not JSON (Expecting value: column 1))")
     assert "is it JSONL, one JSON object per line?" in errors[0]
     assert not (out / "sentences").exists() and not (out / "stats.json").exists()  # nothing published

@@ -412,9 +412,9 @@ def line_problem(line: str, reason: str, fields: dict) -> str:
     """What is wrong with a JSONL line that `json_document` dropped for `reason`, in a few
     words for the report: the JSON parser's message, or the fields the record has."""
     try:
-        record = json.loads(line)
+        record = json.loads(line.strip())
     except json.JSONDecodeError as exc:
-        return f"not JSON: {exc.msg} at column {exc.colno}"
+        return f"not JSON ({exc.msg}: column {exc.colno})"
     except RecursionError:
         return "not JSON: nested too deeply"
     if not isinstance(record, dict):

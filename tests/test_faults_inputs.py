@@ -188,9 +188,16 @@ def jsonl_invalid_utf8_line(d: Path):
 
 
 def jsonl_text_not_a_string(d: Path):
-    rows = [{"id": "a", "text": PROSE}, {"id": "b", "text": 3.5}, {"id": "c", "text": ["x"]}]
+    rows = [{"id": "a", "text": PROSE}, {"id": "b", "text": 3.5}, {"id": "c", "text": ["x"]}, {"id": "d", "text": PROSE},
+            {"id": "e", "text": PROSE}]
     (d / "types.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return d / "types.jsonl", {}
+
+
+def jsonl_wrong_text_field(d: Path):
+    rows = [{"id": "a", "body": PROSE}, {"id": "b", "body": PROSE}, {"id": "c", "text": PROSE}]
+    (d / "body.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return d / "body.jsonl", {}
 
 
 def jsonl_cut_last_line(d: Path):
@@ -259,7 +266,11 @@ CASES = [
     (jsonl_invalid_utf8_line, 0, ["warning: {path}: documents that are not valid UTF-8 were skipped",
                                   "not valid UTF-8 at byte {offset}"], {"documents_dropped.invalid_utf8": 1,
                                                                        "documents.kept": 2}),
-    (jsonl_text_not_a_string, 0, None, {"documents_dropped.text_not_a_string": 2, "documents.kept": 1}),
+    (jsonl_text_not_a_string, 0, ["warning: {path}: 2 of its 5 records dropped (text_not_a_string 2), at lines 2, 3;"],
+     {"documents_dropped.text_not_a_string": 2, "documents.kept": 3}),
+    (jsonl_wrong_text_field, 2, ["error: {path}: 2 of its 3 records lack the text field 'text' (no_text_field 2; line 1: "
+                                 "no field 'text' (fields: id, body)); set --text-field to the field that holds the text"],
+     None),
     (jsonl_cut_last_line, 0, None, {"documents_dropped.truncated": 1, "documents.kept": 1}),
     (text_files_all_latin1, 2, ["error: {path}: no document is valid UTF-8 (2 read)"], None),
     (utf16_cut_mid_page, 0, ["warning: ", CUT], {"documents_dropped.truncated": 1, "documents.kept": 3}),

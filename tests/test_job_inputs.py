@@ -204,6 +204,10 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
     assert {r["doc_id"] for r in web} == {"web:7"} and {r["title"] for r in web} == {"Doc 7"}
     stats = json.loads((out / "stats.json").read_text())["sentences"]
     assert stats["documents_dropped"] == {"malformed_json": 1, "empty_text": 1}
+    news = tmp_path / "news.jsonl"
+    assert stats["dropped_lines"] == [{"file": str(news), "line": 2, "byte": news.read_bytes().index(b"{broken"),
+                                       "reason": "malformed_json",
+                                       "detail": "not JSON (Expecting property name enclosed in double quotes: column 2)"}]
     assert stats["corpora"]["books"]["documents_read"] == 2
 
 

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from extractor import fs
-from extractor.documents.readers import (CorruptData, PageError, json_document, jsonl_lines, plain_paragraphs,
-                                         stream_pages, wiki_unit_pages)
+from extractor.documents.readers import (CorruptData, PageError, first_line_numbers, json_document, jsonl_lines,
+                                         line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
 from extractor.documents.units import WorkUnit
@@ -28,11 +28,46 @@ from extractor.schemas import SENTENCES
 
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100
+MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json
+# A JSONL line dropped for one of these means a wrong file or flag when it is most of a file.
+WRONG_INPUT = {"malformed_json": "malformed", "truncated": "malformed", "no_text_field": "field",
+               "text_not_a_string": "field"}
 ROW_GROUP = 65536
 # Fixed writer settings: the bytes of a file are a function of its rows (and the pyarrow
 # version) on every filesystem.
 PARQUET_OPTIONS = {"compression": "snappy", "version": "2.6", "data_page_version": "1.0", "use_dictionary": True,
                    "write_statistics": True, "data_page_size": 1 << 20}
+
+
+class UnitLines:
+    """The lines of one JSONL work unit: how many start in it (numbered from 0 within the
+    unit; the driver adds the lines of the file's units before it, `first_line_numbers`),
+    how many are records (not blank), those dropped by reason, and the first
+    MAX_LISTED_LINES dropped: (line in unit, byte offset, reason, what is wrong)."""
+
+    def __init__(self, unit: WorkUnit):
+        self.unit = unit
+        self.lines = 0
+        self.records = 0
+        self.dropped: Counter = Counter()
+        self.listed: list[tuple[int, int, str, str]] = []
+
+    def drop(self, line: int, offset: int, reason: str, problem) -> None:
+        """Line `line` of the unit, at byte `offset`, dropped; `problem()` says why (called
+        only for the listed lines)."""
+        self.dropped[reason] += 1
+        if len(self.listed) < MAX_LISTED_LINES:
+            self.listed.append((line, offset, reason, problem()))
+
+    def count_rows(self, corpus: str) -> list[tuple]:
+        """Count rows (see `sum_counts`): one `jsonl_unit` row, one `dropped_line` per listed line."""
+        u = self.unit
+        rows = [(corpus, "jsonl_unit", u.path, self.lines,
+                 {"source": u.source, "unit": u.index, "records": self.records, "dropped": dict(self.dropped)})]
+        rows += [(corpus, "dropped_line", u.path, offset, {"source": u.source, "unit": u.index, "line": line,
+                                                           "reason": reason, "detail": problem})
+                 for line, offset, reason, problem in self.listed]
+        return rows
 
 
 class DocumentProcessor:
@@ -50,6 +85,7 @@ class DocumentProcessor:
         self.errors: list[tuple[str, str]] = []   # (page id, message), first MAX_LISTED_ERRORS
         self.first_bad: dict = {}                 # path -> (offset, message): first invalid UTF-8
         self.warnings: list[tuple[str, str]] = []  # (path, message)
+        self.unit_lines: UnitLines | None = None   # a JSONL unit's lines
         self.rows = SentenceColumns(corpus["lang"], corpus["role"], min_chars)
 
     def _sentence_rows(self, doc_id: str, title: str, genre: str, sections) -> None:
@@ -152,6 +188,8 @@ class DocumentProcessor:
         rows += [(name, "first_invalid_utf8", path, offset, message)
                  for path, (offset, message) in sorted(self.first_bad.items())]
         rows += [(name, "warning", path, 1, message) for path, message in self.warnings]
+        if self.unit_lines is not None:
+            rows += self.unit_lines.count_rows(name)
         return rows
 
 
@@ -198,13 +236,19 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
         elif unit.kind in ("jsonl-range", "jsonl-stream"):
             fields = corpus["fields"]
             name = fs.basename(path)
+            lines = proc.unit_lines = UnitLines(unit)
             for offset, raw in jsonl_lines(path, unit.lo, unit.hi, unit.kind == "jsonl-stream"):
+                at = lines.lines
+                lines.lines += 1
+                if raw.strip():
+                    lines.records += 1
                 try:
                     line = raw.decode("utf-8-sig" if offset == 0 else "utf-8")
                 except UnicodeDecodeError as exc:
                     proc.drop("invalid_utf8")
-                    proc.bad_utf8(path, offset + exc.start, f"not valid UTF-8 at byte {offset + exc.start} "
-                                                            f"({raw[exc.start:exc.start + 4]!r})")
+                    message = f"not valid UTF-8 at byte {offset + exc.start} ({raw[exc.start:exc.start + 4]!r})"
+                    proc.bad_utf8(path, offset + exc.start, message)
+                    lines.drop(at, offset, "invalid_utf8", lambda: message)
                     continue
                 doc = json_document(line, fields)
                 if isinstance(doc, str):
@@ -213,8 +257,7 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
                     if doc == "malformed_json" and not raw.endswith(b"\n") and offset + len(raw) >= fs.size(path):
                         doc = "truncated"  # the last line of a file cut off
                     proc.drop(doc)
-                    if doc in ("truncated", "text_not_a_string"):
-                        proc.error(f"{name}@{offset}", f"{doc}: line at byte {offset}")
+                    lines.drop(at, offset, doc, lambda: line_problem(line, doc, fields))
                     continue
                 doc_id, title, genre, text = doc
                 proc.plain_document(doc_id or f"{name}@{offset}", title, genre, text)
@@ -452,12 +495,87 @@ def punkt_parameters(lexicon, settings: dict, units: list[WorkUnit], params_path
     return params_to_dict(params), info
 
 
+LINE_KINDS = ("jsonl_unit", "dropped_line")
+
+
+def dropped_lines(rows) -> tuple[dict, list[dict]]:
+    """The JSONL lines dropped, from the units' count rows (`UnitLines.count_rows`): per
+    file with a dropped line (in input order) its records and drops by reason; and the
+    listed dropped lines of every file located by the file's true line number (the lines of
+    the file's units before theirs added: `first_line_numbers`), in input then line order.
+    Each unit lists its first MAX_LISTED_LINES, so the first MAX_LISTED_LINES of each
+    file are among them, whatever the units."""
+    lines_per_unit: dict = {}
+    files: dict = {}
+    listed = []
+    for corpus, kind, path, count, detail in rows:
+        if kind == "jsonl_unit":
+            key = (detail["source"], path)
+            lines_per_unit.setdefault(key, {})[detail["unit"]] = count
+            f = files.setdefault(key, {"corpus": corpus, "records": 0, "dropped": Counter()})
+            f["records"] += detail["records"]
+            f["dropped"].update(detail["dropped"])
+        elif kind == "dropped_line":
+            listed.append((detail["source"], path, detail["unit"], detail["line"], count, detail["reason"],
+                           detail["detail"]))
+    first = {key: first_line_numbers(units) for key, units in lines_per_unit.items()}
+    located = sorted((source, first[source, path][unit] + line, path, offset, reason, problem)
+                     for source, path, unit, line, offset, reason, problem in listed)
+    by_file = {path: {"corpus": f["corpus"], "records": f["records"], "dropped": dict(sorted(f["dropped"].items()))}
+               for (_, path), f in sorted(files.items()) if f["dropped"]}
+    return by_file, [{"file": path, "line": n, "byte": offset, "reason": reason, "detail": problem}
+                     for _, n, path, offset, reason, problem in located]
+
+
+def check_dropped_lines(by_file: dict, located: list[dict], text_fields: dict) -> None:
+    """A JSONL file more than half of whose records are malformed or lack the text field is
+    the wrong file or the wrong flag: an error naming the file, the count and the flag.
+    `text_fields`: corpus name -> its text field."""
+    for path, f in by_file.items():
+        wrong = {reason: n for reason, n in f["dropped"].items() if reason in WRONG_INPUT}
+        n = sum(wrong.values())
+        if n * 2 <= f["records"]:
+            continue
+        field = text_fields[f["corpus"]]
+        if sum(k for reason, k in wrong.items() if WRONG_INPUT[reason] == "field") * 2 >= n:
+            what = f"lack the text field '{field}'" if set(wrong) == {"no_text_field"} else \
+                f"lack a text field '{field}' that holds a string"
+            fix = f"set --text-field to the field that holds the text (text_field: in a --manifest entry)"
+        else:
+            what = "are not JSON objects"
+            fix = "is it JSONL, one JSON object per line? check the file, or its format: in a --manifest entry"
+        reasons = ", ".join(f"{reason} {k}" for reason, k in sorted(wrong.items()))
+        at = next((f"; line {x['line']}: {x['detail']}" for x in located
+                   if x["file"] == path and x["reason"] in WRONG_INPUT), "")
+        raise InputError(f"{path}: {n} of its {f['records']} records {what} ({reasons}{at}); {fix}")
+
+
+def dropped_lines_warnings(by_file: dict, located: list[dict], max_files: int = 5) -> list[str]:
+    """One line per JSONL file with dropped lines (the first `max_files`): counts by reason
+    and the first line numbers."""
+    out = []
+    for path, f in list(by_file.items())[:max_files]:
+        n = sum(f["dropped"].values())
+        numbers = [x["line"] for x in located if x["file"] == path]
+        shown = ", ".join(str(k) for k in numbers[:5]) + (", ..." if n > 5 else "")
+        reasons = ", ".join(f"{reason} {k}" for reason, k in f["dropped"].items())
+        out.append(f"{path}: {n} of its {f['records']} records dropped ({reasons}), at line{'s' if n > 1 else ''} "
+                   f"{shown}; the first {MAX_LISTED_LINES} dropped lines are listed in stats.json "
+                   f"(sentences.dropped_lines)")
+    if len(by_file) > max_files:
+        out.append(f"{len(by_file) - max_files} more JSONL files have dropped lines "
+                   f"(stats.json: sentences.dropped_lines_by_file)")
+    return out
+
+
 def sum_counts(rows) -> tuple[list[dict], list[dict], dict, list[str]]:
     """The units' count rows ((corpus, kind, reason, count, detail) each) -> summed counts per (corpus, kind, reason), the listed errors,
     the first invalid UTF-8 per file, and the warnings."""
     sums: Counter = Counter()
     errors, first_bad, warnings = [], {}, []
     for corpus, kind, reason, count, detail in rows:
+        if kind in LINE_KINDS:
+            continue  # `dropped_lines`
         if kind == "error":
             errors.append({"corpus": corpus, "count_reason": reason, "detail": detail})
         elif kind == "first_invalid_utf8":

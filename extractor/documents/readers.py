@@ -17,7 +17,8 @@ read instead of dropping it silently: a page cut off by the end of the data is a
 byte offset, a page that is not well-formed XML a `PageError("malformed_xml")`; a corrupt
 bzip2 block raises `CorruptData` naming its byte offset; `dump_end_is_closed` checks for
 the closing `</mediawiki>`. Text, JSONL and Parquet corpora become documents with
-`plain_paragraphs` and `json_document`.
+`plain_paragraphs` and `json_document`; a JSONL line it drops is described by
+`line_problem` and located by its unit's line count (`first_line_numbers`).
 
 Every file is opened through `extractor.fs` (local paths and URIs alike). Every function
 here is Spark-free and unit-tested on its own.
@@ -401,6 +402,41 @@ def json_document(line: str, fields: dict):
         value = record.get(fields[key]) if fields.get(key) else None
         return None if value is None else str(value)
     return opt("id_field"), opt("title_field"), opt("genre_field"), text
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+def line_problem(line: str, reason: str, fields: dict) -> str:
+    """What is wrong with a JSONL line that `json_document` dropped for `reason`, in a few
+    words for the report: the JSON parser's message, or the fields the record has."""
+    try:
+        record = json.loads(line.strip())
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg}: column {exc.colno})"
+    except RecursionError:
+        return "not JSON: nested too deeply"
+    if not isinstance(record, dict):
+        return f"{_JSON_TYPES.get(type(record), type(record).__name__)}, not a JSON object"
+    name = fields["text_field"]
+    if reason == "text_not_a_string":
+        return f"field '{name}' holds {_JSON_TYPES.get(type(record[name]), type(record[name]).__name__)}"
+    keys = list(record)
+    shown = ", ".join(str(k) for k in keys[:10]) + (f", ... ({len(keys)} fields)" if len(keys) > 10 else "")
+    return f"no field '{name}' (fields: {shown or 'none'})"
+
+
+def first_line_numbers(lines_per_unit: dict[int, int]) -> dict[int, int]:
+    """The 1-based number of the first line of each byte-range unit of one file, from the
+    number of lines each unit read (`jsonl_lines`: every line of the file is read by exactly
+    one unit, the one it starts in). Unit `k`'s `i`-th line (from 0) is line
+    ``first[k] + i`` of the file, whatever the unit size."""
+    first, seen = {}, 0
+    for k in sorted(lines_per_unit):
+        first[k] = seen + 1
+        seen += lines_per_unit[k]
+    return first
 
 
 def jsonl_lines(path: str, lo: int, hi: int, compressed: bool):

@@ -21,7 +21,8 @@ import sys
 import time
 
 from extractor import fs
-from extractor.documents.process import (MAX_LISTED_ERRORS, build_stats, check_corpora, corpus_settings,
+from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
+                                         check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          process_unit, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
 from extractor.errors import UserError
@@ -98,7 +99,16 @@ def run(ctx, runner) -> None:
     counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
     errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
     stats = build_stats(counted, errors, ctx.corpora)
-    for msg in warnings:
+    by_file, located = dropped_lines(rows)
+    stats["dropped_lines"] = located[:MAX_LISTED_LINES]
+    stats["dropped_lines_by_file"] = by_file
+    try:  # a file that is mostly not what the flags say: the error, not its warnings
+        check_dropped_lines(by_file, located, {c["name"]: c["fields"]["text_field"] for c in settings["corpora"]})
+    except InputError:
+        runner.forget()
+        fs.delete(table_dir)
+        raise
+    for msg in warnings + dropped_lines_warnings(by_file, located):
         ctx.warn(msg)
     for path, (offset, message) in sorted(first_bad.items()):
         ctx.warn(f"{path}: documents that are not valid UTF-8 were skipped (counted as documents_dropped.invalid_utf8);"

@@ -80,7 +80,8 @@ def _flatten(prefix: str, value, rows: list) -> None:
         rows.append((prefix, value))
 
 
-_NOT_SHOWN = ("inputs", "punkt", "seconds", "min_chars", "job")
+# (dropped_lines_by_file: one warning per file says it on the console)
+_NOT_SHOWN = ("inputs", "punkt", "seconds", "min_chars", "job", "dropped_lines_by_file")
 
 
 def summary_table(stats: dict, sections=None, max_rows: int | None = 60) -> str:

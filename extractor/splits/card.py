@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -66,7 +65,6 @@ def build_info(ctx) -> dict:
         "lexicon": _display_path(getattr(lex, "path", None)) or f"phrase_lexicons/{lex.lang}.yaml",
         "lexicon_sha256": getattr(lex, "sha256", None),
         "phrase_set": list(getattr(lex, "phrase_set", ()) or ()),
-        "label_precision_measured": bool(getattr(lex, "measured_precision", None)),
         "lang": lex.lang,
         "seed": int(getattr(args, "seed", 0) or 0),
         "min_chars": getattr(args, "min_chars", None),
@@ -374,7 +372,7 @@ def funnel_steps(earlier: dict | None, n_input: int, drops: dict, sizes: dict) -
     _flatten("", {k: v for k, v in (drops or {}).items() if k != "balance"}, flat)
     removed = int(sum(flat.values()))
     steps = [("documents read", earlier.get("documents_read")), ("documents kept", earlier.get("documents_kept")),
-             ("sentences", earlier.get("sentences")), (f"sentences long enough", earlier.get("sentences_long")),
+             ("sentences", earlier.get("sentences")), ("sentences long enough", earlier.get("sentences_long")),
              ("sentences opening with a phrase", earlier.get("marked_sentences")),
              ("pairs (marked + neutral)", n_input), ("pairs after duplicates, leakage, filters", n_input - removed),
              ("pairs in the splits (after balance)", int(sum((sizes or {}).values())))]

@@ -331,7 +331,7 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "NLI_EXTRAS=extract,hf ./spark-submit.sh --setup-only": Run(checks=(prints(r"^\[setup\] ready: "),)),
         ".venv/bin/python -c 'import datasets; print(datasets.load_dataset(\"output/ro/splits\"))'":
             Run(needs=("ro",), sub=((".venv/bin/python", "{repo}/.venv/bin/python"),),
-                checks=(prints(r"train: Dataset", r"num_rows: 216"),)),
+                checks=(prints(r"train: Dataset", r"num_rows: 156"),)),
         "python -m trainer train --model cbow-softmax --epochs 5 --data output/ro/splits --output runs/ro-cbow":
             Run(needs=("ro",), sub=(("--epochs 5", "--epochs 2"),), provides="ro-cbow",
                 checks=(run_dir("runs/ro-cbow", "metrics.json", "dynamics"),)),

@@ -175,7 +175,7 @@ def test_a_run_prints_progress_lines_and_the_end_summary_and_counters_only_with_
     assert "[Stage " not in got.err  # Spark's own bars are off
     summary = got.out
     assert re.search(r"split\s+contrasting\s+entailment\s+neutral\s+reasoning\s+pairs", summary)
-    assert re.search(r"train\s+54\s+54\s+54\s+54\s+216", summary)
+    assert re.search(r"train\s+39\s+39\s+39\s+39\s+156", summary)
     assert f"dataset card: {out}/splits/README.md" in summary
     assert f"chart: {out}/splits/class_distribution.png" in summary
     assert f"stats.json: {out}/stats.json" in summary

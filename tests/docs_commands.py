@@ -448,6 +448,13 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
             Skip("rewrites the bundled samples inside the repository; the --check form below runs"),
         ".venv/bin/python samples/build_samples.py --check": Run(),
     },
+    "docs/label-quality.md": {
+        ".venv/bin/python benchmarks/gold_sets.py agreement":
+            Run(checks=(prints(r"ro: 669 items", r"Cohen's kappa labels 0\.\d+, keep/change 0\.\d+"),)),
+        ".venv/bin/python benchmarks/label_precision.py --lang ro --ablation --groups":
+            Skip("a benchmark: the job five times on the 15 MB of Romanian gold-set sources, minutes each "
+                 "(tests/test_label_filters.py checks the filters)"),
+    },
     "docs/neardup.md": {
         "python -m trainer stats --data ../shared/data/nli/scinli-train-2k-human.jsonl "
         "../shared/data/nli/scinli-dev.jsonl --premise sentence1 --hypothesis sentence2":

@@ -2,20 +2,30 @@
 
     .venv/bin/python benchmarks/scale.py --sizes 250,1000,4000
     .venv/bin/python benchmarks/scale.py --sizes 250 --build-only      # only the dumps
+    .venv/bin/python benchmarks/scale.py --sizes 1000 --compare-flags "--no-label-filter all"
+    .venv/bin/python benchmarks/scale.py --sizes 250 --pool novels     # the pool before (fewer phrases)
 
-The dumps (`benchmarks/_work/scale/ro-unique-<N>mb.xml.bz2`, git-ignored, cached; about N MB
-of uncompressed XML: the size of a cycle is estimated from the first, so a dump comes out up
-to 2 % short) are built from the real text in ../shared/data: the 20 Romanian ELTeC novels
-and the prose of the real rowiki pages (Berlin); `--pool ro,es` adds the 20 Spanish novels
-(foreign text for a `--lang ro` job: it finds almost no markers there, so such a dump has
-fewer pairs per MB and, like the repeated dump, under-states stages 2 and 3). Each page is
-a run of a few consecutive real paragraphs of one source, under section headings
+The dumps (`benchmarks/_work/scale/<pool>-unique-<N>mb.xml.bz2`, git-ignored, cached; about N
+MB of uncompressed XML: the size of a cycle is estimated from the first, so a dump comes out
+up to 2 % short) are built from the real text in ../shared/data. The default pool, `dense`
+(`dense-unique-<N>mb`), is the 20 Romanian ELTeC novels, the prose of the real rowiki pages
+(Berlin), the speeches of two Romanian presidents (text/ro-speeches, a paragraph a line)
+and 1,931 Romanian news articles (text/ro-news, blank-line paragraphs; the titles are not
+used): argumentative prose, with the density of linking phrases a real corpus has (about
+2.5x the novels'). `--pool novels` (`ro-unique-<N>mb`, the pool of every run before
+2026-11-28's dense one) is the novels and the rowiki prose alone: poor in linking phrases,
+so stages 2 and 3 look cheaper than on real text. `--pool novels,es` adds the 20 Spanish
+novels (foreign text for a `--lang ro` job: it finds almost no markers there). `ro` and
+`ro,es` are the old names of the two. Each pool has its own cache, Punkt parameters and
+cycle folder. Each page is a run of a few consecutive real paragraphs of one source (a
+novel, a speeches file, a news article, the rowiki prose), under section headings
 (`== Istorie ==`), with wiki links (`[[cuvânt]]`, `[[Cuvânt (dezambiguizare)|cuvânt]]`),
 templates (an infobox on some pages, `{{Necesită citare}}`), `<ref>{{Citat web ...}}</ref>`
 references, a notes section, external links and categories as Romanian Wikipedia writes
 them, and a redirect page after every fourth article. The pool's sentences are cut with
-Punkt parameters trained once on the pool (`punkt_params-pool.json`), which the job is
-given (`--punkt-params`), so the builder's sentences are the job's sentences.
+Punkt parameters trained once on the pool (`punkt_params-pool.json` for novels,
+`punkt_params-dense-v1.json` for dense, trained on a shuffled sample of all its sources),
+which the job is given (`--punkt-params`), so the builder's sentences are the job's sentences.
 
 Uniqueness: the builder walks the pool once per "cycle" (about 8 MB of XML); in cycle c the
 sentence's variant is v = c * k + r (k: its copies in the pool, r: the rank of this copy).
@@ -48,7 +58,11 @@ MB of XML, wall, peak RSS of the driver JVM and of the Python workers (each, and
 them together), scratch bytes (the largest size of the run's `_work-*` folders seen while the
 stage ran) and output bytes (its table on disk). On the 1 GB dump (or the size nearest to
 it), WikiExtractor 3 (`--json --processes 1 --no-templates`) runs in the same invocation.
-It fits log(cost) = a + b log(size) over the sizes (b: the slope; 1 is linear) for each stage
+`--compare-flags FLAGS` (one string, e.g. "--no-label-filter all": the job before the label
+filters) runs a second configuration of the job right after the default one on every
+size, in the same invocation; both are recorded (`config`: default / compare), both get
+their ratios to the same WikiExtractor run, and the pairs kept per MB (all, and marked) of
+every run are printed. It fits log(cost) = a + b log(size) over the sizes (default runs) (b: the slope; 1 is linear) for each stage
 and the whole job, and writes `benchmarks/results/scale.json` and `benchmarks/results/scale.png`
 (CPU-s per MB and peak memory against dump size).
 

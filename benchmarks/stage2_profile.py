@@ -6,7 +6,8 @@
     .venv/bin/python benchmarks/stage2_profile.py --run out-250mb-compare --no-label-filter all
 
 Runs `extractor.pairs.stage.pairs_in_one_process` over the `sentences/` table the run left in
-`benchmarks/_work/scale/<run>/current/`, with the job's defaults for `--lang ro`: the
+`benchmarks/_work/scale/<run>/current/` (or, while
+the run goes on past its stage 1, its newest `_runs/*/`), with the job's defaults for `--lang ro`: the
 lexicon's label filters (less those `--no-label-filter` turns off), its neutral mix
 (`label_filters.neutral_mix`, else every strategy, as jobs/extract.py resolves it), POS
 filter on, near-duplicates on. Each round's tasks run one after another in this process
@@ -45,7 +46,11 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="cProfile the whole stage; print the top functions")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
-    table = REPO / "benchmarks" / "_work" / "scale" / args.run / "current" / "sentences"
+    root = REPO / "benchmarks" / "_work" / "scale" / args.run
+    table = root / "current" / "sentences"
+    if not table.exists():   # a run still going (its stage 1 done): the newest run folder's table
+        found = sorted(root.glob("_runs/*/sentences"))
+        table = found[-1] if found else table
     if not table.exists():
         sys.exit(f"error: no {table}; run benchmarks/scale.py first")
     lexicon = load_lexicon("ro", disabled_filters=parse_disabled(args.no_label_filter))

@@ -2,20 +2,30 @@
 
     .venv/bin/python benchmarks/scale.py --sizes 250,1000,4000
     .venv/bin/python benchmarks/scale.py --sizes 250 --build-only      # only the dumps
+    .venv/bin/python benchmarks/scale.py --sizes 1000 --compare-flags "--no-label-filter all"
+    .venv/bin/python benchmarks/scale.py --sizes 250 --pool novels     # the pool before (fewer phrases)
 
-The dumps (`benchmarks/_work/scale/ro-unique-<N>mb.xml.bz2`, git-ignored, cached; about N MB
-of uncompressed XML: the size of a cycle is estimated from the first, so a dump comes out up
-to 2 % short) are built from the real text in ../shared/data: the 20 Romanian ELTeC novels
-and the prose of the real rowiki pages (Berlin); `--pool ro,es` adds the 20 Spanish novels
-(foreign text for a `--lang ro` job: it finds almost no markers there, so such a dump has
-fewer pairs per MB and, like the repeated dump, under-states stages 2 and 3). Each page is
-a run of a few consecutive real paragraphs of one source, under section headings
+The dumps (`benchmarks/_work/scale/<pool>-unique-<N>mb.xml.bz2`, git-ignored, cached; about N
+MB of uncompressed XML: the size of a cycle is estimated from the first, so a dump comes out
+up to 2 % short) are built from the real text in ../shared/data. The default pool, `dense`
+(`dense-unique-<N>mb`), is the 20 Romanian ELTeC novels, the prose of the real rowiki pages
+(Berlin), the speeches of two Romanian presidents (text/ro-speeches, a paragraph a line)
+and 1,931 Romanian news articles (text/ro-news, blank-line paragraphs; the titles are not
+used): argumentative prose, with the density of linking phrases a real corpus has (about
+2.5x the novels'). `--pool novels` (`ro-unique-<N>mb`, the pool of every run before
+2026-11-28's dense one) is the novels and the rowiki prose alone: poor in linking phrases,
+so stages 2 and 3 look cheaper than on real text. `--pool novels,es` adds the 20 Spanish
+novels (foreign text for a `--lang ro` job: it finds almost no markers there). `ro` and
+`ro,es` are the old names of the two. Each pool has its own cache, Punkt parameters and
+cycle folder. Each page is a run of a few consecutive real paragraphs of one source (a
+novel, a speeches file, a news article, the rowiki prose), under section headings
 (`== Istorie ==`), with wiki links (`[[cuvânt]]`, `[[Cuvânt (dezambiguizare)|cuvânt]]`),
 templates (an infobox on some pages, `{{Necesită citare}}`), `<ref>{{Citat web ...}}</ref>`
 references, a notes section, external links and categories as Romanian Wikipedia writes
 them, and a redirect page after every fourth article. The pool's sentences are cut with
-Punkt parameters trained once on the pool (`punkt_params-pool.json`), which the job is
-given (`--punkt-params`), so the builder's sentences are the job's sentences.
+Punkt parameters trained once on the pool (`punkt_params-pool.json` for novels,
+`punkt_params-dense-v1.json` for dense, trained on a shuffled sample of all its sources),
+which the job is given (`--punkt-params`), so the builder's sentences are the job's sentences.
 
 Uniqueness: the builder walks the pool once per "cycle" (about 8 MB of XML); in cycle c the
 sentence's variant is v = c * k + r (k: its copies in the pool, r: the rank of this copy).
@@ -48,7 +58,11 @@ MB of XML, wall, peak RSS of the driver JVM and of the Python workers (each, and
 them together), scratch bytes (the largest size of the run's `_work-*` folders seen while the
 stage ran) and output bytes (its table on disk). On the 1 GB dump (or the size nearest to
 it), WikiExtractor 3 (`--json --processes 1 --no-templates`) runs in the same invocation.
-It fits log(cost) = a + b log(size) over the sizes (b: the slope; 1 is linear) for each stage
+`--compare-flags FLAGS` (one string, e.g. "--no-label-filter all": the job before the label
+filters) runs a second configuration of the job right after the default one on every
+size, in the same invocation; both are recorded (`config`: default / compare), both get
+their ratios to the same WikiExtractor run, and the pairs kept per MB (all, and marked) of
+every run are printed. It fits log(cost) = a + b log(size) over the sizes (default runs) (b: the slope; 1 is linear) for each stage
 and the whole job, and writes `benchmarks/results/scale.json` and `benchmarks/results/scale.png`
 (CPU-s per MB and peak memory against dump size).
 
@@ -97,8 +111,17 @@ RESULTS = REPO / "benchmarks" / "results"
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
 ROWIKI = SHARED / "dumps" / "rowiki-real-3pages.xml"
 NOVELS = {"ro": SHARED / "text" / "eltec-rom-20", "es": SHARED / "text" / "eltec-spa-20"}
+SPEECHES = SHARED / "text" / "ro-speeches"
+NEWS = SHARED / "text" / "ro-news" / "ro-news-realitatea-aleph.jsonl"
 PY = sys.executable
 POOL_VERSION = 7   # bump when the pool or the page layout changes (invalidates the caches)
+DENSE_VERSION = 1  # the same for the dense pool (its own caches)
+# --pool: the sources of the pages. `dense` (the default): the Romanian novels, the rowiki
+# prose, the presidential speeches and the news articles; `novels`: the pool before it
+# (novels and rowiki prose), `novels,es` with the Spanish novels too. `ro` and `ro,es` are
+# the old names of the last two.
+POOLS = {"dense": ("dense", ("ro",)), "novels": ("novels", ("ro",)), "novels,es": ("novels", ("ro", "es")),
+         "ro": ("novels", ("ro",)), "ro,es": ("novels", ("ro", "es"))}
 
 # --------------------------------------------------------------------------- the pool
 
@@ -141,14 +164,45 @@ def _novel_paragraphs(folder: Path) -> list[tuple[str, list[str]]]:
     return docs
 
 
-def punkt_params_path() -> Path:
-    return WORK / "punkt_params-pool.json"
+def _speech_paragraphs() -> list[tuple[str, list[str]]]:
+    """(name, paragraphs) of each speeches file: one paragraph a line (under 40 characters
+    left out)."""
+    docs = []
+    for path in sorted(SPEECHES.glob("*.txt")):
+        paras = [re.sub(r"\s+", " ", line).strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        paras = [p for p in paras if len(p) >= 40]
+        if paras:
+            docs.append((path.stem, paras))
+    return docs
 
 
-def build_pool() -> dict:
-    """Sentences of the pool, cut with Punkt parameters trained on it (cached)."""
-    cache = WORK / f"pool-v{POOL_VERSION}.pickle"
-    if cache.exists() and punkt_params_path().exists():
+def _news_paragraphs() -> list[tuple[str, list[str]]]:
+    """(id, paragraphs) of each news article: its text's blank-line separated paragraphs
+    (under 40 characters left out; the title is not used)."""
+    docs = []
+    with open(NEWS, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            art = json.loads(line)
+            paras = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", art.get("text") or "")]
+            paras = [p for p in paras if len(p) >= 40]
+            if paras:
+                docs.append((str(art["id"]), paras))
+    return docs
+
+
+def punkt_params_path(pool: str = "novels") -> Path:
+    """The Punkt parameters trained on the pool (the job is given them)."""
+    return WORK / ("punkt_params-pool.json" if pool == "novels" else f"punkt_params-{pool}-v{DENSE_VERSION}.json")
+
+
+def build_pool(kind: str = "novels") -> dict:
+    """Sentences of the pool `kind` (novels: the Romanian and Spanish novels and the rowiki
+    prose; dense: the Romanian novels, the rowiki prose, the speeches and the news), cut with
+    Punkt parameters trained on its Romanian text (cached)."""
+    cache = WORK / (f"pool-v{POOL_VERSION}.pickle" if kind == "novels" else f"pool-{kind}-v{DENSE_VERSION}.pickle")
+    if cache.exists() and punkt_params_path(kind).exists():
         return pickle.loads(cache.read_bytes())
     from extractor.documents.segment import Segmenter, save_params, train_punkt
     from extractor.lexicon import load_lexicon
@@ -157,10 +211,17 @@ def build_pool() -> dict:
     t0 = time.time()
     docs = [("rowiki", "ro", _rowiki_paragraphs())]
     docs += [(name, "ro", paras) for name, paras in _novel_paragraphs(NOVELS["ro"])]
-    docs += [(name, "es", paras) for name, paras in _novel_paragraphs(NOVELS["es"])]
+    if kind == "novels":
+        docs += [(name, "es", paras) for name, paras in _novel_paragraphs(NOVELS["es"])]
+    else:
+        docs += [(name, "ro", paras) for name, paras in _speech_paragraphs()]
+        docs += [(name, "ro", paras) for name, paras in _news_paragraphs()]
     ro_text = [p for _, lang, paras in docs if lang == "ro" for p in paras]
+    if kind != "novels":
+        # Punkt learns from the first 4 M characters: a sample of every source, not the novels
+        random.Random(7).shuffle(ro_text)
     params = train_punkt(ro_text, load_lexicon("ro").abbreviations, max_chars=4_000_000)
-    save_params(params, punkt_params_path())
+    save_params(params, punkt_params_path(kind))
     seg = Segmenter(params)
     sentences: list[str] = []
     spans: list[tuple] = []
@@ -214,7 +275,7 @@ def build_pool() -> dict:
     pool = {"sentences": sentences, "spans": spans, "short": shorts, "lang": lang_of, "rank": ranks, "copies": copies,
             "words": n_words,
             "hash": [zlib.crc32(s.encode()) for s in sentences], "documents": documents, "vocab": vocab,
-            "seconds": round(time.time() - t0, 1)}
+            "kind": kind, "seconds": round(time.time() - t0, 1)}
     cache.write_bytes(pickle.dumps(pool, protocol=5))
     return pool
 
@@ -388,20 +449,21 @@ def _init(pool: dict, langs: tuple = ("ro",)) -> None:
     _POOL = dict(pool, documents=[d for d in pool["documents"] if d[1] in langs])
 
 
-def build_dump(size_mb: int, workers: int, langs: tuple = ("ro",)) -> tuple[Path, dict]:
-    """A dump of `size_mb` MB of XML of unique pages from the pool's sources in `langs`
-    (cached with its meta)."""
-    name = "".join(langs)
+def build_dump(size_mb: int, workers: int, langs: tuple = ("ro",), kind: str = "novels") -> tuple[Path, dict]:
+    """A dump of `size_mb` MB of XML of unique pages from the sources in `langs` of the pool
+    `kind` (cached with its meta; each pool's dumps and cycles under names of their own)."""
+    name = "".join(langs) if kind == "novels" else kind
+    version = POOL_VERSION if kind == "novels" else DENSE_VERSION
     path = WORK / f"{name}-unique-{size_mb}mb.xml.bz2"
     meta_path = WORK / f"{name}-unique-{size_mb}mb.json"
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
-        if meta.get("version") == POOL_VERSION:
+        if meta.get("version") == version:
             return path, meta
     t0 = time.time()
-    pool = build_pool()
+    pool = build_pool(kind)
     _init(pool, langs)
-    parts = WORK / f"cycles-v{POOL_VERSION}-{name}"
+    parts = WORK / (f"cycles-v{POOL_VERSION}-{name}" if kind == "novels" else f"cycles-{kind}-v{DENSE_VERSION}")
     parts.mkdir(parents=True, exist_ok=True)
 
     def part(c: int, limit=None) -> Path:
@@ -448,7 +510,7 @@ def build_dump(size_mb: int, workers: int, langs: tuple = ("ro",)) -> tuple[Path
     # uniqueness over every sentence and adjacent pair the dump holds (their digests)
     sent = np.concatenate([np.load(str(f) + ".sent.npy") for f in files])
     pair = np.concatenate([np.load(str(f) + ".pair.npy") for f in files])
-    meta = {"version": POOL_VERSION, "xml_bytes": len(header.encode()) + sum(i["xml_bytes"] for i in infos)
+    meta = {"version": version, "pool": kind, "xml_bytes": len(header.encode()) + sum(i["xml_bytes"] for i in infos)
             + len(FOOTER), "bz2_bytes": path.stat().st_size, "pages": sum(i["pages"] for i in infos),
             "cycles": len(infos), "sentences": int(len(sent)), "distinct_sentences": int(len(np.unique(sent))),
             "pairs": int(len(pair)), "distinct_pairs": int(len(np.unique(pair))),
@@ -513,16 +575,18 @@ def _scratch_bytes(out: Path, local_dir: Path) -> int:
     return total
 
 
-def run_job(dump: Path, tag: str, extra: list[str] = (), code: Path | None = None) -> dict:
-    """The whole job on `dump` (local[2], POS filter on), its CPU and memory per stage;
-    `code`: a checkout of the engine to run instead of this one."""
+def run_job(dump: Path, tag: str, extra: list[str] = (), code: Path | None = None,
+            punkt: Path | None = None) -> dict:
+    """The whole job on `dump` (local[2], POS filter on, `extra` flags after the others), its
+    CPU and memory per stage; `code`: a checkout of the engine to run instead of this one;
+    `punkt`: the Punkt parameters it is given (the novels pool's by default)."""
     out = WORK / f"out-{tag}"
     local_dir = WORK / f"spark-local-{tag}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(local_dir, ignore_errors=True)
     local_dir.mkdir(parents=True)
     cmd = [PY, str((code or REPO) / "jobs" / "extract.py"), "--lang", "ro", "--input", str(dump), "--output", str(out),
-           "--overwrite", "--master", "local[2]", "--pos-filter", "on", "--punkt-params", str(punkt_params_path()),
+           "--overwrite", "--master", "local[2]", "--pos-filter", "on", "--punkt-params", str(punkt or punkt_params_path()),
            *extra]
     env = dict(os.environ, SPARK_LOCAL_DIRS=str(local_dir), PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", PY),
                SPARK_LOCAL_IP=os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
@@ -565,7 +629,7 @@ def run_job(dump: Path, tag: str, extra: list[str] = (), code: Path | None = Non
     stats = json.loads((out / "stats.json").read_text())
     bounds = [(name, t) for name, t in marks]
     tl = mon.timeline
-    result = {"tag": tag, "wall_s": wall, "cpu_s": mon.cpu_seconds, "cpu_by_kind": mon.cpu_by_kind,
+    result = {"tag": tag, "flags": list(extra), "wall_s": wall, "cpu_s": mon.cpu_seconds, "cpu_by_kind": mon.cpu_by_kind,
               "peak_rss": mon.peak_rss, "stage_wall_s": stats["job"]["seconds"], "stages": {},
               "console_tracebacks": tracebacks, "tracebacks_after_done": worker_tb, "log": str(log)}
 
@@ -592,6 +656,8 @@ def run_job(dump: Path, tag: str, extra: list[str] = (), code: Path | None = Non
     result["documents"] = stats["sentences"]["documents"]["read"]
     result["pairs"] = stats["pairs"]["total"]
     result["pairs_by_label"] = stats["pairs"]["labels"]
+    result["pairs_by_source"] = stats["pairs"]["sources"]
+    result["rejected"] = stats["pairs"]["rejected"]
     result["duplicate_pairs"] = stats["pairs"]["rejected"].get("duplicate_pair", 0)
     result["pos_checked"] = (stats["pairs"]["pos_filter"].get("sentences_checked", 0)
                              + stats["pairs"]["pos_filter"].get("neutral_sentences_checked", 0))
@@ -649,19 +715,31 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = sorted(results["runs"], key=lambda r: r["mb"])
+    every = sorted(results["runs"], key=lambda r: r["mb"])
+    runs = [r for r in every if r.get("config", "default") == "default"]
+    other = [r for r in every if r.get("config", "default") != "default"]
     mbs = [r["mb"] for r in runs]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for stage, mark in (("sentences", "o"), ("pairs", "s"), ("splits", "^")):
-        a.plot(mbs, [r["stages"][stage]["cpu_s"] / r["mb"] for r in runs], marker=mark, label=f"stage {stage}")
+    for stage, mark, color in (("sentences", "o", "tab:blue"), ("pairs", "s", "tab:orange"),
+                               ("splits", "^", "tab:green")):
+        a.plot(mbs, [r["stages"][stage]["cpu_s"] / r["mb"] for r in runs], marker=mark, color=color,
+               label=f"stage {stage}")
     a.plot(mbs, [r["cpu_s"] / r["mb"] for r in runs], marker="D", color="k", label="whole job")
+    if other:   # the --compare-flags runs, dashed
+        flags = " ".join(results.get("compare_flags") or [])
+        xo = [r["mb"] for r in other]
+        a.plot(xo, [r["stages"]["pairs"]["cpu_s"] / r["mb"] for r in other], marker="s", ls="--",
+               color="tab:orange", label=f"stage pairs, {flags}")
+        a.plot(xo, [r["cpu_s"] / r["mb"] for r in other], marker="D", ls="--", color="k",
+               label=f"whole job, {flags}")
     for i, w in enumerate(results.get("wikiextractor", [])):  # one legend entry for all its rounds
         a.scatter([w["mb"]], [w["cpu_s"] / w["mb"]], marker="*", s=120, color="tab:red",
                   label="WikiExtractor" if i == 0 else None, zorder=5)
     a.set_xscale("log")
     a.set_xlabel("dump size (MB of XML)")
     a.set_ylabel("CPU-seconds per MB")
-    a.set_title("cost per MB (local[2], --lang ro, POS filter on)")
+    a.set_title(f"cost per MB (local[2], --lang ro, POS filter on; pool {results.get('pool', 'novels')})",
+                fontsize=9)
     a.grid(alpha=0.3)
     b.plot(mbs, [r["peak_rss"].get("jvm", 0) / 2**20 for r in runs], marker="o", label="driver JVM")
     b.plot(mbs, [max(s["worker_peak_rss"] for s in r["stages"].values()) / 2**20 for r in runs], marker="s",
@@ -727,9 +805,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds of (our job, WikiExtractor) on that dump; the others run once")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="processes building a dump")
-    ap.add_argument("--pool", default="ro", choices=("ro", "ro,es"),
-                    help="sources of the pages: ro (the Romanian novels and rowiki prose) or ro,es (also the "
-                         "Spanish novels: foreign text in a --lang ro job, where it finds almost no markers)")
+    ap.add_argument("--pool", default="dense", choices=tuple(POOLS),
+                    help="sources of the pages: dense (the Romanian novels, rowiki prose, the presidential "
+                         "speeches and the news articles: the phrase density of argumentative prose), novels (the "
+                         "Romanian novels and rowiki prose: the pool before, poor in linking phrases) or novels,es "
+                         "(also the Spanish novels: foreign text in a --lang ro job, where it finds almost no "
+                         "markers); ro and ro,es are the old names of the last two")
+    ap.add_argument("--compare-flags", default=None, metavar="FLAGS",
+                    help="also run the job with these extra flags (one string, e.g. \"--no-label-filter all\") "
+                         "on every size, in the same invocation, right after the default one (WikiExtractor's "
+                         "ratios are given for both)")
     ap.add_argument("--build-only", action="store_true", help="build (or find) the dumps and stop")
     ap.add_argument("--code", type=Path, default=None, metavar="DIR",
                     help="run the job of this checkout of the engine (e.g. `git archive HEAD jobs extractor "
@@ -740,20 +825,22 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=RESULTS / "scale.json")
     ap.add_argument("--plot", type=Path, default=RESULTS / "scale.png")
     args = ap.parse_args()
-    for p in [ROWIKI, *NOVELS.values()]:
+    kind, langs = POOLS[args.pool]
+    for p in [ROWIKI, *NOVELS.values(), *((SPEECHES, NEWS) if kind == "dense" else ())]:
         if not p.exists():
             raise SystemExit(f"{p} not found (set NLI_SHARED_DATA)")
     sizes = sorted(int(s) for s in args.sizes.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    pool = build_pool()
-    print(f"pool: {len(pool['sentences']):,} sentences of {len(pool['documents'])} sources (ro {pool['lang'].count('ro'):,}, "
+    pool = build_pool(kind)
+    punkt = punkt_params_path(kind)
+    print(f"pool {kind}: {len(pool['sentences']):,} sentences of {len(pool['documents'])} sources (ro {pool['lang'].count('ro'):,}, "
           f"es {pool['lang'].count('es'):,}), vocabulary ro {len(pool['vocab']['ro']):,} / es {len(pool['vocab']['es']):,} "
-          f"words; Punkt parameters {punkt_params_path()} (pool built/cached in {time.time() - t0:.0f} s)", flush=True)
+          f"words; Punkt parameters {punkt} (pool built/cached in {time.time() - t0:.0f} s)", flush=True)
     dumps = {}
     for size in sizes:
         t0 = time.time()
-        dumps[size] = build_dump(size, args.workers, tuple(args.pool.split(",")))
+        dumps[size] = build_dump(size, args.workers, langs, kind)
         m = dumps[size][1]
         print(f"dump {size} MB: {m['xml_bytes'] / 1e6:.1f} MB XML, {m['bz2_bytes'] / 1e6:.1f} MB bz2, {m['pages']:,} "
               f"article pages (+1 redirect per 4), {m['cycles']} cycles of the pool; built in {m['build_seconds']:.0f} s "
@@ -771,8 +858,10 @@ def main() -> None:
         f"{b['internal_api']} {b['version']}, {b['architecture']} kernels" for b in blas["libraries"])
         + " (environment: " + (", ".join(f"{k}={v}" for k, v in blas["env"].items()) or "no OPENBLAS_* variable")
         + ")", flush=True)
-    results = {"runs": [], "wikiextractor": [], "rounds": [],
-               "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(), "blas": blas}}
+    compare = args.compare_flags.split() if args.compare_flags else None
+    configs = [("default", [])] + ([("compare", compare)] if compare else [])
+    results = {"pool": kind, "langs": list(langs), "compare_flags": compare, "runs": [], "wikiextractor": [],
+               "rounds": [], "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(), "blas": blas}}
     earlier = json.loads(args.reuse.read_text()) if args.reuse else {"runs": []}
     for size in sizes:
         dump, meta = dumps[size]
@@ -789,30 +878,45 @@ def main() -> None:
             continue
         n = args.rounds if size == we_size else 1
         for rnd in range(n):
-            r = run_job(dump, f"{size}mb", code=args.code.resolve() if args.code else None)
-            r.update(size=size, mb=mb, round=rnd + 1, dump=meta)
-            results["runs"].append(r)
-            show(r)
+            runs = {}
+            for config, flags in configs:
+                if config != "default":
+                    print(f"   (the same dump, with {' '.join(flags)})", flush=True)
+                r = run_job(dump, f"{size}mb-{config}", extra=flags, code=args.code.resolve() if args.code else None,
+                            punkt=punkt)
+                r.update(size=size, mb=mb, round=rnd + 1, dump=meta, config=config)
+                results["runs"].append(r)
+                runs[config] = r
+                show(r)
             if size == we_size:
                 w = run_wikiextractor(dump)
                 w.update(size=size, mb=mb)
                 results["wikiextractor"].append(w)
-                s1, s2, s3 = (r["stages"][k]["cpu_s"] for k in STAGES)
-                rd = {"stage2_over_stage1": s2 / s1, "job_over_wikiextractor": r["cpu_s"] / w["cpu_s"],
-                      "stage1_speed_over_wikiextractor": w["cpu_s"] / s1,
-                      "stage3_pairs_per_cpu_s": r["pairs"] / s3 if s3 else None}
-                results["rounds"].append(rd)
                 print(f"   WikiExtractor --json --processes 1 --no-templates, same dump: {w['wall_s']:.0f} s wall, "
                       f"{w['cpu_s']:.0f} CPU-s = {w['cpu_s'] / mb:.3f} CPU-s/MB, peak RSS {_mib(w['peak_rss'])} MiB, "
                       f"output {w['output_bytes'] / 1e6:.0f} MB", flush=True)
-                print(f"   round {rnd + 1}: stage 2 / stage 1 CPU {rd['stage2_over_stage1']:.2f}x (target <= 0.5x); "
-                      f"whole job / WikiExtractor CPU {rd['job_over_wikiextractor']:.2f}x (target <= 1.5x); stage 1 "
-                      f"MB per CPU-s / WikiExtractor's {rd['stage1_speed_over_wikiextractor']:.2f}x (target >= 1.5x); "
-                      f"stage 3 {rd['stage3_pairs_per_cpu_s'] or 0:,.0f} pairs per CPU-s (target >= 20,000; stage 3 CPU "
-                      f"includes its session work)", flush=True)
+                for config, r in runs.items():
+                    s1, s2, s3 = (r["stages"][k]["cpu_s"] for k in STAGES)
+                    rd = {"stage2_over_stage1": s2 / s1, "job_over_wikiextractor": r["cpu_s"] / w["cpu_s"],
+                          "stage1_speed_over_wikiextractor": w["cpu_s"] / s1,
+                          "stage3_pairs_per_cpu_s": r["pairs"] / s3 if s3 else None}
+                    results["rounds"].append(dict(rd, config=config, round=rnd + 1))
+                    print(f"   round {rnd + 1}, {config}{' (' + ' '.join(r['flags']) + ')' if r['flags'] else ''}: "
+                          f"stage 2 / stage 1 CPU {rd['stage2_over_stage1']:.2f}x (target <= 0.5x); "
+                          f"whole job / WikiExtractor CPU {rd['job_over_wikiextractor']:.2f}x (target <= 1.0x at the "
+                          f"dense pool's density); stage 1 MB per CPU-s / WikiExtractor's "
+                          f"{rd['stage1_speed_over_wikiextractor']:.2f}x (target >= 1.5x); stage 3 "
+                          f"{rd['stage3_pairs_per_cpu_s'] or 0:,.0f} pairs per CPU-s (target >= 20,000; stage 3 CPU "
+                          f"includes its session work)", flush=True)
+    if results["runs"]:
+        print("== pairs kept per MB of XML: " + "; ".join(
+            f"{r['size']} MB {r.get('config', 'default')} (round {r.get('round', 1)}): {r['pairs'] / r['mb']:.2f} "
+            f"({r['pairs']:,}), marked {(r.get('pairs_by_source') or {}).get('marker', 0) / r['mb']:.2f} "
+            f"({(r.get('pairs_by_source') or {}).get('marker', 0):,})" for r in results["runs"]))
     per_size = {}
     for r in results["runs"]:
-        per_size.setdefault(r["size"], []).append(r)
+        if r.get("config", "default") == "default":
+            per_size.setdefault(r["size"], []).append(r)
     med = {s: sorted(v, key=lambda r: r["cpu_s"])[len(v) // 2] for s, v in per_size.items()}
     xs = [med[s]["mb"] for s in sorted(med)]
     print("== slopes of log(CPU-s) against log(MB) over " + ", ".join(f"{s} MB" for s in sorted(med))
@@ -832,10 +936,18 @@ def main() -> None:
     if results["rounds"]:
         import statistics
 
-        results["medians"] = {k: statistics.median(rd[k] for rd in results["rounds"] if rd[k] is not None)
-                              for k in results["rounds"][0]}
-        print("== medians over " + str(len(results["rounds"])) + " round(s) on the " + str(we_size) + " MB dump: "
-              + ", ".join(f"{k} {v:.2f}" for k, v in results["medians"].items()))
+        keys = ("stage2_over_stage1", "job_over_wikiextractor", "stage1_speed_over_wikiextractor",
+                "stage3_pairs_per_cpu_s")
+        results["medians_by_config"] = {}
+        for config, _ in configs:
+            rds = [rd for rd in results["rounds"] if rd.get("config", "default") == config]
+            if not rds:
+                continue
+            med_c = {k: statistics.median(rd[k] for rd in rds if rd[k] is not None) for k in keys}
+            results["medians_by_config"][config] = med_c
+            print(f"== medians over {len(rds)} round(s) on the {we_size} MB dump, {config}: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in med_c.items()))
+        results["medians"] = results["medians_by_config"].get("default")
     results["machine"]["load_avg_at_end"] = os.getloadavg()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2, default=str))

@@ -184,7 +184,7 @@ def test_a_run_prints_progress_lines_and_the_end_summary_and_counters_only_with_
     assert main(["--lang", "ro", "--output", str(out), "--start-at", "splits", "--overwrite", "--verbose"]) == 0
     verbose = capsys.readouterr().out
     assert "== splits ==" in verbose and "more in stats.json" not in verbose
-    assert re.search(r"labels\.train\.reasoning\s+54", verbose)
+    assert re.search(r"labels\.train\.reasoning\s+39", verbose)
     assert f"dataset card: {out}/splits/README.md" in verbose
 
 

@@ -17,7 +17,9 @@ from tests.conftest import shared_file
 pytestmark = pytest.mark.spark
 
 # Real pairs of the enwiki sample, pinned on the current cleaning, segmentation and
-# lexicon: (premise, stripped hypothesis, label, marker as written).
+# lexicon without its label filters (`--no-label-filter all`: the phrase list as the
+# published corpora had it; tests/test_label_filters.py checks the filters): (premise,
+# stripped hypothesis, label, marker as written).
 PINNED = [
     ("Asphalt/bitumen is similar to the organic matter in carbonaceous meteorites.",
      "Detailed studies have shown these materials to be distinct.", "contrasting", "However"),
@@ -62,7 +64,7 @@ def enwiki(spark, tmp_path_factory):
     dump = shared_file("dumps/enwiki-sample-206pages.xml.bz2")
     out = tmp_path_factory.mktemp("enwiki-pairs")
     assert main(["--lang", "en", "--input", str(dump), "--output", str(out), "--stages", "pairs",
-                 "--overwrite"]) == 0
+                 "--overwrite", "--no-label-filter", "all"]) == 0
     stats = json.loads((out / "stats.json").read_text())
     return read(out, "pairs"), read(out, "sentences"), stats
 
@@ -115,8 +117,10 @@ def test_romanian_sample_default_command_gives_four_labels(spark, tmp_path, caps
     assert main(["--lang", "ro", "--output", str(out), "--stages", "pairs"]) == 0
     stats = json.loads((out / "stats.json").read_text())
     labels = stats["pairs"]["labels"]
-    # 37 articles written to give about 70 pairs of every label (measured: 66-73)
-    assert set(labels) == {"contrasting", "entailment", "reasoning", "neutral"} and min(labels.values()) >= 60
+    # 37 articles written to give about 70 pairs of every label (measured: 66-73); the label
+    # filters drop the 50 pairs of phrases measured imprecise (measured: 48-58 left)
+    assert set(labels) == {"contrasting", "entailment", "reasoning", "neutral"} and min(labels.values()) >= 45
+    assert stats["pairs"]["rejected"]["label_phrase_dropped"] == 50
     pairs = read(out, "pairs")
     assert len(pairs) == stats["pairs"]["total"]
     from extractor.pairs import pos_filter as pf

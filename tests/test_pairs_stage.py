@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from extractor.pairs.neutral import STRATEGIES
 from extractor.pairs import stage as ps
 from extractor.spark.runner import SparkRunner
 from extractor.hashing import stable_hex
@@ -188,7 +189,7 @@ def test_neutral_pairs_follow_their_strategy(handmade):
     # target: 3.0 x the largest marked class (entailment, 2)
     assert stats["neutral"]["target"] == {"c1": 6} and len(neutral) == 6
     assert stats["neutral"]["shortfall"] == {"c1": 0}
-    assert {p["source"] for p in neutral} <= set(ps.nt.STRATEGIES) and len({p["source"] for p in neutral}) >= 3
+    assert {p["source"] for p in neutral} <= set(STRATEGIES) and len({p["source"] for p in neutral}) >= 3
     marked_premises = {p["premise"] for p in pairs if p["label"] != "neutral"}
     marked_hyps = {p["hypothesis"] for p in pairs if p["label"] != "neutral"}
     for p in neutral:

@@ -32,6 +32,7 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from extractor.hashing import ref_key, stable_hash  # noqa: E402
+from extractor.job import corpus_name_for  # noqa: E402
 from extractor.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs.matching import matcher_for  # noqa: E402
 
@@ -51,12 +52,6 @@ TEST_SHARE = 3          # test part: stable_hash(pair_id, "test") % 3 == 0
 DOUBLE_SHARE = 0.27     # the double-checked part: the lowest 27 % of stable_hash(pair_id, "double")
 PER_STRATUM = 5         # phrase or neutral strategy: checked at least this often (all when fewer)
 LABELS = ("contrasting", "entailment", "reasoning", "neutral")
-
-
-def corpus_of(source: str) -> str:
-    """The corpus name the job gives a source (its file or folder name)."""
-    from extractor.job import corpus_name_for
-    return corpus_name_for(source)
 
 
 def run_job(lang: str, out: Path, flags: list[str] = (), stages: str = "pairs", quiet: bool = True) -> Path:
@@ -145,7 +140,7 @@ def double_checked(pair_ids: list[str]) -> set[str]:
 
 def reference(row: dict, lang: str, lexicon) -> dict:
     """A gold item's reference to its pair (no text)."""
-    corpus_file = next(s for s in SOURCES[lang] if corpus_of(s) == row["corpus"])
+    corpus_file = next(s for s in SOURCES[lang] if corpus_name_for(s) == row["corpus"])
     return {"pair_id": row["pair_id"], "lang": lang, "corpus": row["corpus"], "corpus_file": corpus_file,
             "doc_id": row["doc_id"], "premise_ref": row["premise_ref"], "hypothesis_ref": row["hypothesis_ref"],
             "auto_label": row["label"], "source": row["source"], "phrase": phrase_of(lexicon, row["marker"]),

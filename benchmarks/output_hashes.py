@@ -7,7 +7,8 @@ refactor (issue "One stage contract": the output bytes do not change).
 
 Configurations: the bundled samples (ro, es, en) as they were at commit BASE (extracted
 from git, so a newer bundled sample does not change this check), the 200 MB repeated enwiki
-benchmark dump (benchmarks/extract_throughput.py builds it), and the ELTeC Romanian novels
+benchmark dump (benchmarks/extract_throughput.py builds it), the 250 MB dump of unique pages
+from the dense pool of benchmarks/scale.py (`dense250`), and the ELTeC Romanian novels
 of ../shared/data. Each runs the whole job (`local[2]`, POS filter as the default: on where
 the model is installed). Every file under the published run is hashed except manifest.json
 (run id, times); stats.json is hashed without the fields that differ between any two runs
@@ -59,6 +60,12 @@ def configurations(names: list[str]) -> dict[str, list[str]]:
 
             dump, _ = build_dump(200)
             out[name] = ["--lang", "en", "--input", str(dump)]
+        elif name == "dense250":
+            sys.path.insert(0, str(REPO / "benchmarks"))
+            from scale import build_dump as build_scale_dump  # the scale benchmark's dense pool
+
+            dump, _ = build_scale_dump(250, os.cpu_count() or 2, kind="dense")
+            out[name] = ["--lang", "ro", "--input", str(dump)]
         elif name == "eltec-rom-20":
             out[name] = ["--lang", "ro", "--input", str(SHARED / "text" / "eltec-rom-20")]
         else:
@@ -100,7 +107,7 @@ def run_job(code: Path, name: str, args: list[str], extra: list[str]) -> dict[st
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--code", type=Path, default=REPO, help="checkout whose jobs/extract.py and extractor/ run")
-    ap.add_argument("--configs", default="ro,es,en,eltec-rom-20,enwiki200")
+    ap.add_argument("--configs", default="ro,es,en,eltec-rom-20,dense250")
     ap.add_argument("--record", type=Path, help="write the hashes to this JSON file")
     ap.add_argument("--compare", type=Path, help="compare with the hashes of this JSON file (exit 1 on a difference)")
     ap.add_argument("--job-arg", action="append", default=[], help="an extra job argument; repeatable")

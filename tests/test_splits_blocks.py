@@ -79,6 +79,33 @@ def test_a_pair_straddling_blocks_of_two_splits_is_dropped_and_counted():
     assert dc.rank_identical(rows, whole).column("_why").to_pylist() == [None] * 3
 
 
+def test_a_private_second_random_premise_follows_its_pair_into_the_hypothesis_block():
+    rows = _slim([
+        dict(doc_id="d", _pdoc="d", _hdoc="d", _ppara=1, _hpara=1, label="reasoning", source="marker"),
+        dict(doc_id="d", _pdoc="d", _hdoc="d", _ppara=1, _hpara=8, label="neutral", source="second_random"),
+        dict(doc_id="d", _pdoc="d", _hdoc="d", _ppara=1, _hpara=8, label="neutral", source="first_random"),
+    ])
+    blocks = dc.cut_blocks(dc.paragraph_weights(rows), 1)
+    assigned = pa.table({"corpus": ["c"] * 2, "doc_id": ["d#p0", "d#p8"], "split": ["train", "test"]},
+                        schema=dc.ASSIGNED_SCHEMA)
+    keyed = dc.with_blocks(rows, blocks, frozenset({"c"}))
+    # the unused premise of second_random takes the hypothesis's block; a marked premise never does
+    assert keyed.column("_pdoc").to_pylist() == ["d#p0", "d#p8", "d#p0"]
+    why = dc.rank_identical(keyed, assigned, frozenset({"c"})).sort_by("_row").column("_why").to_pylist()
+    assert why == [None, None, "pair_spans_blocks_of_two_splits"]
+    # another corpus (or none known): the premise keeps its own block and the pair goes
+    assert dc.with_blocks(rows, blocks, frozenset({"other"})).column("_pdoc").to_pylist() == ["d#p0"] * 3
+
+
+def test_premises_are_private_only_where_second_random_is_the_only_unused_draw():
+    allocated = {"ro": {"second_random": 40, "first_random": 0},
+                 "es": {"second_random": 10, "first_random": 10, "marked_different_paragraphs": 5},
+                 "en": {"second_random": 10, "adjacent_unmarked": 3},
+                 "x": {"marked_different_paragraphs": 5, "second_random": 2}}
+    assert sp.private_premise_corpora(allocated) == frozenset({"ro", "x"})
+    assert sp.private_premise_corpora(None) == frozenset()
+
+
 def test_block_weights_sum_a_documents_pairs_per_block():
     rows = _slim([dict(doc_id="d", _pdoc="d", _hdoc="d", _ppara=p, _hpara=p, label=l)
                   for p, l in ((0, "neutral"), (0, "reasoning"), (3, "neutral"), (7, "neutral"))])

@@ -223,3 +223,23 @@ def missing_labels(counts: Mapping, quotas: Mapping, labels: Iterable[str],
         if missing:
             out[split] = missing
     return out
+
+
+# Neutral strategies that take a sentence from the unused pool (extractor.pairs.neutral),
+# in a role: adjacent_unmarked pairs two unused sentences of one paragraph.
+UNUSED_DRAWS = {"both_random": 2, "first_random": 1, "second_random": 1, "adjacent_unmarked": 2}
+
+
+def private_premise_corpora(allocated: Mapping[str, Mapping[str, int]] | None) -> frozenset[str]:
+    """Corpora whose neutral pairs draw unused sentences through `second_random` only
+    (stage 2's `neutral.allocated`: {corpus: {strategy: n}}). There each unused sentence is
+    the premise of at most one pair (a strategy pairs each premise once) and of no other
+    pair, so in a corpus cut into blocks such a premise may follow its pair into the
+    hypothesis's block (`decisions.with_blocks`) instead of dropping the pair when the
+    premise's paragraph went to another split. Unknown allocations (stage 3 run alone): none."""
+    out = set()
+    for corpus, per in (allocated or {}).items():
+        drawing = {s for s, n in per.items() if n and s in UNUSED_DRAWS}
+        if drawing == {"second_random"}:
+            out.add(corpus)
+    return frozenset(out)

@@ -178,14 +178,21 @@ def _pylist(values) -> list:
     return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
 
 
-def with_blocks(rows: pa.Table, blocks: pa.Table) -> pa.Table:
+def with_blocks(rows: pa.Table, blocks: pa.Table, private_premises=frozenset()) -> pa.Table:
     """Slim rows with `doc_id`, `_pdoc` and `_hdoc` replaced by their blocks' keys (the
-    pair's own unit is its hypothesis's block) where their document is cut into blocks."""
+    pair's own unit is its hypothesis's block) where their document is cut into blocks. In
+    the corpora of `private_premises` (`assign.private_premise_corpora`) a `second_random`
+    pair's premise, an unused sentence in no other pair, takes its pair's block."""
     if not blocks.num_rows:
         return rows
     for doc, para in (("doc_id", "_hpara"), ("_pdoc", "_ppara"), ("_hdoc", "_hpara")):
         ids = block_ids(rows.column("corpus"), rows.column(doc), rows.column(para), blocks)
         rows = rows.set_column(rows.schema.get_field_index(doc), doc, ids)
+    if private_premises:
+        follows = pc.and_(pc.is_in(rows.column("corpus"), value_set=pa.array(sorted(private_premises), pa.string())),
+                          pc.equal(rows.column("source"), "second_random"))
+        rows = rows.set_column(rows.schema.get_field_index("_pdoc"), "_pdoc",
+                               pc.if_else(follows, rows.column("doc_id"), rows.column("_pdoc")))
     return rows
 
 

@@ -283,7 +283,7 @@ def _rank_task(plan: dict):
     def fn(b: int) -> dict:
         rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
         assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
-        rows = dc.with_blocks(rows, _blocks(plan))
+        rows = dc.with_blocks(rows, _blocks(plan), plan.get("private_premises", frozenset()))
         ranked = dc.rank_identical(rows, assigned, frozenset(plan.get("block_corpora", ())))
         kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
         where = pa.array(plan["range_of"], pa.int64()).take(kept.column("_unit")).to_numpy()
@@ -593,7 +593,9 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         fs.delete(work)
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near,
-            "earlier_stats": card_mod.earlier_stats(ctx.stats)}
+            "earlier_stats": card_mod.earlier_stats(ctx.stats),
+            "private_premises": sp.private_premise_corpora(((ctx.stats.get("pairs") or {}).get("neutral") or {})
+                                                           .get("allocated"))}
 
     def write(target: str) -> None:
         """Rounds 1-6 (round 6 writes the split files into `target`), then the card."""

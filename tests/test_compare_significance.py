@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainer import compare as cp
+from trainer.analysis import significance as cp
 from trainer.cli import main
 
 

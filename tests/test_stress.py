@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import shared_file
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import UserError, main
-from trainer.stress import (TESTS, append_phrase, build_sets, load_templates, misspell, stress_report,
+from trainer.analysis.stress import (TESTS, append_phrase, build_sets, load_templates, misspell, stress_report,
                             table_markdown, validate_templates)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from extractor.errors import UserError
 from trainer import cli
-from trainer.data import NLIDataError
+from trainer.data.loading import NLIDataError
 from trainer.errors import ModelError, RunError, RunFileNotFound
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,12 +86,12 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, capsys
     assert cli.main(["evaluate", str(tmp_path), "--data", str(missing)]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path}: not a run directory (no config.json)\n"
 
-    import trainer.stats
+    import trainer.commands.stats
 
     def bug(args):
         raise ValueError("a bug, not the user's fault")
 
-    monkeypatch.setattr(trainer.stats, "run", bug)
+    monkeypatch.setattr(trainer.commands.stats, "run", bug)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["stats", "--data", str(missing)])
 

@@ -54,3 +54,13 @@ def add_data(p: argparse.ArgumentParser, help: str, *, old: str | None = None, r
     p.add_argument(*names, dest="data", required=required, type=type, action=_Alias,
                    deprecated=(old,) if old else (), metavar="PATH", **extra,
                    help=f"{help} ({old}: {DEPRECATED})" if old else help)
+
+
+def add_label_map_arguments(p: argparse.ArgumentParser) -> None:
+    """``--label-map`` and ``--unmapped``, as `evaluate` and `stress` take them."""
+    p.add_argument("--label-map", action="append", default=[], metavar="A=B,...",
+                   help="rename labels of the data and of the model into one label space (many-to-one allowed; "
+                        "repeatable: the maps add up, a label mapped to two names is an error)")
+    p.add_argument("--unmapped", choices=["keep", "drop", "error"], default="keep",
+                   help="gold labels the model cannot predict after --label-map: keep them as errors (default), "
+                        "drop those rows (counted), or stop")

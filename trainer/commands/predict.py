@@ -10,10 +10,10 @@ import argparse
 from pathlib import Path
 
 from extractor.errors import UserError
-from trainer.data import add_column_arguments, load_one_split
-from trainer.evaluate import run_mapping
+from trainer.data.loading import add_column_arguments, load_one_split
+from trainer.analysis.evaluation import run_mapping
 from trainer.flags import add_data, add_output
-from trainer.runs import load_run, predictions_frame
+from trainer.training.runs import load_run, predictions_frame
 
 FORMATS = (".parquet", ".jsonl", ".csv")
 

@@ -1,6 +1,6 @@
 """`python -m trainer stats --data PATH`: statistics and leakage report for any NLI dataset.
 
-Reads through `trainer.data.load_nli` (our splits folder, HF folders, JSONL/JSON/CSV/TSV/
+Reads through `trainer.data.loading.load_nli` (our splits folder, HF folders, JSONL/JSON/CSV/TSV/
 Parquet files) and computes every number with `extractor.statistics`, the same functions
 the Spark job uses for the dataset card.
 """
@@ -11,7 +11,7 @@ import sys
 
 from extractor import neardup
 from extractor import statistics as st
-from trainer.data import add_column_arguments, column_mapping, load_nli
+from trainer.data.loading import add_column_arguments, column_mapping, load_nli
 from trainer.flags import add_output
 
 

@@ -671,7 +671,7 @@ def test_data_without_automatic_labels(tmp_path, capsys):
 
 
 def test_output_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):
-    from trainer.commands.annotate import output_folder
+    from trainer.flags import output_folder
     from trainer.cli import UserError
 
     out = tmp_path / "out"

@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 
 from extractor.errors import UserError
-from extractor.staging import WorkFolder
 from trainer.annotation import agreement as ag
 from trainer.annotation import outputs
 from trainer.annotation.blind_batches import annotator_names, select_items, write_batch
@@ -25,7 +24,7 @@ from trainer.annotation.guidelines import label_lookup, label_set, load_guidelin
 from trainer.annotation.readers import check_known, find_manifests, read_annotations
 from trainer.annotation.items import cartography_groups, default_lang, load_data, parse_annotator_groups
 from trainer.data.loading import add_column_arguments, column_mapping, read_parquet_frame
-from trainer.flags import add_output, add_overwrite
+from trainer.flags import add_output, add_overwrite, output_folder
 
 # --------------------------------------------------------------------------- arguments
 
@@ -94,16 +93,6 @@ def _splits_arg(values: list[str] | None) -> list[str] | None:
     """--split a --split b or --split a,b -> [a, b] (order kept, no repeats)."""
     out = [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
     return list(dict.fromkeys(out)) or None
-
-
-def output_folder(out: Path, overwrite: bool) -> WorkFolder:
-    """``with output_folder(out, overwrite) as work:`` write into a work folder beside ``out``
-    (extractor/staging.py); when the block ends it replaces ``out``, and on any error it is
-    removed (``out`` left as it was). A non-empty ``out`` needs ``--overwrite``."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise UserError(f"{out}: already exists; choose another --output or pass --overwrite to replace it")
-    return WorkFolder(out)
 
 
 def _command_line() -> str:

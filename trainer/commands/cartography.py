@@ -12,10 +12,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from extractor.errors import UserError
-from extractor.staging import discard, swap_in, work_path
 from trainer.analysis.cartography import (GROUPS, GroupRules, cartography_table, compute_measures, group_table,
                                           markdown_table, plot_data_map, read_dynamics, resolve_dynamics_dir)
-from trainer.flags import add_output
+from trainer.flags import add_output, add_overwrite, output_folder, refuse_existing
 
 
 def _dynamics_cost(run_dir: Path) -> dict | None:
@@ -33,6 +32,7 @@ def _dynamics_cost(run_dir: Path) -> dict | None:
 def add_arguments(parser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run with dynamics/epoch_N.parquet files")
     add_output(parser, "output folder (default RUN_DIR/cartography)", type=str)
+    add_overwrite(parser, "replace an existing output folder")
     parser.add_argument("--fraction", type=float, default=0.33,
                         help="share of the training set in each group, ranked on its measure (default 0.33)")
     parser.add_argument("--e2l-fraction", type=float, help="override --fraction for easy-to-learn")
@@ -48,16 +48,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     """The outputs are written into a work folder beside OUT and swapped in once complete
     (extractor/staging.py); a failure removes the work folder and leaves OUT as it was."""
-    try:
-        return run_cartography(args)
-    except BaseException:
-        if getattr(args, "work_folder", None) is not None:
-            discard(args.work_folder)
-        raise
-
-
-def run_cartography(args) -> int:
-
     t0 = time.perf_counter()
     run_dir = Path(args.run_dir)
     if not run_dir.exists():
@@ -74,40 +64,37 @@ def run_cartography(args) -> int:
         )
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    out = refuse_existing(args.output or run_dir / "cartography", args.overwrite)
     dynamics = read_dynamics(dyn_dir)
     measures = compute_measures(dynamics, burn_out=args.burn_out)
     table, thresholds = cartography_table(measures, rules)
-    final = Path(args.output) if args.output else run_dir / "cartography"
-    out = args.work_folder = work_path(final)
-    discard(out)
-    out.mkdir(parents=True)
-    cols = ["pair_id", "gold", "epochs", "confidence", "variability", "correctness", *GROUPS, "n_groups", "s", "s_printed"]
-    table[cols].to_parquet(out / "metrics.parquet", index=False)
-    groups = group_table(table)
-    groups.to_csv(out / "groups.csv")
-    (out / "groups.md").write_text(markdown_table(groups) + "\n")
-    title = args.title or run_dir.resolve().name
-    plot_data_map(table, out / "data_map.png", title=title, thresholds=thresholds)
-    n = len(table)
-    summary = {
-        "run_dir": str(run_dir),
-        "dynamics": str(dyn_dir),
-        "examples": n,
-        "epochs": int(table["epochs"].max()),
-        "rules": asdict(rules),
-        "thresholds": thresholds,
-        "groups": {g: int(table[g].sum()) for g in GROUPS},
-        "in_no_group": int((table["n_groups"] == 0).sum()),
-        "in_two_groups": int((table["n_groups"] == 2).sum()),
-        "in_three_groups": int((table["n_groups"] >= 3).sum()),
-        "variability": "population standard deviation (ddof=0) of the gold-label probability",
-        "s": "RoNLI eq. (1) with branches as the text and codomain [0,2] imply; s_printed: literal eq. (1)",
-        "seconds": round(time.perf_counter() - t0, 2),
-        "dynamics_cost": _dynamics_cost(run_dir),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    swap_in(out, final)
-    out, args.work_folder = final, None
+    with output_folder(out, args.overwrite) as work:
+        cols = ["pair_id", "gold", "epochs", "confidence", "variability", "correctness", *GROUPS, "n_groups", "s",
+                "s_printed"]
+        table[cols].to_parquet(work / "metrics.parquet", index=False)
+        groups = group_table(table)
+        groups.to_csv(work / "groups.csv")
+        (work / "groups.md").write_text(markdown_table(groups) + "\n")
+        title = args.title or run_dir.resolve().name
+        plot_data_map(table, work / "data_map.png", title=title, thresholds=thresholds)
+        n = len(table)
+        summary = {
+            "run_dir": str(run_dir),
+            "dynamics": str(dyn_dir),
+            "examples": n,
+            "epochs": int(table["epochs"].max()),
+            "rules": asdict(rules),
+            "thresholds": thresholds,
+            "groups": {g: int(table[g].sum()) for g in GROUPS},
+            "in_no_group": int((table["n_groups"] == 0).sum()),
+            "in_two_groups": int((table["n_groups"] == 2).sum()),
+            "in_three_groups": int((table["n_groups"] >= 3).sum()),
+            "variability": "population standard deviation (ddof=0) of the gold-label probability",
+            "s": "RoNLI eq. (1) with branches as the text and codomain [0,2] imply; s_printed: literal eq. (1)",
+            "seconds": round(time.perf_counter() - t0, 2),
+            "dynamics_cost": _dynamics_cost(run_dir),
+        }
+        (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"cartography of {n} examples over {summary['epochs']} epochs ({dyn_dir})")
     print(f"thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
     print(markdown_table(groups))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from extractor.errors import UserError
 from trainer.analysis.significance import EXACT_BELOW, compare_runs, format_report
+from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
 
 
 def add_arguments(parser) -> None:
@@ -17,7 +18,9 @@ def add_arguments(parser) -> None:
                         help="per-seed score for the Mann-Whitney U test (default macro_f1)")
     parser.add_argument("--mcnemar", default="auto", choices=["auto", "exact", "chi2"],
                         help=f"exact binomial, chi-square with continuity correction, or auto (exact below {EXACT_BELOW} discordant pairs)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    add_json(parser, "every result")
+    add_output(parser, "also write the report (the table, or JSON with --json) to this file", type=str)
+    add_overwrite(parser, "replace an existing --output file")
 
 
 def run(args) -> int:
@@ -26,8 +29,12 @@ def run(args) -> int:
     for rd in args.runs:
         if not Path(rd).is_dir():
             raise UserError(f"{rd}: no such run directory")
+    if args.output:
+        refuse_existing(args.output, args.overwrite)
     result = compare_runs([Path(r) for r in args.runs], args.split, args.metric, args.mcnemar)
-    print(format_report(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    text = json.dumps(result, indent=2) if args.json else format_report(result)
+    if args.output:
+        with output_file(args.output) as tmp:
+            tmp.write_text(text + "\n", encoding="utf-8")
+    print(text)
     return 0

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
-from extractor.staging import WorkFolder
 from trainer.analysis import logic
 from trainer.analysis.consistency import (KIND_ORDER, OTHER, allowed_columns, build_inferred, choose_split,
                                           dedupe_sources, markdown_table, model_letters, parse_label_map,
@@ -25,7 +24,7 @@ from trainer.analysis.consistency import (KIND_ORDER, OTHER, allowed_columns, bu
 from trainer.analysis.evaluation import run_mapping
 from trainer.analysis.metrics import compute_metrics
 from trainer.data.loading import add_column_arguments, load_nli
-from trainer.flags import add_output
+from trainer.flags import add_output, add_overwrite, output_folder, refuse_existing
 from trainer.training.runs import load_run, write_json
 
 
@@ -53,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the stable samples")
     p.add_argument("--batch-size", type=int, default=1024, help="pairs per prediction batch")
     add_output(p, "output folder (default: RUN_DIR/consistency)")
+    add_overwrite(p, "replace an existing output folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_column_arguments(p, from_run=True)
 
@@ -64,6 +64,7 @@ def run(args) -> int:
         raise UserError("--generated needs --data: generated items chain onto the data's hypotheses")
     readings = list(dict.fromkeys(args.readings or logic.READINGS))
     label_map = parse_label_map(args.label_map)
+    out = refuse_existing(args.output or Path(args.run_dir) / "consistency", args.overwrite)
     run_ = load_run(args.run_dir)
     to_letter = model_letters(run_.labels, label_map)
 
@@ -166,8 +167,7 @@ def run(args) -> int:
                              title=f"unfiltered, source labels = {args.source_labels} (Table 7 layout)"))
     table = "\n".join(md)
 
-    out = Path(args.output) if args.output else Path(args.run_dir) / "consistency"
-    with WorkFolder(out) as work:
+    with output_folder(out, args.overwrite) as work:
         write_json(work / "metrics.json", result)
         (work / "table.md").write_text(table, encoding="utf-8")
         write_frame(items, work / "items.parquet")

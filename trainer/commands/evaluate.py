@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 from extractor.errors import UserError
-from extractor.staging import WorkFolder
 from trainer.analysis.evaluation import evaluate_frames, load_frames, note_unmapped, run_mapping
 from trainer.data.loading import add_column_arguments, parse_label_map
-from trainer.flags import add_data, add_label_map_arguments, add_output
+from trainer.flags import add_data, add_label_map_arguments, add_output, add_overwrite, output_folder, refuse_existing
 from trainer.training.runs import load_run, write_evaluation, write_slices
 
 
@@ -30,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default=None,
                    help="split of a dataset folder given to --data (default: test, or the folder's only split)")
     add_output(p, "output directory (default: RUN_DIR/evaluation)")
+    add_overwrite(p, "replace an existing output directory")
     p.add_argument("--by", action="append", default=[], metavar="COL",
                    help="metrics per value of column COL (repeatable; a list column counts each tag)")
     add_label_map_arguments(p)
@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     label_map = parse_label_map(args.label_map)
+    out = refuse_existing(args.output or Path(args.run_dir) / "evaluation", args.overwrite)
     run_ = load_run(args.run_dir)
     frames = load_frames(args.data, run_mapping(args, run_), run_.labels, label_map=label_map,
                          duplicate_ids=args.duplicate_ids, check=not label_map, split=args.split)
@@ -53,8 +54,7 @@ def run(args) -> int:
             metrics[name]["dropped"] = df.attrs["dropped"]
             print(f"note: {name}: dropped {sum(df.attrs['dropped'].values())} rows {df.attrs['dropped']}",
                   file=sys.stderr)
-    out = args.output or Path(args.run_dir) / "evaluation"
-    with WorkFolder(out) as work:
+    with output_folder(out, args.overwrite) as work:
         write_evaluation(work, metrics, preds)
         if args.by:
             write_slices(work, preds, args.by, labels)

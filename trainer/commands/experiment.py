@@ -14,7 +14,7 @@ from pathlib import Path
 
 from extractor.errors import UserError
 from extractor.staging import discard, unfinished_path
-from trainer.flags import add_output, add_overwrite
+from trainer.flags import add_output, add_overwrite, output_file
 from trainer.training.lineup import collect, flags, load_lineup, results_markdown, run_trainer, train_argv
 
 
@@ -76,7 +76,8 @@ def run(args) -> int:
             if entry.name == lineup.reference and any(e.needs_cartography for e in todo):
                 carto = run_dir / "cartography" / "metrics.parquet"
                 if not carto.exists() or args.overwrite:
-                    argv_c = ["cartography", str(run_dir), *flags(lineup.cartography_args)]
+                    # the reference's cartography is recomputed: --overwrite replaces an older one
+                    argv_c = ["cartography", str(run_dir), *flags(lineup.cartography_args), "--overwrite"]
                     if run_trainer(argv_c, lineup.out / "logs" / "cartography.log") != 0:
                         raise UserError(f"cartography of {run_dir} failed; see {lineup.out}/logs/cartography.log")
                     print(f"[cartography] {run_dir}/cartography", flush=True)
@@ -86,8 +87,10 @@ def run(args) -> int:
     results["timings_s"] = timings
     results["failed"] = failed
     md = results_markdown(results, train_args=lineup.train_args)
-    (lineup.out / "results.md").write_text(md)
-    (lineup.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    with output_file(lineup.out / "results.md") as tmp:
+        tmp.write_text(md)
+    with output_file(lineup.out / "results.json") as tmp:
+        tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(md)
     print(f"wrote {lineup.out}/results.md and results.json")
     if failed:

@@ -14,13 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from extractor.errors import UserError
-from extractor.staging import WorkFolder
 from trainer.analysis.evaluation import evaluate_frames, note_unmapped, run_mapping
 from trainer.analysis.stress import TESTS, build_sets, load_templates, stress_report, table_markdown
 from trainer.data.loading import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,
                                   parse_label_map)
 from trainer.errors import RunError
-from trainer.flags import add_data, add_label_map_arguments, add_output
+from trainer.flags import add_data, add_label_map_arguments, add_output, add_overwrite, output_folder, refuse_existing
 from trainer.training.runs import check_labels, load_run, write_json, write_parquet
 
 
@@ -33,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", default=",".join(TESTS), help=f"comma-separated subset of {', '.join(TESTS)}")
     p.add_argument("--seed", type=int, default=0, help="seed of the spelling rule (default 0)")
     add_output(p, "output directory (default: RUN/stress)")
+    add_overwrite(p, "replace an existing output directory")
     p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
     add_label_map_arguments(p)
     add_column_arguments(p, from_run=True)
@@ -47,6 +47,7 @@ def run(args) -> int:
         raise UserError(f"{args.data}: no such file or folder (--data)")
     templates, lexicon = load_templates(args.lang)
     label_map = parse_label_map(args.label_map)
+    out = refuse_existing(args.output or Path(args.run_dir) / "stress", args.overwrite)
     run_ = load_run(args.run_dir)
     split, df = load_one_split(args.data, args.split, **run_mapping(args, run_))
     split = "test" if split == "data" else split
@@ -70,8 +71,7 @@ def run(args) -> int:
         metrics[name]["predictions_changed"] = float(
             np.mean(preds.loc[preds["split"] == name, "pred"].to_numpy() != base_pred))
     report = stress_report(metrics, labels)
-    out = args.output or Path(args.run_dir) / "stress"
-    with WorkFolder(out) as work:
+    with output_folder(out, args.overwrite) as work:
         write_json(work / "metrics.json", report)
         (work / "sets").mkdir()
         for name, s in sets.items():

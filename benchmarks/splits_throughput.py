@@ -252,7 +252,7 @@ def stats_throughput(folder: Path) -> tuple[int, float, float, bool]:
     import pandas as pd
 
     from extractor import statistics as st
-    from trainer.data import load_nli
+    from trainer.data.loading import load_nli
 
     splits = load_nli(folder)
     n = sum(len(df) for df in splits.values())

@@ -64,7 +64,7 @@ VARIANTS = {
 
 
 def load_pairs(n: int) -> tuple[pd.DataFrame, str]:
-    from trainer.data import load_nli
+    from trainer.data.loading import load_nli
 
     files = [SHARED / "nli" / "scinli-train-2k-human.jsonl", SHARED / "nli" / "scinli-dev.jsonl"]
     if all(f.exists() for f in files):
@@ -110,8 +110,8 @@ def _peak_gib() -> float | None:
 
 def ours(model_dir: Path, df: pd.DataFrame, labels: list[str], args, *, group_by_length=True, pad_to_max=False,
          prefetch=None, fused=True, compile=False) -> dict:
-    import trainer.loop as loop
-    from trainer.loop import Callback, default_schedule
+    import trainer.training.loop as loop
+    from trainer.training.loop import Callback, default_schedule
     from trainer.models import FitContext
     from trainer.models.transformer import Transformer
 

@@ -295,6 +295,9 @@ SCINLI_CBOW = ("python -m trainer train --model cbow-softmax --epochs 5 --train 
                "--premise sentence1 --hypothesis sentence2 --output runs/scinli-cbow")
 SAME_FLAGS = ("--model cbow-softmax --epochs 1 --train small/scinli-train-2k-human.jsonl --validation small/scinli-dev.jsonl "
               "--test small/scinli-dev.jsonl --premise sentence1 --hypothesis sentence2")
+# commands of one workspace that write the same default output folder (RUN_DIR/evaluation,
+# RUN_DIR/consistency) in any order: a writing command refuses an existing output otherwise
+OVERWRITE = "--overwrite"
 RUN_FILES = ("metrics.json", "config.json", "predictions.parquet", "model")
 
 
@@ -415,10 +418,11 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
     "docs/consistency.md": {
         "python -m trainer consistency RUN_DIR --data test.jsonl":
             Run(needs=("cons-run",), sub=(("RUN_DIR", "cons/run-tfidf"), ("test.jsonl", "cons/data/test.jsonl")),
-                checks=(prints(r"MC "),)),
+                append=OVERWRITE, checks=(prints(r"MC "),)),
         "python -m trainer consistency RUN_DIR --data test.jsonl --generated gen.jsonl":
             Run(needs=("cons-run",), sub=(("RUN_DIR", "cons/run-tfidf"), ("test.jsonl", "cons/data/test.jsonl"),
-                                          ("gen.jsonl", "cons/data/generated.jsonl")), checks=(prints(r"chain_ac"),)),
+                                          ("gen.jsonl", "cons/data/generated.jsonl")), append=OVERWRITE,
+                checks=(prints(r"chain_ac"),)),
         "python -m trainer consistency RUN_DIR --data splits/ --split test --label-map contrasting=N reasoning=- "
         "--sentences output/ro/sentences":
             Run(needs=("ro-tfidf", "splits"), sub=(("RUN_DIR", "runs/ro-tfidf"),)),
@@ -432,7 +436,7 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
                 checks=(run_dir("cons/run-tfidf"),)),
         "python -m trainer consistency /tmp/cons/run-tfidf --data /tmp/cons/data/test.jsonl "
         "--generated /tmp/cons/data/generated.jsonl":
-            Run(needs=("cons-run",), sub=(("/tmp/cons", "cons"),),
+            Run(needs=("cons-run",), sub=(("/tmp/cons", "cons"),), append=OVERWRITE,
                 # the numbers the text quotes for this example
                 checks=(prints(r"MC 64\.0% of 150 \(chance 33\.3%\)", r"SC 75\.9% of 468", r"EI 77\.5% of 592"),)),
         "python -m trainer consistency /tmp/cons/run-scinli --sentences /tmp/cons/en/sentences "
@@ -527,9 +531,9 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "python -m trainer evaluate /models/xlm-roberta-large-xnli --data splits/test "
         "--label-map contradiction=contrasting,reasoning=entailment":
             Run(needs=("xnli-checkpoint", "splits"), sub=(("/models/xlm-roberta-large-xnli", "models/xnli"),),
-                checks=(prints(r"macro-F1"),)),
+                append=OVERWRITE, checks=(prints(r"macro-F1"),)),
         "python -m trainer evaluate /models/xlm-roberta-large-xnli --data splits/test "
-        "--label-map contradiction=contrasting":
+        "--label-map contradiction=contrasting --output xnli-unmapped":
             Run(needs=("xnli-checkpoint", "splits"), sub=(("/models/xlm-roberta-large-xnli", "models/xnli"),),
                 checks=(prints(r"macro-F1", r"gold labels the model cannot predict after --label-map: \{'reasoning'"),)),
         "python -m trainer train --train scinli-train-2k-human.jsonl --validation scinli-dev.jsonl "
@@ -607,17 +611,17 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
                 checks=(run_dir("runs/hyp", "metrics.json"),)),
         "python -m trainer evaluate runs/robert --data other.jsonl":
             Run(needs=("robert", "scinli"), checks=(prints(r"macro-F1"),)),
-        "python -m trainer evaluate runs/robert --data xnli-ro/ --split validation":
+        "python -m trainer evaluate runs/robert --data xnli-ro/ --split validation --output runs/robert/eval-xnli":
             Run(needs=("robert", "scinli"), checks=(prints(r"macro-F1"),)),
         "python -m trainer predict runs/robert --data unlabelled.jsonl --output labelled.parquet":
             Run(needs=("robert", "scinli"), checks=(files("labelled.parquet"),)),
         "python -m trainer stress runs/robert --data splits/ --lang ro":
             Run(needs=("robert",), checks=(files("runs/robert/stress/table.md"),)),
-        "python -m trainer evaluate runs/robert --data splits/test --by corpus --by genre":
+        "python -m trainer evaluate runs/robert --data splits/test --by corpus --by genre --output runs/robert/slices":
             Run(needs=("robert",), checks=(prints(r"macro-F1"),)),
         "python -m trainer evaluate /models/xnli-checkpoint --data splits/test --label-map contradiction=contrasting":
             Run(needs=("xnli-checkpoint", "splits"), sub=(("/models/xnli-checkpoint", "models/xnli"),),
-                checks=(prints(r"macro-F1"),)),
+                append=OVERWRITE, checks=(prints(r"macro-F1"),)),
         "python -m trainer train --train ../shared/data/nli/scinli-train-2k-human.jsonl --validation "
         "../shared/data/nli/scinli-dev.jsonl --test ../shared/data/nli/scinli-dev.jsonl --premise sentence1 "
         "--hypothesis sentence2 --model MODEL --input-mode MODE --output runs/MODEL-MODE":

@@ -281,7 +281,7 @@ def test_export_of_a_file_without_pair_id_uses_the_loaders_id(tmp_path, capsys):
     rows = read_csv_rows(tmp_path / "b" / "annotators" / "round1-annotator1.csv")
     assert len(rows) == 8 and all(len(r["item_id"]) == 16 for r in rows)  # stable hash ids of the loader
     assert "The relation between two sentences" in (tmp_path / "b" / "label_studio" / "config.xml").read_text()
-    from trainer.data import load_nli
+    from trainer.data.loading import load_nli
 
     loaded = load_nli(data, premise="sentence1", hypothesis="sentence2")["data"]
     auto = dict(zip(loaded["pair_id"], loaded["label"]))
@@ -671,7 +671,7 @@ def test_data_without_automatic_labels(tmp_path, capsys):
 
 
 def test_output_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):
-    from trainer.annotate import output_folder
+    from trainer.flags import output_folder
     from trainer.cli import UserError
 
     out = tmp_path / "out"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainer import cartography as cg
+from trainer.analysis import cartography as cg
 from trainer.cli import UserError, main
 
 LABELS = ["contrasting", "entailment", "neutral", "reasoning"]

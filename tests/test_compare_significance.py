@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainer import compare as cp
+from trainer.analysis import significance as cp
 from trainer.cli import main
 
 
@@ -79,10 +79,13 @@ def test_compare_cli_prints_scores_and_p_values(tmp_path, capsys):
     bad = np.where(rng.uniform(size=400) < 0.5, gold, labels[rng.integers(0, 4, 400)])
     a = fake_run(tmp_path / "base", bad, gold, seeds=[0.40, 0.42, 0.41, 0.39, 0.43])
     b = fake_run(tmp_path / "cart", good, gold, seeds=[0.70, 0.72, 0.71, 0.69, 0.73])
-    assert main(["compare", str(a), str(b), "--test", "test", "--json", str(tmp_path / "c.json")]) == 0
+    assert main(["compare", str(a), str(b), "--test", "test"]) == 0
     out = capsys.readouterr().out
     assert "| run | micro-F1 | macro-F1 | F1 contrasting |" in out
+    # --json is a switch (as in `stats`): JSON on stdout instead of the table; --output writes what is printed
+    assert main(["compare", str(a), str(b), "--test", "test", "--json", "--output", str(tmp_path / "c.json")]) == 0
     res = json.loads((tmp_path / "c.json").read_text())
+    assert json.loads(capsys.readouterr().out) == res
     t = res["tests"]["pairwise"][0]
     (both, a_only), (b_only, neither) = t["contingency"]
     assert both + a_only + b_only + neither == 400

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainer import logic
+from trainer.analysis import logic
 from trainer.cli import UserError, main
 
 # ---------------------------------------------------------------------------- the dataset
@@ -335,7 +335,7 @@ def _sources(rows, origin="data"):
 
 
 def test_inferred_items_from_shared_premises_and_chains():
-    from trainer.consistency import build_inferred, dedupe_sources
+    from trainer.analysis.consistency import build_inferred, dedupe_sources
 
     a = "A dog runs through  a field."
     rows = [(a, "An animal is outside.", "E"), (a + " ", "A dog is asleep on a couch.", "C"),
@@ -357,7 +357,7 @@ def test_inferred_items_from_shared_premises_and_chains():
 
 
 def test_sentence_table_chains_stop_at_paragraphs_and_short_sentences():
-    from trainer.consistency import sentence_chains
+    from trainer.analysis.consistency import sentence_chains
 
     sents = pd.DataFrame([
         ("ro", "d1", 0, 0, "Orașul are un port mare la Dunăre.", False),
@@ -376,7 +376,7 @@ def test_sentence_table_chains_stop_at_paragraphs_and_short_sentences():
 
 
 def test_label_map_parsing_and_model_labels():
-    from trainer.consistency import model_letters, parse_label_map
+    from trainer.analysis.consistency import model_letters, parse_label_map
 
     m = parse_label_map(["contrasting=N", "reasoning=-", "entails=entailment"])
     assert m == {"contrasting": "N", "reasoning": "-", "entails": "E"}
@@ -406,7 +406,7 @@ class _LookupModel:
 
 
 def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys):
-    import trainer.runs
+    import trainer.training.runs
 
     paths = write_dataset(tmp_path / "data")
     test = pd.read_json(paths["test"], lines=True)
@@ -415,7 +415,7 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
     table = {(p, h): lab for p, h, lab in zip(test["premise"], test["hypothesis"], test["label"])}
     table.update({(h, p): "contradiction" for p, h in zip(test["premise"], test["hypothesis"])})
     model = _LookupModel(table, "neutral")
-    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.commands.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", str(tmp_path / "run"), "--data", str(paths["test"]), "--output", str(out),
                  "--batch-size", "100", "--no-progress"]) == 0
@@ -451,13 +451,13 @@ def test_command_scores_exactly_on_a_lookup_model(tmp_path, monkeypatch, capsys)
 
 
 def test_command_with_generated_items_builds_chains(tmp_path, monkeypatch):
-    import trainer.runs
+    import trainer.training.runs
 
     paths = write_dataset(tmp_path / "data")
     gen = pd.read_json(paths["generated"], lines=True)
     model = _LookupModel({(p, h): lab for p, h, lab in zip(gen["premise"], gen["hypothesis"], gen["label"])},
                          "entailment")
-    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.commands.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", "RUN", "--data", str(paths["test"]), "--generated", str(paths["generated"]),
                  "--output", str(out), "--no-progress", "--readings", "SC", "EI"]) == 0
@@ -474,11 +474,11 @@ def test_command_with_generated_items_builds_chains(tmp_path, monkeypatch):
 
 
 def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
-    import trainer.runs
+    import trainer.training.runs
 
     paths = write_dataset(tmp_path / "data")
     model = _LookupModel({}, "neutral")  # labels every pair neutral
-    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.commands.consistency.load_run", lambda run_dir: model)
     views = {}
     for how in ("pred", "gold"):
         out = tmp_path / how
@@ -506,11 +506,11 @@ def test_source_labels_gold_groups_as_the_papers_table_7(tmp_path, monkeypatch):
 
 
 def test_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
-    import trainer.runs
+    import trainer.training.runs
 
     paths = write_dataset(tmp_path / "data")
     four = _LookupModel({}, "neutral", labels=("contrasting", "entailment", "reasoning", "neutral"))
-    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: four)
+    monkeypatch.setattr("trainer.commands.consistency.load_run", lambda run_dir: four)
     assert main(["consistency", "RUN", "--data", str(paths["test"]), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: model labels ['contrasting', 'reasoning']") and "\n" not in err
@@ -528,7 +528,7 @@ def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import trainer.runs
+    import trainer.training.runs
 
     text = ["Orașul are un port mare la Dunăre și o gară nouă.",
             "Cu alte cuvinte, orașul este un nod important de transport.",
@@ -544,7 +544,7 @@ def test_command_on_our_sentence_table_with_a_label_map(tmp_path, monkeypatch):
     table = {(text[0], text[1]): "entailment", (text[1], text[2]): "reasoning",
              (text[2], text[3]): "contrasting", (text[3], text[4]): "neutral"}
     model = _LookupModel(table, "entailment", labels=("contrasting", "entailment", "reasoning", "neutral"))
-    monkeypatch.setattr("trainer.consistency.load_run", lambda run_dir: model)
+    monkeypatch.setattr("trainer.commands.consistency.load_run", lambda run_dir: model)
     out = tmp_path / "out"
     assert main(["consistency", "RUN", "--sentences", str(tmp_path / "sentences"), "--output", str(out),
                  "--label-map", "contrasting=N", "reasoning=-", "--no-progress"]) == 0

@@ -10,8 +10,8 @@ import pytest
 
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import UserError, main
-from trainer.data import NLIDataError, parse_file_spec, parse_label_map, stratified_subsample
-from trainer.evaluate import mapped_space, score_mapped
+from trainer.data.loading import NLIDataError, parse_file_spec, parse_label_map, stratified_subsample
+from trainer.analysis.evaluation import mapped_space, score_mapped
 
 XNLI = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
@@ -109,7 +109,7 @@ def tiny_xnli(tiny_nli_checkpoint):
 
 
 def test_zero_shot_outside_checkpoint_with_its_own_labels(tiny_xnli, tmp_path, capsys):
-    from trainer.runs import load_run
+    from trainer.training.runs import load_run
 
     run = load_run(tiny_xnli)
     assert run.labels == ["entailment", "neutral", "contradiction"]
@@ -171,7 +171,7 @@ def test_transformer_grid_over_lr_batch_dropout_head(tiny_nli_checkpoint, tmp_pa
     pytest.importorskip("transformers")
     import argparse
 
-    from trainer.train import model_grid
+    from trainer.training.pipeline import model_grid
 
     ns = dict(model="transformer", grid_values=[], freeze_encoder=False)
     cross = model_grid(argparse.Namespace(**ns, encoding="cross"))

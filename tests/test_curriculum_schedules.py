@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainer import curriculum as cu
-from trainer.cartography import GroupRules, cartography_table
+from trainer.training import curriculum as cu
+from trainer.analysis.cartography import GroupRules, cartography_table
 from trainer.cli import UserError
 
 LABELS = ["contrasting", "entailment", "neutral", "reasoning"]

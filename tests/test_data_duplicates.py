@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO, SHARED_DATA
 from trainer.cli import main
-from trainer.data import NLIDataError, check_ids, load_nli, load_one_split, load_split_file
+from trainer.data.loading import NLIDataError, check_ids, load_nli, load_one_split, load_split_file
 
 FIXTURE = REPO / "tests" / "data" / "indonli"
 NLI_FILES = sorted((SHARED_DATA / "nli").glob("*.jsonl")) if (SHARED_DATA / "nli").exists() else []

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from trainer.cli import main  # noqa: E402
-from trainer.runs import load_run  # noqa: E402
+from trainer.training.runs import load_run  # noqa: E402
 
 DEVICE = os.environ.get("NLI_TEST_DEVICE", "cpu")
 FAST = ["--epochs", "3", "--patience", "0", "--lr", "3e-3", "--batch-size", "16", "--max-length", "32",

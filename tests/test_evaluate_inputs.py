@@ -12,7 +12,7 @@ import pytest
 
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import main
-from trainer.data import NLIDataError, load_one_split
+from trainer.data.loading import NLIDataError, load_one_split
 
 LABELS = ["contrasting", "entailment", "neutral", "reasoning"]
 N = 40

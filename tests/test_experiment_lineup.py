@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from trainer import experiment as ex
+from trainer.training import lineup as ex
 from trainer.cli import UserError, main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -120,7 +120,7 @@ def resumable_stage(files, tmp):
     copy_good(files, tmp)
     stage = tmp / "run.inprogress"
     stage.mkdir()
-    from trainer.train import fingerprint
+    from trainer.training.pipeline import fingerprint
 
     cfg = json.loads(files["good_config"])
     (stage / "resume.json").write_text(json.dumps(fingerprint(cfg)))
@@ -299,9 +299,9 @@ def test_table_has_at_least_twenty_cases():
 def test_killed_torch_run_keeps_the_old_run_and_resumes_only_under_its_settings(base, tmp_path, capsys):
     """A cbow-softmax --overwrite run killed after epoch 1: the old run stays; --resume with
     another --lr is refused with the difference; the same command continues and publishes."""
-    from trainer import train as train_cmd
+    from trainer.commands import train as train_cmd
     from trainer.cli import build_parser
-    from trainer.loop import Callback
+    from trainer.training.loop import Callback
 
     class Kill(Callback):
         def on_epoch_end(self, state):

@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from trainer.cartography import DYNAMICS_COLUMNS
+from trainer.analysis.cartography import DYNAMICS_COLUMNS
 from trainer.cli import main
-from trainer.loop import DynamicsWriter, LoopConfig, fit, linear_warmup_decay
+from trainer.training.loop import DynamicsWriter, LoopConfig, fit, linear_warmup_decay
 from trainer.models.transformer import Transformer, default_lr
 
 ID = DYNAMICS_COLUMNS[0]  # the id column of the dynamics files
@@ -49,7 +49,7 @@ def test_a_new_head_learns_at_its_own_rate(tmp_path):
     """A mean-pooled head of ours (new weights on a pretrained encoder) gets --head-lr, default
     1e-3 (or --lr when larger); the encoder keeps --lr, and the scheduler scales both."""
     from tests.trainer_fixtures import make_tiny_bert, synthetic_nli
-    from trainer.loop import adamw
+    from trainer.training.loop import adamw
 
     texts = synthetic_nli(40)["premise"].tolist()
     ckpt = make_tiny_bert(tmp_path / "bert", texts)
@@ -307,7 +307,7 @@ def test_mean_pooled_runs_reload_and_older_runs_keep_their_head(tiny_nli_checkpo
     """A cross run with mean pooling saves its head and predicts the same after loading; a run
     whose model.json predates the pooling setting loads with the checkpoint's own head, as it
     was trained."""
-    from trainer.runs import load_run
+    from trainer.training.runs import load_run
 
     data = tiny_nli_checkpoint("bert", "pooling-runs", "tiny-bert", n_train=64, n_dev=16)
     st = _sentence_transformers_copy(data["bert"], tmp_path / "st")

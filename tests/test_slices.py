@@ -8,7 +8,7 @@ import pytest
 
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import main
-from trainer.metrics import slice_metrics, slices_markdown
+from trainer.analysis.metrics import slice_metrics, slices_markdown
 
 GENRES = ["news", "books", "talks"]
 

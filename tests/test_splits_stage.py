@@ -179,7 +179,7 @@ def test_card_stats_and_chart(built):
 
 
 def test_trainer_stats_agrees_with_the_card_on_our_splits(built):
-    from trainer.data import load_nli
+    from trainer.data.loading import load_nli
     from extractor.statistics import dataset_statistics
 
     out, pdf, ctx = built

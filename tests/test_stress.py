@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import shared_file
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import UserError, main
-from trainer.stress import (TESTS, append_phrase, build_sets, load_templates, misspell, stress_report,
+from trainer.analysis.stress import (TESTS, append_phrase, build_sets, load_templates, misspell, stress_report,
                             table_markdown, validate_templates)
 
 
@@ -155,7 +155,8 @@ def test_stress_label_map_is_evaluate_s_repeatable_flag(tmp_path, capsys):
     s = pd.read_parquet(run / "stress" / "sets" / "negation.parquet")
     assert set(s["label"]) == {"contrasting", "entailment", "neutral"} and "orig_label" in s.columns
     # gold labels no model label maps to: reported, and dropped on request
-    assert main([*base, "--label-map", "entailment=contrasting", "--unmapped", "drop"]) == 0
+    # the output of the first run is there: a second run replaces it only with --overwrite
+    assert main([*base, "--label-map", "entailment=contrasting", "--unmapped", "drop", "--overwrite"]) == 0
     lm = json.loads((run / "stress" / "metrics.json").read_text())["original"]["label_map"]
     assert lm["unmapped_gold"] == {"contradiction": int((three.label == "contradiction").sum())}
     assert lm["rows_dropped"] == lm["unmapped_gold"]["contradiction"]

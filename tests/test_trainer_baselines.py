@@ -10,13 +10,13 @@ import torch
 
 from tests.conftest import shared_file
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
-from trainer import train as train_cmd
+from trainer.commands import train as train_cmd
 from trainer.cli import build_parser, main
-from trainer.loop import Callback, LoopConfig, default_schedule, fit
-from trainer.metrics import compute_metrics, mean_std
+from trainer.training.loop import Callback, LoopConfig, default_schedule, fit
+from trainer.analysis.metrics import compute_metrics, mean_std
 from trainer.models.cbow import DenseData
-from trainer.runs import load_run
-from trainer.train import oversample
+from trainer.training.runs import load_run
+from trainer.training.pipeline import oversample
 
 SCINLI = ["--premise", "sentence1", "--hypothesis", "sentence2"]
 
@@ -222,8 +222,8 @@ def test_cartography_and_curriculum_hooks(syn, tmp_path, monkeypatch):
                                  seed=seed, cartography_from=str(cartography_from))
         return [list(range(i % len(train_df), i % len(train_df) + 1)) * batch_size for i in range(total_steps)]
 
-    monkeypatch.setattr("trainer.train.select_subset", select_subset)  # train imports both at its top
-    monkeypatch.setattr("trainer.train.make_schedule", make_schedule)
+    monkeypatch.setattr("trainer.training.pipeline.select_subset", select_subset)  # train imports both at its top
+    monkeypatch.setattr("trainer.training.pipeline.make_schedule", make_schedule)
     out = tmp_path / "cl"
     (tmp_path / "carto").mkdir()  # --cartography-from must exist: checked before any work
     assert _train(syn, out, "cbow-softmax", "--epochs", "2", "--batch-size", "50", "--patience", "0",

@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trainer import train as train_cmd  # noqa: E402
+from trainer.commands import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
-from trainer.loop import Callback, iter_batches  # noqa: E402
+from trainer.training.loop import Callback, iter_batches  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import shared_file
-from trainer.data import NLIDataError, load_nli, load_split_file
+from trainer.data.loading import NLIDataError, load_nli, load_split_file
 
 SCINLI = dict(premise="sentence1", hypothesis="sentence2")
 

@@ -11,14 +11,14 @@ import pytest
 
 from extractor.errors import UserError
 from trainer import cli
-from trainer.data import NLIDataError
+from trainer.data.loading import NLIDataError
 from trainer.errors import ModelError, RunError, RunFileNotFound
 
 REPO = Path(__file__).resolve().parents[1]
 WRITERS = {  # command -> (writes with --output, refuses without --overwrite, reads NLI data with --data)
-    "train": (True, True, True), "evaluate": (True, False, True), "predict": (True, False, True),
-    "stress": (True, False, True), "consistency": (True, False, True), "cartography": (True, False, False),
-    "experiment": (True, True, False), "stats": (True, False, True),
+    "train": (True, True, True), "evaluate": (True, True, True), "predict": (True, True, True),
+    "stress": (True, True, True), "consistency": (True, True, True), "cartography": (True, True, False),
+    "experiment": (True, True, False), "stats": (True, True, True), "compare": (True, True, False),
     "annotate export": (True, True, True), "annotate import": (True, True, True),
 }
 
@@ -86,12 +86,12 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, capsys
     assert cli.main(["evaluate", str(tmp_path), "--data", str(missing)]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path}: not a run directory (no config.json)\n"
 
-    import trainer.stats
+    import trainer.commands.stats
 
     def bug(args):
         raise ValueError("a bug, not the user's fault")
 
-    monkeypatch.setattr(trainer.stats, "run", bug)
+    monkeypatch.setattr(trainer.commands.stats, "run", bug)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["stats", "--data", str(missing)])
 
@@ -123,3 +123,88 @@ def test_train_prints_each_split_score_once(tmp_path, capsys):
     both = captured.out + captured.err
     assert both.count("validation: accuracy") == 1, both
     assert "validation: accuracy" in (tmp_path / "run" / "train.log").read_text()  # the log keeps it
+
+
+# ---------------------------------------------------------------------------- one output rule (issue 47)
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A tfidf-lr run on 40 rows, its test file, and a folder for the outputs."""
+    root = tmp_path_factory.mktemp("outputs")
+    train = _jsonl(root / "train.jsonl", _rows(40, "t"))
+    test = _jsonl(root / "test.jsonl", _rows(12, "x"))
+    assert cli.main(["train", "--model", "tfidf-lr", "--train", str(train), "--test", str(test),
+                     "--output", str(root / "run"), "--no-progress"]) == 0
+    return root / "run", test, root
+
+
+def _with_dynamics(run: Path) -> Path:
+    """A run folder with a dynamics/ folder: enough for cartography to reach its --output check."""
+    (run / "dynamics").mkdir(parents=True, exist_ok=True)
+    return run
+
+
+REFUSERS = {  # command -> (its argv without --output, what --output names: a folder or a file)
+    "evaluate": (lambda run, data: ["evaluate", run, "--data", data], "folder"),
+    "predict": (lambda run, data: ["predict", run, "--data", data], "labelled.jsonl"),
+    "stats": (lambda run, data: ["stats", "--data", data], "stats.md"),
+    "stress": (lambda run, data: ["stress", run, "--data", data, "--lang", "en"], "folder"),
+    "cartography": (lambda run, data: ["cartography", _with_dynamics(run.parent / "carto-run")], "folder"),
+    "compare": (lambda run, data: ["compare", run, run], "compare.md"),
+    "consistency": (lambda run, data: ["consistency", run, "--data", data], "folder"),
+    "annotate export": (lambda run, data: ["annotate", "export", "--data", data], "folder"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(REFUSERS))
+def test_every_writing_command_refuses_an_existing_output_without_overwrite(command, small_run, capsys):
+    """The message of `annotate` (and of the job's words): one line, exit 2, the old output intact.
+    `train` refuses in its own words (it also offers --resume; tests/test_faults_trainer.py)."""
+    run, data, root = small_run
+    argv, kind = REFUSERS[command]
+    out = root / command.replace(" ", "-") / ("out" if kind == "folder" else kind)
+    out.parent.mkdir(exist_ok=True)
+    if kind == "folder":
+        out.mkdir(exist_ok=True)
+        (out / "old.txt").write_text("old")
+    else:
+        out.write_text("old")
+    capsys.readouterr()
+    assert cli.main([*map(str, argv(run, data)), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {out}: already exists; choose another --output or pass --overwrite to replace it\n"
+    assert (out / "old.txt" if kind == "folder" else out).read_text() == "old"
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]  # no work folder or file left
+
+
+@pytest.mark.parametrize("command", ["evaluate", "predict", "stats", "compare"])
+def test_overwrite_replaces_the_output(command, small_run, capsys):
+    run, data, root = small_run
+    argv, kind = REFUSERS[command]
+    out = root / f"{command}-again" / ("out" if kind == "folder" else kind)
+    out.parent.mkdir()
+    out.mkdir() if kind == "folder" else out.write_text("old")
+    if kind == "folder":
+        (out / "old.txt").write_text("old")
+    assert cli.main([*map(str, argv(run, data)), "--output", str(out), "--overwrite"]) == 0
+    if kind == "folder":
+        assert not (out / "old.txt").exists() and (out / "metrics.json").exists()
+    else:
+        assert out.read_text() != "old"
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
+
+
+def test_default_output_under_the_run_is_refused_too(small_run, capsys):
+    run, data, _ = small_run
+    assert cli.main(["evaluate", str(run), "--data", str(data)]) == 0
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(run), "--data", str(data)]) == 2
+    assert capsys.readouterr().err == (f"error: {run / 'evaluation'}: already exists; choose another --output or "
+                                       "pass --overwrite to replace it\n")
+    assert cli.main(["evaluate", str(run), "--data", str(data), "--overwrite"]) == 0
+
+
+def test_json_is_a_switch_in_every_command(capsys):
+    for command in ("stats", "compare"):
+        text = " ".join(_help(command, capsys).split())
+        assert "--json print" in text, text

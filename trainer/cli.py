@@ -15,16 +15,16 @@ from extractor.errors import UserError  # re-exported: `from trainer.cli import 
 
 # command -> (module, one-line help)
 COMMANDS = {
-    "stats": ("trainer.stats", "statistics and leakage report for any NLI dataset"),
-    "train": ("trainer.train", "train a baseline or transformer on NLI splits"),
-    "evaluate": ("trainer.evaluate", "evaluate a saved run on new data"),
-    "predict": ("trainer.predict", "label a file with a saved run"),
-    "cartography": ("trainer.cartography", "data cartography from a run's training dynamics"),
-    "compare": ("trainer.compare", "significance tests between two or more runs"),
-    "experiment": ("trainer.experiment", "run a RoNLI-style line-up from a YAML file"),
-    "stress": ("trainer.stress", "stress tests (length mismatch, negation, overlap, spelling) of a run"),
-    "annotate": ("trainer.annotate", "human validation: export blind batches, import annotations, agreement"),
-    "consistency": ("trainer.consistency", "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
+    "stats": ("trainer.commands.stats", "statistics and leakage report for any NLI dataset"),
+    "train": ("trainer.commands.train", "train a baseline or transformer on NLI splits"),
+    "evaluate": ("trainer.commands.evaluate", "evaluate a saved run on new data"),
+    "predict": ("trainer.commands.predict", "label a file with a saved run"),
+    "cartography": ("trainer.commands.cartography", "data cartography from a run's training dynamics"),
+    "compare": ("trainer.commands.compare", "significance tests between two or more runs"),
+    "experiment": ("trainer.commands.experiment", "run a RoNLI-style line-up from a YAML file"),
+    "stress": ("trainer.commands.stress", "stress tests (length mismatch, negation, overlap, spelling) of a run"),
+    "annotate": ("trainer.commands.annotate", "human validation: export blind batches, import annotations, agreement"),
+    "consistency": ("trainer.commands.consistency", "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
 }
 
 

@@ -12,5 +12,5 @@
   validated split loadable with ``datasets.load_dataset``, the dataset card section.
 - :mod:`trainer.annotation.simulate`: simulated annotators, to rehearse a round.
 
-The command is ``python -m trainer annotate export|import`` (:mod:`trainer.annotate`).
+The command is ``python -m trainer annotate export|import`` (:mod:`trainer.commands.annotate`).
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from extractor.errors import UserError
 from extractor.hashing import stable_hash, stable_unit
-from trainer.annotate import load_data
+from trainer.annotation.items import load_data
 from trainer.annotation.blind_batches import read_manifest
 
 

@@ -10,10 +10,10 @@ import argparse
 from pathlib import Path
 
 from extractor.errors import UserError
-from trainer.data import add_column_arguments, load_one_split
-from trainer.evaluate import run_mapping
-from trainer.flags import add_data, add_output
-from trainer.runs import load_run, predictions_frame
+from trainer.data.loading import add_column_arguments, load_one_split
+from trainer.analysis.evaluation import run_mapping
+from trainer.flags import add_data, add_output, add_overwrite, output_file, refuse_existing
+from trainer.training.runs import load_run, predictions_frame
 
 FORMATS = (".parquet", ".jsonl", ".csv")
 
@@ -23,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_data(p, "file to label, or a dataset folder (its test split, else its only split)", old="--input",
              required=True)
     add_output(p, "output file: .parquet, .jsonl or .csv", required=True)
+    add_overwrite(p, "replace an existing output file")
     add_column_arguments(p, from_run=True)
 
 
@@ -30,6 +31,7 @@ def run(args) -> int:
     out = args.output
     if out.suffix not in FORMATS:
         raise UserError(f"{out}: output must end in {', '.join(FORMATS)}")
+    refuse_existing(out, args.overwrite)
     run_ = load_run(args.run_dir)
     mapping = run_mapping(args, run_)
     df = load_one_split(args.data, flag=None, **mapping, require_label=False)[1]
@@ -39,14 +41,12 @@ def run(args) -> int:
     preds.insert(2, "hypothesis", df["hypothesis"].to_numpy())
     if "label" in df.columns:
         preds.insert(3, "gold", df["label"].to_numpy())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if out.suffix == ".parquet":
-        preds.to_parquet(tmp, index=False)
-    elif out.suffix == ".jsonl":
-        preds.to_json(tmp, orient="records", lines=True, force_ascii=False)
-    else:
-        preds.to_csv(tmp, index=False)
-    tmp.replace(out)
+    with output_file(out) as tmp:
+        if out.suffix == ".parquet":
+            preds.to_parquet(tmp, index=False)
+        elif out.suffix == ".jsonl":
+            preds.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            preds.to_csv(tmp, index=False)
     print(f"labelled {len(preds)} rows -> {out} ({preds['pred'].value_counts().to_dict()})")
     return 0

@@ -1,4 +1,4 @@
-"""`python -m trainer stress RUN --data FILE_OR_SPLITS --lang LANG`: stress tests of a run.
+"""Stress tests of a run (`python -m trainer stress`, trainer/commands/stress.py).
 
 Four parallel copies of the test data (Naik et al. 2018, as ESNLIR §3.5 used them), built
 from the `stress_tests` templates of `phrase_lexicons/<lang>.yaml`:
@@ -17,24 +17,13 @@ per-class F1, and the change from the original), ``sets/<test>.parquet`` (the te
 """
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
 from extractor.hashing import stable_hash
 from extractor.lexicon import LexiconError, lexicon_path, load_lexicon
-from extractor.staging import WorkFolder
-from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,
-                          parse_label_map)
-from trainer.errors import RunError
-from trainer.evaluate import add_label_map_arguments, evaluate_frames, note_unmapped, run_mapping
-from trainer.flags import add_data, add_output
-from trainer.runs import check_labels, load_run, write_json, write_parquet
 
 TESTS = ("length_mismatch", "negation", "overlap", "spelling")
 APPEND_TESTS = ("length_mismatch", "negation", "overlap")
@@ -183,73 +172,3 @@ def table_markdown(report: dict, labels: list[str], split: str = "test") -> str:
 
 
 # ---------------------------------------------------------------------------- command
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_dir", type=Path, metavar="RUN")
-    add_data(p, "test file, or a dataset folder (see --split)", required=True)
-    p.add_argument("--split", default=None, help="split of a dataset folder (default: test, or its only split)")
-    p.add_argument("--lang", required=True,
-                   help="lexicon whose stress_tests templates to use: a language code (ro, es, en) or a YAML path")
-    p.add_argument("--tests", default=",".join(TESTS), help=f"comma-separated subset of {', '.join(TESTS)}")
-    p.add_argument("--seed", type=int, default=0, help="seed of the spelling rule (default 0)")
-    add_output(p, "output directory (default: RUN/stress)")
-    p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
-    add_label_map_arguments(p)
-    add_column_arguments(p, from_run=True)
-
-
-def run(args) -> int:
-    tests = [t.strip() for t in args.tests.split(",") if t.strip()]
-    bad = [t for t in tests if t not in TESTS]
-    if bad or not tests:
-        raise UserError(f"--tests {args.tests!r}: unknown test {bad[0] if bad else ''!r} (tests: {', '.join(TESTS)})")
-    if not args.data.exists():
-        raise UserError(f"{args.data}: no such file or folder (--data)")
-    templates, lexicon = load_templates(args.lang)
-    label_map = parse_label_map(args.label_map)
-    run_ = load_run(args.run_dir)
-    split, df = load_one_split(args.data, args.split, **run_mapping(args, run_))
-    split = "test" if split == "data" else split
-    df, n_unlabeled = drop_unlabeled(df)
-    df, n_dup = check_ids(df, str(args.data), args.duplicate_ids)
-    df = apply_label_map(df, label_map)
-    if not label_map:
-        try:
-            check_labels(df, run_.labels, str(args.data))
-        except RunError as exc:
-            raise UserError(f"{exc}; map the file's labels with --label-map FILE_LABEL=MODEL_LABEL") from exc
-    if not len(df):
-        raise UserError(f"{args.data}: no labelled rows to stress")
-    sets = build_sets(df, templates, args.seed, tests)
-    frames = {"original": df, **sets}
-    metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
-    base_pred = preds.loc[preds["split"] == "original", "pred"].to_numpy()
-    for name, s in sets.items():
-        metrics[name]["changed_rows"] = int(s["changed"].sum())
-        metrics[name]["unchanged_rows"] = int((~s["changed"]).sum())
-        metrics[name]["predictions_changed"] = float(
-            np.mean(preds.loc[preds["split"] == name, "pred"].to_numpy() != base_pred))
-    report = stress_report(metrics, labels)
-    out = args.output or Path(args.run_dir) / "stress"
-    with WorkFolder(out) as work:
-        write_json(work / "metrics.json", report)
-        (work / "sets").mkdir()
-        for name, s in sets.items():
-            write_parquet(s, work / "sets" / f"{name}.parquet")
-        write_parquet(preds, work / "predictions.parquet")
-        (work / "table.md").write_text(table_markdown(report, labels, split))
-        write_json(work / "config.json", {"run": str(args.run_dir), "data": str(args.data), "split": split,
-                                         "lexicon": lexicon, "templates": {t: templates[t] for t in tests},
-                                         "seed": args.seed, "n": len(df), "label_map": label_map,
-                                         "unmapped": args.unmapped if label_map else None,
-                                         "dropped": {k: v for k, v in (("unlabeled", n_unlabeled),
-                                                                      ("duplicate_id", n_dup)) if v}})
-    print(table_markdown(report, labels, split), end="")
-    for name in tests:
-        e = report[name]
-        print(f"{name}: accuracy {e['accuracy']:.4f} ({e['change']['accuracy']:+.4f}), macro-F1 {e['macro_f1']:.4f} "
-              f"({e['change']['macro_f1']:+.4f}); {e['predictions_changed']:.1%} of predictions changed"
-              + (f"; {e['unchanged_rows']} rows had no word to misspell" if e.get("unchanged_rows") else ""))
-    note_unmapped({"original": metrics["original"]})
-    print(f"wrote {out}/metrics.json, {out}/table.md and {len(tests)} test sets in {out}/sets/", file=sys.stderr)
-    return 0

@@ -1,6 +1,6 @@
 """`python -m trainer stats --data PATH`: statistics and leakage report for any NLI dataset.
 
-Reads through `trainer.data.load_nli` (our splits folder, HF folders, JSONL/JSON/CSV/TSV/
+Reads through `trainer.data.loading.load_nli` (our splits folder, HF folders, JSONL/JSON/CSV/TSV/
 Parquet files) and computes every number with `extractor.statistics`, the same functions
 the Spark job uses for the dataset card.
 """
@@ -11,8 +11,8 @@ import sys
 
 from extractor import neardup
 from extractor import statistics as st
-from trainer.data import add_column_arguments, column_mapping, load_nli
-from trainer.flags import add_output
+from trainer.data.loading import add_column_arguments, column_mapping, load_nli
+from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
 
 
 def add_arguments(parser) -> None:
@@ -20,8 +20,9 @@ def add_arguments(parser) -> None:
                         help="a splits folder, a dataset folder, or one or more files "
                              "(several files are compared as splits named after their stems)")
     add_column_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of markdown")
-    add_output(parser, "also write the report (markdown or JSON) to this file", type=str)
+    add_json(parser, "the statistics")
+    add_output(parser, "also write the report (markdown, or JSON with --json) to this file", type=str)
+    add_overwrite(parser, "replace an existing --output file")
     parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
     parser.add_argument("--pmi-min-count", type=int, default=st.PMI_MIN_COUNT,
                         help=f"only words in at least this many hypotheses get a PMI (default: {st.PMI_MIN_COUNT})")
@@ -44,6 +45,8 @@ def compute(args) -> dict:
 
 
 def run(args) -> int:
+    if args.output:
+        refuse_existing(args.output, args.overwrite)
     result = compute(args)
     if args.json:
         text = json.dumps(result, indent=2, ensure_ascii=False, sort_keys=False)
@@ -52,7 +55,7 @@ def run(args) -> int:
         if "near_duplicate_leakage" in result:
             text += "\n" + neardup.leakage_markdown(result["near_duplicate_leakage"]) + "\n"
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        with output_file(args.output) as tmp:
+            tmp.write_text(text + "\n", encoding="utf-8")
     sys.stdout.write(text + "\n")
     return 0

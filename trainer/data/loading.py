@@ -518,7 +518,7 @@ def add_column_arguments(parser, from_run: bool = False) -> None:
     """The column and label flags shared by `stats`, `train`, `evaluate`, `predict`, `stress`...
 
     With ``from_run`` (commands that read a saved run) every default is None, meaning "as the
-    run was trained" (:func:`trainer.evaluate.run_mapping`), then the canonical names.
+    run was trained" (:func:`trainer.analysis.evaluation.run_mapping`), then the canonical names.
     """
     g = parser.add_argument_group("columns and labels")
     run = " as the run was trained, else" if from_run else ""

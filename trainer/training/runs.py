@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from trainer.errors import RunError, RunFileNotFound
-from trainer.metrics import compute_metrics, plot_confusion, slice_metrics, slice_values, slices_markdown
+from trainer.analysis.metrics import compute_metrics, plot_confusion, slice_metrics, slice_values, slices_markdown
 from trainer.models import MODELS, model_class
 
 log = logging.getLogger("trainer")

@@ -10,7 +10,7 @@ iterations); ``Schedule`` turns the stages into batches.
   hypothesis), shortest first; stages grow (baby steps: stage k of K draws from the first
   k/K of the order).
 - ``sts`` (STS-CL): ordered by the cosine similarity of the premise and hypothesis
-  embeddings of a trained run (``trainer.runs.load_run(dir).embed``), most similar first;
+  embeddings of a trained run (``trainer.training.runs.load_run(dir).embed``), most similar first;
   growing stages.
 - ``cart`` (Cart-CL): N/4 iterations on E2L, N/4 on A, N/2 on H2L, N being the curriculum's
   iterations (half the total). As in the paper, an example in two groups is drawn in both
@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
-from trainer.cartography import cartography_for
-from trainer.runs import load_run
+from trainer.analysis.cartography import cartography_for
+from trainer.training.runs import load_run
 
 CURRICULA = ("length", "sts", "cart", "cart++", "cart-stra++")
 DEFAULT_STAGES = 5  # RoNLI's released code unlocks 20%, 40%, ..., 100% of the ordered data

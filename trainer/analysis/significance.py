@@ -1,4 +1,4 @@
-"""`python -m trainer compare RUN_A RUN_B [RUN_C ...] [--test NAME]`: significance tests.
+"""Significance tests between runs (`python -m trainer compare`, trainer/commands/compare.py).
 
 - McNemar's test on the paired correctness of the runs' predictions (exact binomial test
   on the discordant pairs when they are few, chi-square with Edwards' continuity
@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from extractor.errors import UserError
-from trainer.data import read_parquet_frame
+from trainer.data.loading import read_parquet_frame
 
 EXACT_BELOW = 25  # discordant pairs under which the exact binomial McNemar test is used
 
@@ -233,27 +233,3 @@ def format_report(result: dict) -> str:
 
 
 # --------------------------------------------------------------------------- CLI
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="two (or more) run directories; the first is the reference")
-    parser.add_argument("--test", dest="split", metavar="NAME",
-                        help="evaluated split to compare (default: test, else the first non-validation split)")
-    parser.add_argument("--metric", default="macro_f1", choices=["macro_f1", "micro_f1", "accuracy"],
-                        help="per-seed score for the Mann-Whitney U test (default macro_f1)")
-    parser.add_argument("--mcnemar", default="auto", choices=["auto", "exact", "chi2"],
-                        help=f"exact binomial, chi-square with continuity correction, or auto (exact below {EXACT_BELOW} discordant pairs)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-
-
-def run(args) -> int:
-    if len(args.runs) < 2:
-        raise UserError("compare needs at least two run directories")
-    for rd in args.runs:
-        if not Path(rd).is_dir():
-            raise UserError(f"{rd}: no such run directory")
-    result = compare_runs([Path(r) for r in args.runs], args.split, args.metric, args.mcnemar)
-    print(format_report(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    return 0

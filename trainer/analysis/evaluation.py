@@ -1,4 +1,4 @@
-"""`python -m trainer evaluate RUN_DIR --data FILE [--data FILE ...]`: a saved run on new data.
+"""A saved run scored on new data: what `evaluate` and `stress` share (trainer/commands/evaluate.py).
 
 Writes the same outputs as training (metrics.json keyed by each file's stem,
 predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
@@ -17,7 +17,6 @@ predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--out
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
@@ -26,42 +25,12 @@ import numpy as np
 import pandas as pd
 
 from extractor.errors import UserError
-from extractor.staging import WorkFolder
-from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
-                          load_one_split, parse_label_map)
-from trainer.metrics import compute_metrics
+from trainer.data.loading import apply_label_map, check_ids, drop_unlabeled, load_one_split
+from trainer.analysis.metrics import compute_metrics
 from trainer.errors import RunError
-from trainer.flags import add_data, add_output
-from trainer.runs import (check_labels, evaluate_splits, load_run, predictions_frame, with_row_columns,
-                          write_evaluation, write_json, write_slices)
+from trainer.training.runs import check_labels, evaluate_splits, predictions_frame, with_row_columns
 
 log = logging.getLogger("trainer")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
-                   help="a run directory, or a local Hugging Face sequence-classification checkpoint")
-    add_data(p, "labelled file(s) or dataset folder(s) to evaluate on (repeatable): JSONL/JSON/CSV/TSV/"
-                "Parquet files, a split folder, or a folder with split folders or test.* files "
-                "(its test split, see --split)", old="--test", required=True, many=True)
-    p.add_argument("--split", default=None,
-                   help="split of a dataset folder given to --data (default: test, or the folder's only split)")
-    add_output(p, "output directory (default: RUN_DIR/evaluation)")
-    p.add_argument("--by", action="append", default=[], metavar="COL",
-                   help="metrics per value of column COL (repeatable; a list column counts each tag)")
-    add_label_map_arguments(p)
-    p.add_argument("--duplicate-ids", choices=["error", "drop"], default="error")
-    add_column_arguments(p, from_run=True)
-
-
-def add_label_map_arguments(p: argparse.ArgumentParser) -> None:
-    """``--label-map`` and ``--unmapped``, as `evaluate` and `stress` take them."""
-    p.add_argument("--label-map", action="append", default=[], metavar="A=B,...",
-                   help="rename labels of the data and of the model into one label space (many-to-one allowed; "
-                        "repeatable: the maps add up, a label mapped to two names is an error)")
-    p.add_argument("--unmapped", choices=["keep", "drop", "error"], default="keep",
-                   help="gold labels the model cannot predict after --label-map: keep them as errors (default), "
-                        "drop those rows (counted), or stop")
 
 
 def run_mapping(args, run) -> dict:
@@ -79,7 +48,7 @@ def load_frames(files, mapping, labels, *, label_map: dict | None = None, duplic
                 check: bool = True, split: str | None = None) -> dict:
     """{stem: frame} of labelled files or folders; gold labels renamed through `label_map`
     (original in `orig_label`). A dataset folder gives `split`, else its test split, else its
-    only split (:func:`trainer.data.load_one_split`)."""
+    only split (:func:`trainer.data.loading.load_one_split`)."""
     frames = {}
     for f in files:
         name = Path(f).name.split(".")[0]
@@ -152,35 +121,6 @@ def score_mapped(gold: pd.Series, probs: np.ndarray, model_labels: list[str], la
         "predicted_outside_gold": {str(k): int(v) for k, v in predicted.items() if k not in set(g)},
     }
     return m, keep, mapped, labels
-
-
-def run(args) -> int:
-    label_map = parse_label_map(args.label_map)
-    run_ = load_run(args.run_dir)
-    frames = load_frames(args.data, run_mapping(args, run_), run_.labels, label_map=label_map,
-                         duplicate_ids=args.duplicate_ids, check=not label_map, split=args.split)
-    for col in [c for item in args.by for c in item.split(",") if c]:
-        if not any(col in df.columns for df in frames.values()):
-            first = next(iter(frames.values()))
-            raise UserError(f"--by {col}: no test file has a column {col!r} "
-                            f"(columns: {', '.join(map(str, first.columns))})")
-    metrics, preds, labels = evaluate_frames(run_, frames, label_map, args.unmapped)
-    for name, df in frames.items():
-        if df.attrs.get("dropped"):
-            metrics[name]["dropped"] = df.attrs["dropped"]
-            print(f"note: {name}: dropped {sum(df.attrs['dropped'].values())} rows {df.attrs['dropped']}",
-                  file=sys.stderr)
-    out = args.output or Path(args.run_dir) / "evaluation"
-    with WorkFolder(out) as work:
-        write_evaluation(work, metrics, preds)
-        if args.by:
-            write_slices(work, preds, args.by, labels)
-    for split, m in metrics.items():
-        print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
-              f"(n={m['n']})")
-    note_unmapped(metrics)
-    print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
-    return 0
 
 
 def evaluate_frames(run_, frames: dict, label_map: dict, unmapped: str = "keep") -> tuple[dict, pd.DataFrame, list]:

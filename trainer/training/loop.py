@@ -9,7 +9,7 @@ By default it is shuffled epochs from the seed; a curriculum passes its own.
 
 On CUDA a thread builds the next batches into pinned memory while the GPU works. Under
 `torchrun` each rank trains on its share of every step and predictions are gathered
-(`trainer.distributed`), so N processes give the one-process result (docs/gpu.md).
+(`trainer.training.distributed`), so N processes give the one-process result (docs/gpu.md).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from trainer import distributed as dist
+from trainer.training import distributed as dist
 from trainer.errors import RunFileNotFound
 
 log = logging.getLogger("trainer")

@@ -127,7 +127,7 @@ def build_pairs(n_docs: int, out: Path) -> tuple[int, str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extractor.hashing import stable_hex, stable_unit
+    from extractor.core.hashing import stable_hex, stable_unit
     from tests.test_splits_stage import LABELS, MARKERS
 
     scale = SCALE_SENTENCES.is_dir()

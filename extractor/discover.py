@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from extractor import lexicon_discovery as dsc
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.lexicon import LexiconError, available_languages, load_lexicon
 
 

@@ -11,16 +11,12 @@ import yaml
 
 from extractor import fs
 from extractor import run as _out
-from extractor.errors import UserError
+from extractor.core.errors import ERROR_MARK, InputError
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
 ROLES = ("train", "test-only")
 # Per-format options a manifest entry (or --text-field & co.) may set.
 DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title", "genre_field": "genre"}
-
-
-class InputError(UserError, ValueError):
-    """Bad or missing input; the message is one line and names the file."""
 
 
 @dataclass
@@ -316,9 +312,6 @@ def _check_unique(specs: list[CorpusSpec], where: str) -> None:
 
 # --------------------------------------------------------------------------- errors
 
-# Errors raised inside Spark tasks reach the driver wrapped in a Java stack trace; this
-# mark lets the job find the one line meant for the user.
-ERROR_MARK = "[nli-input-error] "
 # Spark's words for a Python worker that died under its task (killed, out of memory): not
 # the input's fault, whatever exception (an EOFException) it carries.
 WORKER_DIED = "Python worker exited unexpectedly"

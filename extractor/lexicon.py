@@ -9,12 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from extractor.errors import UserError
-from extractor.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
+from extractor.core.errors import UserError
+from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
 from extractor.pairs.label_filters import LabelFilters, compile_filters
 from extractor.pairs.rule_pos import is_rule_model
 
-CANONICAL_LABELS = LABELS  # extractor.names
+CANONICAL_LABELS = LABELS  # extractor.core.names
 
 
 def _lexicon_resources():

@@ -51,8 +51,8 @@ import polars as pl
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from extractor.lexicon import LEXICON_DIR, MARKED_LABELS, normalize_for_matching
 from extractor.statistics import norm_words
 

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from extractor import statistics as st
 from extractor.statistics import charclasses
-from extractor.hashing import byte_buffers
+from extractor.core.hashing import byte_buffers
 # the settings and their flags live apart (no numpy there: the job's --help); one name each
 from extractor.neardup_settings import (NearDupSettingsError, Settings, add_arguments,  # noqa: F401
                                         settings_from_args, settings_line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 
 class NearDupSettingsError(UserError, ValueError):

@@ -29,9 +29,9 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 from extractor import cost_model  # noqa: E402
 from extractor import stage as contract  # noqa: E402
 from extractor.documents import options as sentences_options  # noqa: E402
-from extractor.errors import UserError  # noqa: E402
+from extractor.core.errors import InputError, UserError  # noqa: E402
 from extractor.lexicon import load_lexicon  # noqa: E402
-from extractor.names import STAGES  # noqa: E402
+from extractor.core.names import STAGES  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
@@ -118,11 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_run_modules() -> None:
     """Import what a run needs beyond its flags, as the module's names: these modules import
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
-    global out, InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+    global out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
     from extractor import run as out
     from extractor.documents import stage as sentences_stage
-    from extractor.job import (InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample,
+    from extractor.job import (JobContext, corpora_from_args, load_manifest, mark_bundled_sample,
                                spark_failure_message)
     from extractor.pairs import stage as pairs_stage
     from extractor.splits import stage as splits_stage

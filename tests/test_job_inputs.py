@@ -11,7 +11,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from extractor.job import CorpusSpec, InputError, corpora_from_args, load_manifest, spark_failure_message
+from extractor.core.errors import InputError
+from extractor.job import CorpusSpec, corpora_from_args, load_manifest, spark_failure_message
 from jobs.extract import main
 from tests.conftest import shared_file
 

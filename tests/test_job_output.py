@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from extractor.job import InputError, JobContext
+from extractor.core.errors import InputError
+from extractor.job import JobContext
 from extractor.run import OutputExistsError, read_stats, summary_table, write_stats
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import write_rows, writer

@@ -19,7 +19,7 @@ from scipy.sparse import csr_matrix
 from conftest import shared_file
 from extractor import neardup as nd
 from extractor import statistics as st
-from extractor.hashing import stable_hash
+from extractor.core.hashing import stable_hash
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[—„\"A-ZĂÂÎȘȚŞŢ])")
 PARAS_PER_DOC = 20

@@ -16,7 +16,7 @@ from extractor import neardup as nd
 from extractor import scratch
 from extractor import stage as contract
 from extractor import statistics as st
-from extractor.hashing import stable_hex
+from extractor.core.hashing import stable_hex
 from extractor.splits import assign as sp
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt

@@ -8,7 +8,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from extractor.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
+from extractor.core.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
 from extractor.lexicon import load_lexicon
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt

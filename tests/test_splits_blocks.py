@@ -13,7 +13,7 @@ import pytest
 from conftest import shared_file
 from extractor import neardup as nd
 from extractor import stage as contract
-from extractor.hashing import stable_hex
+from extractor.core.hashing import stable_hex
 from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc

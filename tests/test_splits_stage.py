@@ -12,7 +12,7 @@ import pytest
 
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
-from extractor.hashing import stable_hex, stable_unit
+from extractor.core.hashing import stable_hex, stable_unit
 from extractor.job import CorpusSpec, JobContext
 from extractor.lexicon import load_lexicon
 

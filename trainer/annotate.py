@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.staging import WorkFolder
 from trainer.annotation import agreement as ag
 from trainer.annotation import outputs

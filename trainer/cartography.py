@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.staging import discard, swap_in, work_path
 from trainer.data import read_parquet_frame
 from trainer.flags import add_output

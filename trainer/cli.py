@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from extractor.errors import UserError  # re-exported: `from trainer.cli import UserError` keeps working
+from extractor.core.errors import UserError  # re-exported: `from trainer.cli import UserError` keeps working
 
 # command -> (module, one-line help)
 COMMANDS = {

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from extractor.staging import WorkFolder
 from trainer import logic
 from trainer.data import add_column_arguments, load_nli, normalize, read_table

@@ -31,7 +31,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.cartography import cartography_for
 from trainer.runs import load_run
 

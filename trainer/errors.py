@@ -4,7 +4,7 @@
 `trainer.data.NLIDataError`; a lexicon is `extractor.lexicon.LexiconError`."""
 from __future__ import annotations
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 
 class RunError(UserError, ValueError):

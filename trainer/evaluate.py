@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.staging import WorkFolder
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
                           load_one_split, parse_label_map)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.staging import discard, unfinished_path
 from trainer.cartography import SUBSETS
 from trainer.compare import cochrans_q, load_predictions

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from extractor.lexicon import LexiconError, lexicon_path, load_lexicon
 from extractor.staging import WorkFolder
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from extractor import staging
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
-from extractor.names import LABELS
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
+from extractor.core.names import LABELS
 from trainer.cartography import SUBSETS, select_subset
 from trainer.curriculum import CURRICULA, make_schedule
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, column_mapping,

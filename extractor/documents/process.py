@@ -21,10 +21,10 @@ from extractor.documents.segment import (Segmenter, load_params, params_from_dic
                                          train_punkt)
 from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
-from extractor.hashing import stable_hex
-from extractor.job import ERROR_MARK, InputError
+from extractor.core.hashing import stable_hex
+from extractor.core.errors import ERROR_MARK, InputError
 from extractor.run.parquet_writer import partition_dir
-from extractor.schemas import SENTENCES
+from extractor.core.schemas import SENTENCES
 
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from extractor import fs
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 
 def _punkt_module():

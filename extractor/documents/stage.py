@@ -25,8 +25,7 @@ from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, bu
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          process_unit, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
-from extractor.errors import UserError
-from extractor.job import InputError
+from extractor.core.errors import InputError, UserError
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import Options, add_arguments  # noqa: F401
 

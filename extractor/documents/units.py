@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from extractor import fs
 from extractor.documents.readers import (CorruptData, bz2_is_complete, dump_end_is_closed, encoding_from_head,
                                          read_head, site_namespaces)
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 UNITS_WANTED = 32       # a small file is cut into about this many units (of at least 1 MB)
 MIN_UNIT = 1 << 20

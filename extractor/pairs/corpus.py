@@ -31,7 +31,7 @@ from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS
 from extractor.pairs.pos_filter import REASONS
-from extractor.schemas import PAIRS
+from extractor.core.schemas import PAIRS
 
 
 def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractor.errors import UserError
-from extractor.names import LABELS
+from extractor.core.errors import UserError
+from extractor.core.names import LABELS
 
 FILTERS = ("context", "phrases", "neutral")
 REASON_PREFIX = "label_"

@@ -15,7 +15,7 @@ import re
 import warnings
 from typing import Iterable, Sequence
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor.lexicon import LexiconError, load_lexicon
 from extractor.pairs import rule_pos
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from extractor import fs
-from extractor.names import SPLITS
+from extractor.core.names import SPLITS
 
 # the fields of stats.json's `job` section that differ between any two runs of the same
 # inputs and settings (docs/deployment.md: a resumed run publishes the same bytes but these)

@@ -37,7 +37,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from extractor import fs
-from extractor.names import STAGES
+from extractor.core.names import STAGES
 from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.run.errors import OutputError, OutputExistsError, ResumeError
 from extractor.run.locks import LocalLock, RemoteLock, _describe, _now, new_run_id

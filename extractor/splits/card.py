@@ -18,7 +18,7 @@ from extractor import neardup
 from extractor import statistics as st
 from extractor.statistics import precision
 from extractor.lexicon import CANONICAL_LABELS
-from extractor.names import SPLITS
+from extractor.core.names import SPLITS
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
                 "dataset); other sources carry their own terms: set --license to match them.")

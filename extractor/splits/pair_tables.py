@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import scratch
 from extractor import statistics as st
-from extractor.errors import UserError
-from extractor.hashing import crc32s
-from extractor.hashing import digests as hash_texts
-from extractor.hashing import stable_hashes
+from extractor.core.errors import UserError
+from extractor.core.hashing import crc32s
+from extractor.core.hashing import digests as hash_texts
+from extractor.core.hashing import stable_hashes
 from extractor.run.parquet_writer import partition_values, plain_schema
 
 SUMMARY_SCHEMA = pa.schema([

@@ -28,13 +28,13 @@ from extractor import neardup as nd
 from extractor.run import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
-from extractor.names import LABELS, NEUTRAL
+from extractor.core.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
 from extractor.statistics import precision
 # the flags and options live apart (no numpy there: the job's --help); one name each

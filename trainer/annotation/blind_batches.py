@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from trainer.annotation.guidelines import Guidelines, instructions_html, instructions_markdown, labeling_config
 
 MANIFEST = "manifest.json"

@@ -175,7 +175,7 @@ p = argparse.ArgumentParser(); splits_stage.add_arguments(p); args = p.parse_arg
 args.seed, args.overwrite, args.files_per_table = 0, True, 4
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("ro"), output=out, corpora=[], command_line="bench")
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
-from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
+from extractor.io.parquet_writer import finish_table_files, spark_partition, write_sorted
 def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair_id as Spark would, sorted
     t = pq.read_table({src!r}); t = t.take(pc.sort_indices(t, [("pair_id", "ascending")]))
     part = pa.array([spark_partition((v,), 4) for v in t.column("pair_id").to_pylist()])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from extractor import fs
+from extractor.io import fs
 from extractor import run as _out
 from extractor.core.errors import ERROR_MARK, InputError
 
@@ -171,7 +171,7 @@ _EXTENSIONS = {
 
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     """The files of a file, directory or glob, sorted (the order fixes the order of the work
-    units). Local paths and URIs alike (through extractor.fs); globs are local only."""
+    units). Local paths and URIs alike (through extractor.io.fs); globs are local only."""
     if not _out.is_uri(path) and any(ch in path for ch in "*?["):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:

@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_run_modules() -> None:
     """Import what a run needs beyond its flags, as the module's names: these modules import
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
-    global out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+    global fs, out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
     from extractor import run as out
+    from extractor.io import fs
     from extractor.documents import stage as sentences_stage
     from extractor.job import (JobContext, corpora_from_args, load_manifest, mark_bundled_sample,
                                spark_failure_message)
@@ -322,7 +323,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     if spark.sparkContext.uiWebUrl:
         print(f"[extract] Spark UI: {spark.sparkContext.uiWebUrl} ({spark.sparkContext.master})", file=sys.stderr,
               flush=True)
-    local_dir = Path(out.fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
+    local_dir = Path(fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
                      corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
                      output_uri=None if local_dir else run.dir, run=run, options=options)

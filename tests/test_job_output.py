@@ -64,7 +64,7 @@ def test_spark_partition_is_the_partition_spark_gives_and_each_file_holds_its_pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from extractor.run.parquet_writer import spark_partition
+    from extractor.io.parquet_writer import spark_partition
 
     rng = random.Random(5)
     alphabet = "abcxyzăîșțé漢 0123456789:-"

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from extractor import fs
+from extractor.io import fs
 from extractor import run as out
 from extractor.job import JobContext
 from extractor.spark.runner import SparkRunner

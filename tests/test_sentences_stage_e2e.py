@@ -114,7 +114,7 @@ def test_deprecated_split_mb_is_unit_mb(enwiki, tmp_path):
 
 def test_uri_output_gives_the_same_bytes_as_a_local_one(enwiki, tmp_path):
     """An output URI (gs://, s3a://..., here file://) takes the same path as a local one:
-    the tasks write their files through extractor/fs.py, with the same bytes."""
+    the tasks write their files through extractor/io/fs.py, with the same bytes."""
     dump, out, _, _ = enwiki
     target = tmp_path / "uri"
     assert main(["--lang", "en", "--input", f"file://{dump}", "--output", f"file://{target}", "--stages", "sentences",

@@ -13,7 +13,7 @@ import pytest
 
 from extractor import statistics as st
 from extractor.core.hashing import crc32s, digests
-from extractor.run.parquet_writer import plain_schema
+from extractor.io.parquet_writer import plain_schema
 from extractor.splits import pair_tables as bt
 
 from tests.test_splits_stage import make_pairs

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from extractor.core.errors import UserError
-from extractor.staging import WorkFolder
+from extractor.io.atomic import WorkFolder
 from trainer.annotation import agreement as ag
 from trainer.annotation import outputs
 from trainer.annotation.blind_batches import annotator_names, select_items, write_batch

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extractor.core.errors import UserError
-from extractor.staging import discard, swap_in, work_path
+from extractor.io.atomic import discard, swap_in, work_path
 from trainer.data import read_parquet_frame
 from trainer.flags import add_output
 

@@ -30,7 +30,7 @@ import pyarrow.dataset as ds
 
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
-from extractor.staging import WorkFolder
+from extractor.io.atomic import WorkFolder
 from trainer import logic
 from trainer.data import add_column_arguments, load_nli, normalize, read_table
 from trainer.evaluate import run_mapping

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from extractor.core.errors import UserError
-from extractor.staging import WorkFolder
+from extractor.io.atomic import WorkFolder
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled,
                           load_one_split, parse_label_map)
 from trainer.metrics import compute_metrics

@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from extractor.core.errors import UserError
-from extractor.staging import discard, unfinished_path
+from extractor.io.atomic import discard, unfinished_path
 from trainer.cartography import SUBSETS
 from trainer.compare import cochrans_q, load_predictions
 from trainer.curriculum import CURRICULA

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor import staging
+from extractor.io import atomic as staging
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
 from extractor.core.names import LABELS

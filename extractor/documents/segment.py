@@ -20,7 +20,7 @@ from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Iterable
 
-from extractor import fs
+from extractor.io import fs
 from extractor.core.errors import UserError
 
 
@@ -153,7 +153,7 @@ def params_json(params: PunktParameters) -> bytes:
 
 def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
-    a local path or a URI (through extractor.fs)."""
+    a local path or a URI (through extractor.io.fs)."""
     data = params_json(params)
     if fs.is_local(path):
         path = Path(fs.local_path(path))

@@ -28,9 +28,9 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from extractor import fs
+from extractor.io import fs
 from extractor.core.errors import ERROR_MARK, UserError
-from extractor.run.parquet_writer import partition_values
+from extractor.io.parquet_writer import partition_values
 from extractor.pairs import pos_filter as pf
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
                                      neutral_pools, pair_batch, pos_texts, _previous)

@@ -32,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs
+from extractor.io import fs
 from extractor import neardup as nd
 from extractor import scratch
 from extractor import stage as contract
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hashes
-from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
+from extractor.io.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import pos_filter as pf

@@ -12,7 +12,7 @@ import time
 
 import fcntl
 
-from extractor import fs
+from extractor.io import fs
 from extractor.run.errors import OutputError, RunLockedError
 
 # A lock on an object store whose heartbeat is older than this belongs to a dead run.

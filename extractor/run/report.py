@@ -5,7 +5,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from extractor import fs
+from extractor.io import fs
 from extractor.core.names import SPLITS
 
 # the fields of stats.json's `job` section that differ between any two runs of the same

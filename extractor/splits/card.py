@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from extractor import fs
+from extractor.io import fs
 from extractor import neardup
 from extractor import statistics as st
 from extractor.statistics import precision
@@ -604,7 +604,7 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
 
 def write_chart(counts: dict, folder: str) -> str:
     """`plot_class_distribution` of ``{split: {label: pairs}}`` (every split, labels with
-    pairs) as ``<folder>/class_distribution.png`` through `extractor.fs` (a bucket too):
+    pairs) as ``<folder>/class_distribution.png`` through `extractor.io.fs` (a bucket too):
     the stage draws it in a task while the rows are written."""
     import tempfile
 
@@ -694,7 +694,7 @@ _PLOTS = {"lengths": plot_lengths, "phrases": plot_phrases, "funnel": plot_funne
 
 def write_charts(charts: dict | None, folder: str) -> list[str]:
     """The card's other charts (`CHART_FILES`: lengths per label, top phrases per label, the
-    drop funnel) of `chart_data` into ``folder`` through `extractor.fs` (a bucket too); a
+    drop funnel) of `chart_data` into ``folder`` through `extractor.io.fs` (a bucket too); a
     chart with nothing to draw is left out. Returns the paths written."""
     import tempfile
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs
+from extractor.io import fs
 from extractor import neardup as nd
-from extractor.run import parquet_writer as _out
+from extractor.io import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
 from extractor.core.errors import UserError

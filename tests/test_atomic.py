@@ -1,11 +1,11 @@
-"""extractor.staging: a folder is written beside its destination and swapped in whole."""
+"""extractor.io.atomic: a folder is written beside its destination and swapped in whole."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from extractor.staging import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
+from extractor.io.atomic import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
                                work_path)
 
 

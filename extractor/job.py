@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from extractor.io import fs
-from extractor import run as _out
+from extractor import runs as _out
 from extractor.core.errors import ERROR_MARK, InputError
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
@@ -36,7 +36,7 @@ class CorpusSpec:
 class JobContext:
     """What a stage gets. Stages talk to the output only through these methods, so the same
     stage code writes into a run's staging directory (the job: `run` is set, and the run is
-    published all at once at the end, extractor/run/) or straight into `output` (tests
+    published all at once at the end, extractor/runs/) or straight into `output` (tests
     and benchmarks that build a context by hand):
 
         ctx.table_path(name)                  where table `name` is (written by this run, or
@@ -57,7 +57,7 @@ class JobContext:
     command_line: str = ""
     warnings: list[str] = field(default_factory=list)
     output_uri: str | None = None  # set when the output is a URI (gs://, s3a://, file://...)
-    run: object = None             # extractor.run.Run of the job; None: write into `output`
+    run: object = None             # extractor.runs.Run of the job; None: write into `output`
     options: dict = field(default_factory=dict)  # stage name -> its options (built once by the job)
 
     def stage_options(self, stage: str, cls):

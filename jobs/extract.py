@@ -120,7 +120,7 @@ def _import_run_modules() -> None:
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
     global fs, out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
-    from extractor import run as out
+    from extractor import runs as out
     from extractor.io import fs
     from extractor.documents import stage as sentences_stage
     from extractor.job import (JobContext, corpora_from_args, load_manifest, mark_bundled_sample,

@@ -110,7 +110,7 @@ sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from pathlib import Path
 from pairs_throughput import tree_cpu, _delta
 from extractor.spark.session import get_session
-from extractor.job import JobContext
+from extractor.job.context import JobContext
 from extractor.lexicon import load_lexicon
 from extractor.pairs import stage as pairs_stage
 from extractor.spark.runner import SparkRunner
@@ -138,7 +138,8 @@ from pathlib import Path
 from pairs_throughput import tree_cpu, _delta
 import extract
 from extractor.spark.session import get_session
-from extractor.job import JobContext, corpora_from_args
+from extractor.job.context import JobContext
+from extractor.job.inputs import corpora_from_args
 from extractor.lexicon import load_lexicon
 from extractor.documents import stage as sentences_stage
 from extractor.spark.runner import SparkRunner

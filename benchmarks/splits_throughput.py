@@ -164,7 +164,7 @@ sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from pathlib import Path
 from pairs_throughput import _delta, tree_cpu
 from extractor.spark.session import get_session
-from extractor.job import JobContext
+from extractor.job.context import JobContext
 from extractor.lexicon import load_lexicon
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor.core.errors import InputError
-from extractor.job import CorpusSpec, corpora_from_args, load_manifest, spark_failure_message
+from extractor.job.inputs import CorpusSpec, corpora_from_args, load_manifest, spark_failure_message
 from jobs.extract import main
 from tests.conftest import shared_file
 

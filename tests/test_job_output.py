@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from extractor.core.errors import InputError
-from extractor.job import JobContext
+from extractor.job.context import JobContext
 from extractor.runs import OutputExistsError, read_stats, summary_table, write_stats
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import write_rows, writer

@@ -14,7 +14,7 @@ import pytest
 
 from extractor.io import fs
 from extractor import runs as out
-from extractor.job import JobContext
+from extractor.job.context import JobContext
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import table_of, write_rows
 

@@ -129,7 +129,7 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     reverse order: the bytes are a function of the dump and the unit size alone."""
     from extractor.documents.segment import load_params, params_to_dict
     from extractor.documents.units import list_units
-    from extractor.job import CorpusSpec
+    from extractor.job.inputs import CorpusSpec
     from extractor.lexicon import load_lexicon
     from extractor.documents.process import process_unit
 

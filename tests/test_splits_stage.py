@@ -13,7 +13,8 @@ import pytest
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
 from extractor.core.hashing import stable_hex, stable_unit
-from extractor.job import CorpusSpec, JobContext
+from extractor.job.context import JobContext
+from extractor.job.inputs import CorpusSpec
 from extractor.lexicon import load_lexicon
 
 pytestmark = pytest.mark.spark

@@ -165,7 +165,7 @@ from pathlib import Path
 from pairs_throughput import _delta, tree_cpu
 from extractor.spark.session import get_session
 from extractor.job.context import JobContext
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
 out = Path({out!r})

@@ -29,7 +29,7 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 from extractor import stage as contract  # noqa: E402
 from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.core.errors import InputError, UserError  # noqa: E402
-from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.core.names import STAGES  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402

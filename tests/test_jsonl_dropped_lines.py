@@ -16,7 +16,7 @@ from extractor.documents.segment import params_to_dict, save_params, train_punkt
 from extractor.documents.units import list_units
 from extractor.core.errors import InputError
 from extractor.job.inputs import CorpusSpec
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main
 from tests.conftest import shared_file
 

@@ -130,7 +130,7 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     from extractor.documents.segment import load_params, params_to_dict
     from extractor.documents.units import list_units
     from extractor.job.inputs import CorpusSpec
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.documents.process import process_unit
 
     dump, out, _, stats = enwiki

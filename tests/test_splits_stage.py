@@ -15,7 +15,7 @@ from extractor.splits import stage as splits_stage
 from extractor.core.hashing import stable_hex, stable_unit
 from extractor.job.context import JobContext
 from extractor.job.inputs import CorpusSpec
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 
 pytestmark = pytest.mark.spark
 

@@ -58,7 +58,7 @@ def test_wheel_holds_the_lexicons_and_the_job(installed):
 
 
 def test_installed_engine_finds_its_lexicons_outside_the_repository(installed):
-    code = ("import extractor, phrase_lexicons; from extractor.lexicon import available_languages, load_lexicon;"
+    code = ("import extractor, phrase_lexicons; from extractor.lexicon.lexicon import available_languages, load_lexicon;"
             "print(extractor.__file__); print(available_languages()); print(load_lexicon('ro').path)")
     out = subprocess.run([str(installed["python"]), "-c", code], cwd=installed["base"], capture_output=True,
                          text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, check=True).stdout

@@ -29,7 +29,7 @@ class JobContext:
     """
     spark: object
     args: object                 # argparse.Namespace with every flag of every stage
-    lexicon: object              # extractor.lexicon.Lexicon
+    lexicon: object              # extractor.lexicon.lexicon.Lexicon
     output: Path                 # where this run writes (its staging directory) when local
     corpora: list[CorpusSpec]
     stats: dict = field(default_factory=dict)

@@ -62,7 +62,7 @@ def absolute(path: str, base: str) -> str:
 
 
 def is_lexicon_file(lang: str) -> bool:
-    """`--lang` names a lexicon file (the test extractor.lexicon.load_lexicon makes), not a code."""
+    """`--lang` names a lexicon file (the test extractor.lexicon.lexicon.load_lexicon makes), not a code."""
     return PurePath(str(lang)).suffix in (".yaml", ".yml")
 
 

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 
 import pyarrow as pa
 
-from extractor.lexicon import MARKED_LABELS
+from extractor.lexicon.lexicon import MARKED_LABELS
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for

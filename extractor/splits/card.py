@@ -17,7 +17,7 @@ from extractor.io import fs
 from extractor import neardup
 from extractor import statistics as st
 from extractor.statistics import precision
-from extractor.lexicon import CANONICAL_LABELS
+from extractor.lexicon.lexicon import CANONICAL_LABELS
 from extractor.core.names import SPLITS
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "

@@ -25,7 +25,7 @@ from xml.sax.saxutils import quoteattr
 import yaml
 
 from extractor.core.errors import UserError
-from extractor.lexicon import LEXICON_DIR, available_languages
+from extractor.lexicon.lexicon import LEXICON_DIR, available_languages
 from extractor.core.names import LABELS as CANONICAL_LABELS
 
 FALLBACK_LANG = "en"

@@ -25,13 +25,13 @@ def _lexicon_resources():
     try:
         return importlib.resources.files("phrase_lexicons")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[1] / "phrase_lexicons"
+        return Path(__file__).resolve().parents[2] / "phrase_lexicons"
 
 
 LEXICON_RESOURCES = _lexicon_resources()  # a Traversable (a directory, or a folder inside a zip)
 # The same as a filesystem path where it is one (a checkout, an installed wheel).
 LEXICON_DIR = Path(str(LEXICON_RESOURCES)) if isinstance(LEXICON_RESOURCES, Path) else \
-    Path(__file__).resolve().parents[1] / "phrase_lexicons"
+    Path(__file__).resolve().parents[2] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
                "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
                "annotation", "spacy_models", "phrase_sets", "label_filters", "measured_precision"}

@@ -234,7 +234,7 @@ def run_plain_child(src: Path) -> dict:
 
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
-    from extractor.neardup import Settings
+    from extractor.neardup.settings import Settings
     from extractor.splits.stage import splits_in_one_process
 
     shutil.rmtree(out, ignore_errors=True)

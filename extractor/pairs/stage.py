@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.io import fs
-from extractor import neardup as nd
+from extractor.neardup import distributed as nd
 from extractor import scratch
 from extractor import stage as contract
 from extractor.core.errors import UserError

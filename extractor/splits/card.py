@@ -14,10 +14,10 @@ import pyarrow as pa
 import yaml
 
 from extractor.io import fs
-from extractor import neardup
 from extractor import statistics as st
 from extractor.statistics import precision
 from extractor.lexicon.lexicon import CANONICAL_LABELS
+from extractor.neardup.settings import settings_line
 from extractor.core.names import SPLITS
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
@@ -558,7 +558,7 @@ def _leakage_text(leakage: dict) -> str:
     near = leakage.get("near_duplicates")
     if near:  # docs/neardup.md; absent with --near-duplicates off
         lines += ["", "### Near-duplicates", "",
-                  f"Near-duplicates: {neardup.settings_line(near['settings'])}. Documents joined by a near-duplicate "
+                  f"Near-duplicates: {settings_line(near['settings'])}. Documents joined by a near-duplicate "
                   "hypothesis (identical ones included) are assigned to one split; counted over the pairs "
                   "before the balance cut.", "",
                   "| check | count |", "|---|---:|",

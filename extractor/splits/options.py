@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from extractor import neardup_settings as nd
+from extractor.neardup import settings as nd
 from extractor import stage as contract
 from extractor.core.errors import UserError
 

@@ -66,14 +66,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import clean_profile  # noqa: E402  (its dump reader)
 import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
-from extractor.neardup import minhash  # noqa: E402
-from extractor.neardup.settings import Settings, settings_line  # noqa: E402
 from extractor import stage as contract  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
 from extractor.documents.wikitext import clean_page, page_skip_reason  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
+from extractor.neardup import minhash  # noqa: E402
+from extractor.neardup.settings import Settings, settings_line  # noqa: E402
 from extractor.pairs import stage as pairs_stage  # noqa: E402
 from extractor.splits import assign as sp  # noqa: E402
 from extractor.splits import pair_tables as bt  # noqa: E402

@@ -27,14 +27,14 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 # flag error answer at once. The run's modules are imported once the flags are parsed
 # (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
 from extractor import stage as contract  # noqa: E402
-from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.core.errors import InputError, UserError  # noqa: E402
-from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.core.names import STAGES  # noqa: E402
-from extractor.pairs import neutral  # noqa: E402
-from extractor.pairs import options as pairs_options  # noqa: E402
+from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
+from extractor.pairs import neutral  # noqa: E402
+from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
@@ -121,8 +121,8 @@ def _import_run_modules() -> None:
     global fs, out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
     from extractor import runs as out
-    from extractor.io import fs
     from extractor.documents import stage as sentences_stage
+    from extractor.io import fs
     from extractor.job.context import JobContext
     from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     from extractor.pairs import stage as pairs_stage

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from extractor.io.atomic import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
-                               work_path)
+                                 work_path)
 
 
 def test_work_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):

@@ -17,10 +17,10 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from conftest import shared_file
-from extractor.neardup import distributed, leakage, minhash
-from extractor.neardup.settings import NearDupSettingsError, Settings
 from extractor import statistics as st
 from extractor.core.hashing import stable_hash
+from extractor.neardup import distributed, leakage, minhash
+from extractor.neardup.settings import NearDupSettingsError, Settings
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[—„\"A-ZĂÂÎȘȚŞŢ])")
 PARAS_PER_DOC = 20

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from extractor.neardup.settings import Settings
 from extractor import scratch
 from extractor import stage as contract
 from extractor import statistics as st
 from extractor.core.hashing import stable_hex
+from extractor.neardup.settings import Settings
 from extractor.splits import assign as sp
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt

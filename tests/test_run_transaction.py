@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from extractor.io import fs
 from extractor import runs as out
+from extractor.io import fs
 from extractor.job.context import JobContext
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import table_of, write_rows

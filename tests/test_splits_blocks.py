@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared_file
-from extractor.neardup.settings import Settings
 from extractor import stage as contract
 from extractor.core.hashing import stable_hex
+from extractor.neardup.settings import Settings
 from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from extractor.neardup import leakage, settings as neardup_settings
 from extractor import statistics as st
+from extractor.neardup import leakage, settings as neardup_settings
 from trainer.data import add_column_arguments, column_mapping, load_nli
 from trainer.flags import add_output
 

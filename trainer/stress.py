@@ -27,8 +27,8 @@ import pandas as pd
 
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
-from extractor.lexicon.lexicon import LexiconError, lexicon_path, load_lexicon
 from extractor.io.atomic import WorkFolder
+from extractor.lexicon.lexicon import LexiconError, lexicon_path, load_lexicon
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,
                           parse_label_map)
 from trainer.errors import RunError

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.io import atomic as staging
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
 from extractor.core.names import LABELS
+from extractor.io import atomic as staging
 from trainer.cartography import SUBSETS, select_subset
 from trainer.curriculum import CURRICULA, make_schedule
 from trainer.data import (add_column_arguments, apply_label_map, check_ids, column_mapping,

@@ -19,12 +19,12 @@ from extractor.documents.readers import (CorruptData, PageError, first_line_numb
                                          line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
+from extractor.core.errors import ERROR_MARK, InputError
+from extractor.core.hashing import stable_hex
+from extractor.core.schemas import SENTENCES
 from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
-from extractor.core.hashing import stable_hex
-from extractor.core.errors import ERROR_MARK, InputError
 from extractor.io.parquet_writer import partition_dir
-from extractor.core.schemas import SENTENCES
 
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100

@@ -20,8 +20,8 @@ from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Iterable
 
-from extractor.io import fs
 from extractor.core.errors import UserError
+from extractor.io import fs
 
 
 def _punkt_module():

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from extractor.lexicon import discovery as dsc
 from extractor.core.errors import UserError
+from extractor.lexicon import discovery as dsc
 from extractor.lexicon.lexicon import LexiconError, available_languages, load_lexicon
 
 

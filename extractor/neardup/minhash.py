@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import statistics as st
-from extractor.statistics import charclasses
 from extractor.core.hashing import byte_buffers
 from extractor.neardup.settings import Settings
+from extractor.statistics import charclasses
 
 _MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor.io import fs
 from extractor.core.names import STAGES
+from extractor.io import fs
 from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
 from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id

@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from extractor.io import fs
 from extractor import statistics as st
-from extractor.statistics import precision
+from extractor.core.names import SPLITS
+from extractor.io import fs
 from extractor.lexicon.lexicon import CANONICAL_LABELS
 from extractor.neardup.settings import settings_line
-from extractor.core.names import SPLITS
+from extractor.statistics import precision
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
                 "dataset); other sources carry their own terms: set --license to match them.")

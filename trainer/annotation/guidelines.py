@@ -25,8 +25,8 @@ from xml.sax.saxutils import quoteattr
 import yaml
 
 from extractor.core.errors import UserError
-from extractor.lexicon.lexicon import LEXICON_DIR, available_languages
 from extractor.core.names import LABELS as CANONICAL_LABELS
+from extractor.lexicon.lexicon import LEXICON_DIR, available_languages
 
 FALLBACK_LANG = "en"
 

@@ -23,17 +23,17 @@ if [ $# -eq 0 ]; then
 fi
 # Paths are the user's: spark-submit runs in the directory this script was run in, so the
 # job's relative --input/--output/--manifest/... mean what they say (the job makes them
-# absolute for the tasks, extractor/paths.py). The job script is looked for here, then in
+# absolute for the tasks, extractor/job/paths.py). The job script is looked for here, then in
 # the repository (/repo/spark-submit.sh jobs/extract.py from any folder). With
 # --deploy-mode cluster a relative job path is refused: the driver runs on a cluster node.
 ARGS_FILE="$(mktemp "${TMPDIR:-/tmp}/nli-submit-args.XXXXXX")"
-(cd "$REPO" && "$NLI_PY" -m extractor.paths submit "$REPO" "$PWD" -- "$@") > "$ARGS_FILE" || { rm -f "$ARGS_FILE"; exit 2; }
+(cd "$REPO" && "$NLI_PY" -m extractor.job.paths submit "$REPO" "$PWD" -- "$@") > "$ARGS_FILE" || { rm -f "$ARGS_FILE"; exit 2; }
 SUBMIT_ARGS=()
 while IFS= read -r -d '' arg; do SUBMIT_ARGS+=("$arg"); done < "$ARGS_FILE"
 rm -f "$ARGS_FILE"
 set -- "${SUBMIT_ARGS[@]}"
 # The job's --help and --dry-run start no Spark: plain Python answers them, without a JVM
-# (extractor/paths.py `plain_python_args`; spark-submit's --master becomes the job's).
+# (extractor/job/paths.py `plain_python_args`; spark-submit's --master becomes the job's).
 if [ "${1:-}" = "--plain-python" ]; then
   shift
   exec "$NLI_PY" "$@"

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.documents.segment import Segmenter, train_punkt  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.wikitext import clean_page, page_skip_reason, precut  # noqa: E402

@@ -31,9 +31,9 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from extractor.hashing import ref_key, stable_hash  # noqa: E402
-from extractor.job import corpus_name_for  # noqa: E402
-from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.core.hashing import ref_key, stable_hash  # noqa: E402
+from extractor.job.inputs import corpus_name_for  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs.matching import matcher_for  # noqa: E402
 
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))

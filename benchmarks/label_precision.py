@@ -50,7 +50,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import StratifiedKFold, cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
-from extractor.lexicon import lexicon_path, load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import lexicon_path, load_lexicon  # noqa: E402
 from extractor.statistics.precision import summary  # noqa: E402
 from gold_sets import GOLD, LABELS, WORK, location, phrase_of, read_pairs, run_job  # noqa: E402
 

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from extractor.lexicon import MARKED_LABELS, load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import MARKED_LABELS, load_lexicon  # noqa: E402
 from extractor.pairs.matching import Matcher  # noqa: E402
 from extractor.pairs.pairing import Document, marked_pairs, pos_texts  # noqa: E402
 

@@ -12,8 +12,8 @@ Then, on the distinct sentences stage 1 produced (distinct after case folding, w
 stages compare; each as written, capitals included, as the stages hash them), one core,
 `time.process_time()`, best of --repeat:
 
-  shingles     extractor.neardup.shingle_sets   (per work unit of --unit sentences)
-  signatures   extractor.neardup.signatures     (per unit)
+  shingles     extractor.neardup.minhash.shingle_sets   (per work unit of --unit sentences)
+  signatures   extractor.neardup.minhash.signatures     (per unit)
   bands        band_keys + band_rows             (per unit: what a task emits)
   buckets      bucket_pairs over all rows        (the engine's group-by band key)
   verify       pair_jaccard of the candidates    (exact Jaccard)
@@ -66,13 +66,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import clean_profile  # noqa: E402  (its dump reader)
 import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
-from extractor import neardup as nd  # noqa: E402
 from extractor import stage as contract  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
 from extractor.documents.wikitext import clean_page, page_skip_reason  # noqa: E402
-from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
+from extractor.neardup import minhash  # noqa: E402
+from extractor.neardup.settings import Settings, settings_line  # noqa: E402
 from extractor.pairs import stage as pairs_stage  # noqa: E402
 from extractor.splits import assign as sp  # noqa: E402
 from extractor.splits import pair_tables as bt  # noqa: E402
@@ -104,9 +105,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="ro")
     ap.add_argument("--unit", type=int, default=20000, help="sentences per work unit (default: 20000)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--threshold", type=float, default=nd.Settings().threshold)
-    ap.add_argument("--permutations", type=int, default=nd.Settings().num_perm)
-    ap.add_argument("--bands", type=int, default=nd.Settings().bands)
+    ap.add_argument("--threshold", type=float, default=Settings().threshold)
+    ap.add_argument("--permutations", type=int, default=Settings().num_perm)
+    ap.add_argument("--bands", type=int, default=Settings().bands)
     ap.add_argument("--pairs", type=Path, default=None, help="a pairs table: also time stage 3 on and off")
     ap.add_argument("--job", type=int, default=None, metavar="MB",
                     help="run the job on the scale benchmark's N MB unique-text dump with near-duplicates off and on")
@@ -124,7 +125,7 @@ def main(argv=None) -> int:
     if not args.dump.exists():
         print(f"error: {args.dump} not found: build it with benchmarks/scale.py or give --dump", file=sys.stderr)
         return 2
-    settings = nd.Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
+    settings = Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
     lexicon = load_lexicon(args.lang)
     ns = site_namespaces(read_head(str(args.dump)).decode("utf-8", errors="ignore"))
     pages, read_cpu = best(lambda: read_pages(args.dump), 1)
@@ -157,28 +158,28 @@ def main(argv=None) -> int:
     print(f"dump {args.dump.name}: {len(pages)} pages, {n_all} sentences ({n} distinct after case folding)")
     print(f"stage 1 pure work (read {read_cpu:.2f} + clean/segment {clean_cpu:.2f} CPU-s): "
           f"{1e6 * s1 / n_all:.1f} µs per sentence")
-    print(f"settings: {nd.settings_line(settings.as_dict())}; work units of {args.unit} sentences")
+    print(f"settings: {settings_line(settings.as_dict())}; work units of {args.unit} sentences")
 
     units = [texts[i:i + args.unit] for i in range(0, n, args.unit)]
     starts = list(range(0, n, args.unit))
     cpu = {}
-    sh_units, cpu["shingles"] = best(lambda: [nd.shingle_sets(u, settings) for u in units], args.repeat)
-    sigs, cpu["signatures"] = best(lambda: [nd.signatures(s, settings) for s in sh_units], args.repeat)
+    sh_units, cpu["shingles"] = best(lambda: [minhash.shingle_sets(u, settings) for u in units], args.repeat)
+    sigs, cpu["signatures"] = best(lambda: [minhash.signatures(s, settings) for s in sh_units], args.repeat)
 
     def bands():
-        rows = [nd.band_rows(np.arange(s0, s0 + len(sig)), nd.band_keys(sig, settings)) for s0, sig in zip(starts, sigs)]
+        rows = [minhash.band_rows(np.arange(s0, s0 + len(sig)), minhash.band_keys(sig, settings)) for s0, sig in zip(starts, sigs)]
         return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
 
     (keys, ids), cpu["bands"] = best(bands, args.repeat)
     # the engine hands a bucket its rows in no particular order
     perm = np.random.default_rng(0).permutation(len(keys))
     keys, ids = keys[perm], ids[perm]
-    cand, cpu["buckets"] = best(lambda: nd.bucket_pairs(keys, ids, settings.max_bucket), args.repeat)
-    whole = nd.shingle_sets(texts, settings)
+    cand, cpu["buckets"] = best(lambda: minhash.bucket_pairs(keys, ids, settings.max_bucket), args.repeat)
+    whole = minhash.shingle_sets(texts, settings)
     whole.lookup()
-    jac, cpu["verify"] = best(lambda: nd.pair_jaccard(whole, cand[:, 0], cand[:, 1]), args.repeat)
+    jac, cpu["verify"] = best(lambda: minhash.pair_jaccard(whole, cand[:, 0], cand[:, 1]), args.repeat)
     pairs = cand[jac >= settings.threshold]
-    _, cpu["components"] = best(lambda: nd.components(n, pairs), args.repeat)
+    _, cpu["components"] = best(lambda: minhash.components(n, pairs), args.repeat)
     total = sum(cpu.values())
     for k, v in cpu.items():
         print(f"  {k:<11} {1e6 * v / n:7.2f} µs per sentence")
@@ -290,7 +291,7 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
 
 def job_cost(args) -> int:
     """The issue's measure: the machinery's CPU in the job against stage 1's (module doc)."""
-    settings = nd.Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
+    settings = Settings(threshold=args.threshold, num_perm=args.permutations, bands=args.bands)
     result: dict = {"settings": settings.as_dict(), "load_at_start": os.getloadavg()[0]}
     sentences, stage1 = args.sentences, args.stage1_cpu
     if args.job is not None:

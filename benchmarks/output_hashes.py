@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from extractor.run import report  # noqa: E402
+from extractor.runs import report  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work"
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))

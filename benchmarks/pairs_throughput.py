@@ -110,8 +110,8 @@ sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from pathlib import Path
 from pairs_throughput import tree_cpu, _delta
 from extractor.spark.session import get_session
-from extractor.job import JobContext
-from extractor.lexicon import load_lexicon
+from extractor.job.context import JobContext
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import stage as pairs_stage
 from extractor.spark.runner import SparkRunner
 out = Path({out!r})
@@ -138,8 +138,9 @@ from pathlib import Path
 from pairs_throughput import tree_cpu, _delta
 import extract
 from extractor.spark.session import get_session
-from extractor.job import JobContext, corpora_from_args
-from extractor.lexicon import load_lexicon
+from extractor.job.context import JobContext
+from extractor.job.inputs import corpora_from_args
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.documents import stage as sentences_stage
 from extractor.spark.runner import SparkRunner
 out = Path({out!r})
@@ -203,7 +204,7 @@ def plain(table: str, dest: str) -> None:
     (`extractor.pairs.stage.pairs_in_one_process`: the same functions, scratch files and writer, no
     Spark) over the same sentence files; CPU sampled around that work (not the
     interpreter's start-up), as for the Spark run."""
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.pairs.stage import Options, pairs_in_one_process
 
     shutil.rmtree(dest, ignore_errors=True)

@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 from extract_throughput import TreeMonitor, build_dump  # noqa: E402  (the benchmark's own helpers)
 
-from extractor.run.report import published_hashes  # noqa: E402
+from extractor.runs.report import published_hashes  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "resume"
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-250mb.xml.bz2"

@@ -205,7 +205,7 @@ def build_pool(kind: str = "novels") -> dict:
     if cache.exists() and punkt_params_path(kind).exists():
         return pickle.loads(cache.read_bytes())
     from extractor.documents.segment import Segmenter, save_params, train_punkt
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
 
     WORK.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

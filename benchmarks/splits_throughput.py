@@ -127,7 +127,7 @@ def build_pairs(n_docs: int, out: Path) -> tuple[int, str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extractor.hashing import stable_hex, stable_unit
+    from extractor.core.hashing import stable_hex, stable_unit
     from tests.test_splits_stage import LABELS, MARKERS
 
     scale = SCALE_SENTENCES.is_dir()
@@ -164,8 +164,8 @@ sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from pathlib import Path
 from pairs_throughput import _delta, tree_cpu
 from extractor.spark.session import get_session
-from extractor.job import JobContext
-from extractor.lexicon import load_lexicon
+from extractor.job.context import JobContext
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
 out = Path({out!r})
@@ -175,7 +175,7 @@ p = argparse.ArgumentParser(); splits_stage.add_arguments(p); args = p.parse_arg
 args.seed, args.overwrite, args.files_per_table = 0, True, 4
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("ro"), output=out, corpora=[], command_line="bench")
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
-from extractor.run.parquet_writer import finish_table_files, spark_partition, write_sorted
+from extractor.io.parquet_writer import finish_table_files, spark_partition, write_sorted
 def write_pairs(d):  # as a stage writes its table: 4 files, rows hashed by pair_id as Spark would, sorted
     t = pq.read_table({src!r}); t = t.take(pc.sort_indices(t, [("pair_id", "ascending")]))
     part = pa.array([spark_partition((v,), 4) for v in t.column("pair_id").to_pylist()])
@@ -234,7 +234,7 @@ def run_plain_child(src: Path) -> dict:
 
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
-    from extractor.neardup import Settings
+    from extractor.neardup.settings import Settings
     from extractor.splits.stage import splits_in_one_process
 
     shutil.rmtree(out, ignore_errors=True)

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from extractor import stage as contract  # noqa: E402  (after the repository is on the path)
-from extractor.lexicon import load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral as nt  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402

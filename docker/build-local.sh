@@ -214,7 +214,7 @@ PY' /tmp/nli-out/ro "$OUT/ro" || rc=$?
 
 check_emr() {
   in_image "localhost/nli-extract-emr:$TAG" hadoop \
-    'python3.11 -c "import jobs.extract as j, extractor; from extractor.lexicon import available_languages; print(j.__file__); print(available_languages())" &&
+    'python3.11 -c "import jobs.extract as j, extractor; from extractor.lexicon.lexicon import available_languages; print(j.__file__); print(available_languages())" &&
      echo "entry point: /opt/nli/extract.py -> $(readlink -f /opt/nli/extract.py)" && test -f /opt/nli/extract.py &&
      python3.11 -m jobs.extract --help | head -3'
 }

@@ -25,7 +25,7 @@ import os
 import signal
 from collections import Counter
 
-from extractor import fs
+from extractor.io import fs
 
 PROGRESS = "_progress"
 RUN_RECORD = "run.json"

@@ -1,5 +1,5 @@
 """Scratch files the stages' tasks exchange between rounds (Arrow IPC streams through
-`extractor.fs`, so they work on a local disk and in a bucket alike), and the cut of a
+`extractor.io.fs`, so they work on a local disk and in a bucket alike), and the cut of a
 table into buckets. Written and read back only by the stages themselves, deleted at the
 end of the stage."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from extractor import fs
+from extractor.io import fs
 
 
 def write_arrow(table: pa.Table, path: str) -> None:

@@ -3,7 +3,7 @@
 A stage is a module of `extractor/documents/`, `extractor/pairs/` or `extractor/splits/`
 (`documents.stage`, `pairs.stage`, `splits.stage`) with:
 
-    NAME                      its name (extractor.names.STAGES) and the table it writes
+    NAME                      its name (extractor.core.names.STAGES) and the table it writes
     Options                   a dataclass of the flags it reads, defaults declared there once;
                               `Options.from_args(args)` builds it from the parsed arguments
     add_arguments(parser)     its flags (their defaults come from `Options`)

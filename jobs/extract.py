@@ -26,16 +26,16 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 # Only modules that import neither pyspark nor pyarrow, numpy, pandas here: `--help` and a
 # flag error answer at once. The run's modules are imported once the flags are parsed
 # (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
-from extractor import cost_model  # noqa: E402
 from extractor import stage as contract  # noqa: E402
+from extractor.core.errors import InputError, UserError  # noqa: E402
+from extractor.core.names import STAGES  # noqa: E402
 from extractor.documents import options as sentences_options  # noqa: E402
-from extractor.errors import UserError  # noqa: E402
-from extractor.lexicon import load_lexicon  # noqa: E402
-from extractor.names import STAGES  # noqa: E402
+from extractor.job import cost_model  # noqa: E402
+from extractor.job.paths import resolve_job_args  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
-from extractor.paths import resolve_job_args  # noqa: E402
 from extractor.progress import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
@@ -118,12 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_run_modules() -> None:
     """Import what a run needs beyond its flags, as the module's names: these modules import
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
-    global out, InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+    global fs, out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
-    from extractor import run as out
+    from extractor import runs as out
     from extractor.documents import stage as sentences_stage
-    from extractor.job import (InputError, JobContext, corpora_from_args, load_manifest, mark_bundled_sample,
-                               spark_failure_message)
+    from extractor.io import fs
+    from extractor.job.context import JobContext
+    from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     from extractor.pairs import stage as pairs_stage
     from extractor.splits import stage as splits_stage
     STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
@@ -250,7 +251,7 @@ def stage_options(args, to_run: list) -> dict:
 
 def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     """--dry-run: what the job would do and an estimate of its cost, from the cost model
-    (extractor/cost_model.py); the checks the job makes before any work (a failed one is its
+    (extractor/job/cost_model.py); the checks the job makes before any work (a failed one is its
     one-line error, exit 2); no Spark, nothing written."""
     ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
                      command_line="", warnings=[], options=options)
@@ -322,7 +323,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     if spark.sparkContext.uiWebUrl:
         print(f"[extract] Spark UI: {spark.sparkContext.uiWebUrl} ({spark.sparkContext.master})", file=sys.stderr,
               flush=True)
-    local_dir = Path(out.fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
+    local_dir = Path(fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
                      corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
                      output_uri=None if local_dir else run.dir, run=run, options=options)

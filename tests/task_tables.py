@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs, scratch
-from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
+from extractor import scratch
+from extractor.io import fs
+from extractor.io.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.stage import InProcessRunner
 
 

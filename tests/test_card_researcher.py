@@ -9,8 +9,8 @@ import pyarrow as pa
 import yaml
 
 from extractor import statistics as st
-from extractor.job import SAMPLE_LICENSE, corpora_from_args, load_manifest, mark_bundled_sample
-from extractor.lexicon import load_lexicon
+from extractor.job.inputs import SAMPLE_LICENSE, corpora_from_args, load_manifest, mark_bundled_sample
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.splits import card
 from extractor.splits import pair_tables as bt
 from tests.conftest import REPO

@@ -1,4 +1,4 @@
-"""Lexicon discovery (extractor/lexicon_discovery.py, `python -m extractor.discover`): candidates,
+"""Lexicon discovery (extractor/lexicon/discovery.py, `python -m extractor.lexicon.discover`): candidates,
 scores computed by hand, label pre-filling, the draft and its promotion."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from extractor import lexicon_discovery as dsc
-from extractor.lexicon import load_lexicon
+from extractor.lexicon import discovery as dsc
+from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import REPO
 
 
@@ -121,7 +121,7 @@ def test_command_writes_a_draft(tmp_path):
     pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "corpus"} for r in rows]),
                    folder / "part-0.parquet")
     out = tmp_path / "draft.yaml"
-    cmd = [sys.executable, "-m", "extractor.discover", "--sentences", str(tmp_path / "sentences"), "--lang", "ro",
+    cmd = [sys.executable, "-m", "extractor.lexicon.discover", "--sentences", str(tmp_path / "sentences"), "--lang", "ro",
            "--out", str(out), "--min-count", "2"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -133,9 +133,9 @@ def test_command_writes_a_draft(tmp_path):
     assert by_phrase["Totuși"]["label"] == "contrasting"  # translation table: ro Totuși <-> en However
     assert len(by_phrase["Totuși"]["examples"]) == 3
     assert by_phrase["Totuși"]["examples"][0]["previous"] == texts[0]
-    promoted = subprocess.run([sys.executable, "-m", "extractor.discover", "--promote", str(out)], cwd=REPO,
+    promoted = subprocess.run([sys.executable, "-m", "extractor.lexicon.discover", "--promote", str(out)], cwd=REPO,
                               capture_output=True, text=True)
     assert promoted.returncode == 0 and "reasoning:\n  - Prin urmare" in promoted.stdout
-    missing = subprocess.run([sys.executable, "-m", "extractor.discover", "--sentences", str(tmp_path / "nope"),
+    missing = subprocess.run([sys.executable, "-m", "extractor.lexicon.discover", "--sentences", str(tmp_path / "nope"),
                               "--lang", "ro"], cwd=REPO, capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1

@@ -280,7 +280,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def punkt(tmp_path_factory):
     from extractor.documents.segment import save_params, train_punkt
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
 
     return str(save_params(train_punkt([], load_lexicon("ro").abbreviations),
                            tmp_path_factory.mktemp("punkt") / "punkt.json"))

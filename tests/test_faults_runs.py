@@ -180,7 +180,7 @@ def test_full_disk_is_one_line_and_keeps_the_old_output(outputs, tmp_path, capsy
 
 
 def _hold_lock(root: Path):
-    code = ("import sys, time; from extractor import run as out; r = out.Run.open(sys.argv[1], 'other job');"
+    code = ("import sys, time; from extractor import runs as out; r = out.Run.open(sys.argv[1], 'other job');"
             "print(r.run_id, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True, cwd=REPO)
     return proc, proc.stdout.readline().strip()

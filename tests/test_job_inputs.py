@@ -11,7 +11,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from extractor.job import CorpusSpec, InputError, corpora_from_args, load_manifest, spark_failure_message
+from extractor.core.errors import InputError
+from extractor.job.inputs import CorpusSpec, corpora_from_args, load_manifest, spark_failure_message
 from jobs.extract import main
 from tests.conftest import shared_file
 
@@ -184,7 +185,7 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
         encoding="utf-8")
     # Punkt learns nothing useful from three short documents: give it parameters that
     # hold only the lexicon's abbreviations (also tests --punkt-params).
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.documents.segment import save_params, train_punkt
     params = save_params(train_punkt([], load_lexicon("ro").abbreviations), tmp_path / "punkt.json")
     out = tmp_path / "out"

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from extractor.job import InputError, JobContext
-from extractor.run import OutputExistsError, read_stats, summary_table, write_stats
+from extractor.core.errors import InputError
+from extractor.job.context import JobContext
+from extractor.runs import OutputExistsError, read_stats, summary_table, write_stats
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import write_rows, writer
 
@@ -63,7 +64,7 @@ def test_spark_partition_is_the_partition_spark_gives_and_each_file_holds_its_pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from extractor.run.parquet_writer import spark_partition
+    from extractor.io.parquet_writer import spark_partition
 
     rng = random.Random(5)
     alphabet = "abcxyzăîșțé漢 0123456789:-"

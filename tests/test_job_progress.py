@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor import cost_model, paths
+from extractor.job import cost_model, paths
 from extractor.spark.jvm import archive_pending
 from extractor.spark.status import RoundStatus, eta_text, progress_line
 from jobs.extract import build_parser, main
@@ -70,7 +70,7 @@ def test_spark_submit_sh_runs_help_and_dry_run_with_plain_python():
         ["j.py", "--dry-run", "--master", "local[1]"]
     assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "ro"]) is None
     assert paths.plain_python_args(["--help"]) is None
-    out = subprocess.run([sys.executable, "-m", "extractor.paths", "submit", str(REPO), str(REPO), "--",
+    out = subprocess.run([sys.executable, "-m", "extractor.job.paths", "submit", str(REPO), str(REPO), "--",
                           "jobs/extract.py", "-h"], cwd=REPO, capture_output=True, check=True).stdout
     assert out.split(b"\0")[:3] == [b"--plain-python", str(REPO / "jobs" / "extract.py").encode(), b"-h"]
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from statsmodels.stats.proportion import proportion_confint
 
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs.label_filters import PHRASE_DROPPED, LabelFilterError, parse_disabled
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import Document, marked_members, marked_pairs

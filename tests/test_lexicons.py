@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from extractor.lexicon import LexiconError, SpacyModel, available_languages, load_lexicon, preferred_model
+from extractor.lexicon.lexicon import LexiconError, SpacyModel, available_languages, load_lexicon, preferred_model
 from extractor.pairs.matching import Matcher
 from tests.conftest import shared_file
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractor.lexicon import MARKED_LABELS, load_lexicon
+from extractor.lexicon.lexicon import MARKED_LABELS, load_lexicon
 from extractor.pairs.matching import Matcher, match_marker, matcher_for, recase_first_letter
 from tests.conftest import shared_file
 

@@ -10,7 +10,7 @@ import pytest
 
 from extractor.documents.readers import read_head, site_namespaces
 from extractor.documents.wikitext import clean_page
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import shared_file
 
 UK_HEAD = """<mediawiki><siteinfo><namespaces>

@@ -1,4 +1,4 @@
-"""Near-duplicate detection (extractor/neardup.py): planted near-duplicates in real novels,
+"""Near-duplicate detection (extractor/neardup/): planted near-duplicates in real novels,
 determinism, exact Jaccard, components, and the leakage report of `trainer stats`.
 
 The planted corpus: the 20 ELTeC Romanian novels of ../shared/data cut into documents of
@@ -17,9 +17,10 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from conftest import shared_file
-from extractor import neardup as nd
 from extractor import statistics as st
-from extractor.hashing import stable_hash
+from extractor.core.hashing import stable_hash
+from extractor.neardup import distributed, leakage, minhash
+from extractor.neardup.settings import NearDupSettingsError, Settings
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[—„\"A-ZĂÂÎȘȚŞŢ])")
 PARAS_PER_DOC = 20
@@ -104,8 +105,8 @@ def corpus():
 @pytest.fixture(scope="module")
 def detected(corpus):
     sentences, _, _ = corpus
-    settings = nd.Settings()
-    pairs, jac = nd.near_duplicates(sentences, settings)
+    settings = Settings()
+    pairs, jac = minhash.near_duplicates(sentences, settings)
     return settings, pairs, jac
 
 
@@ -168,7 +169,7 @@ def test_documents_joined_by_near_duplicates_share_a_split(corpus, detected):
     links = np.concatenate([pairs, np.stack([first, np.arange(len(sentences))], axis=1)])
     doc_pairs = doc_of[links]
     doc_pairs = doc_pairs[doc_pairs[:, 0] != doc_pairs[:, 1]]
-    comp = nd.components(n_docs, doc_pairs)
+    comp = minhash.components(n_docs, doc_pairs)
     split_names = np.array(["train", "dev", "test"])
     unit = np.array([stable_hash(int(c), seed=3) % 10 for c in comp])
     doc_split = split_names[np.where(unit < 8, 0, np.where(unit < 9, 1, 2))]
@@ -188,23 +189,23 @@ def test_documents_joined_by_near_duplicates_share_a_split(corpus, detected):
 
 def test_signature_depends_only_on_the_text(corpus):
     sentences, _, _ = corpus
-    settings = nd.Settings()
+    settings = Settings()
     texts = sentences[:3000]
-    sig = nd.signatures(nd.shingle_sets(texts, settings), settings)
+    sig = minhash.signatures(minhash.shingle_sets(texts, settings), settings)
     rng = random.Random(1)
     order = list(range(len(texts)))
     rng.shuffle(order)
     shuffled = [texts[i] for i in order]
     # another batch: shuffled, cut in two, with other texts around
-    a = nd.signatures(nd.shingle_sets(shuffled[:1000] + sentences[-50:], settings), settings)[:1000]
-    b = nd.signatures(nd.shingle_sets(sentences[5000:5100] + shuffled[1000:], settings), settings)[100:]
+    a = minhash.signatures(minhash.shingle_sets(shuffled[:1000] + sentences[-50:], settings), settings)[:1000]
+    b = minhash.signatures(minhash.shingle_sets(sentences[5000:5100] + shuffled[1000:], settings), settings)[100:]
     assert (np.concatenate([a, b]) == sig[order]).all()
-    keys = nd.band_keys(sig, settings)
-    k, i = nd.band_rows(np.arange(len(texts)), keys)
+    keys = minhash.band_keys(sig, settings)
+    k, i = minhash.band_rows(np.arange(len(texts)), keys)
     perm = np.random.default_rng(0).permutation(len(k))
-    assert (nd.bucket_pairs(k[perm], i[perm], 4) == nd.bucket_pairs(k, i, 4)).all()
+    assert (minhash.bucket_pairs(k[perm], i[perm], 4) == minhash.bucket_pairs(k, i, 4)).all()
     # another seed gives other hash functions
-    other = nd.signatures(nd.shingle_sets(texts[:100], nd.Settings(seed=2)), nd.Settings(seed=2))
+    other = minhash.signatures(minhash.shingle_sets(texts[:100], Settings(seed=2)), Settings(seed=2))
     assert (other != sig[:100]).mean() > 0.9
 
 
@@ -219,14 +220,14 @@ def test_signatures_and_buckets_are_their_definitions(corpus):
     texts = [" ".join(rng.choice(words) for _ in range(n)) for n in (1, 2, 40, 511, 512, 513, 700, 3000)]
     texts += sentences[:300] + ["", None, "— !"]
     rng.shuffle(texts)
-    for settings in (nd.Settings(), nd.Settings(shingle=3, num_perm=24, bands=4)):
-        sh = nd.shingle_sets(texts, settings)
-        a, b = nd._coefficients(settings)
-        sig = nd.signatures(sh, settings)
+    for settings in (Settings(), Settings(shingle=3, num_perm=24, bands=4)):
+        sh = minhash.shingle_sets(texts, settings)
+        a, b = minhash._coefficients(settings)
+        sig = minhash.signatures(sh, settings)
         for t in range(sh.n):
             values = sh.values[sh.offsets[t]:sh.offsets[t + 1]]
             if not len(values):
-                assert (sig[t] == nd.EMPTY).all()
+                assert (sig[t] == minhash.EMPTY).all()
                 continue
             with np.errstate(over="ignore"):
                 want = ((values[:, None] * a[None, :] + b[None, :]) >> np.uint64(32)).min(axis=0)
@@ -246,43 +247,43 @@ def test_signatures_and_buckets_are_their_definitions(corpus):
         for key in np.unique(keys):
             members = sorted(set(ids[keys == key].tolist()))
             want |= {(members[i], members[j]) for j in range(len(members)) for i in range(min(j, cap))}
-        assert nd.bucket_pairs(keys, ids, cap).tolist() == sorted(map(list, want))
+        assert minhash.bucket_pairs(keys, ids, cap).tolist() == sorted(map(list, want))
 
 
 def test_shingles_and_exact_jaccard():
-    settings = nd.Settings()
+    settings = Settings()
     texts = ["Ion a mers acasă, la mama lui.", "ion a mers ACASĂ la mama lui!", "Mama lui Ion.", "", None, "— !"]
-    sh = nd.shingle_sets(texts, settings)
+    sh = minhash.shingle_sets(texts, settings)
     assert sh.sizes.tolist() == [7, 7, 3, 0, 0, 0]
-    jac = nd.pair_jaccard(sh, np.array([0, 0, 3]), np.array([1, 2, 4]))
+    jac = minhash.pair_jaccard(sh, np.array([0, 0, 3]), np.array([1, 2, 4]))
     assert jac.tolist() == [1.0, pytest.approx(st.overlap_jaccard(texts[0], texts[2])), 0.0]
-    sig = nd.signatures(sh, settings)
-    assert (sig[0] == sig[1]).all() and (sig[3] == nd.EMPTY).all()
-    keys = nd.band_keys(sig, settings)
+    sig = minhash.signatures(sh, settings)
+    assert (sig[0] == sig[1]).all() and (sig[3] == minhash.EMPTY).all()
+    keys = minhash.band_keys(sig, settings)
     assert (keys[3:] == 0).all() and (keys[:3] != 0).all()
     # 2-word shingles: a 6-word text has 5, a 1-word text one
-    sh2 = nd.shingle_sets(["a b c d e f", "solo", "a b c d e g"], nd.Settings(shingle=2))
+    sh2 = minhash.shingle_sets(["a b c d e f", "solo", "a b c d e g"], Settings(shingle=2))
     assert sh2.sizes.tolist() == [5, 1, 5]
-    assert nd.pair_jaccard(sh2, np.array([0]), np.array([2]))[0] == pytest.approx(4 / 6)
+    assert minhash.pair_jaccard(sh2, np.array([0]), np.array([2]))[0] == pytest.approx(4 / 6)
 
 
 def test_components_and_buckets():
     pairs = np.array([[5, 3], [3, 1], [7, 8]])
-    comp = nd.components(10, pairs)
+    comp = minhash.components(10, pairs)
     assert comp.tolist() == [0, 1, 2, 1, 4, 1, 6, 7, 7, 9]
-    assert (nd.components(10, pairs[::-1, ::-1]) == comp).all()
+    assert (minhash.components(10, pairs[::-1, ::-1]) == comp).all()
     keys = np.array([9, 9, 9, 9, 4, 4], dtype=np.uint64)
     ids = np.array([40, 10, 30, 20, 1, 2])
-    assert nd.bucket_pairs(keys, ids, 10).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40], [30, 40]]
+    assert minhash.bucket_pairs(keys, ids, 10).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40], [30, 40]]
     # a capped bucket: each id against the first 2 of its bucket
-    assert nd.bucket_pairs(keys, ids, 2).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40]]
+    assert minhash.bucket_pairs(keys, ids, 2).tolist() == [[1, 2], [10, 20], [10, 30], [10, 40], [20, 30], [20, 40]]
 
 
 def test_settings_are_checked():
-    with pytest.raises(nd.NearDupSettingsError, match="multiple"):
-        nd.Settings(num_perm=100, bands=16)
-    with pytest.raises(nd.NearDupSettingsError, match="threshold"):
-        nd.Settings(threshold=1.5)
+    with pytest.raises(NearDupSettingsError, match="multiple"):
+        Settings(num_perm=100, bands=16)
+    with pytest.raises(NearDupSettingsError, match="threshold"):
+        Settings(threshold=1.5)
 
 
 def test_leakage_report_counts_planted_pairs():
@@ -295,11 +296,11 @@ def test_leakage_report_counts_planted_pairs():
     a = rows[:1000]
     b = rows[1000:1900] + [{"sentence1": alter(r["sentence1"], rng, vocab),
                             "sentence2": alter(r["sentence2"], rng, vocab)} for r in a[:100]]
-    settings = nd.Settings()
+    settings = Settings()
     expected = sum(word_set_jaccard(x["sentence1"], y["sentence1"]) >= settings.threshold
                    and word_set_jaccard(x["sentence2"], y["sentence2"]) >= settings.threshold
                    for x, y in zip(a[:100], b[900:]))
-    out = nd.near_duplicate_leakage({"a": ([r["sentence1"] for r in a], [r["sentence2"] for r in a]),
+    out = leakage.near_duplicate_leakage({"a": ([r["sentence1"] for r in a], [r["sentence2"] for r in a]),
                                      "b": ([r["sentence1"] for r in b], [r["sentence2"] for r in b])}, settings)
     assert expected >= 80
     assert out["a|b"]["pairs"]["b"] == expected
@@ -315,7 +316,7 @@ def test_normalisation_is_norm_words():
     tokens = sorted({t for d in docs for p in d for s in p for t in s.split()})
     tokens += ["Straße", "ΣΊΣΥΦΟΣ", "ﬁnal", "İstanbul", "_x_", "—", "„Da”", "x²", "Ⅻ", "ŉ", "a_b", "(§4.3)",
                "ǅemal", "ẞ", "ﬀ", "ꭰ", "Ꭰ", "'", "…"]
-    got = nd._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
+    got = minhash._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
     assert got == [(st.norm_words(t) or [""])[0] for t in tokens]
 
 
@@ -332,7 +333,7 @@ def test_normalisation_of_every_character_is_norm_words():
             continue
         tokens += [c, "a" + c, c + "a", c + "Ab" + c, "Ab" + c + "x", c + c, "-" + c + "É" + c + ","]
     tokens += ["ΣΊΣΥΦΟΣ,", "(ΟΔΟΣ)", "İİ", "Straße.", "«ǅemal»", "x\u0301", "\u0301x\u0301", "中文,", "Ꭰꭰ"]
-    got = nd._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
+    got = minhash._normalised_vocabulary(pa.array(tokens, pa.large_string())).to_pylist()
     expected = [(st.norm_words(t) or [""])[0] for t in tokens]
     wrong = [(t, g, e) for t, g, e in zip(tokens, got, expected) if g != e]
     assert not wrong, wrong[:10]
@@ -374,30 +375,32 @@ def test_verification_in_chunks_equals_one_chunk(corpus, monkeypatch):
     7 candidates give the same Jaccard indices, verified pairs and owned candidates as one
     chunk holding them all."""
     sentences, _, _ = corpus
-    settings = nd.Settings()
+    settings = Settings()
     texts = sentences
-    sh = nd.shingle_sets(texts, settings)
-    k, i = nd.band_rows(np.arange(sh.n), nd.band_keys(nd.signatures(sh, settings), settings))
-    cand = nd.bucket_pairs(k, i, settings.max_bucket)
+    sh = minhash.shingle_sets(texts, settings)
+    k, i = minhash.band_rows(np.arange(sh.n), minhash.band_keys(minhash.signatures(sh, settings), settings))
+    cand = minhash.bucket_pairs(k, i, settings.max_bucket)
     rng = np.random.default_rng(3)
     left, right = rng.integers(0, len(texts), 5000), rng.integers(0, len(texts), 5000)
     left[:len(cand)], right[:len(cand)] = cand[:5000, 0], cand[:5000, 1]
     gids = (np.int64(1) << np.int64(32)) + np.arange(len(texts), dtype=np.int64)
     rows = pa.table({"gid": gids, "text": texts, "other": texts, "corpus": ["c"] * len(texts),
                      "doc_id": [str(g) for g in range(len(texts))]})
-    rows = rows.select(nd.TEXT_SCHEMA.names).cast(nd.TEXT_SCHEMA)
+    rows = rows.select(distributed.TEXT_SCHEMA.names).cast(distributed.TEXT_SCHEMA)
     bands = pa.table({"key": pa.array(k, pa.uint64()), "gid": pa.array(gids[i], pa.int64())})
 
     def fetch(ids):
         return rows.take(pa.array(np.searchsorted(gids, ids)))
 
     def run():
-        return (nd.pair_jaccard(sh, left, right),
-                [nd.verify_bucket(bands, fetch, settings, b, 3) for b in range(3)])
+        return (minhash.pair_jaccard(sh, left, right),
+                [distributed.verify_bucket(bands, fetch, settings, b, 3) for b in range(3)])
 
     jac, verified = run()
-    assert nd._CHUNK_CANDIDATES >= 5000 and len(cand) > 1000 and (jac >= settings.threshold).sum() > 10
-    monkeypatch.setattr(nd, "_CHUNK_CANDIDATES", 7)
+    assert minhash._CHUNK_CANDIDATES >= 5000 and distributed._CHUNK_CANDIDATES >= 5000
+    assert len(cand) > 1000 and (jac >= settings.threshold).sum() > 10
+    monkeypatch.setattr(minhash, "_CHUNK_CANDIDATES", 7)
+    monkeypatch.setattr(distributed, "_CHUNK_CANDIDATES", 7)
     jac7, verified7 = run()
     assert (jac7 == jac).all()
     for (n, table, j), (n7, table7, j7) in zip(verified, verified7):
@@ -412,7 +415,7 @@ def test_verification_with_stored_shingles_and_keys(corpus):
     verified pairs (with `both`, from the premises of the verified pairs only) and Jaccard
     indices, whatever the bucket; and `unit_bands_with` gives `unit_bands`' rows."""
     sentences, _, _ = corpus
-    settings = nd.Settings()
+    settings = Settings()
     rng = random.Random(5)
     premises = list(sentences)
     for i in range(0, len(premises) - 1, 2):  # half the premises near-duplicates of another's
@@ -420,21 +423,21 @@ def test_verification_with_stored_shingles_and_keys(corpus):
     units, bands = [], []
     for u, start in enumerate(range(0, len(sentences), 700)):
         texts = sentences[start:start + 700]
-        gids = nd.gids(u, np.arange(len(texts)))
+        gids = distributed.gids(u, np.arange(len(texts)))
         rows = pa.table({"gid": gids, "corpus": ["c"] * len(texts), "doc_id": [f"d{start + j}" for j in range(len(texts))],
-                         "text": texts, "other": premises[start:start + 700]}, schema=nd.TEXT_SCHEMA)
-        b, sh, keys = nd.unit_bands_with(rows.column("text"), gids, settings)
-        assert b.equals(nd.unit_bands(rows.column("text"), gids, settings))
-        units.append(rows.append_column("shingles", nd.shingles_column(sh)).append_column("bands", nd.keys_column(keys)))
+                         "text": texts, "other": premises[start:start + 700]}, schema=distributed.TEXT_SCHEMA)
+        b, sh, keys = distributed.unit_bands_with(rows.column("text"), gids, settings)
+        assert b.equals(distributed.unit_bands(rows.column("text"), gids, settings))
+        units.append(rows.append_column("shingles", distributed.shingles_column(sh)).append_column("bands", distributed.keys_column(keys)))
         bands.append(b)
     bands = pa.concat_tables(bands)
-    stored = nd.fetch_from(lambda u: units[u], lambda t: t)
-    plain = nd.fetch_from(lambda u: units[u].select(nd.TEXT_SCHEMA.names), lambda t: t)
+    stored = distributed.fetch_from(lambda u: units[u], lambda t: t)
+    plain = distributed.fetch_from(lambda u: units[u].select(distributed.TEXT_SCHEMA.names), lambda t: t)
     total = 0
     for b in range(3):
-        part = bands.filter(pa.array(nd.band_buckets(bands.column("key"), 3) == b))
-        n, table, jac = nd.verify_bucket(part, stored, settings, b, 3)
-        n0, table0, jac0 = nd.verify_bucket(part, plain, settings, b, 3)
+        part = bands.filter(pa.array(distributed.band_buckets(bands.column("key"), 3) == b))
+        n, table, jac = distributed.verify_bucket(part, stored, settings, b, 3)
+        n0, table0, jac0 = distributed.verify_bucket(part, plain, settings, b, 3)
         assert n == n0 and table.equals(table0) and (jac == jac0).all()
         total += table.num_rows
         assert 0 < sum(table.column("both").to_pylist()) < table.num_rows
@@ -459,8 +462,8 @@ def test_components_equal_scipy_on_random_graphs_and_long_chains():
     rng = np.random.default_rng(5)
     for n, m in [(50, 0), (50, 30), (2000, 1500), (2000, 2500), (300, 2000)]:
         pairs = rng.integers(0, n, (m, 2))
-        assert (nd.components(n, pairs) == smallest_by_scipy(n, pairs)).all(), (n, m)
+        assert (minhash.components(n, pairs) == smallest_by_scipy(n, pairs)).all(), (n, m)
     order = rng.permutation(3000)
     chain = np.stack([order[:-1], order[1:]], axis=1)
-    assert (nd.components(3000, chain) == 0).all()
-    assert (nd.components(3000, chain[::-1]) == 0).all()
+    assert (minhash.components(3000, chain) == 0).all()
+    assert (minhash.components(3000, chain[::-1]) == 0).all()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from extractor import stage as contract
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import stage as ps
 from test_neardup import word_set_jaccard
 from test_pairs_stage import DOCS, write_sentences

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from extractor import neardup as nd
 from extractor import scratch
 from extractor import stage as contract
 from extractor import statistics as st
-from extractor.hashing import stable_hex
+from extractor.core.hashing import stable_hex
+from extractor.neardup.settings import Settings
 from extractor.splits import assign as sp
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
@@ -70,7 +70,7 @@ def leaks(splits, threshold):
 
 
 def test_no_near_duplicate_crosses_splits(pairs_dir, tmp_path):
-    settings = nd.Settings()
+    settings = Settings()
     found, splits = split_files(pairs_dir, tmp_path / "on", settings)
     near = found["near"]
     sizes = {s: len(df) for s, df in splits.items()}
@@ -94,7 +94,7 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
     the same split files, byte for byte, and the same near-duplicate counts; with the
     documents of the verified pairs joined by the driver (the default for this corpus's
     few thousand pairs) and by a round of one task (`NEAR_GROUPS_IN_DRIVER` 0) alike."""
-    settings = nd.Settings()
+    settings = Settings()
     rounds_run = []
 
     class Recording(contract.InProcessRunner):
@@ -140,7 +140,7 @@ def test_near_duplicates_across_corpora_are_counted_when_their_splits_differ(tmp
                              hypothesis=sentences[i + 1], label=LABELS[i % 4]))
     pairs = tmp_path / "pairs"
     pq.write_to_dataset(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), str(pairs))
-    found, _ = split_files(pairs, tmp_path, nd.Settings())
+    found, _ = split_files(pairs, tmp_path, Settings())
     assigned = scratch.read_arrow(str(tmp_path / "work" / "assigned"), dc.ASSIGNED_SCHEMA)  # every document's split
     split_of = dict(zip(zip(assigned.column("corpus").to_pylist(), assigned.column("doc_id").to_pylist()),
                         assigned.column("split").to_pylist()))

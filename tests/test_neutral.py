@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractor.hashing import stable_hash
+from extractor.core.hashing import stable_hash
 from extractor.pairs.neutral import (BIN_BITS, DEFAULT_MIX, STRATEGIES, NeutralMixError, allocate, bin_cutoff,
                                neutral_target, oversample, parse_neutral_mix)
 

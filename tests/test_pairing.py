@@ -8,8 +8,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from extractor.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
-from extractor.lexicon import load_lexicon
+from extractor.core.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for, recase_first_letter
@@ -230,7 +230,7 @@ def test_pass_one_rows_and_counts_do_not_depend_on_batch_size(en):
 def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio):
     """Pass 1 emits the neutral candidates of the lowest EARLY_BINS bins; when every cut
     falls below, they replace pass 2. Both ways give the same pairs and stats."""
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.pairs import stage as ps
     from extractor.pairs.corpus import reference_pairs
     from tests.test_pairs_stage import sentence_rows, write_sentences

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractor.hashing import mix_hash_array, stable_hash
-from extractor.lexicon import load_lexicon
+from extractor.core.hashing import mix_hash_array, stable_hash
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,

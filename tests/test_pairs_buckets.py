@@ -190,7 +190,7 @@ def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_sam
     """`judged` reads back the verdicts of a POS-checked table; given to the next POS step
     (`known_verdicts`), its texts are not tagged again and every row, reason and `n` is
     the same as when they are (the verdict counts go by rows, not by tagging)."""
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.pairs import pos_filter as pf
 
     lexicon = load_lexicon("uk")
@@ -225,7 +225,7 @@ def test_verdict_cache_keeps_a_tasks_texts_and_a_bounded_tail_of_earlier_ones(mo
     """A worker's verdict cache holds every text of the running task (learned or tagged),
     however many, and when the next task starts only the MAX_CACHE most recent of them:
     its size does not grow with the input. Texts still cached are not tagged again."""
-    from extractor.lexicon import load_lexicon
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.pairs import pos_filter as pf
 
     lexicon = load_lexicon("uk")

@@ -12,8 +12,8 @@ import pytest
 from extractor.pairs.neutral import STRATEGIES
 from extractor.pairs import stage as ps
 from extractor.spark.runner import SparkRunner
-from extractor.hashing import stable_hex
-from extractor.lexicon import load_lexicon
+from extractor.core.hashing import stable_hex
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs.matching import matcher_for
 from tests.conftest import REPO
 

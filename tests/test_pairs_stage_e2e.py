@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import premise_text
 from jobs.extract import main

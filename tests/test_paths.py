@@ -1,7 +1,7 @@
 """Paths from anywhere (issue 31, item 2): every relative path a user gives is taken against
 the directory the command was run in, by ./spark-submit.sh, the job and the trainer.
 
-The pure rules of extractor/paths.py first, then the real commands run from a folder outside
+The pure rules of extractor/job/paths.py first, then the real commands run from a folder outside
 the repository (pytest's tmp_path) with relative paths only."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor import paths
+from extractor.job import paths
 from tests.conftest import REPO
 
 SAMPLE_EN = REPO / "samples" / "en" / "en-sample-pages-articles.xml"

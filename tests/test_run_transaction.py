@@ -1,4 +1,4 @@
-"""Runs (extractor/run/): staged tables published together, the lock, the manifest,
+"""Runs (extractor/runs/): staged tables published together, the lock, the manifest,
 clean-up of dead runs, reuse with --start-at, and the same bytes on local paths and URIs."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from extractor import fs
-from extractor import run as out
-from extractor.job import JobContext
+from extractor import runs as out
+from extractor.io import fs
+from extractor.job.context import JobContext
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import table_of, write_rows
 
@@ -112,7 +112,7 @@ def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
 
 def test_lock_of_a_killed_run_is_taken_over_and_its_staging_removed(tmp_path, capfd):
     root = tmp_path / "o"
-    code = ("import sys, time; from extractor import run as out; r = out.Run.open(sys.argv[1]);"
+    code = ("import sys, time; from extractor import runs as out; r = out.Run.open(sys.argv[1]);"
             "open(r.path('junk.txt'), 'w').write('x'); print(r.run_id, flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

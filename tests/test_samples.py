@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor.lexicon import MARKED_LABELS, load_lexicon
+from extractor.lexicon.lexicon import MARKED_LABELS, load_lexicon
 from extractor.documents.segment import Segmenter, train_punkt
 from extractor.documents.wikitext import clean_page, page_skip_reason
 

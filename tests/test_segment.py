@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.documents.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
 from extractor.documents.wikitext import clean_page
 

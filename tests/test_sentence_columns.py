@@ -8,7 +8,7 @@ import pyarrow as pa
 from extractor.documents.process import DocumentProcessor, file_schema
 from extractor.documents.readers import plain_paragraphs
 from extractor.documents.segment import params_to_dict, train_punkt
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import shared_file
 
 MIN_CHARS = 40

@@ -114,7 +114,7 @@ def test_deprecated_split_mb_is_unit_mb(enwiki, tmp_path):
 
 def test_uri_output_gives_the_same_bytes_as_a_local_one(enwiki, tmp_path):
     """An output URI (gs://, s3a://..., here file://) takes the same path as a local one:
-    the tasks write their files through extractor/fs.py, with the same bytes."""
+    the tasks write their files through extractor/io/fs.py, with the same bytes."""
     dump, out, _, _ = enwiki
     target = tmp_path / "uri"
     assert main(["--lang", "en", "--input", f"file://{dump}", "--output", f"file://{target}", "--stages", "sentences",
@@ -129,8 +129,8 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     reverse order: the bytes are a function of the dump and the unit size alone."""
     from extractor.documents.segment import load_params, params_to_dict
     from extractor.documents.units import list_units
-    from extractor.job import CorpusSpec
-    from extractor.lexicon import load_lexicon
+    from extractor.job.inputs import CorpusSpec
+    from extractor.lexicon.lexicon import load_lexicon
     from extractor.documents.process import process_unit
 
     dump, out, _, stats = enwiki

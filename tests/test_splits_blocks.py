@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared_file
-from extractor import neardup as nd
 from extractor import stage as contract
-from extractor.hashing import stable_hex
+from extractor.core.hashing import stable_hex
+from extractor.neardup.settings import Settings
 from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
@@ -174,7 +174,7 @@ def _run(tmp_path, rows, near, buckets=3):
 
 def test_three_real_novels_get_blocks_and_every_split_every_label(tmp_path, novels):
     rows = _novel_pairs(novels)
-    found, splits = _run(tmp_path, rows, nd.Settings())
+    found, splits = _run(tmp_path, rows, Settings())
     unit = found["units"]["eltec"]
     assert unit["unit"] == "block" and unit["documents"] == 3 and unit["blocks"] >= 30
     assert set(splits) == set(sp.SPLITS)
@@ -213,7 +213,7 @@ def test_blocks_write_the_same_bytes_whatever_the_buckets(tmp_path, novels):
     files = []
     for buckets, order in ((1, rows), (5, rows[::-1])):
         out = tmp_path / f"b{buckets}"
-        found, _ = _run(out, order, nd.Settings(), buckets=buckets)
+        found, _ = _run(out, order, Settings(), buckets=buckets)
         assert found["units"]["eltec"]["unit"] == "block"
         files.append({p.relative_to(out / "splits"): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))})
     assert files[0] == files[1] and files[0]

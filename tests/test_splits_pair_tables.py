@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import statistics as st
-from extractor.hashing import crc32s, digests
-from extractor.run.parquet_writer import plain_schema
+from extractor.core.hashing import crc32s, digests
+from extractor.io.parquet_writer import plain_schema
 from extractor.splits import pair_tables as bt
 
 from tests.test_splits_stage import make_pairs
@@ -176,7 +176,7 @@ def test_summaries_keys_hash_order_and_flags_follow_the_per_row_definitions():
     `statistics.pair_text_key` (ordered, either order) or `fold_text` of the hypothesis
     agree; `_h` is `stable_hash(pair_id, seed)`; documents come from the *_ref strings by
     the 'doc_id:para:sent' rule; `_reject` and `_test_only` as documented."""
-    from extractor.hashing import stable_hash
+    from extractor.core.hashing import stable_hash
 
     texts = ["The river rose.", "the  RIVER rose.", "The river rose. ", "Ştiu că ß.", "ştiu CĂ SS.",
              "x\u00a0y", "X Y", "", "İ", "i̇"]

@@ -12,9 +12,10 @@ import pytest
 
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
-from extractor.hashing import stable_hex, stable_unit
-from extractor.job import CorpusSpec, JobContext
-from extractor.lexicon import load_lexicon
+from extractor.core.hashing import stable_hex, stable_unit
+from extractor.job.context import JobContext
+from extractor.job.inputs import CorpusSpec
+from extractor.lexicon.lexicon import load_lexicon
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer import cli
 from trainer.data.loading import NLIDataError
 from trainer.errors import ModelError, RunError, RunFileNotFound

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import pos_filter as pf
 from extractor.pairs import rule_pos
 from extractor.pairs.matching import Matcher

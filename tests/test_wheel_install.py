@@ -53,12 +53,12 @@ def installed(tmp_path_factory):
 def test_wheel_holds_the_lexicons_and_the_job(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     for needed in ("phrase_lexicons/ro.yaml", "phrase_lexicons/es.yaml", "phrase_lexicons/__init__.py",
-                   "jobs/extract.py", "extractor/run/run.py", "extractor/stage.py"):
+                   "jobs/extract.py", "extractor/runs/run.py", "extractor/stage.py"):
         assert needed in names
 
 
 def test_installed_engine_finds_its_lexicons_outside_the_repository(installed):
-    code = ("import extractor, phrase_lexicons; from extractor.lexicon import available_languages, load_lexicon;"
+    code = ("import extractor, phrase_lexicons; from extractor.lexicon.lexicon import available_languages, load_lexicon;"
             "print(extractor.__file__); print(available_languages()); print(load_lexicon('ro').path)")
     out = subprocess.run([str(installed["python"]), "-c", code], cwd=installed["base"], capture_output=True,
                          text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, check=True).stdout

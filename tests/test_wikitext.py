@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractor.lexicon import load_lexicon
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.documents.wikitext import DROP_REASONS, clean_page, page_skip_reason, precut
 from tests.conftest import shared_file
 

@@ -2,7 +2,7 @@
 
 Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Modules
 are imported only when their command runs, so `stats` works without torch installed.
-A `UserError` (extractor/errors.py) is printed as one line, ``error: ...``, exit status 2;
+A `UserError` (extractor/core/errors.py) is printed as one line, ``error: ...``, exit status 2;
 any other exception is a bug and shows its traceback.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from extractor.errors import UserError  # re-exported: `from trainer.cli import UserError` keeps working
+from extractor.core.errors import UserError  # re-exported: `from trainer.cli import UserError` keeps working
 
 # command -> (module, one-line help)
 COMMANDS = {

@@ -4,7 +4,7 @@
 What they mean is the same everywhere: a command that writes refuses an existing ``--output``
 unless ``--overwrite`` (:func:`refuse_existing`, one message), writes a folder or a file
 beside it and swaps it in (:func:`output_folder`, :func:`output_file`, through
-extractor/staging.py), and ``--json`` is a switch that prints JSON instead of the report.
+extractor/io/atomic.py), and ``--json`` is a switch that prints JSON instead of the report.
 
 The trainer's older spellings (``--out``, ``--force``, ``predict --input``, ``evaluate
 --test``) are accepted as deprecated aliases for one release: they set the same value and
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from extractor import staging
+from extractor.io import atomic as staging
 from trainer.errors import OutputExists
 
 DEPRECATED = "deprecated alias, removed in the next release"
@@ -96,7 +96,7 @@ def refuse_existing(out: Path | str, overwrite: bool) -> Path:
 
 def output_folder(out: Path | str, overwrite: bool) -> staging.WorkFolder:
     """``with output_folder(out, overwrite) as work:`` write into a work folder beside ``out``
-    (extractor/staging.py); when the block ends it replaces ``out``, and on any error it is
+    (extractor/io/atomic.py); when the block ends it replaces ``out``, and on any error it is
     removed (``out`` left as it was). An existing ``out`` needs ``--overwrite``."""
     return staging.WorkFolder(refuse_existing(out, overwrite))
 
@@ -104,7 +104,7 @@ def output_folder(out: Path | str, overwrite: bool) -> staging.WorkFolder:
 @contextlib.contextmanager
 def output_file(out: Path | str) -> Iterator[Path]:
     """``with output_file(out) as path:`` write the file ``path`` (beside ``out``, named as
-    extractor/staging.py names a work folder); when the block ends it replaces ``out`` in one
+    extractor/io/atomic.py names a work folder); when the block ends it replaces ``out`` in one
     rename, and on any error it is removed (``out`` left as it was). Check ``--overwrite``
     with :func:`refuse_existing` before the work starts."""
     out = Path(out)

@@ -14,17 +14,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from extractor import fs
+from extractor.io import fs
 from extractor.documents.readers import (CorruptData, PageError, first_line_numbers, json_document, jsonl_lines,
                                          line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
+from extractor.core.errors import ERROR_MARK, InputError
+from extractor.core.hashing import stable_hex
+from extractor.core.schemas import SENTENCES
 from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
-from extractor.hashing import stable_hex
-from extractor.job import ERROR_MARK, InputError
-from extractor.run.parquet_writer import partition_dir
-from extractor.schemas import SENTENCES
+from extractor.io.parquet_writer import partition_dir
 
 SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100
@@ -214,7 +214,7 @@ def _segmenter(punkt: dict, key: str | None = None):
 
 
 def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=lambda: False) -> None:
-    """Feed the documents of one work unit to `proc` (through extractor.fs); `enough()`
+    """Feed the documents of one work unit to `proc` (through extractor.io.fs); `enough()`
     stops early (the Punkt sample). Input damage that cannot be a counted skip raises
     InputError with one line naming the file and the byte offset."""
     corpus = settings["corpora"][unit.corpus]

@@ -20,7 +20,7 @@ the closing `</mediawiki>`. Text, JSONL and Parquet corpora become documents wit
 `plain_paragraphs` and `json_document`; a JSONL line it drops is described by
 `line_problem` and located by its unit's line count (`first_line_numbers`).
 
-Every file is opened through `extractor.fs` (local paths and URIs alike). Every function
+Every file is opened through `extractor.io.fs` (local paths and URIs alike). Every function
 here is Spark-free and unit-tested on its own.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import indexed_bzip2
 
-from extractor import fs
+from extractor.io import fs
 
 PAGE_DELIMITER = "</page>"
 _PAGE_CLOSE = PAGE_DELIMITER.encode()

@@ -20,8 +20,8 @@ from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Iterable
 
-from extractor import fs
-from extractor.errors import UserError
+from extractor.core.errors import UserError
+from extractor.io import fs
 
 
 def _punkt_module():
@@ -153,7 +153,7 @@ def params_json(params: PunktParameters) -> bytes:
 
 def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
-    a local path or a URI (through extractor.fs)."""
+    a local path or a URI (through extractor.io.fs)."""
     data = params_json(params)
     if fs.is_local(path):
         path = Path(fs.local_path(path))

@@ -2,10 +2,10 @@
 
 1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
    ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
-   one unit), reading only sizes, heads and footers through `extractor/fs.py`, and trains
+   one unit), reading only sizes, heads and footers through `extractor/io/fs.py`, and trains
    Punkt on the first MB of cleaned text (or reads `--punkt-params`).
 2. One round, one task per unit (`process.process_unit`): the task reads its unit through
-   `extractor/fs.py` (local paths, file://, gs://, s3://, hdfs://), cleans and segments it,
+   `extractor/io/fs.py` (local paths, file://, gs://, s3://, hdfs://), cleans and segments it,
    writes the rows to one Parquet file named by the unit
    (`<table>/corpus=<name>/part-<input>-<unit>.parquet`) with pyarrow and fixed writer
    settings, and returns only its count rows.
@@ -20,13 +20,12 @@ from __future__ import annotations
 import sys
 import time
 
-from extractor import fs
+from extractor.io import fs
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          process_unit, punkt_key, punkt_parameters, sum_counts)
+from extractor.core.errors import InputError, UserError
 from extractor.documents.units import UnitError, list_units
-from extractor.errors import UserError
-from extractor.job import InputError
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import Options, add_arguments  # noqa: F401
 

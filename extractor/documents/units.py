@@ -10,7 +10,7 @@ A unit's size depends on its file alone (`unit_bytes`, smaller for a small file 
 the cores share it), never on the number of cores: each unit is written as one Parquet
 file named by the unit (`part-<input>-<unit>.parquet`), so the output files are the same
 whatever runs them. Listing reads only file sizes, heads and footers (through
-`extractor.fs`), and does the cheap checks that turn broken inputs into one-line errors
+`extractor.io.fs`), and does the cheap checks that turn broken inputs into one-line errors
 before any work: missing or empty files, a truncated bzip2 container, a Parquet text
 column that holds no text; a dump that does not end with `</mediawiki>` is a warning.
 """
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from extractor import fs
+from extractor.io import fs
 from extractor.documents.readers import (CorruptData, bz2_is_complete, dump_end_is_closed, encoding_from_head,
                                          read_head, site_namespaces)
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 UNITS_WANTED = 32       # a small file is cut into about this many units (of at least 1 MB)
 MIN_UNIT = 1 << 20

@@ -25,13 +25,13 @@ from collections import Counter, defaultdict
 
 import pyarrow as pa
 
-from extractor.lexicon import MARKED_LABELS
+from extractor.lexicon.lexicon import MARKED_LABELS
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS
 from extractor.pairs.pos_filter import REASONS
-from extractor.schemas import PAIRS
+from extractor.core.schemas import PAIRS
 
 
 def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):

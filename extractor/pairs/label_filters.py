@@ -8,7 +8,7 @@ A lexicon's `label_filters` block holds three parts, each turned off by
   low are still matched (so a sentence opening with one is never a neutral hypothesis and
   never a premise), but their pairs are dropped with the reason `label_phrase_dropped`;
   phrases measured precise (typically from a phrase set) join the default list
-  (`extractor.lexicon.load_lexicon` adds them);
+  (`extractor.lexicon.lexicon.load_lexicon` adds them);
 * `context` (`context_rules`): per-phrase or per-label conditions on the premise and the
   hypothesis (regular expressions over the lexicon's matching key of the text: lower case,
   cedillas folded, diacritics removed where the lexicon says so); a pair that meets a rule's
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractor.errors import UserError
-from extractor.names import LABELS
+from extractor.core.errors import UserError
+from extractor.core.names import LABELS
 
 FILTERS = ("context", "phrases", "neutral")
 REASON_PREFIX = "label_"

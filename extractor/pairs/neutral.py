@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 STRATEGIES = ("both_random", "first_random", "second_random", "marked_different_paragraphs", "adjacent_unmarked")
 DEFAULT_MIX = ",".join(f"{s}=1" for s in STRATEGIES)

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from extractor.hashing import mix_hash_array, pair_id, stable_hash
+from extractor.core.hashing import mix_hash_array, pair_id, stable_hash
 from extractor.pairs.label_filters import REASON_PREFIX
 from extractor.pairs.matching import Matcher, recase_first_letter
 from extractor.pairs.neutral import POOLS, STRATEGIES

@@ -15,8 +15,8 @@ import re
 import warnings
 from typing import Iterable, Sequence
 
-from extractor.errors import UserError
-from extractor.lexicon import LexiconError, load_lexicon
+from extractor.core.errors import UserError
+from extractor.lexicon.lexicon import LexiconError, load_lexicon
 from extractor.pairs import rule_pos
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")

@@ -28,16 +28,15 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from extractor import fs
-from extractor.errors import UserError
-from extractor.run.parquet_writer import partition_values
+from extractor.core.errors import ERROR_MARK, UserError
+from extractor.io import fs
+from extractor.io.parquet_writer import partition_values
 from extractor.pairs import pos_filter as pf
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
                                      neutral_pools, pair_batch, pos_texts, _previous)
+from extractor.core.schemas import PAIRS, REF
 from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
-from extractor.schemas import PAIRS, REF
 
-ERROR_MARK = "[nli-input-error] "  # extractor.job.ERROR_MARK: the one line the driver prints
 INPUT_COLUMNS = ("corpus", "genre", "lang", "doc_id", "section", "para_idx", "sent_idx", "text", "short")
 # What the passes emit: pair rows (kind "pair": kept marked pairs in pass 1, neutral
 # candidates with their bin and, in `n`, the POS verdicts they took in pass 2) and

@@ -32,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs
-from extractor import neardup as nd
+from extractor.io import fs
+from extractor.neardup import distributed as nd
 from extractor import scratch
 from extractor import stage as contract
-from extractor.errors import UserError
-from extractor.hashing import stable_hashes
-from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hashes
+from extractor.io.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import pos_filter as pf
@@ -47,7 +47,7 @@ from extractor.pairs.corpus import (build_stats, check_counts, check_limits, fin
                                    tally_marked, tally_neutral)
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
-from extractor.schemas import PAIRS
+from extractor.core.schemas import PAIRS
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.pairs.options import Options, PairsOptions, add_arguments  # noqa: F401
 

@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from extractor.lexicon import LexiconError, _installed, load_lexicon
+from extractor.lexicon.lexicon import LexiconError, _installed, load_lexicon
 
 DIST = "nli-corpus-engine"
 EXTRAS = ("extract",)

@@ -6,7 +6,7 @@ per corpus, so no document feeds two splits; (2) each split is balanced per corp
 with stratified sampling (`none`, RoNLI), or is capped per label (`cap N`). Evaluation
 splits hold at most ``max_eval_per_corpus`` pairs per corpus (ESNLIR: 15,000).
 
-Every choice orders items by `extractor.hashing.stable_hash(id, seed=seed)`, never by
+Every choice orders items by `extractor.core.hashing.stable_hash(id, seed=seed)`, never by
 row order or `rand()`, so the same pairs and seed give the same splits everywhere. The
 The stage (`extractor.splits.stage`) calls these functions on small tables: one row
 per document (grouped per corpus) and one count per (split, corpus, label).
@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from extractor.names import SPLITS
-from extractor.hashing import stable_hashes
+from extractor.core.names import SPLITS
+from extractor.core.hashing import stable_hashes
 # the settings parsers live apart (no numpy there: the job's --help); one name each
 from extractor.splits.options import (BALANCE_MODES, DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
                                      SplitsError, parse_balance, parse_ratios)

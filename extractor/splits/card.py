@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from extractor import fs
-from extractor import neardup
 from extractor import statistics as st
+from extractor.core.names import SPLITS
+from extractor.io import fs
+from extractor.lexicon.lexicon import CANONICAL_LABELS
+from extractor.neardup.settings import settings_line
 from extractor.statistics import precision
-from extractor.lexicon import CANONICAL_LABELS
-from extractor.names import SPLITS
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
                 "dataset); other sources carry their own terms: set --license to match them.")
@@ -558,7 +558,7 @@ def _leakage_text(leakage: dict) -> str:
     near = leakage.get("near_duplicates")
     if near:  # docs/neardup.md; absent with --near-duplicates off
         lines += ["", "### Near-duplicates", "",
-                  f"Near-duplicates: {neardup.settings_line(near['settings'])}. Documents joined by a near-duplicate "
+                  f"Near-duplicates: {settings_line(near['settings'])}. Documents joined by a near-duplicate "
                   "hypothesis (identical ones included) are assigned to one split; counted over the pairs "
                   "before the balance cut.", "",
                   "| check | count |", "|---|---:|",
@@ -604,7 +604,7 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
 
 def write_chart(counts: dict, folder: str) -> str:
     """`plot_class_distribution` of ``{split: {label: pairs}}`` (every split, labels with
-    pairs) as ``<folder>/class_distribution.png`` through `extractor.fs` (a bucket too):
+    pairs) as ``<folder>/class_distribution.png`` through `extractor.io.fs` (a bucket too):
     the stage draws it in a task while the rows are written."""
     import tempfile
 
@@ -694,7 +694,7 @@ _PLOTS = {"lengths": plot_lengths, "phrases": plot_phrases, "funnel": plot_funne
 
 def write_charts(charts: dict | None, folder: str) -> list[str]:
     """The card's other charts (`CHART_FILES`: lengths per label, top phrases per label, the
-    drop funnel) of `chart_data` into ``folder`` through `extractor.fs` (a bucket too); a
+    drop funnel) of `chart_data` into ``folder`` through `extractor.io.fs` (a bucket too); a
     chart with nothing to draw is left out. Returns the paths written."""
     import tempfile
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.hashing import byte_buffers, crc32s, stable_hashes
+from extractor.core.hashing import byte_buffers, crc32s, stable_hashes
 from extractor.splits import assign as sp
 
 BITS = 10

@@ -23,18 +23,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import fs
-from extractor import neardup as nd
-from extractor.run import parquet_writer as _out
+from extractor.io import fs
+from extractor.neardup import distributed as nd
+from extractor.neardup.settings import Settings
+from extractor.io import parquet_writer as _out
 from extractor import scratch
 from extractor import stage as contract
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from extractor import statistics as st
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
-from extractor.names import LABELS, NEUTRAL
+from extractor.core.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
 from extractor.statistics import precision
 # the flags and options live apart (no numpy there: the job's --help); one name each
@@ -230,7 +231,7 @@ def _block_edges(plan: dict, corpus: str, blocks: pa.Table) -> pa.Table:
 
 def _groups_of(edges: pa.Table) -> pa.Table:
     """Connected components of the documents (or blocks) that near-duplicate edges join
-    within a corpus (`neardup.document_groups`)."""
+    within a corpus (`distributed.document_groups`)."""
     same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
                    pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
     linked = edges.filter(same)
@@ -680,7 +681,7 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
 def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1),
                           balance: str = "downsample", max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS,
                           test_only: set | None = None, files_per_table: int = 4, buckets: int = 1,
-                          near: nd.Settings | None = None) -> dict:
+                          near: Settings | None = None) -> dict:
     """Stage 3 in one plain Python process (no Spark): the six rounds (`rounds`) with each
     round's tasks run one after another here (`InProcessRunner`), over the same Parquet files
     and scratch files in a temporary folder. For the engine-overhead benchmark
@@ -688,7 +689,7 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     functions (the tests compare the stage with an independent pandas reference,
     tests/splits_reference.py). The pairs table in `pairs_dir` -> the split files under
     `out_dir/<split>/`, as the stage writes them (no card). Returns the rounds' results with
-    the pairs per split. `near`: the near-duplicate settings (`neardup.Settings()` for the
+    the pairs per split. `near`: the near-duplicate settings (`Settings()` for the
     stage's default, `--near-duplicates on`); None: off."""
     schema, units = bt.list_units(pairs_dir)
     with tempfile.TemporaryDirectory() as work:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.data.loading import read_parquet_frame
 
 GROUPS = ("e2l", "a", "h2l")

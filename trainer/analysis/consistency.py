@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from trainer.analysis import logic
 from trainer.data.loading import normalize, read_table
 

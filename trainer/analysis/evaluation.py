@@ -3,7 +3,7 @@
 Writes the same outputs as training (metrics.json keyed by each file's stem,
 predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
 (default RUN_DIR/evaluation/), written beside it and swapped in at the end
-(extractor/staging.py). `--test` and `--out` are deprecated aliases of `--data` and
+(extractor/io/atomic.py). `--test` and `--out` are deprecated aliases of `--data` and
 `--output`. Column flags default to the mapping the run was trained with.
 
 - `--by COL` (repeatable): metrics per value of a column (genre, corpus, source, marker,
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.data.loading import apply_label_map, check_ids, drop_unlabeled, load_one_split
 from trainer.analysis.metrics import compute_metrics
 from trainer.errors import RunError

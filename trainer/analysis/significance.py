@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.data.loading import read_parquet_frame
 
 EXACT_BELOW = 25  # discordant pairs under which the exact binomial McNemar test is used

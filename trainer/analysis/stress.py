@@ -21,9 +21,9 @@ import re
 
 import pandas as pd
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
-from extractor.lexicon import LexiconError, lexicon_path, load_lexicon
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
+from extractor.lexicon.lexicon import LexiconError, lexicon_path, load_lexicon
 
 TESTS = ("length_mismatch", "negation", "overlap", "spelling")
 APPEND_TESTS = ("length_mismatch", "negation", "overlap")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
 from trainer.annotation.guidelines import Guidelines, instructions_html, instructions_markdown, labeling_config
 
 MANIFEST = "manifest.json"
@@ -157,7 +157,7 @@ def label_studio_tasks(items: pd.DataFrame, round_no: int) -> list[dict]:
 
 def write_batch(out: Path, items: pd.DataFrame, *, annotators: list[str], round_no: int, seed: int,
                 guidelines: Guidelines, manifest: dict) -> dict:
-    """Write a batch into ``out`` (an empty work folder, extractor/staging.py); returns the manifest written."""
+    """Write a batch into ``out`` (an empty work folder, extractor/io/atomic.py); returns the manifest written."""
     (out / "annotators").mkdir(parents=True)
     (out / "label_studio").mkdir()
     files = []

@@ -24,9 +24,9 @@ from xml.sax.saxutils import quoteattr
 
 import yaml
 
-from extractor.errors import UserError
-from extractor.lexicon import LEXICON_DIR, available_languages
-from extractor.names import LABELS as CANONICAL_LABELS
+from extractor.core.errors import UserError
+from extractor.core.names import LABELS as CANONICAL_LABELS
+from extractor.lexicon.lexicon import LEXICON_DIR, available_languages
 
 FALLBACK_LANG = "en"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.cartography import GROUP_NAMES, GROUPS, load_cartography
 from trainer.data.loading import discover, load_nli, load_split_file
 

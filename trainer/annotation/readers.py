@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.annotation.blind_batches import CSV_NAME, MANIFEST, manifest_near, read_manifest
 from trainer.annotation.guidelines import fold
 

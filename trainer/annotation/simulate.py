@@ -18,8 +18,8 @@ import io
 import sys
 from pathlib import Path
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash, stable_unit
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash, stable_unit
 from trainer.annotation.items import load_data
 from trainer.annotation.blind_batches import read_manifest
 

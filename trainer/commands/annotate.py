@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.annotation import agreement as ag
 from trainer.annotation import outputs
 from trainer.annotation.blind_batches import annotator_names, select_items, write_batch

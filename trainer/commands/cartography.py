@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.cartography import (GROUPS, GroupRules, cartography_table, compute_measures, group_table,
                                           markdown_table, plot_data_map, read_dynamics, resolve_dynamics_dir)
 from trainer.flags import add_output, add_overwrite, output_folder, refuse_existing
@@ -47,7 +47,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     """The outputs are written into a work folder beside OUT and swapped in once complete
-    (extractor/staging.py); a failure removes the work folder and leaves OUT as it was."""
+    (extractor/io/atomic.py); a failure removes the work folder and leaves OUT as it was."""
     t0 = time.perf_counter()
     run_dir = Path(args.run_dir)
     if not run_dir.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.significance import EXACT_BELOW, compare_runs, format_report
 from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis import logic
 from trainer.analysis.consistency import (KIND_ORDER, OTHER, allowed_columns, build_inferred, choose_split,
                                           dedupe_sources, markdown_table, model_letters, parse_label_map,

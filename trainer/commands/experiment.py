@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from extractor.errors import UserError
-from extractor.staging import discard, unfinished_path
+from extractor.core.errors import UserError
+from extractor.io.atomic import discard, unfinished_path
 from trainer.flags import add_output, add_overwrite, output_file
 from trainer.training.lineup import collect, flags, load_lineup, results_markdown, run_trainer, train_argv
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.data.loading import add_column_arguments, load_one_split
 from trainer.analysis.evaluation import run_mapping
 from trainer.flags import add_data, add_output, add_overwrite, output_file, refuse_existing

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from extractor import neardup
 from extractor import statistics as st
+from extractor.neardup import leakage, settings as neardup_settings
 from trainer.data.loading import add_column_arguments, column_mapping, load_nli
 from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
 
@@ -26,16 +26,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
     parser.add_argument("--pmi-min-count", type=int, default=st.PMI_MIN_COUNT,
                         help=f"only words in at least this many hypotheses get a PMI (default: {st.PMI_MIN_COUNT})")
-    neardup.add_arguments(parser)
+    neardup_settings.add_arguments(parser)
 
 
 def compute(args) -> dict:
     data = args.data[0] if len(args.data) == 1 else list(args.data)
     splits = load_nli(data, **column_mapping(args), require_label=False)
     result = st.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
-    near = neardup.settings_from_args(args)
+    near = neardup_settings.settings_from_args(args)
     if near is not None and len(splits) > 1:
-        result["near_duplicate_leakage"] = neardup.near_duplicate_leakage(
+        result["near_duplicate_leakage"] = leakage.near_duplicate_leakage(
             {n: (list(df["premise"]), list(df["hypothesis"])) for n, df in splits.items()}, near)
     for name, df in splits.items():
         dropped = df.attrs.get("dropped")
@@ -53,7 +53,7 @@ def run(args) -> int:
     else:
         text = st.markdown_report(result, source=" ".join(map(str, args.data)))
         if "near_duplicate_leakage" in result:
-            text += "\n" + neardup.leakage_markdown(result["near_duplicate_leakage"]) + "\n"
+            text += "\n" + leakage.leakage_markdown(result["near_duplicate_leakage"]) + "\n"
     if args.output:
         with output_file(args.output) as tmp:
             tmp.write_text(text + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.evaluation import evaluate_frames, note_unmapped, run_mapping
 from trainer.analysis.stress import TESTS, build_sets, load_templates, stress_report, table_markdown
 from trainer.data.loading import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,

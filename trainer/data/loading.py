@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hex
-from extractor.names import SPLITS
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hex
+from extractor.core.names import SPLITS
 
 log = logging.getLogger(__name__)
 

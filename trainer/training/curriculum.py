@@ -31,7 +31,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.cartography import cartography_for
 from trainer.training.runs import load_run
 

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from extractor.staging import unfinished_path
+from extractor.io.atomic import unfinished_path
 
 try:
     import torch

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 from trainer.analysis.cartography import SUBSETS
 from trainer.analysis.significance import cochrans_q, load_predictions
 from trainer.training.curriculum import CURRICULA

@@ -8,7 +8,7 @@ Protocols: `--seeds N` (RoNLI: best seed on validation, its test scores, mean ±
 
 Reliability by construction: every setting is checked before any data is read; the run is
 written into its work folder ``OUT.inprogress/`` and swapped in as ``OUT`` only when it has
-finished (extractor/staging.py), so a failed or killed run never damages the run it would
+finished (extractor/io/atomic.py), so a failed or killed run never damages the run it would
 replace (``--overwrite``); ``--resume`` continues an unfinished run only under the same
 settings (``resume.json``). ``--out`` is a deprecated alias of ``--output``.
 """
@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor import staging
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
-from extractor.names import LABELS
+from extractor.io import atomic as staging
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
+from extractor.core.names import LABELS
 from trainer.analysis.cartography import select_subset
 from trainer.training.curriculum import make_schedule
 from trainer.data.loading import (apply_label_map, check_ids, column_mapping, drop_unlabeled, load_nli,

@@ -5,8 +5,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from extractor import fs
-from extractor.names import SPLITS
+from extractor.core.names import SPLITS
+from extractor.io import fs
 
 # the fields of stats.json's `job` section that differ between any two runs of the same
 # inputs and settings (docs/deployment.md: a resumed run publishes the same bytes but these)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from extractor import fs
+from extractor.io import fs
 
 ROW_GROUP_ROWS = 65_536
 # Fixed writer settings: the same bytes for the same rows on every machine with this pyarrow.
@@ -71,7 +71,7 @@ def plain_schema(schema):
 
 class _FileSink:
     """One Parquet file of a task: rows buffered into row groups of exactly
-    ROW_GROUP_ROWS (the last one shorter), written through extractor.fs; on a local disk
+    ROW_GROUP_ROWS (the last one shorter), written through extractor.io.fs; on a local disk
     under a hidden temporary name that is renamed at close."""
 
     def __init__(self, path: str, schema, attempt: int):

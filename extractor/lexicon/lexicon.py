@@ -9,12 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from extractor.errors import UserError
-from extractor.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
+from extractor.core.errors import UserError
+from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
 from extractor.pairs.label_filters import LabelFilters, compile_filters
 from extractor.pairs.rule_pos import is_rule_model
 
-CANONICAL_LABELS = LABELS  # extractor.names
+CANONICAL_LABELS = LABELS  # extractor.core.names
 
 
 def _lexicon_resources():
@@ -25,13 +25,13 @@ def _lexicon_resources():
     try:
         return importlib.resources.files("phrase_lexicons")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[1] / "phrase_lexicons"
+        return Path(__file__).resolve().parents[2] / "phrase_lexicons"
 
 
 LEXICON_RESOURCES = _lexicon_resources()  # a Traversable (a directory, or a folder inside a zip)
 # The same as a filesystem path where it is one (a checkout, an installed wheel).
 LEXICON_DIR = Path(str(LEXICON_RESOURCES)) if isinstance(LEXICON_RESOURCES, Path) else \
-    Path(__file__).resolve().parents[1] / "phrase_lexicons"
+    Path(__file__).resolve().parents[2] / "phrase_lexicons"
 _KNOWN_KEYS = {"lang", "name", "spacy_model", "spacy_install", "sample_input", "label_map",
                "matching", "phrases", "wiki", "segmentation", "pos_filter", "stress_tests",
                "annotation", "spacy_models", "phrase_sets", "label_filters", "measured_precision"}

@@ -1,7 +1,7 @@
-"""The errors of runs: each a one-line user error (extractor.errors.UserError)."""
+"""The errors of runs: each a one-line user error (extractor.core.errors.UserError)."""
 from __future__ import annotations
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 
 class OutputExistsError(UserError, FileExistsError):

@@ -12,8 +12,8 @@ import time
 
 import fcntl
 
-from extractor import fs
-from extractor.run.errors import OutputError, RunLockedError
+from extractor.io import fs
+from extractor.runs.errors import OutputError, RunLockedError
 
 # A lock on an object store whose heartbeat is older than this belongs to a dead run.
 REMOTE_LOCK_STALE_S = int(os.environ.get("NLI_LOCK_STALE_S", "300"))

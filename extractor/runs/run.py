@@ -18,8 +18,8 @@ what a dead run staged. Readers that follow `manifest.json` (or the top-level li
 one complete run, never a mix. The run before the current one is kept, so a reader that
 started before a publish finishes reading it.
 
-The tables themselves are written by `extractor.run.parquet_writer`; the lock is
-`extractor.run.locks`. `Run.open(..., resume=True)` continues the newest unpublished run
+The tables themselves are written by `extractor.io.parquet_writer`; the lock is
+`extractor.runs.locks`. `Run.open(..., resume=True)` continues the newest unpublished run
 (extractor/progress.py, docs/deployment.md "Resuming a killed run").
 """
 from __future__ import annotations
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor import fs
-from extractor.names import STAGES
+from extractor.core.names import STAGES
+from extractor.io import fs
 from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
-from extractor.run.errors import OutputError, OutputExistsError, ResumeError
-from extractor.run.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
+from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
+from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
 
 RUNS = "_runs"
 LOCK = "_lock"

@@ -21,7 +21,7 @@ import re
 import threading
 from pathlib import Path
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's connector names for S3; pyarrow knows the bucket as s3://.

@@ -20,8 +20,8 @@ distributed run uses them (docs/neardup.md):
    near-duplicate when it is >= `Settings.threshold`.
 6. `components`: connected components over ids (label = smallest id of the component).
 
-`near_duplicate_leakage` puts them together for `python -m trainer stats`: near-duplicate
-hypotheses and pairs between every two splits of a dataset.
+`near_duplicate_leakage` (`extractor.neardup.leakage`) puts them together for `python -m
+trainer stats`; the stages' rounds use them through `extractor.neardup.distributed`.
 """
 from __future__ import annotations
 
@@ -33,11 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import statistics as st
+from extractor.core.hashing import byte_buffers
+from extractor.neardup.settings import Settings
 from extractor.statistics import charclasses
-from extractor.hashing import byte_buffers
-# the settings and their flags live apart (no numpy there: the job's --help); one name each
-from extractor.neardup_settings import (NearDupSettingsError, Settings, add_arguments,  # noqa: F401
-                                        settings_from_args, settings_line)
 
 _MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
@@ -54,7 +52,7 @@ _CHUNK_CANDIDATES = 1 << 16
 
 # ---------------------------------------------------------------------------- hashing
 
-def _unique(x: np.ndarray) -> np.ndarray:
+def sorted_unique(x: np.ndarray) -> np.ndarray:
     """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is 100x
     slower on nearly sorted int64 keys, measured)."""
     x = np.sort(x, kind="stable")
@@ -207,7 +205,7 @@ def shingle_sets(texts, settings: Settings) -> Shingles:
     if k == 1:
         # distinct words per text: one sort of row * width + word id
         width = np.int64(max(len(word_hash), 1))
-        key = _unique(row * width + ids)
+        key = sorted_unique(row * width + ids)
         row, ids = key // width, key % width
         h = word_hash[ids]
     else:
@@ -288,7 +286,7 @@ def signatures(shingles: Shingles, settings: Settings) -> np.ndarray:
         cut = np.searchsorted(np.cumsum(ends), np.arange(_CHUNK_SHINGLES, int(ends.sum()) + _CHUNK_SHINGLES,
                                                          _CHUNK_SHINGLES), side="right")
         lo = 0
-        for hi in _unique(np.concatenate([cut, [len(long)]])):
+        for hi in sorted_unique(np.concatenate([cut, [len(long)]])):
             hi = max(int(hi), lo + 1)
             if lo >= len(long):
                 break
@@ -437,265 +435,3 @@ def near_duplicates(texts, settings: Settings, shingles: Shingles | None = None)
     jac = pair_jaccard(sh, cand[:, 0], cand[:, 1])
     keep = jac >= settings.threshold
     return cand[keep], jac[keep]
-
-
-# ---------------------------------------------------------------------------- leakage between splits
-
-def near_duplicate_leakage(splits: dict, settings: Settings) -> dict:
-    """Near-duplicate leakage between every two splits ``"A|B"`` of ``{name: (premises,
-    hypotheses)}``: per split, its distinct hypotheses (after `statistics.fold_text`) with a
-    hypothesis of the other split at Jaccard >= threshold, and its rows (pairs) whose
-    premise and hypothesis both are at Jaccard >= threshold with the premise and hypothesis
-    of one pair of the other split. Identical texts count (Jaccard 1): the exact leakage is
-    the part of these with Jaccard 1 (see ``leakage`` for it)."""
-    names = list(splits)
-    texts: dict[str, int] = {}
-    rows = {}
-    for name in names:
-        prem, hyp = splits[name]
-        p = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in prem], dtype=np.int64)
-        h = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in hyp], dtype=np.int64)
-        rows[name] = (p, h)
-    node_text = list(texts)
-    sh = shingle_sets(node_text, settings)
-    # hypothesis graph: LSH over the distinct hypothesis nodes only
-    hyp_nodes = _unique(np.concatenate([rows[n][1] for n in names])) if names else np.zeros(0, np.int64)
-    sub = _subset(sh, hyp_nodes)
-    keys = band_keys(signatures(sub, settings), settings)
-    k, i = band_rows(hyp_nodes, keys)
-    cand = bucket_pairs(k, i, settings.max_bucket)
-    jac = pair_jaccard(sh, cand[:, 0], cand[:, 1])
-    edges = cand[jac >= settings.threshold]
-    # both directions and every node to itself
-    link = np.concatenate([edges, edges[:, ::-1], np.stack([hyp_nodes, hyp_nodes], axis=1)])
-    out: dict = {"settings": settings.as_dict()}
-    for a_i, a in enumerate(names):
-        for b in names[a_i + 1:]:
-            block = {"hypotheses": {}, "pairs": {}, "rows": {}}
-            for x, y in ((a, b), (b, a)):
-                xh, yh = _unique(rows[x][1]), _unique(rows[y][1])
-                ln = link[np.isin(link[:, 0], xh) & np.isin(link[:, 1], yh)]
-                block["hypotheses"][x] = int(len(_unique(ln[:, 0])))
-                block["pairs"][x] = int(_pairs_with_match(rows[x], rows[y], ln, sh, settings.threshold).sum())
-                block["rows"][x] = int(len(rows[x][0]))
-            out[f"{a}|{b}"] = block
-    return out
-
-
-def _subset(sh: Shingles, nodes: np.ndarray) -> Shingles:
-    sizes = sh.sizes[nodes]
-    offsets = np.zeros(len(nodes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    at = np.repeat(sh.offsets[nodes], sizes) + (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], sizes))
-    return Shingles(offsets, sh.values[at])
-
-
-def _pairs_with_match(xrows, yrows, links: np.ndarray, sh: Shingles, threshold: float,
-                      chunk: int = 1 << 20) -> np.ndarray:
-    """Per row of split x: whether a row of split y has a linked hypothesis (`links`:
-    (x hypothesis node, y hypothesis node)) and a premise at Jaccard >= `threshold`."""
-    xp, xh = xrows
-    yp, yh = yrows
-    found = np.zeros(len(xp), dtype=bool)
-    if not len(links) or not len(xp) or not len(yp):
-        return found
-    # y rows by hypothesis node
-    y_order = np.argsort(yh, kind="stable")
-    y_sorted = yh[y_order]
-    # x rows joined to the links through their hypothesis
-    x_order = np.argsort(xh, kind="stable")
-    x_sorted = xh[x_order]
-    lo = np.searchsorted(x_sorted, links[:, 0], side="left")
-    hi = np.searchsorted(x_sorted, links[:, 0], side="right")
-    n_x = hi - lo
-    link_rep = np.repeat(np.arange(len(links)), n_x)
-    x_row = x_order[np.repeat(lo, n_x) + (np.arange(len(link_rep)) - np.repeat(np.cumsum(n_x) - n_x, n_x))]
-    ylo = np.searchsorted(y_sorted, links[link_rep, 1], side="left")
-    yhi = np.searchsorted(y_sorted, links[link_rep, 1], side="right")
-    n_y = yhi - ylo
-    # (x row, y row) candidates in chunks: premise Jaccard
-    starts = np.cumsum(n_y) - n_y
-    total = int(n_y.sum())
-    for c0 in range(0, total, chunk):
-        c1 = min(total, c0 + chunk)
-        which = np.searchsorted(starts, np.arange(c0, c1), side="right") - 1
-        yr = y_order[ylo[which] + (np.arange(c0, c1) - starts[which])]
-        xr = x_row[which]
-        todo = ~found[xr]
-        xr, yr = xr[todo], yr[todo]
-        same = xp[xr] == yp[yr]
-        ok = same.copy()
-        if (~same).any():
-            ok[~same] = pair_jaccard(sh, xp[xr[~same]], yp[yr[~same]]) >= threshold
-        found[xr[ok]] = True
-    return found
-
-
-# ---------------------------------------------------------------------------- report
-
-def leakage_markdown(near: dict) -> str:
-    """The near-duplicate leakage table of `near_duplicate_leakage`'s result."""
-    lines = ["Near-duplicate leakage (" + settings_line(near["settings"]) + "; identical texts included):", "",
-             "| splits | split | rows | pairs with a near-duplicate pair in the other split "
-             "| distinct hypotheses with a near-duplicate in the other split |",
-             "|---|---|---:|---:|---:|"]
-    for key, block in near.items():
-        if key == "settings":
-            continue
-        for name in block["rows"]:
-            rows = block["rows"][name]
-            pairs = block["pairs"][name]
-            share = f" ({100 * pairs / rows:.1f} %)" if rows else ""
-            lines.append(f"| {key.replace('|', ' / ')} | {name} | {rows:,} | {pairs:,}{share} | "
-                         f"{block['hypotheses'][name]:,} |")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------- engine steps
-#
-# What the stages' rounds run (docs/neardup.md "In the job"): a per-unit task makes the band
-# rows of its texts (`unit_bands`) and keeps its texts (`TEXT_SCHEMA`) in a scratch file; the
-# engine groups the band rows by key (`band_buckets`: the bucket of a key); a task per bucket
-# finds the candidates and verifies them against the texts it fetches by id
-# (`verify_bucket`); one task joins the documents of the verified pairs (`document_groups`).
-# Ids (`gid`) are ``unit << 32 | row``: stable whatever the number of tasks.
-
-BAND_SCHEMA = pa.schema([("key", pa.uint64()), ("gid", pa.int64())])
-TEXT_SCHEMA = pa.schema([("gid", pa.int64()), ("corpus", pa.string()), ("doc_id", pa.string()),
-                         ("text", pa.large_string()), ("other", pa.large_string())])
-EDGE_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_a", pa.string()), ("doc_b", pa.string())])
-GROUP_SCHEMA = pa.schema([("corpus", pa.string()), ("doc_id", pa.string()), ("group", pa.string())])
-
-
-def gids(unit: int, rows) -> np.ndarray:
-    return (np.int64(unit) << np.int64(32)) | np.asarray(rows, dtype=np.int64)
-
-
-def unit_bands(texts, ids: np.ndarray, settings: Settings) -> pa.Table:
-    """The band rows (`BAND_SCHEMA`) of a unit's texts with their ids."""
-    return unit_bands_with(texts, ids, settings)[0]
-
-
-def unit_bands_with(texts, ids: np.ndarray, settings: Settings) -> tuple[pa.Table, Shingles, np.ndarray]:
-    """`unit_bands`, with the texts' shingles and band keys (to keep beside the texts:
-    `shingles_column`, `keys_column`)."""
-    sh = shingle_sets(texts, settings)
-    keys = band_keys(signatures(sh, settings), settings)
-    k, i = band_rows(ids, keys)
-    return pa.table({"key": pa.array(k, pa.uint64()), "gid": pa.array(i, pa.int64())}, schema=BAND_SCHEMA), sh, keys
-
-
-def band_buckets(keys, n: int) -> np.ndarray:
-    """The bucket (of `n`) of each band key: every row of a key in one bucket."""
-    keys = keys.to_numpy() if isinstance(keys, (pa.Array, pa.ChunkedArray)) else np.asarray(keys)
-    return ((keys >> np.uint64(1)) % np.uint64(max(n, 1))).astype(np.int64)
-
-
-def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None = None,
-                  buckets: int | None = None) -> tuple[int, pa.Table, np.ndarray]:
-    """One bucket of band rows -> (candidates, the verified pairs' text rows side by side,
-    their Jaccard). ``fetch(ids)`` returns the `TEXT_SCHEMA` rows of sorted distinct ids, in
-    that order (``text`` the text compared: a pair's hypothesis; ``other`` its premise). The
-    verified table has the columns of `TEXT_SCHEMA` suffixed ``_a`` and ``_b`` (``gid_a <
-    gid_b``), sorted by (gid_a, gid_b), and ``both``: the ``other`` texts are near-duplicates
-    too (a near-duplicate pair). With `bucket` (of `buckets`), only the candidates this
-    bucket owns are kept: two texts sharing several bands are candidates in several
-    buckets, and belong to the one of their smallest shared key, so that every pair is
-    counted once whatever the number of buckets. Where the fetched rows also hold
-    ``shingles`` and ``bands`` (`shingles_column`, `keys_column` of their texts) they are
-    used instead of cutting and hashing the texts again: the same results."""
-    cand = bucket_pairs(bands.column("key").to_numpy(), bands.column("gid").to_numpy(), settings.max_bucket)
-    empty = pa.table({f"{f.name}_{s}": pa.array([], f.type) for s in "ab" for f in TEXT_SCHEMA}
-                     | {"both": pa.array([], pa.bool_())})
-    if not len(cand):
-        return 0, empty, np.zeros(0)
-    ids = _unique(cand.ravel())
-    rows = fetch(ids)
-    if rows.num_rows != len(ids) or not (rows.column("gid").to_numpy() == ids).all():
-        raise RuntimeError("near-duplicates: the texts fetched do not match the ids asked for (a bug)")
-    stored = "shingles" in rows.column_names and "bands" in rows.column_names
-    sh = stored_shingles(rows.column("shingles")) if stored else shingle_sets(rows.column("text"), settings)
-    left, right = np.searchsorted(ids, cand[:, 0]), np.searchsorted(ids, cand[:, 1])
-    if bucket is not None:
-        keys = stored_keys(rows.column("bands"), settings) if stored else band_keys(signatures(sh, settings), settings)
-        mine = np.zeros(len(cand), dtype=bool)
-        step = _CHUNK_CANDIDATES   # the (candidates x bands) keys a chunk at a time
-        for a in range(0, len(cand), step):
-            kl, kr = keys[left[a:a + step]], keys[right[a:a + step]]
-            shared = np.where(kl == kr, kl, np.uint64(0xFFFF_FFFF_FFFF_FFFF))
-            mine[a:a + step] = band_buckets(shared.min(axis=1), buckets) == bucket
-        cand, left, right = cand[mine], left[mine], right[mine]
-    jac = pair_jaccard(sh, left, right)
-    keep = jac >= settings.threshold
-    left, right = left[keep], right[keep]
-    a, b = rows.take(pa.array(left)), rows.take(pa.array(right))
-    out = {f"{n}_a": a.column(n) for n in a.column_names} | {f"{n}_b": b.column(n) for n in b.column_names}
-    # the other texts of the verified pairs only (a text's shingles do not depend on its batch)
-    used = _unique(np.concatenate([left, right]))
-    other = shingle_sets(rows.column("other").take(pa.array(used)), settings) if len(used) else None
-    both = pair_jaccard(other, np.searchsorted(used, left), np.searchsorted(used, right)) if len(used) else np.zeros(0)
-    out["both"] = pa.array(both >= settings.threshold)
-    return len(cand), pa.table({k: out[k] for k in empty.column_names}), jac[keep]
-
-
-def shingles_column(sh: Shingles) -> pa.Array:
-    """A batch's shingle sets as a list column (a row per text): what a stage can keep
-    beside its texts so that `verify_bucket` does not cut them again (`stored_shingles`)."""
-    return pa.LargeListArray.from_arrays(pa.array(sh.offsets, pa.int64()), pa.array(sh.values, pa.uint64()))
-
-
-def stored_shingles(column) -> Shingles:
-    """`Shingles` of a `shingles_column` (any rows of it, in their order)."""
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    offsets = np.asarray(column.offsets, dtype=np.int64)
-    values = column.values.to_numpy()[offsets[0]:offsets[-1]]
-    return Shingles(offsets - offsets[0], np.ascontiguousarray(values, dtype=np.uint64))
-
-
-def keys_column(keys: np.ndarray) -> pa.Array:
-    """A batch's band keys (`band_keys`) as a fixed-size list column (a row per text)."""
-    return pa.FixedSizeListArray.from_arrays(pa.array(keys.ravel(), pa.uint64()), keys.shape[1])
-
-
-def stored_keys(column, settings: Settings) -> np.ndarray:
-    """The (n, bands) band keys of a `keys_column` (any rows of it, in their order)."""
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return np.asarray(column.flatten().to_numpy(), dtype=np.uint64).reshape(len(column), settings.bands)
-
-
-def fetch_from(paths_of_unit, read) -> callable:
-    """A `verify_bucket` fetch over per-unit text files: ``paths_of_unit(u)`` the file of
-    unit ``u`` (its rows sorted by gid), ``read(path)`` an Arrow table."""
-    def fetch(ids: np.ndarray) -> pa.Table:
-        parts = []
-        units = ids >> np.int64(32)
-        for u in _unique(units):
-            table = read(paths_of_unit(int(u)))
-            have = table.column("gid").to_numpy()
-            want = ids[units == u]
-            parts.append(table.take(pa.array(np.searchsorted(have, want))))
-        return pa.concat_tables(parts) if parts else TEXT_SCHEMA.empty_table()
-    return fetch
-
-
-def document_groups(edges: pa.Table) -> pa.Table:
-    """Documents joined by near-duplicate edges (`EDGE_SCHEMA`, within one corpus each),
-    per corpus: the connected components over document ids, each document of a component
-    with its group (the smallest doc_id of the component); documents of no edge are left
-    out (`GROUP_SCHEMA`, sorted by corpus and doc_id)."""
-    if not edges.num_rows:
-        return GROUP_SCHEMA.empty_table()
-    corpus = edges.column("corpus").combine_chunks() if isinstance(edges.column("corpus"), pa.ChunkedArray) else edges.column("corpus")
-    keys = pc.binary_join_element_wise(pa.concat_arrays([corpus.cast(pa.string())] * 2),
-                                       pa.concat_arrays([edges.column("doc_a").combine_chunks().cast(pa.string()),
-                                                         edges.column("doc_b").combine_chunks().cast(pa.string())]),
-                                       "\x1f")
-    names = pc.unique(keys)
-    names = names.take(pc.sort_indices(names))  # sorted: node numbers (and groups) do not depend on the edge order
-    nodes = pc.index_in(keys, value_set=names).to_numpy().astype(np.int64)
-    m = edges.num_rows
-    comp = components(len(names), np.stack([nodes[:m], nodes[m:]], axis=1))
-    parts = [s.split("\x1f", 1) for s in names.to_pylist()]
-    group = [parts[c][1] for c in comp]
-    return pa.table({"corpus": [p[0] for p in parts], "doc_id": [p[1] for p in parts], "group": group},
-                    schema=GROUP_SCHEMA)

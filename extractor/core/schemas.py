@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from extractor.names import SPLITS as SPLITS_OF_DATASET
+from extractor.core.names import SPLITS as SPLITS_OF_DATASET
 
 # Where a sentence sits: (doc_id, section, para_idx, sent_idx). Pairs carry one per side.
 REF = pa.struct([

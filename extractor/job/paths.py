@@ -8,7 +8,7 @@ the workers' own directories, open the same files as the driver:
 
     --input, --output, --manifest, --punkt-params   relative to the command's directory
     --lang FILE.yaml, --spacy-model DIR             the same (a language code / model name stays)
-    paths inside a manifest                         relative to the manifest file (extractor.job.load_manifest)
+    paths inside a manifest                         relative to the manifest file (extractor.job.inputs.load_manifest)
     the job script (jobs/extract.py)                relative to the command's directory, else to
                                                     the repository of spark-submit.sh (`submit_args`)
 
@@ -21,7 +21,7 @@ storage every node sees, or URIs. `spark-submit.sh` refuses a relative one in th
 master) runs the driver here and resolves paths here.
 
 Pure functions (no Spark, no file system access except `resolve_app`'s existence checks);
-`python -m extractor.paths submit REPO CWD -- ARGS...` is what spark-submit.sh calls.
+`python -m extractor.job.paths submit REPO CWD -- ARGS...` is what spark-submit.sh calls.
 When the job's arguments ask for `--help` or `--dry-run`, which start no Spark, its answer
 begins with `--plain-python` and goes on with the job's own command line
 (`plain_python_args`): spark-submit.sh runs that with plain Python, without a JVM.
@@ -62,7 +62,7 @@ def absolute(path: str, base: str) -> str:
 
 
 def is_lexicon_file(lang: str) -> bool:
-    """`--lang` names a lexicon file (the test extractor.lexicon.load_lexicon makes), not a code."""
+    """`--lang` names a lexicon file (the test extractor.lexicon.lexicon.load_lexicon makes), not a code."""
     return PurePath(str(lang)).suffix in (".yaml", ".yml")
 
 
@@ -228,12 +228,12 @@ def plain_python_args(argv: list[str]) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m extractor.paths submit REPO CWD -- ARGS...`: ARGS for spark-submit, each
+    """`python -m extractor.job.paths submit REPO CWD -- ARGS...`: ARGS for spark-submit, each
     followed by a NUL, on stdout (spark-submit.sh reads them with `read -d ''`); or
     `--plain-python`, then the job's command line (`plain_python_args`)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 4 or argv[0] != "submit" or argv[3] != "--":
-        print("usage: python -m extractor.paths submit REPO CWD -- SPARK_SUBMIT_ARGS...", file=sys.stderr)
+        print("usage: python -m extractor.job.paths submit REPO CWD -- SPARK_SUBMIT_ARGS...", file=sys.stderr)
         return 2
     try:
         args = submit_args(argv[4:], argv[2], argv[1])

@@ -51,9 +51,9 @@ import polars as pl
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from extractor.errors import UserError
-from extractor.hashing import stable_hash
-from extractor.lexicon import LEXICON_DIR, MARKED_LABELS, normalize_for_matching
+from extractor.core.errors import UserError
+from extractor.core.hashing import stable_hash
+from extractor.lexicon.lexicon import LEXICON_DIR, MARKED_LABELS, normalize_for_matching
 from extractor.statistics import norm_words
 
 SEPARATORS = ",:;\u2014\u2013"
@@ -64,7 +64,7 @@ TRANSLATIONS = LEXICON_DIR / "translations.tsv"
 
 
 class DiscoveryError(UserError, ValueError):
-    """A bad flag, sentence table or draft lexicon of `python -m extractor.discover`."""
+    """A bad flag, sentence table or draft lexicon of `python -m extractor.lexicon.discover`."""
 
 _WORD = r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*"
 _PREFIX = re.compile(rf"\s*({_WORD}(?:[ \t]+{_WORD})*)[ \t]*([{SEPARATORS}])")
@@ -388,7 +388,7 @@ def draft_lexicon(lang: str, rows: list[dict], base: dict, source: str) -> dict:
         "source": source,
         "baseline": base,
         "how_to": ("Set `label` of each candidate to contrasting, entailment or reasoning, or null to "
-                   "leave it out; then `python -m extractor.discover --promote THIS_FILE` prints the "
+                   "leave it out; then `python -m extractor.lexicon.discover --promote THIS_FILE` prints the "
                    "`phrases:` block for phrase_lexicons/<lang>.yaml. Read the examples: a phrase belongs "
                    "in a lexicon only when its sentence stands in that relation to the previous one."),
         "candidates": [{

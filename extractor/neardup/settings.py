@@ -1,11 +1,11 @@
-"""Near-duplicate settings and their flags (`extractor.neardup` does the work): apart, so
+"""Near-duplicate settings and their flags (`minhash` and `distributed` do the work): apart, so
 that the job's and the trainer's flags are built without numpy, pandas and pyarrow (the
 job's `--help`)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from extractor.errors import UserError
+from extractor.core.errors import UserError
 
 
 class NearDupSettingsError(UserError, ValueError):

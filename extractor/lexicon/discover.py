@@ -1,10 +1,10 @@
-"""`python -m extractor.discover`: candidate linking phrases of a sentence table.
+"""`python -m extractor.lexicon.discover`: candidate linking phrases of a sentence table.
 
-    python -m extractor.discover --sentences output/uk/sentences --lang uk --out draft-uk.yaml
-    python -m extractor.discover --promote draft-uk.yaml        # the labelled phrases as a `phrases:` block
+    python -m extractor.lexicon.discover --sentences output/uk/sentences --lang uk --out draft-uk.yaml
+    python -m extractor.lexicon.discover --promote draft-uk.yaml        # the labelled phrases as a `phrases:` block
 
 Pure Python over the Parquet sentence table (pyarrow + polars); no Spark. The logic and
-every score are in `extractor/lexicon_discovery.py`; the workflow from a raw dump to a first corpus
+every score are in `extractor/lexicon/discovery.py`; the workflow from a raw dump to a first corpus
 is in phrase_lexicons/README.md ("Discovering phrases for a new language").
 """
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import yaml
 
-from extractor import lexicon_discovery as dsc
-from extractor.errors import UserError
-from extractor.lexicon import LexiconError, available_languages, load_lexicon
+from extractor.core.errors import UserError
+from extractor.lexicon import discovery as dsc
+from extractor.lexicon.lexicon import LexiconError, available_languages, load_lexicon
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m extractor.discover",
+    p = argparse.ArgumentParser(prog="python -m extractor.lexicon.discover",
                                 description="Mine a sentence table for candidate linking phrases.")
     p.add_argument("--sentences", metavar="PATH",
                    help="sentences/ folder of a run (jobs/extract.py --stages sentences) or a Parquet file")
@@ -117,9 +117,9 @@ def run(args) -> int:
                 print(f"   - {_short(p, 90)}  =>  {_short(h, 110)}")
     if args.out:
         draft = dsc.draft_lexicon(args.lang, rows[: args.keep], base, source=str(args.sentences))
-        header = (f"# Draft lexicon for '{args.lang}' from {args.sentences} (python -m extractor.discover).\n"
+        header = (f"# Draft lexicon for '{args.lang}' from {args.sentences} (python -m extractor.lexicon.discover).\n"
                   "# Fill `label` (contrasting, entailment, reasoning or null), then:\n"
-                  f"#   python -m extractor.discover --promote {args.out}\n")
+                  f"#   python -m extractor.lexicon.discover --promote {args.out}\n")
         Path(args.out).write_text(header + yaml.safe_dump(draft, allow_unicode=True, sort_keys=False, width=120),
                                   encoding="utf-8")
         print(f"\ndraft: {args.out} ({min(len(rows), args.keep)} candidates)", file=sys.stderr)

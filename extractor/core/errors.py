@@ -16,3 +16,12 @@ class UserError(Exception):
     def one_line(self) -> str:
         text = str(self)
         return text.splitlines()[0] if text else type(self).__name__
+
+
+class InputError(UserError, ValueError):
+    """Bad or missing input; the message is one line and names the file."""
+
+
+# Errors raised inside Spark tasks reach the driver wrapped in a Java stack trace; this
+# mark lets the job find the one line meant for the user.
+ERROR_MARK = "[nli-input-error] "

@@ -1,12 +1,12 @@
-"""extractor.staging: a folder is written beside its destination and swapped in whole."""
+"""extractor.io.atomic: a folder is written beside its destination and swapped in whole."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from extractor.staging import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
-                               work_path)
+from extractor.io.atomic import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
+                                 work_path)
 
 
 def test_work_folder_swaps_in_on_success_and_leaves_out_alone_on_error(tmp_path):

@@ -18,7 +18,7 @@ claims it with its pid (`claim`, `live_claim`), so that a second live writer is 
 a dead one's folder is taken over.
 
 Local paths only: the job's object-store outputs publish through a manifest instead
-(extractor/run/).
+(extractor/runs/).
 """
 from __future__ import annotations
 

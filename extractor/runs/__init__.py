@@ -1,0 +1,18 @@
+"""Runs of the job on an output root (docs/deployment.md): one package, four concerns.
+
+    extractor.runs.run      Run (staging, manifest, publish, --resume), read_manifest,
+                            published_path, fingerprint, fault_point, environment faults
+    extractor.runs.locks    LocalLock (flock), RemoteLock (heartbeat object)
+    extractor.runs.report   stats.json and the summary table
+    extractor.runs.errors   OutputExistsError, RunLockedError, OutputError, ResumeError
+
+The names below are the package's API (what the job and the tests use).
+"""
+from __future__ import annotations
+
+from extractor.runs.errors import OutputError, OutputExistsError, ResumeError, RunLockedError  # noqa: F401
+from extractor.runs.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
+from extractor.runs.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
+from extractor.runs.run import (CURRENT, LEGACY_ENTRIES, LOCK, MANIFEST, RUNS, TABLE_NAMES, Run,  # noqa: F401
+                                atomic_directory, environment_failure_message, fault_point, fingerprint,
+                                first_difference, is_uri, path_str, published_path, read_manifest)

@@ -19,5 +19,5 @@ from extractor.run.parquet_writer import (PARQUET_OPTIONS, ROW_GROUP_ROWS, finis
                                           task_attempt, write_sorted)
 from extractor.run.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
 from extractor.run.run import (CURRENT, LEGACY_ENTRIES, LOCK, MANIFEST, RUNS, TABLE_NAMES, Run,  # noqa: F401
-                               atomic_directory, environment_failure_message, fault_point, fingerprint,
-                               first_difference, is_uri, path_str, published_path, read_manifest)
+                               atomic_directory, environment_failure_message, environment_message, fault_point,
+                               fingerprint, first_difference, is_uri, path_str, published_path, read_manifest)

@@ -373,7 +373,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         if not gateway.jvm_alive(spark):  # not the user's: kept for --resume (_main)
             raise
         run.abort()
-        return _fail(exc.one_line())
+        return _fail(out.environment_failure_message(exc, output) or exc.one_line())  # an OutputError: by errno
     except OSError as exc:  # by its errno: the output's filesystem (full disk, read-only, permissions); else a bug
         message = out.environment_failure_message(exc, output)
         if message is None or not gateway.jvm_alive(spark):

@@ -201,9 +201,7 @@ class Run:
         try:
             fs.makedirs(run.root)
         except fs.FsError as exc:
-            error = OutputError(f"{exc}; choose a writable --output")
-            error.errno = exc.errno  # a read-only or full filesystem: the job says so (environment_failure_message)
-            raise error from None
+            raise OutputError(f"{exc}; choose a writable --output", exc.errno) from None
         info = {"run_id": run.run_id, "host": socket.gethostname(), "pid": os.getpid(),
                 "started": run.started, "command_line": command_line}
         lock_path = fs.join(run.root, LOCK)

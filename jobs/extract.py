@@ -201,11 +201,11 @@ def _main(args, argv) -> int:
     # The lock first: a second job on this output is refused before Spark starts.
     try:
         run = out.Run.open(output, command_line, fingerprint=fingerprint(args, lexicon, corpora), resume=args.resume)
-    except OSError as exc:
+    except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
         message = out.environment_failure_message(exc, output)
         if message is None and not isinstance(exc, UserError):
             raise
-        return _fail(message or str(exc).splitlines()[0])
+        return _fail(message or exc.one_line())
     gateway.keep_user_stderr()  # under spark-submit: a way to the user that outlives the JVM
     try:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)
@@ -370,23 +370,21 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         if run.resumed is not None:
             extra["resumed"] = progress.summary()
         manifest = run.publish(extra)
-    except UserError as exc:
+    except UserError as exc:  # raised on purpose about the user's input, flags or environment
         if not gateway.jvm_alive(spark):  # not the user's: kept for --resume (_main)
             raise
         run.abort()
-        # a full disk met inside a reader's task may come back wrapped as an input error
-        message = out.environment_failure_message(exc, output, any_error=isinstance(exc, OSError))
-        return _fail(message or exc.one_line())
-    except OSError as exc:  # the output's filesystem (full disk, read-only, permissions); else a bug
+        return _fail(out.environment_failure_message(exc, output) or exc.one_line())  # an OutputError: by errno
+    except OSError as exc:  # by its errno: the output's filesystem (full disk, read-only, permissions); else a bug
         message = out.environment_failure_message(exc, output)
         if message is None or not gateway.jvm_alive(spark):
             raise
         run.abort()
         return _fail(message)
-    except Exception as exc:  # Spark/Java failures: name the input or the output, not the JVM stack
+    except Exception as exc:  # a Spark failure that a task of ours marked: the input or the output; else a bug
         if not gateway.jvm_alive(spark):  # a lost gateway is nobody's input: kept for --resume (_main)
             raise
-        message = out.environment_failure_message(exc, output) or spark_failure_message(exc, ctx.corpora)
+        message = spark_failure_message(exc, output)
         if message is None:
             raise
         run.abort()

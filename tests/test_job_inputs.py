@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor.core.errors import InputError
-from extractor.job.inputs import CorpusSpec, corpora_from_args, load_manifest, spark_failure_message
+from extractor.job.inputs import corpora_from_args, load_manifest, spark_failure_message
 from jobs.extract import main
 from tests.conftest import shared_file
 
@@ -88,16 +88,33 @@ def test_corpora_from_args_names_and_formats(tmp_path):
 
 
 def test_java_failure_is_translated_to_one_line():
-    class FakeJavaError(Exception):
-        pass
+    """Only what our own tasks marked becomes one line (the input, or the output's
+    filesystem by its errno), and only in a Spark failure (by its type); never the words of
+    an exception's text (issue 47)."""
+    from py4j.protocol import Py4JJavaError
+
+    class FakeJavaError(Py4JJavaError):
+        def __init__(self, text):
+            Exception.__init__(self, text)
+            self.java_exception = None
+
+        def __str__(self):
+            return self.args[0]
+    # a bug's UnicodeDecodeError reads "unexpected end of data": not a truncated file
     exc = FakeJavaError("An error occurred while calling o52.collect.\n: org.apache.spark.SparkException: Job aborted"
-                        "\nCaused by: java.io.IOException: unexpected end of stream\n\tat org.apache.hadoop.io."
-                        "compress.bzip2.CBZip2InputStream.read(CBZip2InputStream.java:445)")
-    spec = CorpusSpec("w", "wikipedia", "mediawiki", ["/data/rowiki.xml.bz2"])
-    assert spark_failure_message(exc, [spec]) == "/data/rowiki.xml.bz2: truncated or corrupt compressed file (unexpected end of)"
+                        "\nCaused by: org.apache.spark.api.python.PythonException: UnicodeDecodeError: 'utf-8' codec "
+                        "can't decode byte 0xe2 in position 0: unexpected end of data\n\tat org.apache.spark.api.")
+    output = "out/ro"
+    assert spark_failure_message(exc, output) is None
     marked = FakeJavaError("py4j...\npyspark.errors.PythonException: InputError: [nli-input-error] b.txt: not valid UTF-8\n at ...")
-    assert spark_failure_message(marked, [spec]) == "b.txt: not valid UTF-8"
-    assert spark_failure_message(FakeJavaError("OutOfMemoryError"), [spec]) is None
+    assert spark_failure_message(marked, output) == "b.txt: not valid UTF-8"
+    assert spark_failure_message(Exception(str(marked)), output) is None  # not Spark's: a bug of the driver
+    full = FakeJavaError("...\nRuntimeError: [nli-output-fault] errno 28: [Errno 28] Error writing bytes to file\n at ...")
+    assert spark_failure_message(full, output) == ("out/ro: no space left on the device; free space and run again (the "
+                                                 "previous output is unchanged)")
+    lost = FakeJavaError("...\nRuntimeError: [nli-output-fault] errno 2: [Errno 2] Failed to open local file\n")
+    assert spark_failure_message(lost, output) is None  # a scratch file that is not there: a bug
+    assert spark_failure_message(FakeJavaError("OutOfMemoryError"), output) is None
     # an executor's death (here the message Spark 4.3 gave when test_resume.py killed a
     # Python worker) is not the input's fault, though it carries an EOFException
     crashed = FakeJavaError("An error occurred while calling o169.collectToPython.\n: org.apache.spark.SparkException: "
@@ -106,7 +123,7 @@ def test_java_failure_is_translated_to_one_line():
                             "SparkException: Python worker exited unexpectedly (crashed)\n\tat org.apache.spark.api."
                             "python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:621)\n"
                             "Caused by: java.io.EOFException\n\tat java.base/java.io.DataInputStream.readFully")
-    assert spark_failure_message(crashed, [spec]) is None
+    assert spark_failure_message(crashed, output) is None
 
 
 # --------------------------------------------------------------------------- with Spark

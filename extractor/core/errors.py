@@ -8,6 +8,8 @@ Anything else is a bug: the entry points let its traceback show.
 """
 from __future__ import annotations
 
+import errno
+
 
 class UserError(Exception):
     """A problem with the user's input: printed as one line, exit status 2. The message
@@ -25,3 +27,12 @@ class InputError(UserError, ValueError):
 # Errors raised inside Spark tasks reach the driver wrapped in a Java stack trace; this
 # mark lets the job find the one line meant for the user.
 ERROR_MARK = "[nli-input-error] "
+
+
+# A Spark task's failure reaches the driver as text inside a Spark exception. The job reads
+# nothing of that text but the marks our own tasks put in it on purpose: the user's input
+# (`ERROR_MARK`), or a write the output's filesystem refused, with its errno
+# (`OUTPUT_FAULT_MARK`, put by the Spark runner's task harness).
+OUTPUT_FAULT_MARK = "[nli-output-fault] errno "
+# the errnos of a filesystem that refuses the output (extractor.runs.environment_message)
+OUTPUT_FAULTS = (errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EDQUOT)

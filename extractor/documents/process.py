@@ -224,7 +224,7 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
             state: dict = {}
             pages = (wiki_unit_pages(path, unit.lo, unit.hi, state) if unit.kind == "wiki-range"
                      else stream_pages(path, unit.encoding, state))
-            for page in pages:
+            for page in _read(path, pages):
                 proc.wiki_page(page, path)
                 if enough():
                     return
@@ -237,7 +237,7 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
             fields = corpus["fields"]
             name = fs.basename(path)
             lines = proc.unit_lines = UnitLines(unit)
-            for offset, raw in jsonl_lines(path, unit.lo, unit.hi, unit.kind == "jsonl-stream"):
+            for offset, raw in _read(path, jsonl_lines(path, unit.lo, unit.hi, unit.kind == "jsonl-stream")):
                 at = lines.lines
                 lines.lines += 1
                 if raw.strip():
@@ -280,11 +280,33 @@ def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=la
             _read_parquet(unit, corpus["fields"], proc, enough)
         else:
             raise InputError(f"{path}: unknown work unit kind '{unit.kind}'")
-    except CorruptData as exc:
-        raise InputError(f"{ERROR_MARK}{path}: {exc}; the file is damaged: download it again") from None
-    except (UnicodeError, fs.FsError, EOFError) as exc:
-        msg = str(exc) if str(exc).startswith(path) else f"{path}: {exc}"
-        raise InputError(f"{ERROR_MARK}{msg}") from None
+    except fs.FsError as exc:  # the user's file; not the sentence file this task writes
+        if exc.path != path and exc.path not in {f for f, _ in unit.files}:
+            raise
+        raise _damaged(path, exc) from None
+
+
+def _read(path: str, items):
+    """What a reader yields from the user's file `path`, its damage met while reading it
+    (corrupt or truncated compressed data, text that is not in its encoding, the file
+    gone) raised as one marked line that names the file (`ERROR_MARK`: the driver prints
+    it). What the caller does with each item is outside: a failure there is its own."""
+    items = iter(items)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except (CorruptData, UnicodeError, EOFError, fs.FsError) as exc:
+            raise _damaged(path, exc) from None
+        yield item
+
+
+def _damaged(path: str, exc: BaseException) -> InputError:
+    if isinstance(exc, CorruptData):
+        return InputError(f"{ERROR_MARK}{path}: {exc}; the file is damaged: download it again")
+    msg = str(exc) if str(exc).startswith(path) else f"{path}: {exc}"
+    return InputError(f"{ERROR_MARK}{msg}")
 
 
 def _read_parquet(unit: WorkUnit, fields: dict, proc: DocumentProcessor, enough) -> None:

@@ -175,10 +175,12 @@ class PunktParamsNotFound(UserError, FileNotFoundError):
 
 
 def load_params(path: str | Path) -> PunktParameters:
-    if not fs.exists(str(path)):
-        raise PunktParamsNotFound(f"{path}: Punkt parameter file not found")
     try:
+        if not fs.exists(str(path)):
+            raise PunktParamsNotFound(f"{path}: Punkt parameter file not found")
         data = json.loads(fs.read_bytes(str(path)).decode("utf-8"))
+    except fs.FsError as exc:  # the user's --punkt-params: unreadable
+        raise PunktParamsError(str(exc)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PunktParamsError(f"{path}: not a Punkt parameter file ({exc.__class__.__name__})") from None
     return params_from_dict(data, str(path))

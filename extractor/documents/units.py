@@ -92,25 +92,33 @@ def list_units(corpora, unit_bytes: int, fields_of) -> Listing:
     for ci, spec in enumerate(corpora):
         for path in spec.paths:
             path = fs.canonical(path)  # executors may run in another directory
-            if spec.format == "mediawiki":
-                _wiki(out, ci, source, path, unit_bytes)
-            elif spec.format == "jsonl":
-                size = check_file(path)
-                if path.endswith((".gz", ".bz2")):
-                    out.units.append(WorkUnit(ci, source, path, "jsonl-stream", 0, 0, size))
-                    out.inputs[path] = {"read": "stream", "units": 1}
-                else:
-                    rs = _ranges(size, unit_size(size, unit_bytes))
-                    out.units += [WorkUnit(ci, source, path, "jsonl-range", k, lo, hi) for k, (lo, hi) in enumerate(rs)]
-                    out.inputs[path] = {"read": "byte-ranges", "units": len(rs), "unit_bytes": unit_size(size, unit_bytes)}
-            elif spec.format == "text":
-                _text(out, ci, source, path, unit_bytes)
-            elif spec.format == "parquet":
-                _parquet(out, ci, source, path, unit_bytes, fields_of(spec))
-            else:
-                raise UnitError(f"corpus {spec.name}: unknown format '{spec.format}'")
+            try:
+                _list_input(out, ci, source, spec, path, unit_bytes, fields_of)
+            except fs.FsError as exc:  # the user's file: missing, unreadable, gone
+                raise UnitError(str(exc)) from None
             source += 1
     return out
+
+
+def _list_input(out: Listing, ci: int, source: int, spec, path: str, unit_bytes: int, fields_of) -> None:
+    """The work units of one input file or folder of corpus `spec`."""
+    if spec.format == "mediawiki":
+        _wiki(out, ci, source, path, unit_bytes)
+    elif spec.format == "jsonl":
+        size = check_file(path)
+        if path.endswith((".gz", ".bz2")):
+            out.units.append(WorkUnit(ci, source, path, "jsonl-stream", 0, 0, size))
+            out.inputs[path] = {"read": "stream", "units": 1}
+        else:
+            rs = _ranges(size, unit_size(size, unit_bytes))
+            out.units += [WorkUnit(ci, source, path, "jsonl-range", k, lo, hi) for k, (lo, hi) in enumerate(rs)]
+            out.inputs[path] = {"read": "byte-ranges", "units": len(rs), "unit_bytes": unit_size(size, unit_bytes)}
+    elif spec.format == "text":
+        _text(out, ci, source, path, unit_bytes)
+    elif spec.format == "parquet":
+        _parquet(out, ci, source, path, unit_bytes, fields_of(spec))
+    else:
+        raise UnitError(f"corpus {spec.name}: unknown format '{spec.format}'")
 
 
 def _wiki(out: Listing, ci: int, source: int, path: str, unit_bytes: int) -> None:
@@ -175,7 +183,7 @@ def _parquet(out: Listing, ci: int, source: int, path: str, unit_bytes: int, fie
             schema = meta.schema.to_arrow_schema()
     except fs.FsError as exc:
         raise UnitError(str(exc)) from None
-    except Exception as exc:
+    except (pa.ArrowException, OSError) as exc:  # pyarrow's refusal of the footer: not Parquet
         raise UnitError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
     name = fields["text_field"]
     if name not in schema.names:

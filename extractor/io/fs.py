@@ -11,7 +11,10 @@ Paths are handed around as the user wrote them (a local path or a URI); `resolve
 one into (filesystem, path inside it). Filesystem objects are cached per scheme and host,
 in each process (driver and Spark workers alike), so a task does not reconnect per file.
 
-Errors are `FsError` (an OSError) with a one-line message that names the path.
+Errors are `FsError` (an OSError, with the errno of the failure when it has one) with a
+one-line message that names the path. It is not a user error: the callers that read or
+write a path the user gave (--input, --output, --manifest, --punkt-params) turn it into
+theirs; on the run's own scratch files it is a bug, and shows its traceback.
 """
 from __future__ import annotations
 
@@ -21,15 +24,19 @@ import re
 import threading
 from pathlib import Path
 
-from extractor.core.errors import UserError
-
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Hadoop's connector names for S3; pyarrow knows the bucket as s3://.
 _S3_ALIASES = ("s3a", "s3n")
 
 
-class FsError(UserError, OSError):
-    """A filesystem failure with a one-line message naming the path."""
+class FsError(OSError):
+    """A filesystem failure with a one-line message naming the path (`path`); `errno` is the
+    failure's own (a full disk, a read-only filesystem), or None."""
+
+    def __init__(self, message: str, path: str | None = None, cause: BaseException | None = None):
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+        self.errno = getattr(cause, "errno", None)
 
 
 def scheme(path: str | Path) -> str | None:
@@ -81,6 +88,9 @@ def parent(path: str) -> str:
 
 
 _CACHE: dict = {}
+# what pyarrow's and fsspec's filesystems raise about a path: OSError (missing, refused, full,
+# read-only; pyarrow's IO errors) or ValueError (pyarrow's ArrowInvalid: a path it cannot use)
+_FAILURES = (OSError, ValueError)
 _LOCK = threading.Lock()
 
 
@@ -112,7 +122,7 @@ def resolve(path: str | Path):
         return cached, _inner_path(s, rest)
     try:
         fs, inner = pafs.FileSystem.from_uri(text)
-    except Exception as exc:  # not a pyarrow scheme, or pyarrow built without it: fsspec
+    except (*_FAILURES, NotImplementedError) as exc:  # not a pyarrow scheme, or pyarrow built without it: fsspec
         fs = _fsspec(s, text, exc)
         inner = _inner_path(s, rest)
     with _LOCK:
@@ -132,12 +142,12 @@ def _fsspec(s: str, text: str, first_error: BaseException):
         import fsspec
         from pyarrow.fs import FSSpecHandler, PyFileSystem
     except ImportError:
-        raise FsError(f"{text}: cannot open a '{s}://' path ({_one_line(first_error)})") from None
+        raise FsError(f"{text}: cannot open a '{s}://' path ({_one_line(first_error)})", text) from None
     try:
         return PyFileSystem(FSSpecHandler(fsspec.filesystem(s)))
-    except Exception as exc:
+    except (ImportError, ValueError, OSError) as exc:  # no client library, an unknown scheme
         raise FsError(f"{text}: cannot open a '{s}://' path ({_one_line(first_error)}; "
-                      f"fsspec: {_one_line(exc)}); install the filesystem's client library") from None
+                      f"fsspec: {_one_line(exc)}); install the filesystem's client library", text, exc) from None
 
 
 def _info(path: str):
@@ -146,8 +156,8 @@ def _info(path: str):
     fs, inner = resolve(path)
     try:
         return fs.get_file_info(inner), pafs.FileType
-    except Exception as exc:
-        raise FsError(f"{path}: cannot read its file information ({_one_line(exc)})") from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot read its file information ({_one_line(exc)})", path, exc) from None
 
 
 def exists(path: str) -> bool:
@@ -169,9 +179,9 @@ def size(path: str) -> int:
     """The size of a file in bytes (FsError when it is missing or a directory)."""
     info, ft = _info(path)
     if info.type == ft.NotFound:
-        raise FsError(f"{path}: no such file")
+        raise FsError(f"{path}: no such file", path)
     if info.type != ft.File:
-        raise FsError(f"{path}: not a file")
+        raise FsError(f"{path}: not a file", path)
     return int(info.size)
 
 
@@ -184,10 +194,10 @@ def list_files(path: str, recursive: bool = True) -> list[tuple[str, int]]:
     fs, inner = resolve(path)
     try:
         infos = fs.get_file_info(pafs.FileSelector(inner, recursive=recursive))
-    except FileNotFoundError:
-        raise FsError(f"{path}: no such directory") from None
-    except Exception as exc:
-        raise FsError(f"{path}: cannot list it ({_one_line(exc)})") from None
+    except FileNotFoundError as exc:
+        raise FsError(f"{path}: no such directory", path, exc) from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot list it ({_one_line(exc)})", path, exc) from None
     base = canonical(path).rstrip("/")
     root = inner.strip("/")
     out = []
@@ -207,10 +217,10 @@ def open_input(path: str):
     fs, inner = resolve(path)
     try:
         return fs.open_input_file(inner)
-    except FileNotFoundError:
-        raise FsError(f"{path}: no such file") from None
-    except Exception as exc:
-        raise FsError(f"{path}: cannot open it for reading ({_one_line(exc)})") from None
+    except FileNotFoundError as exc:
+        raise FsError(f"{path}: no such file", path, exc) from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot open it for reading ({_one_line(exc)})", path, exc) from None
 
 
 def read_range(path: str, offset: int, length: int) -> bytes:
@@ -242,8 +252,8 @@ def makedirs(path: str) -> None:
     fs, inner = resolve(path)
     try:
         fs.create_dir(inner, recursive=True)
-    except Exception as exc:
-        raise FsError(f"{path}: cannot create the directory ({_one_line(exc)})") from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot create the directory ({_one_line(exc)})", path, exc) from None
 
 
 def open_output(path: str):
@@ -253,8 +263,8 @@ def open_output(path: str):
     try:
         fs.create_dir(posixpath.dirname(inner) or "/", recursive=True)
         return fs.open_output_stream(inner)
-    except Exception as exc:
-        raise FsError(f"{path}: cannot write it ({_one_line(exc)})") from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot write it ({_one_line(exc)})", path, exc) from None
 
 
 def write_bytes(path: str, data: bytes) -> None:
@@ -269,8 +279,8 @@ def move(src: str, dst: str) -> None:
     _, b = resolve(dst)
     try:
         fs.move(a, b)
-    except Exception as exc:
-        raise FsError(f"{src}: cannot move it to {dst} ({_one_line(exc)})") from None
+    except _FAILURES as exc:
+        raise FsError(f"{src}: cannot move it to {dst} ({_one_line(exc)})", src, exc) from None
 
 
 def delete(path: str) -> None:
@@ -284,8 +294,8 @@ def delete(path: str) -> None:
             fs.delete_dir(inner)
         elif info.type != pafs.FileType.NotFound:
             fs.delete_file(inner)
-    except Exception as exc:
-        raise FsError(f"{path}: cannot delete it ({_one_line(exc)})") from None
+    except _FAILURES as exc:
+        raise FsError(f"{path}: cannot delete it ({_one_line(exc)})", path, exc) from None
 
 
 class FileBytes:

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from extractor import runs as _out
-from extractor.core.errors import ERROR_MARK, InputError
+from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError
 from extractor.io import fs
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
@@ -210,24 +210,28 @@ def _check_unique(specs: list[CorpusSpec], where: str) -> None:
 
 # --------------------------------------------------------------------------- errors
 
-# Spark's words for a Python worker that died under its task (killed, out of memory): not
-# the input's fault, whatever exception (an EOFException) it carries.
-WORKER_DIED = "Python worker exited unexpectedly"
-_JAVA_INPUT_FAILURES = (
-    ("unexpected end of", "truncated or corrupt compressed file"),
-    ("EOFException", "truncated or corrupt compressed file"),
-    ("crc error", "corrupt bz2 file (CRC error)"),
-    ("not in the BZip2 format", "not a bz2 file"),
-    ("bad block header", "corrupt bz2 file"),
-    ("not in gzip format", "not a gzip file"),
-    ("FileNotFoundException", "file not found (moved or deleted while the job ran?)"),
-    ("is not a Parquet file", "not a Parquet file"),
-)
 
 
-def spark_failure_message(exc: BaseException, corpora: list[CorpusSpec]) -> str | None:
-    """A one-line message for a Spark failure caused by the input, or None when the
-    failure is something else (then the caller re-raises it)."""
+def is_spark_failure(exc: BaseException) -> bool:
+    """Whether `exc` is a failure that Spark or its JVM handed back (py4j's errors, PySpark's
+    exceptions, the captured Java ones among them), by its type."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+    except ImportError:  # no Spark here: nothing can have come from it
+        return False
+    return isinstance(exc, (Py4JError, PySparkException))
+
+
+def spark_failure_message(exc: BaseException, output: str) -> str | None:
+    """The one line of a Spark failure that one of our tasks marked on purpose: the user's
+    input (`ERROR_MARK`) or a write the output's filesystem refused
+    (`extractor.core.errors.OUTPUT_FAULT_MARK`); None for anything else (a bug, a lost
+    executor, an exception that is not Spark's), which the caller re-raises."""
+    if not is_spark_failure(exc):
+        return None
+    from py4j.protocol import Py4JError
+
     text = str(exc)
     java = getattr(exc, "java_exception", None)
     if java is not None:
@@ -237,18 +241,13 @@ def spark_failure_message(exc: BaseException, corpora: list[CorpusSpec]) -> str 
             while cause is not None:
                 text += "\n" + str(cause.toString())
                 cause = cause.getCause()
-        except Exception:  # the gateway may be gone
+        except Py4JError:  # the gateway may be gone
             pass
     at = text.find(ERROR_MARK)
     if at >= 0:
         return text[at + len(ERROR_MARK):].splitlines()[0].strip()
-    if WORKER_DIED in text:  # an executor's death (its EOFException is the lost worker, not a file)
-        return None
-    files = [p for c in corpora for p in c.paths]
-    low = text.lower()
-    for needle, meaning in _JAVA_INPUT_FAILURES:
-        if needle.lower() in low:
-            named = [p for p in files if p in text or os.path.basename(p) in text]
-            where = ", ".join(named or files[:3]) + ("" if named or len(files) <= 3 else ", ...")
-            return f"{where}: {meaning} ({needle})"
+    at = text.find(OUTPUT_FAULT_MARK)
+    if at >= 0:
+        code = text[at + len(OUTPUT_FAULT_MARK):].split(":", 1)[0]
+        return _out.environment_message(int(code), output) if code.isdigit() else None
     return None

@@ -299,7 +299,7 @@ class Verdicts:
             return
         try:
             pf.load_model(self.model, without_torch=self.without_torch)
-        except Exception as exc:  # any failure to load: one line for the driver, no worker trace
+        except (OSError, ImportError, ValueError) as exc:  # not installed there, or not loadable: one line
             raise RuntimeError(
                 f"{ERROR_MARK}spaCy model '{self.model}' cannot be loaded where the tasks run "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); install it there "

@@ -13,7 +13,12 @@ class RunLockedError(UserError, RuntimeError):
 
 
 class OutputError(UserError, OSError):
-    """The output cannot be written (permissions, full disk, read-only filesystem)."""
+    """The output cannot be written (permissions, full disk, read-only filesystem); `errno`
+    is the filesystem's own when known (the job names a read-only or full one by it)."""
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.errno = code
 
 
 class ResumeError(UserError, ValueError):

@@ -47,7 +47,7 @@ class LocalLock:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise OutputError(f"{os.path.dirname(self.path)}: cannot create the lock file "
-                                  f"({exc.strerror}); choose a writable --output") from None
+                                  f"({exc.strerror}); choose a writable --output", exc.errno) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -201,7 +201,7 @@ class Run:
         try:
             fs.makedirs(run.root)
         except fs.FsError as exc:
-            raise OutputError(f"{exc}; choose a writable --output") from None
+            raise OutputError(f"{exc}; choose a writable --output", exc.errno) from None
         info = {"run_id": run.run_id, "host": socket.gethostname(), "pid": os.getpid(),
                 "started": run.started, "command_line": command_line}
         lock_path = fs.join(run.root, LOCK)
@@ -428,8 +428,8 @@ def _list_dirs(path: str) -> list[str]:
     filesystem, inner = fs.resolve(path)
     try:
         infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
-    except Exception as exc:
-        raise fs.FsError(f"{path}: cannot list it ({exc})") from None
+    except OSError as exc:
+        raise fs.FsError(f"{path}: cannot list it ({exc})", path, exc) from None
     return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
 
 
@@ -458,36 +458,28 @@ def _fsync_tree(path: str) -> None:
 
 # --------------------------------------------------------------------------- environment faults
 
-_ENVIRONMENT = (
-    ("no space left on device", errno.ENOSPC, "no space left on the device; free space and run again"),
-    ("file too large", errno.EFBIG, "a file grew past the size limit (ulimit -f) or the filesystem's; "
-                                    "raise the limit or choose another --output"),
-    ("read-only file system", errno.EROFS, "the filesystem is read-only; choose a writable --output"),
-    ("permission denied", errno.EACCES, "permission denied; choose a writable --output"),
-    ("disk quota exceeded", errno.EDQUOT, "disk quota exceeded; free space and run again"),
-)
+_ENVIRONMENT = {
+    errno.ENOSPC: "no space left on the device; free space and run again",
+    errno.EFBIG: "a file grew past the size limit (ulimit -f) or the filesystem's; raise the limit or choose "
+                 "another --output",
+    errno.EROFS: "the filesystem is read-only; choose a writable --output",
+    errno.EACCES: "permission denied; choose a writable --output",
+    errno.EDQUOT: "disk quota exceeded; free space and run again",
+}
 
 
-def environment_failure_message(exc: BaseException, output: str, any_error: bool = True) -> str | None:
-    """One line for a write that failed because of the output's filesystem (full disk,
-    read-only, permissions, size limit), wherever it happened (driver or task); None
-    otherwise. The published output is untouched (the run was staged). `any_error=False`:
-    an error that may be about an input, where "permission denied" is not the output's."""
-    text = str(exc)
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            text += "\n" + str(java.toString())
-        except Exception:
-            pass
-    if isinstance(exc, OSError) and exc.errno:
-        for _, code, meaning in _ENVIRONMENT:
-            if exc.errno == code:
-                return f"{output}: {meaning} (the previous output is unchanged)"
-    low = text.lower()
-    for needle, code, meaning in _ENVIRONMENT:
-        if not any_error and code == errno.EACCES:  # an input file may be the unreadable one
-            continue
-        if needle in low:
-            return f"{output}: {meaning} (the previous output is unchanged)"
+def environment_failure_message(exc: BaseException, output: str) -> str | None:
+    """One line for a write on the driver that the output's filesystem refused (full disk,
+    read-only, permissions, size limit): an OSError, known by its errno; None otherwise
+    (then it is a bug). The published output is untouched (the run was staged). A task's
+    refused write reaches the driver marked (`extractor.errors.OUTPUT_FAULT_MARK`) and is
+    read by `environment_message`."""
+    if isinstance(exc, OSError):
+        return environment_message(exc.errno, output)
     return None
+
+
+def environment_message(code: int | None, output: str) -> str | None:
+    """The one line of an output filesystem's refusal with errno `code`, or None."""
+    meaning = _ENVIRONMENT.get(code)
+    return None if meaning is None else f"{output}: {meaning} (the previous output is unchanged)"

@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 
+from extractor.core.errors import OUTPUT_FAULT_MARK, OUTPUT_FAULTS
 from extractor.spark import gateway
 from extractor.spark.jvm import driver_java_options
 from extractor.stage import release_memory, task_done  # task_done: the last call of every Python task
@@ -122,7 +123,13 @@ def _task_results(fn, tasks: list, ids, reuse_memory: bool = False):
     for n, i in enumerate(ids):
         if n and not reuse_memory:
             release_memory()
-        yield _result(i, fn(tasks[i]))
+        try:
+            result = fn(tasks[i])
+        except OSError as exc:  # a write the output's filesystem refused: marked for the driver
+            if exc.errno not in OUTPUT_FAULTS:
+                raise
+            raise RuntimeError(f"{OUTPUT_FAULT_MARK}{exc.errno}: {exc}") from exc
+        yield _result(i, result)
 
 
 def _result(i: int, result):

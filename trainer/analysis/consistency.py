@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
 
 from extractor.core.errors import UserError
@@ -436,7 +437,7 @@ def read_sentences(path: Path) -> pd.DataFrame:
         table = ds.dataset(str(path), format="parquet", partitioning="hive")
         cols = [c for c in ("corpus", "doc_id", "para_idx", "sent_idx", "text", "short") if c in table.schema.names]
         return table.to_table(columns=cols, use_threads=False).to_pandas(use_threads=False)
-    except Exception as exc:  # pyarrow errors: keep one line
+    except (pa.ArrowException, OSError) as exc:  # pyarrow's refusal of the user's table: one line
         raise UserError(f"{path}: cannot read the sentence table: {str(exc).splitlines()[0]}") from exc
 
 

@@ -95,7 +95,7 @@ def read_table(path: Path) -> pd.DataFrame:
             df = _read_arrow(path).to_pandas()
     except NLIDataError:
         raise
-    except Exception as exc:  # parser errors from pandas/pyarrow: keep one line
+    except (ValueError, OSError, pa.ArrowException) as exc:  # pandas'/pyarrow's parser errors: one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NLIDataError(f"{path}: cannot read as {kind}: {first}") from exc
     if len(df) == 0:

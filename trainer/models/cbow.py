@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import pickle
+import struct
 from pathlib import Path
 
 import joblib
@@ -22,6 +24,9 @@ from trainer.models import FitContext, balanced_weights, sides, softmax, words, 
 
 log = logging.getLogger("trainer")
 _CACHE: dict[str, object] = {}
+# what gensim raises on a file that is not vectors of its format: unreadable, not a number
+# or not UTF-8 where one is expected, a cut-off binary, an unsupported fastText model, not a pickle
+_NOT_VECTORS = (OSError, ValueError, EOFError, NotImplementedError, struct.error, pickle.UnpicklingError)
 
 
 def stable_str_hash(text: str) -> int:
@@ -46,7 +51,7 @@ def load_vectors(path: str | Path):
                 _CACHE[key] = KeyedVectors.load(str(path))
             else:
                 _CACHE[key] = KeyedVectors.load_word2vec_format(str(path), binary=False)
-        except Exception as exc:
+        except _NOT_VECTORS as exc:
             raise ModelError(f"{path}: cannot read word vectors: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
     return _CACHE[key]
 

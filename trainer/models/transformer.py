@@ -329,7 +329,7 @@ class Transformer:
         check_pretrained(pretrained)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
-        except Exception as exc:
+        except (OSError, ValueError) as exc:  # transformers: not found, unreadable, an unknown tokenizer
             raise ModelError(f"{pretrained}: cannot load a tokenizer: {_one_line(exc)}") from exc
         self._prepare_tokenizer(pretrained)
         n = len(self.labels)
@@ -349,7 +349,7 @@ class Transformer:
                                            bool(self.params["freeze_encoder"]), self.params["pooling"])
         except ModelError:
             raise
-        except Exception as exc:
+        except (OSError, ValueError) as exc:  # transformers: weights missing or unreadable, an unknown config
             raise ModelError(f"{pretrained}: cannot load the model: {_one_line(exc)}") from exc
         if self.params["lr"] is None:
             width = getattr(self.model.encoder().config, "hidden_size", None)

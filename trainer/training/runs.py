@@ -116,7 +116,7 @@ class HFSequenceClassifier:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
             self.model = AutoModelForSequenceClassification.from_pretrained(str(self.path))
-        except Exception as exc:
+        except (OSError, ValueError) as exc:  # transformers: files missing or unreadable, an unknown config
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise RunError(f"{self.path}: cannot load as a sequence-classification checkpoint: {first}") from exc
         self._set_pad_token()

@@ -163,7 +163,7 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
     pass 1's results per unit (count rows and dense histograms), the marked tallies per
     bucket, the "documents" scratch files (one per unit), the neutral tallies per bucket,
     the boundary rows of the draw."""
-    from extractor import scratch
+    from extractor.engine import scratch
     from extractor.pairs import buckets as pb
     from extractor.pairs import neutral as nt
 

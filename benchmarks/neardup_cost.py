@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import clean_profile  # noqa: E402  (its dump reader)
 import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
 from extractor import neardup as nd  # noqa: E402
-from extractor import stage as contract  # noqa: E402
+from extractor.engine.runner import InProcessRunner  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
@@ -203,7 +203,7 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
                 plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
                         "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
                 t0 = time.process_time()
-                splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
+                splits_stage.rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
                 best_cpu = min(best_cpu, time.process_time() - t0)
         cpu[name] = best_cpu
     print(f"stage 3 in one process on {n:,} pairs: off {cpu['off']:.2f} CPU-s, on {cpu['on']:.2f} CPU-s; "
@@ -215,7 +215,7 @@ class TimingRunner:
     """`InProcessRunner` that adds up the process CPU of each named round's tasks."""
 
     def __init__(self):
-        self.inner = contract.InProcessRunner()
+        self.inner = InProcessRunner()
         self.cpu: dict[str, float] = {}
 
     def __getattr__(self, name):

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor import neardup as nd
-from extractor import scratch
-from extractor import stage as contract
+from extractor.engine import scratch
+from extractor.engine.runner import InProcessRunner
 from extractor import statistics as st
 from extractor.hashing import stable_hex
 from extractor.splits import assign as sp
@@ -49,7 +49,7 @@ def split_files(pairs_dir, out, near):
     schema, units = bt.list_units(str(pairs_dir))
     plan = {"units": units, "schema": schema, "seed": 0, "work": str(out / "work"), "buckets": 3,
             "target": str(out / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
-    found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+    found = splits_stage.rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
     return found, {s: pd.read_parquet(out / "splits" / s) for s in sp.SPLITS if (out / "splits" / s).exists()}
 
 
@@ -97,7 +97,7 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
     settings = nd.Settings()
     rounds_run = []
 
-    class Recording(contract.InProcessRunner):
+    class Recording(InProcessRunner):
         def map(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
             rounds_run.append(name)
             return super().map(fn, tasks, spread, costs, name, reuse_memory)

@@ -13,7 +13,7 @@ from extractor.lexicon import load_lexicon
 from extractor.pairs import buckets as pb
 from extractor.pairs import corpus
 from extractor.pairs import stage as ps
-from extractor.stage import InProcessRunner
+from extractor.engine.runner import InProcessRunner
 from tests.test_pairing_batch import novel_docs
 from tests.test_pairs_stage import write_sentences
 

@@ -10,12 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from extractor import scratch
+from extractor.engine import scratch
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import stage as ps
-from extractor.scratch import split_by
+from extractor.engine.scratch import split_by
 
 
 def _rows(rows: list[dict]) -> pa.Table:

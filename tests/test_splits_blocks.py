@@ -12,7 +12,7 @@ import pytest
 
 from conftest import shared_file
 from extractor import neardup as nd
-from extractor import stage as contract
+from extractor.engine.runner import InProcessRunner
 from extractor.hashing import stable_hex
 from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
@@ -141,7 +141,7 @@ def _run(tmp_path, rows, near, buckets=3):
     schema, units = bt.list_units(str(pairs))
     plan = {"units": units, "schema": schema, "seed": 0, "work": str(tmp_path / "work"), "buckets": buckets,
             "target": str(tmp_path / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
-    found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
+    found = splits_stage.rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
     return found, {s: pd.read_parquet(tmp_path / "splits" / s) for s in sp.SPLITS if (tmp_path / "splits" / s).exists()}
 
 

@@ -1,4 +1,4 @@
-"""Stage 1: documents -> `sentences/` (the stage contract: extractor/stage.py).
+"""Stage 1: documents -> `sentences/` (the stage contract: extractor/engine/contract.py).
 
 1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
    ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is

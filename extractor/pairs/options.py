@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 
 from extractor import neardup_settings as nd
-from extractor import stage as contract
+from extractor.engine import contract
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
 

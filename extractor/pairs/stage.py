@@ -1,4 +1,4 @@
-"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/stage.py; the logic is per document in
+"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/contract.py; the logic is per document in
 extractor.pairs.pairing, run over Arrow batches by extractor.pairs.sentence_passes; the global
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 
 from extractor import fs
 from extractor import neardup as nd
-from extractor import scratch
-from extractor import stage as contract
+from extractor.engine import scratch
+from extractor.engine.runner import InProcessRunner
 from extractor.errors import UserError
 from extractor.hashing import stable_hashes
 from extractor.run.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
@@ -493,7 +493,7 @@ def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options, fi
     independent implementation over Python rows, instead. Returns (the files written, the
     stage's `stats.json` block)."""
     with tempfile.TemporaryDirectory() as work:
-        write, stats, cleanup = build_pairs(contract.InProcessRunner(), table, lexicon, options,
+        write, stats, cleanup = build_pairs(InProcessRunner(), table, lexicon, options,
                                             work=f"{work}/scratch", files=files)
         try:
             written = write(out_dir)

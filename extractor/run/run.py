@@ -20,7 +20,7 @@ started before a publish finishes reading it.
 
 The tables themselves are written by `extractor.run.parquet_writer`; the lock is
 `extractor.run.locks`. `Run.open(..., resume=True)` continues the newest unpublished run
-(extractor/progress.py, docs/deployment.md "Resuming a killed run").
+(extractor/engine/records.py, docs/deployment.md "Resuming a killed run").
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ import pyarrow.fs as pafs
 
 from extractor import fs
 from extractor.names import STAGES
-from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
+from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.run.errors import OutputError, OutputExistsError, ResumeError
 from extractor.run.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from extractor import neardup_settings as nd
-from extractor import stage as contract
+from extractor.engine import contract
 from extractor.errors import UserError
 
 DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1

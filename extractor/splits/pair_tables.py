@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import fs
-from extractor import scratch
+from extractor.engine import scratch
 from extractor import statistics as st
 from extractor.errors import UserError
 from extractor.hashing import crc32s

@@ -1,5 +1,5 @@
 """Stage 3: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage (the
-stage contract: extractor/stage.py).
+stage contract: extractor/engine/contract.py).
 
 Rounds of tasks handed to the runner around pure functions: `extractor.splits.pair_tables` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 from extractor import fs
 from extractor import neardup as nd
 from extractor.run import parquet_writer as _out
-from extractor import scratch
-from extractor import stage as contract
+from extractor.engine import scratch
+from extractor.engine.runner import InProcessRunner
 from extractor.errors import UserError
 from extractor import statistics as st
 from extractor.splits import assign as sp
@@ -692,7 +692,7 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     with tempfile.TemporaryDirectory() as work:
         plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
                 "test_only": frozenset(test_only or ()), "ratios": tuple(ratios), "near": near}
-        result = rounds(contract.InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
+        result = rounds(InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
                         files_per_table)
     result["splits"] = {}
     for w in result["written"]:

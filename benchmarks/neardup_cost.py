@@ -77,6 +77,7 @@ from extractor.pairs import stage as pairs_stage  # noqa: E402
 from extractor.splits import assign as sp  # noqa: E402
 from extractor.splits import pair_tables as bt  # noqa: E402
 from extractor.splits import stage as splits_stage  # noqa: E402
+from extractor.splits.plan import SplitsScratch  # noqa: E402
 
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-20mb.xml.bz2"
 SCALE_PUNKT = REPO / "benchmarks" / "_work" / "scale" / "punkt_params-pool.json"
@@ -200,7 +201,7 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
         best_cpu = float("inf")
         for _ in range(repeat):
             with tempfile.TemporaryDirectory() as tmp:
-                plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
+                plan = {"units": units, "schema": schema, "seed": 0, "work": SplitsScratch(f"{tmp}/work"), "buckets": 2,
                         "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
                 t0 = time.process_time()
                 splits_stage.rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
@@ -265,7 +266,7 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
                 cleanup()
             cpu2 = time.process_time() - t0
             schema, units = bt.list_units(f"{tmp}/pairs")
-            plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
+            plan = {"units": units, "schema": schema, "seed": 0, "work": SplitsScratch(f"{tmp}/work"), "buckets": 2,
                     "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1),
                     "near": None if mode == "off" else settings}
             r3 = TimingRunner()

@@ -46,6 +46,7 @@ from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
                                    tally_marked, tally_neutral)
 from extractor.pairs.matching import matcher_for
+from extractor.pairs.plan import EARLY, LATE, MARKED, PairsScratch
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
 from extractor.schemas import PAIRS
 # the flags and options live apart (no numpy there: the job's --help); one name each
@@ -77,16 +78,16 @@ def _pos_tasks(slots: int, units: int) -> int:
     return max(1, slots, -(-units // 16))
 
 
-def _plan_of(lexicon, options: Options, units: list, model, work: str, buckets: int) -> dict:
+def _plan_of(lexicon, options: Options, units: list, model, work: PairsScratch, buckets: int) -> dict:
     return {"lexicon": lexicon, "units": units, "model": model, "work": work, "buckets": buckets,
             "seed": options.seed, "strategies": options.strategies, "min_chars": options.min_chars}
 
 
-def _write_pairs(plan: dict, rows, name: str, tag: str) -> None:
-    """Pair rows cut into buckets of their texts: `<name>-<bucket>/<tag>.arrow`."""
+def _write_pairs(plan: dict, rows, kind: str, unit: int) -> None:
+    """Pair rows cut into buckets of their texts: unit `unit`'s file in each bucket of `kind`."""
     if rows.num_rows:
         for b, part in scratch.split_by(rows, pb.text_buckets(rows, plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], name, b), f"{tag}.arrow"))
+            scratch.write_arrow(part, plan["work"].pairs(kind, b, unit))
 
 
 def _pass_one_task(plan: dict):
@@ -102,11 +103,11 @@ def _pass_one_task(plan: dict):
             lexicon=plan["lexicon"], min_chars=plan["min_chars"])), schema=bt.WORK)
         pairs = table.filter(pc.equal(table.column("kind"), "pair"))
         marker = pc.equal(pairs.column("source"), "marker")
-        _write_pairs(plan, pairs.filter(marker), "marked", f"unit-{k:06d}")
-        _write_pairs(plan, pairs.filter(pc.invert(marker)), "early", f"unit-{k:06d}")
+        _write_pairs(plan, pairs.filter(marker), MARKED, k)
+        _write_pairs(plan, pairs.filter(pc.invert(marker)), EARLY, k)
         docs = table.filter(pc.equal(table.column("kind"), "doc")).select(["corpus", "doc_id", "n", "bin"])
         if docs.num_rows:
-            scratch.write_arrow(docs, fs.join(plan["work"], "documents", f"unit-{k:06d}.arrow"))
+            scratch.write_arrow(docs, plan["work"].documents(k))
         return {"counts": pb.pass_counts(table), "hist": pb.pass_histograms(table), "documents": docs.num_rows}
     return fn
 
@@ -116,12 +117,12 @@ def _marked_task(plan: dict):
     lowest pair_id of each text pair, not rejected) to a scratch file; returns the tallies."""
     def fn(b: int) -> dict:
 
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
+        rows = scratch.read_arrow(plan["work"].pairs(MARKED, b), bt.WORK)
         ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
         if plan["model"]:  # the verdicts, for the neutral round's candidates of the same texts
-            scratch.write_arrow(pb.judged(ranked), fs.join(plan["work"], "verdicts", f"bucket-{b:05d}.arrow"))
+            scratch.write_arrow(pb.judged(ranked), plan["work"].verdicts(b))
         kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
-        scratch.write_arrow(_with_file(kept, plan["files"]), fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(_with_file(kept, plan["files"]), plan["work"].kept(b))
         return {"tallies": pb.marked_tallies(ranked)}
     return fn
 
@@ -131,16 +132,16 @@ def _near_bands_task(plan: dict):
     premises and pair_ids) to `near-texts/bucket-<b>.arrow`, the hypotheses' band rows to the
     folders of the bands' buckets (ids: bucket << 32 | row)."""
     def fn(b: int) -> dict:
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
+        kept = scratch.read_one(plan["work"].kept(b))
         ids = nd.gids(b, np.arange(kept.num_rows))
         texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": kept.column("corpus").cast(pa.string()),
                           "doc_id": kept.column("pair_id").cast(pa.string()),  # the pair's id: the choice's key
                           "text": kept.column("hypothesis").cast(pa.large_string()),
                           "other": kept.column("premise").cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
-        scratch.write_arrow(texts, fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(texts, plan["work"].near_texts(b))
         bands = nd.unit_bands(texts.column("text"), ids, plan["near"])
         for k, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", k), f"bucket-{b:05d}.arrow"))
+            scratch.write_arrow(part, plan["work"].near_bands(k, b))
         return {}
     return fn
 
@@ -151,8 +152,8 @@ def _near_pairs_task(plan: dict):
     with the higher seed hash of its pair_id goes (`rejected.near_duplicate_pair`): its id to
     `near-rejected-<its bucket>/band-<k>.arrow`."""
     def fn(k: int) -> dict:
-        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", k), nd.BAND_SCHEMA)
-        fetch = nd.fetch_from(lambda b: fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"), scratch.read_one)
+        bands = scratch.read_arrow(plan["work"].near_bands(k), nd.BAND_SCHEMA)
+        fetch = nd.fetch_from(lambda b: plan["work"].near_texts(b), scratch.read_one)
         candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], k, plan["buckets"])
         both = verified.filter(verified.column("both"))
         ha = stable_hashes(both.column("doc_id_a"), seed=plan["seed"])
@@ -163,7 +164,7 @@ def _near_pairs_task(plan: dict):
         gone = np.unique(gone) if len(gone) else gone
         table = pa.table({"gid": pa.array(gone, pa.int64())})
         for b, part in scratch.split_by(table, gone >> np.int64(32)).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-rejected", b), f"band-{k:05d}.arrow"))
+            scratch.write_arrow(part, plan["work"].near_rejected(b, k))
         return {"candidates": candidates, "pairs": both.num_rows}
     return fn
 
@@ -173,12 +174,12 @@ def _near_apply_task(plan: dict):
     `kept-near/bucket-<b>.arrow`; returns the rejected ones' tallies (corpus, label,
     phrase, premise_stripped)."""
     def fn(b: int) -> dict:
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
-        gone = scratch.read_arrow(scratch.folder(plan["work"], "near-rejected", b), pa.schema([("gid", pa.int64())]))
+        kept = scratch.read_one(plan["work"].kept(b))
+        gone = scratch.read_arrow(plan["work"].near_rejected(b), pa.schema([("gid", pa.int64())]))
         rows = np.unique(gone.column("gid").to_numpy() & np.int64(0xFFFF_FFFF)) if gone.num_rows else np.zeros(0, np.int64)
         mask = np.zeros(kept.num_rows, dtype=bool)
         mask[rows] = True
-        scratch.write_arrow(kept.filter(pa.array(~mask)), fs.join(plan["work"], "kept-near", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(kept.filter(pa.array(~mask)), plan["work"].kept(b, near=True))
         dropped = kept.filter(pa.array(mask))
         tallies = [[c, l, p, bool(s)] for c, l, p, s in zip(*(dropped.column(n).to_pylist() for n in
                                                             ("corpus", "label", "phrase", "premise_stripped")))]
@@ -197,7 +198,7 @@ def _pass_two_task(plan: dict, needed):
         table = pa.Table.from_batches(list(bt.pass_two_streams(
             bt.file_streams([unit], by_file), matcher_for(plan["lexicon"]), plan["seed"], plan["strategies"],
             plan["cuts"], None, plan["lexicon"], plan["min_chars"])), schema=bt.WORK)
-        _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), "late", f"unit-{k:06d}")
+        _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), LATE, k)
         return {}
     return fn
 
@@ -206,8 +207,8 @@ def _bucket_candidates(plan: dict, b: int) -> pa.Table:
     """A bucket's neutral candidates under the cuts: pass 1's early rows under the cut bins,
     or pass 2's rows."""
     if not plan["early"]:
-        return scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
-    cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
+        return scratch.read_arrow(plan["work"].pairs(LATE, b), bt.WORK)
+    cands = scratch.read_arrow(plan["work"].pairs(EARLY, b), bt.WORK)
     cut = [plan["cuts"].get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
                                                        cands.column("source").to_pylist())]
     return cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
@@ -230,13 +231,13 @@ def _neutral_task(plan: dict):
     def fn(b: int) -> dict:
 
         cands = _bucket_candidates(plan, b)
-        kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
+        kept = scratch.read_one(plan["work"].kept(b, near=plan.get("kept") == "kept-near")).drop_columns(["_file"])
         known = None
         if plan.get("verdicts") and cands.num_rows:  # texts the marked round judged (first_random's premises...)
             texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
             known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]), pa.concat_arrays(texts))
         tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known, plan["limits"])
-        scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(_with_file(pool, plan["files"]), plan["work"].pool(b))
         return {"tallies": tallies}
     return fn
 
@@ -259,10 +260,10 @@ def _files_task(plan: dict):
         def mine(rows):
             return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
 
-        kept = scratch.read_arrow(fs.join(plan["work"], plan.get("kept", "kept")), None)
+        kept = scratch.read_arrow(plan["work"].kept(near=plan.get("kept") == "kept-near"), None)
         parts = [mine(kept)]
         if plan["draw"] is not None:
-            pool = scratch.read_arrow(fs.join(plan["work"], "pool"), None)
+            pool = scratch.read_arrow(plan["work"].pool(), None)
             last = pb.last_taken(pb.boundary_rows(pool, plan["draw"]), plan["draw"])
             parts.append(pb.drawn(mine(pool), plan["draw"], last))
         rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
@@ -311,11 +312,11 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
     model, status = pos_status(options, lexicon, warn)
     slots = max(1, runner.slots)
     units = bt.file_units(bt.sentence_files(table), 2 * slots)
-    work = work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME)
+    work = PairsScratch(work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME))
     buckets = list(range(_pos_tasks(slots, len(units))))
     if not runner.plan({"units": units, "buckets": len(buckets), "files": files, "model": model}) \
-            and fs.exists(work):
-        fs.delete(work)  # what an earlier attempt of this stage left
+            and work.exists():
+        work.delete()  # what an earlier attempt of this stage left
     plan = _plan_of(lexicon, options, units, model, work, len(buckets))
     plan["near"] = options.near
     plan["files"] = files
@@ -328,8 +329,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                 item.destroy()
             except Exception:  # a stopped session: nothing to release
                 pass
-        if fs.exists(work):
-            fs.delete(work)
+        work.delete()
 
     try:
         # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
@@ -424,12 +424,12 @@ MAX_NEEDED_DOCUMENTS = 2_000_000
 VERDICTS_READ_BUDGET = 4 << 30
 
 
-def _shared_verdicts(work: str, tasks: int) -> list[str] | None:
+def _shared_verdicts(work: PairsScratch, tasks: int) -> list[str] | None:
     """The marked round's verdict files for the neutral round's tasks (`buckets.judged`),
     or None (each Python worker then tags what its own cache lacks) when `tasks` reads of
     them would pass VERDICTS_READ_BUDGET: a few MB per GB of input, so shared up to tens
     of GB of input on a few hundred buckets, not for a whole enwiki."""
-    folder = fs.join(work, "verdicts")
+    folder = work.verdicts()
     files = sorted(fs.list_files(folder)) if fs.exists(folder) else []
     if not files or sum(size for _, size in files) * tasks > VERDICTS_READ_BUDGET:
         return None
@@ -438,7 +438,7 @@ def _shared_verdicts(work: str, tasks: int) -> list[str] | None:
 
 
 
-def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
+def _needed(work: PairsScratch, cuts: dict, limit: int | None = None) -> dict | None:
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
     pass 1's "doc" rows, as {unit key: [doc_id]}; None (pass 2 reads every document) when
     more than `limit` (MAX_NEEDED_DOCUMENTS) documents are needed. A cut that takes every
@@ -447,7 +447,7 @@ def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
     numpy (`buckets.needed_in`): the driver holds one unit's rows and the needed doc_ids,
     at most `limit` of them, whatever the documents of the corpus."""
     limit = MAX_NEEDED_DOCUMENTS if limit is None else limit
-    folder = fs.join(work, "documents")
+    folder = work.documents()
     by_file: dict = {}
     found = 0
     for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import tempfile
-import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
+from extractor.splits.plan import SplitsScratch
 from extractor.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
 from extractor.statistics import precision
@@ -69,12 +69,12 @@ def _summaries_task(plan: dict):
         if plan.get("near"):
             _near_unit(plan, u, source, rows)
         for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
+            scratch.write_arrow(part, plan["work"].summaries(b, u))
         weights = dc.document_weights(rows)
         corpora = sorted(pc.unique(weights.column("corpus")).to_pylist())
         for corpus in corpora:
             part = weights.filter(pc.equal(weights.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
+            scratch.write_arrow(part, plan["work"].weights(corpus, u))
         return {"counts": counts, "corpora": corpora}
     return fn
 
@@ -95,13 +95,13 @@ def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
     texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
     scratch.write_arrow(texts, _near_text_path(plan, u))
     scratch.write_arrow(pa.table({"gid": pa.array(ids, pa.int64()), "para": rows.column("_hpara")}),
-                        fs.join(plan["work"], "near-paras", f"unit-{u:06d}.arrow"))  # for blocks
+                        plan["work"].near_paras(u))  # for blocks
     for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
-        scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", b), f"unit-{u:06d}.arrow"))
+        scratch.write_arrow(part, plan["work"].near_bands(b, u))
 
 
 def _near_text_path(plan: dict, u: int) -> str:
-    return fs.join(plan["work"], "near-texts", f"unit-{u:06d}.arrow")
+    return plan["work"].near_texts(u)
 
 
 _NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("corpus_b", pa.string()),
@@ -114,11 +114,11 @@ def _near_task(plan: dict):
     exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
     pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
     def fn(b: int) -> dict:
-        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", b), nd.BAND_SCHEMA)
+        bands = scratch.read_arrow(plan["work"].near_bands(b), nd.BAND_SCHEMA)
         fetch = nd.fetch_from(lambda unit: _near_text_path(plan, unit), scratch.read_one)
         candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], b, plan["buckets"])
         edges = verified.select(list(_NEAR_EDGES.names)).cast(_NEAR_EDGES)
-        scratch.write_arrow(edges, fs.join(plan["work"], "near-edges", f"bucket-{b:05d}.arrow"))
+        scratch.write_arrow(edges, plan["work"].near_edges(b))
         return {"candidates": candidates, "hypotheses": verified.num_rows,
                 "pairs": int(pc.sum(verified.column("both")).as_py() or 0) if verified.num_rows else 0}
     return fn
@@ -129,11 +129,11 @@ def _near_groups_task(plan: dict):
     NEAR_GROUPS_IN_DRIVER): the documents joined by the verified pairs (connected
     components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
     def fn(_: int) -> dict:
-        edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+        edges = scratch.read_arrow(plan["work"].near_edges(), _NEAR_EDGES)
         groups = _groups_of(edges)
         for corpus in sorted(set(groups.column("corpus").to_pylist())):
             part = groups.filter(pc.equal(groups.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow"))
+            scratch.write_arrow(part, plan["work"].near_groups(corpus))
         across = pc.sum(pc.not_equal(edges.column("corpus_a"), edges.column("corpus_b"))).as_py() if edges.num_rows else 0
         return {"documents_joined": groups.num_rows,
                 "groups": len(set(zip(groups.column("corpus").to_pylist(), groups.column("group").to_pylist()))),
@@ -144,8 +144,8 @@ def _near_groups_task(plan: dict):
 def _near_leakage(plan: dict) -> dict:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
-    edges = _edge_units(plan, scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES))
-    assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
+    edges = _edge_units(plan, scratch.read_arrow(plan["work"].near_edges(), _NEAR_EDGES))
+    assigned = scratch.read_arrow(plan["work"].assigned(), dc.ASSIGNED_SCHEMA)
     if not edges.num_rows or not assigned.num_rows:
         return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
     keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
@@ -163,7 +163,7 @@ def _blocks(plan: dict) -> pa.Table:
     """The blocks of the corpora assigned by blocks (empty when none is)."""
     if not plan.get("block_corpora"):
         return dc.BLOCKS_SCHEMA.empty_table()
-    return scratch.read_arrow(fs.join(plan["work"], "blocks"), dc.BLOCKS_SCHEMA)
+    return scratch.read_arrow(plan["work"].blocks(), dc.BLOCKS_SCHEMA)
 
 
 def _edge_units(plan: dict, edges: pa.Table) -> pa.Table:
@@ -172,7 +172,7 @@ def _edge_units(plan: dict, edges: pa.Table) -> pa.Table:
     blocks = _blocks(plan)
     if not blocks.num_rows or not edges.num_rows:
         return edges
-    paras = scratch.read_arrow(fs.join(plan["work"], "near-paras"), None)
+    paras = scratch.read_arrow(plan["work"].near_paras(), None)
     for side in "ab":
         para = pc.take(paras.column("para"), pc.index_in(edges.column(f"gid_{side}"), value_set=paras.column("gid")))
         ids = dc.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
@@ -184,12 +184,12 @@ def _paragraphs_task(plan: dict, corpora: list):
     """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
     of `corpora`, one file per corpus."""
     def fn(b: int) -> dict:
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
+        rows = scratch.read_arrow(plan["work"].summaries(b), bt.SUMMARY_SCHEMA)
         rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
         weights = dc.paragraph_weights(rows)
         for corpus in corpora:
             part = weights.filter(pc.equal(weights.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "paragraphs", _corpus_dir(corpus), f"bucket-{b:05d}.arrow"))
+            scratch.write_arrow(part, plan["work"].paragraphs(corpus, b))
         return {}
     return fn
 
@@ -198,7 +198,7 @@ def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
     """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
     (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
     None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
-    paragraphs = scratch.read_arrow(fs.join(plan["work"], "paragraphs", _corpus_dir(corpus)), dc.PARAGRAPHS_SCHEMA)
+    paragraphs = scratch.read_arrow(plan["work"].paragraphs(corpus), dc.PARAGRAPHS_SCHEMA)
     size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan["ratios"])
     blocks = dc.cut_blocks(paragraphs, size)
     if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
@@ -214,8 +214,8 @@ def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
     left = dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
     if len(left) >= len(short):
         return None
-    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
-    scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
+    scratch.write_arrow(blocks, plan["work"].blocks(corpus))
+    scratch.write_arrow(assigned, plan["work"].assigned(corpus))
     return {"documents": dc.tally(assigned, ["split"]), "short": left,
             "unit": {"unit": "block", "pairs_per_block": size, "blocks": blocks.num_rows,
                      "documents": len(set(blocks.column("doc_id").to_pylist()))}}
@@ -223,8 +223,8 @@ def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
 
 def _block_edges(plan: dict, corpus: str, blocks: pa.Table) -> pa.Table:
     """The near-duplicate edges of `corpus` with `blocks` written for `_edge_units`."""
-    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
-    edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
+    scratch.write_arrow(blocks, plan["work"].blocks(corpus))
+    edges = scratch.read_arrow(plan["work"].near_edges(), _NEAR_EDGES)
     return edges.filter(pc.and_(pc.equal(edges.column("corpus_a"), corpus), pc.equal(edges.column("corpus_b"), corpus)))
 
 
@@ -238,23 +238,19 @@ def _groups_of(edges: pa.Table) -> pa.Table:
                                         "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
 
 
-def _corpus_dir(corpus: str) -> str:
-    return f"corpus-{zlib.crc32(corpus.encode('utf-8')):08x}-{len(corpus)}"
-
-
 def _assign_task(plan: dict):
     """Round 2, per corpus: every document to its split; returns documents per split. Run
     by the driver, not as a Spark job: the rows are few (one per document and label) and
     a job costs about 0.1 CPU-s and 0.15 s on a local master, all of it serial."""
     def fn(corpus: str) -> dict:
-        weights = scratch.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
+        weights = scratch.read_arrow(plan["work"].weights(corpus), dc.WEIGHTS_SCHEMA)
         weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
-        groups = fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow")
+        groups = plan["work"].near_groups(corpus)
         if plan.get("near") and fs.exists(groups):
             assigned = _assign_groups(weights, scratch.read_one(groups), plan)
         else:
             assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
-        scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
+        scratch.write_arrow(assigned, plan["work"].assigned(corpus))
         test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
         short = [] if test_only else dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
         return {"documents": dc.tally(assigned, ["split"]), "short": short}
@@ -281,14 +277,14 @@ def _rank_task(plan: dict):
     the rows kept so far, with their split, written to the folder of their unit range;
     their histograms."""
     def fn(b: int) -> dict:
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
-        assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
+        rows = scratch.read_arrow(plan["work"].summaries(b), bt.SUMMARY_SCHEMA)
+        assigned = scratch.read_arrow(plan["work"].assigned(), dc.ASSIGNED_SCHEMA)
         rows = dc.with_blocks(rows, _blocks(plan))
         ranked = dc.rank_identical(rows, assigned, frozenset(plan.get("block_corpora", ())))
         kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
         where = pa.array(plan["range_of"], pa.int64()).take(kept.column("_unit")).to_numpy()
         for r, part in scratch.split_by(kept, where).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow"))
+            scratch.write_arrow(part, plan["work"].ranked(r, b))
         return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
     return fn
 
@@ -296,7 +292,7 @@ def _rank_task(plan: dict):
 def _boundary_task(plan: dict):
     """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
     def fn(b: int) -> dict:
-        parts = [fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow")
+        parts = [plan["work"].ranked(r, b)
                  for r in range(plan["n_ranges"])]
         tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
         return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan["cuts"])]}
@@ -310,25 +306,25 @@ def _rows_task(plan: dict):
     output files and their card statistics (`pair_tables.unit_statistics`) to a scratch file
     per split. Returns the figures."""
     def fn(r: int) -> dict:
-        folder = scratch.folder(plan["work"], "ranked", r)
+        folder = plan["work"].ranked(r)
         if not fs.exists(folder):
             return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
         kept = dc.within_quota(scratch.read_arrow(folder, None), plan["cuts"], plan["last"])
         keys = dc.other_keys(kept)
         for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"range-{r:05d}.arrow"))
+            scratch.write_arrow(part, plan["work"].keys(k, r))
         n, examples, lengths = 0, [], []
         for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
             table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_numpy(),
                                  part.column("_split"))
-            bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
+            bt.shuffle_files(table, plan["work"].rows(), u, plan["n_files"])
             stats = bt.unit_statistics(table)
             # the card's example pairs and length histograms, from the rows and figures at hand
             examples += bt.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
             lengths += bt.length_histograms(stats)
             for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
                 scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
-                                    fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
+                                    plan["work"].statistics(split, u))
             n += table.num_rows
         return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
                 "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
@@ -340,7 +336,7 @@ def _rows_task(plan: dict):
 def _keys_result(plan: dict, k: int) -> dict:
     """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
     documents per corpus."""
-    keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", k), dc.KEYS_SCHEMA)
+    keys = scratch.read_arrow(plan["work"].keys(k), dc.KEYS_SCHEMA)
     out = []
     for kind in dc.LEAKAGE_KINDS:
         part = keys.filter(pc.equal(keys.column("kind"), kind))
@@ -370,12 +366,12 @@ def _files_task(plan: dict):
         if kind == "near-leakage":
             return {"near_leakage": _near_leakage(plan)}
         if kind == "statistics":
-            stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
+            stats = scratch.read_arrow(plan["work"].statistics(split), bt.STATS_SCHEMA)
             rows = stats.filter(pc.equal(stats.column("kind"), "row"))
             aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
             totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
             return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
-        table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
+        table = bt.merge_bucket(plan["work"].rows(split, bucket), plan["schema"])
         written = _out.write_sorted(table.to_batches(), fs.join(plan["target"], split), [],
                                     f"part-{bucket:05d}.parquet", _out.task_attempt())
         return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
@@ -455,7 +451,7 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
         for corpus in short:
             blocked = _assign_blocks(plan, corpus, per_corpus[corpus]["short"])
             if blocked is None:
-                fs.delete(fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
+                fs.delete(plan["work"].blocks(corpus))
             else:
                 per_corpus[corpus], units[corpus] = blocked, blocked["unit"]
                 plan["block_corpora"].append(corpus)
@@ -587,10 +583,10 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     if options.near is not None:  # with "off" stats.json stays as it was (same bytes)
         stats["settings"]["near_duplicates"] = options.near.as_dict()
     stats["input_pairs"] = n_input
-    work = ctx.table_path(WORK_NAME)
+    work = SplitsScratch(ctx.table_path(WORK_NAME))
     if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
                         "settings": stats["settings"], "files": options.files_per_table}):
-        fs.delete(work)
+        work.delete()
     plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
             "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near,
             "earlier_stats": card_mod.earlier_stats(ctx.stats)}
@@ -656,10 +652,10 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         ctx.write_table_with("splits", write)
     except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         runner.forget()  # the records first: they speak of the scratch files
-        fs.delete(work)
+        work.delete()
         raise
     runner.forget()
-    fs.delete(work)
+    work.delete()
     ctx.stats[STAGE] = stats
 
 
@@ -690,7 +686,7 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     stage's default, `--near-duplicates on`); None: off."""
     schema, units = bt.list_units(pairs_dir)
     with tempfile.TemporaryDirectory() as work:
-        plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
+        plan = {"units": units, "schema": schema, "seed": seed, "work": SplitsScratch(work), "buckets": buckets, "target": out_dir,
                 "test_only": frozenset(test_only or ()), "ratios": tuple(ratios), "near": near}
         result = rounds(InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
                         files_per_table)

@@ -1,6 +1,10 @@
-"""Stage 2's plan: the scratch files its rounds exchange (`PairsScratch`)."""
+"""Stage 2's plan (`PairsPlan`: what its tasks read) and its scratch files (`PairsScratch`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from extractor import neardup as nd
 from extractor.engine.scratch import Scratch, band_name, bucket_name, unit_name
 
 # the kinds of pair rows cut into buckets of their texts (`PairsScratch.pairs`)
@@ -44,3 +48,51 @@ class PairsScratch(Scratch):
     def pool(self, b: int | None = None) -> str:
         """The neutral candidates that stay, one file per bucket."""
         return self.kind("pool") if b is None else self.kind("pool", bucket_name(b))
+
+
+@dataclass(frozen=True)
+class PairsPlan:
+    """Everything stage 2's tasks read, shipped with every round's function (pickled by
+    Spark): made once by `stage.make_plan`, then advanced by the driver between rounds
+    with `dataclasses.replace`, one field group per decision."""
+
+    lexicon: Any
+    units: Sequence[tuple]       # pass one's work units (`sentence_passes.file_units`)
+    model: str | None            # the POS filter's model; None: the filter is off
+    scratch: PairsScratch
+    buckets: int                 # buckets of pair rows (by a hash of their texts)
+    seed: int
+    strategies: Sequence[str]    # the neutral strategies drawn from
+    min_chars: int
+    files: int                   # files of the pairs table
+    near: nd.Settings | None = None  # near-duplicate pairs' settings; None: off
+    # after the near-duplicate rounds: the kept marked pairs are those they left
+    # (`PairsScratch.kept(near=True)`); False: the marked round's
+    near_applied: bool = False
+    # the neutral cuts: per (corpus, strategy) the last selection bin whose candidates are
+    # kept (`corpus.plan_cuts`; -1: none)
+    cuts: Mapping[tuple, int] = field(default_factory=dict)
+    # pass one's early rows hold every candidate under the cuts (no pass two); False: the
+    # candidates are pass two's rows
+    early: bool = False
+    # the documents pass two reads, per unit (a shared value, `Runner.share`); None: every
+    # document. Set for the pass-two round only
+    needed: Any = None
+    # the marked round's verdict files every neutral task reads; None: each worker tags what
+    # its cache lacks
+    verdicts: Sequence[str] | None = None
+    # per (corpus, strategy), the candidates the neutral round checks in all (`corpus.check_counts`)
+    wanted: Mapping[tuple, int] = field(default_factory=dict)
+    # per (corpus, strategy), the highest selection hash the POS check reaches
+    # (`corpus.check_limits`; a value None: no limit for that strategy)
+    limits: Mapping[tuple, Any] = field(default_factory=dict)
+    # the POS check covers every candidate under the cuts, whatever `limits` says (a strategy
+    # ran short under its limit)
+    whole_cuts: bool = False
+    # the exact draw per (corpus, strategy) (`buckets.cut_points`); None: no neutral pair is drawn
+    draw: Mapping[tuple, Any] | None = None
+    target: str | None = None    # the pairs table's folder (the files round)
+
+    def pos_limits(self) -> Mapping[tuple, Any] | None:
+        """The limits of the neutral round's POS check (None: every candidate under the cuts)."""
+        return None if self.whole_cuts else self.limits

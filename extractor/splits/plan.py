@@ -1,5 +1,8 @@
-"""Stage 3's plan: the scratch files its rounds exchange (`SplitsScratch`)."""
+"""Stage 3's plan (`SplitsPlan`: what its tasks read) and its scratch files (`SplitsScratch`)."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 from extractor.engine.scratch import Scratch, bucket_name, corpus_dir, corpus_name, numbered, range_name, unit_name
 
@@ -65,3 +68,36 @@ class SplitsScratch(Scratch):
     def statistics(self, split: str, unit: int | None = None) -> str:
         """The card statistics of a split's kept rows, one file per unit."""
         return self.kind("statistics", split) if unit is None else self.kind("statistics", split, unit_name(unit))
+
+
+@dataclass(frozen=True)
+class SplitsPlan:
+    """Everything stage 3's tasks read, shipped with every round's function (pickled by
+    Spark): made once from the listed units and the settings, then advanced by the driver
+    between rounds with `dataclasses.replace`."""
+
+    units: Sequence[dict]         # the pairs table's work units (`pair_tables.list_units`)
+    schema: Any                   # the pairs table's Arrow schema
+    seed: int
+    scratch: SplitsScratch
+    buckets: int                  # buckets of slim rows, band keys and leakage keys
+    ratios: Sequence[float]       # train, validation, test
+    test_only: frozenset = frozenset()  # corpora whose documents all go to test
+    near: Any = None              # near-duplicate settings (`neardup.Settings`); None: off
+    target: str | None = None     # the splits' output folder (round 6)
+    # after round 1: the labels of the data rows
+    labels: Sequence[str] = ()
+    # the corpora whose documents leave a split short of a label (the paragraphs round's)
+    short: Sequence[str] = ()
+    # the corpora assigned by blocks of paragraphs, not by documents (docs/splits.md "Blocks")
+    block_corpora: Sequence[str] = ()
+    # round 3: the ranges of units the kept rows are written per, and each unit's range
+    n_ranges: int = 1
+    range_of: Sequence[int] = ()
+    # round 4: per (split, corpus, label) the quota's cut (`decisions.cut_points`) and the
+    # last row taken where a quota ends inside a bin (`decisions.thresholds`)
+    cuts: Mapping[Any, Any] = field(default_factory=dict)
+    last: Mapping[Any, Any] = field(default_factory=dict)
+    n_files: Mapping[str, int] = field(default_factory=dict)  # output files per split
+    chart: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # pairs per split and label
+    charts: Any = None            # the card's other charts' data (`card.chart_data`)

@@ -261,6 +261,17 @@ def _unit_ranges(units: list, n: int) -> list[int]:
     return out
 
 
+def make_plan(ctx, runner, options: Options, schema, units: list, buckets: int, settings: dict) -> SplitsPlan:
+    """The stage's plan over the pairs table's units, recorded for `--resume`
+    (`runner.plan`); a fresh start removes what an earlier attempt left in the scratch folder."""
+    work = SplitsScratch(ctx.table_path(WORK_NAME))
+    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
+                        "settings": settings, "files": options.files_per_table}):
+        work.delete()
+    return SplitsPlan(units=units, schema=schema, seed=options.seed, scratch=work, buckets=buckets,
+                      ratios=options.ratios, test_only=frozenset(_test_only_corpora(ctx)), near=options.near)
+
+
 def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     options = ctx.stage_options(NAME, Options)
     ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
@@ -269,12 +280,8 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     if options.near is not None:  # with "off" stats.json stays as it was (same bytes)
         stats["settings"]["near_duplicates"] = options.near.as_dict()
     stats["input_pairs"] = n_input
-    work = SplitsScratch(ctx.table_path(WORK_NAME))
-    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
-                        "settings": stats["settings"], "files": options.files_per_table}):
-        work.delete()
-    plan = SplitsPlan(units=units, schema=schema, seed=seed, scratch=work, buckets=buckets, ratios=ratios,
-                      test_only=frozenset(_test_only_corpora(ctx)), near=options.near)
+    plan = make_plan(ctx, runner, options, schema, units, buckets, stats["settings"])
+    work = plan.scratch
 
     def write(target: str) -> None:
         """Round 6 (the split files into `target`), then the card."""

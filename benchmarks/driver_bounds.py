@@ -163,7 +163,7 @@ def stage2_inputs(documents: int, pairs: int, units: int, buckets: int, out: Pat
     pass 1's results per unit (count rows and dense histograms), the marked tallies per
     bucket, the "documents" scratch files (one per unit), the neutral tallies per bucket,
     the boundary rows of the draw."""
-    from extractor import scratch
+    from extractor.engine import scratch
     from extractor.pairs import buckets as pb
     from extractor.pairs import neutral as nt
 
@@ -255,6 +255,7 @@ def step(name: str, work: Path) -> dict:
     from extractor.pairs import corpus as pcorp
     from extractor.pairs import neutral as nt
     from extractor.pairs import stage as pstage
+    from extractor.pairs.plan import PairsScratch
     from extractor.splits import assign as sp
     from extractor.splits import decisions as dc
 
@@ -307,7 +308,7 @@ def step(name: str, work: Path) -> dict:
         out["cuts"] = {f"{c}|{s}": b for (c, s), b in cuts.items()}
     elif name == "needed":   # extractor/pairs/stage.py _needed itself, over the scratch files
         cuts = {("enwiki", s): 40 for s in nt.STRATEGIES}
-        found = pstage._needed(str(work), cuts)
+        found = pstage._needed(PairsScratch(str(work)), cuts)
         if found is None:
             out["result"] = (f"None: over MAX_NEEDED_DOCUMENTS ({pstage.MAX_NEEDED_DOCUMENTS:,}) needed; "
                              f"pass 2 reads every document")

@@ -66,7 +66,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import clean_profile  # noqa: E402  (its dump reader)
 import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
-from extractor import stage as contract  # noqa: E402
+from extractor.engine.runner import InProcessRunner  # noqa: E402
 from extractor import statistics as st  # noqa: E402
 from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
 from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
@@ -77,7 +77,9 @@ from extractor.neardup.settings import Settings, settings_line  # noqa: E402
 from extractor.pairs import stage as pairs_stage  # noqa: E402
 from extractor.splits import assign as sp  # noqa: E402
 from extractor.splits import pair_tables as bt  # noqa: E402
+from extractor.splits import rounds as split_rounds  # noqa: E402
 from extractor.splits import stage as splits_stage  # noqa: E402
+from extractor.splits.plan import SplitsPlan, SplitsScratch  # noqa: E402
 
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-20mb.xml.bz2"
 SCALE_PUNKT = REPO / "benchmarks" / "_work" / "scale" / "punkt_params-pool.json"
@@ -201,10 +203,10 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
         best_cpu = float("inf")
         for _ in range(repeat):
             with tempfile.TemporaryDirectory() as tmp:
-                plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
-                        "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
+                plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(f"{tmp}/work"), buckets=2,
+                                  target=f"{tmp}/splits", test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
                 t0 = time.process_time()
-                splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
+                splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
                 best_cpu = min(best_cpu, time.process_time() - t0)
         cpu[name] = best_cpu
     print(f"stage 3 in one process on {n:,} pairs: off {cpu['off']:.2f} CPU-s, on {cpu['on']:.2f} CPU-s; "
@@ -216,7 +218,7 @@ class TimingRunner:
     """`InProcessRunner` that adds up the process CPU of each named round's tasks."""
 
     def __init__(self):
-        self.inner = contract.InProcessRunner()
+        self.inner = InProcessRunner()
         self.cpu: dict[str, float] = {}
 
     def __getattr__(self, name):
@@ -236,7 +238,7 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
     round, and the near-duplicate part of each."""
     lexicon = load_lexicon(lang)
     out: dict = {}
-    unit_step = splits_stage._near_unit
+    unit_step = split_rounds.near_unit
     # a first run (on, not counted) loads what both modes load once per process (the POS
     # model, imports, neardup's token rules), so that neither counts it
     # (only_on: one run with near-duplicates on, no warm-up: its first round counts the
@@ -266,16 +268,16 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
                 cleanup()
             cpu2 = time.process_time() - t0
             schema, units = bt.list_units(f"{tmp}/pairs")
-            plan = {"units": units, "schema": schema, "seed": 0, "work": f"{tmp}/work", "buckets": 2,
-                    "target": f"{tmp}/splits", "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1),
-                    "near": None if mode == "off" else settings}
+            plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(f"{tmp}/work"), buckets=2,
+                              target=f"{tmp}/splits", test_only=frozenset(), ratios=(0.8, 0.1, 0.1),
+                              near=None if mode == "off" else settings)
             r3 = TimingRunner()
-            splits_stage._near_unit = timed_unit
+            split_rounds.near_unit = timed_unit
             t0 = time.process_time()
             try:
-                found = splits_stage.rounds(r3, plan, sp.parse_balance("downsample"), None, 4)
+                found = splits_stage.run_rounds(r3, plan, sp.parse_balance("downsample"), None, 4)
             finally:
-                splits_stage._near_unit = unit_step
+                split_rounds.near_unit = unit_step
             cpu3 = time.process_time() - t0
         near2 = {k: v for k, v in r2.cpu.items() if k.startswith("near")}
         near3 = {k: v for k, v in r3.cpu.items() if k.startswith("near")}

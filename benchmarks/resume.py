@@ -9,7 +9,7 @@ ids).
 
 1. uninterrupted: the whole job (`jobs/extract.py`, local[2]), CPU of its whole process tree
    (driver, JVM, Python workers) sampled with psutil, and the completion records under its
-   run folder (`_runs/<id>/_progress/`, extractor/progress.py) counted as they appear: how
+   run folder (`_runs/<id>/_progress/`, extractor/engine/records.py) counted as they appear: how
    many there were when the run had spent `--kill-at` (0.6) of its CPU;
 2. killed: the same job into another output, SIGKILLed (the driver, from outside, as a
    preempted node or an out-of-memory kill would) as soon as it has written that many

@@ -10,7 +10,7 @@ in `benchmarks/_work/scale/out-<size>mb/current/`, every round's tasks one after
 in this process. Before each task the kernel's peak-RSS mark is reset
 (`/proc/self/clear_refs`), so the peak printed is that task's. One line per task: round,
 task, RSS before, peak during, RSS after (MiB), CPU-s. `--release` calls
-`extractor.stage.release_memory` after each task, as a Spark task does between the
+`extractor.engine.worker.release_memory` after each task, as a Spark task does between the
 round's tasks it runs (`extractor.spark.session._task_results`); without it the process keeps
 the pages Arrow's pool and the C heap kept, as the job did before. Linux only.
 """
@@ -27,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from extractor import stage as contract  # noqa: E402  (after the repository is on the path)
+from extractor.engine import worker  # noqa: E402  (after the repository is on the path)
+from extractor.engine.runner import InProcessRunner  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
 
@@ -55,13 +56,13 @@ def main() -> None:
             before, cpu = _status("VmRSS"), time.process_time()
             out.append(json.loads(json.dumps(fn(task))))
             if args.release and not reuse_memory:
-                contract.release_memory()
+                worker.release_memory()
             rows.append((name, task if isinstance(task, int) else str(task)[:20], before, _status("VmHWM"),
                          _status("VmRSS"), round(time.process_time() - cpu, 1)))
             print(*rows[-1], flush=True)
         return out
 
-    contract.InProcessRunner.map = map_
+    InProcessRunner.map = map_
     dest = Path(tempfile.mkdtemp(prefix="stage2-memory-"))
     try:
         cpu = time.process_time()

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from extractor import stage as contract  # noqa: E402  (after the repository is on the path)
+from extractor.engine.runner import InProcessRunner  # noqa: E402  (after the repository is on the path)
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral as nt  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> None:
     options = ps.Options(pos_filter="on", near_duplicates="on",
                          neutral_mix=lexicon.label_filters.neutral_mix or nt.DEFAULT_MIX)
     by_round: dict = defaultdict(lambda: [0, 0.0])
-    plain_map = contract.InProcessRunner.map
+    plain_map = InProcessRunner.map
 
     def map_(self, fn, tasks, *a, name=None, **kw):
         def timed(task):
@@ -69,7 +69,7 @@ def main() -> None:
                 by_round[name][1] += time.process_time() - cpu
         return plain_map(self, timed, tasks, *a, name=name, **kw)
 
-    contract.InProcessRunner.map = map_
+    InProcessRunner.map = map_
     dest = Path(tempfile.mkdtemp(prefix="stage2-profile-"))
     prof = cProfile.Profile() if args.profile else None
     try:

@@ -5,7 +5,7 @@
 CLI and wiring only: flags, the JobContext, the stages in order through the Spark runner,
 the completion records of --resume, stats.json and the summary. Each stage
 (extractor/documents/stage.py, extractor/pairs/stage.py, extractor/splits/stage.py; the
-contract: extractor/stage.py) adds its own flags and does its own work.
+contract: extractor/engine/contract.py) adds its own flags and does its own work.
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 # Only modules that import neither pyspark nor pyarrow, numpy, pandas here: `--help` and a
 # flag error answer at once. The run's modules are imported once the flags are parsed
 # (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
-from extractor import stage as contract  # noqa: E402
 from extractor.core.errors import InputError, UserError  # noqa: E402
 from extractor.core.names import STAGES  # noqa: E402
+from extractor.engine import contract  # noqa: E402
 from extractor.documents import options as sentences_options  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
@@ -36,7 +36,7 @@ from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
-from extractor.progress import PROGRESS, Progress  # noqa: E402
+from extractor.engine.records import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.jvm import archive_pending  # noqa: E402

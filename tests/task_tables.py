@@ -10,7 +10,7 @@ hands two rounds of tasks to a runner:
    ``[<col>=<value>/]part-<file>.parquet``; then `finish_table_files`.
 
 So the bytes depend on the rows only: not on how they were cut into chunks, in which order,
-nor on the runner (`extractor.stage.InProcessRunner` or `extractor.spark.runner.SparkRunner`).
+nor on the runner (`extractor.engine.runner.InProcessRunner` or `extractor.spark.runner.SparkRunner`).
 The task functions are closures (pickled by value for Spark's workers) that use only
 `extractor` and pyarrow names.
 """
@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import scratch
 from extractor.io import fs
+from extractor.engine import scratch
 from extractor.io.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
-from extractor.stage import InProcessRunner
+from extractor.engine.runner import InProcessRunner
 
 
 def table_of(rows: list[tuple], columns: list[str], schema: pa.Schema | None = None) -> pa.Table:

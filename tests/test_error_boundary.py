@@ -15,7 +15,7 @@ import traceback
 
 import pytest
 
-from extractor import scratch
+from extractor.engine import scratch
 from extractor.io import fs
 from extractor.runs import run as run_module
 from extractor.spark import runner

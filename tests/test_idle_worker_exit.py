@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from extractor.stage import quiet_idle_exit
+from extractor.engine.worker import quiet_idle_exit
 
 worker = pytest.importorskip("pyspark.worker")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_LINES, check_dropped_lines, corpus_settings, dropped_lines,
                                          dropped_lines_warnings, process_unit)
 from extractor.core.errors import InputError
@@ -91,10 +92,10 @@ def unit_rows(path: Path, unit_bytes: int, tmp_path: Path) -> tuple[list, int]:
     spec = CorpusSpec(name="news", genre="news", format="jsonl", paths=[str(path)], role="train", options={})
     corpora = corpus_settings([spec], "ro", {})
     listing = list_units([spec], unit_bytes, lambda s: corpora[0]["fields"])
-    settings = {"corpora": corpora, "lexicon": lexicon, "min_chars": 50, "namespaces": {},
-                "punkt": params_to_dict(train_punkt([], lexicon.abbreviations)),
-                "table_dir": str(tmp_path / f"table-{unit_bytes}")}
-    rows = [row for unit in reversed(listing.units) for row in process_unit(unit, settings)]  # any order
+    plan = DocumentsPlan(corpora=corpora, lexicon=lexicon, min_chars=50, namespaces={},
+                         punkt=params_to_dict(train_punkt([], lexicon.abbreviations)),
+                         table_dir=str(tmp_path / f"table-{unit_bytes}"))
+    rows = [row for unit in reversed(listing.units) for row in process_unit(unit, plan)]  # any order
     return rows, len(listing.units)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from extractor import stage as contract
+from extractor.engine.runner import InProcessRunner
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import stage as ps
 from test_neardup import word_set_jaccard
@@ -37,7 +37,7 @@ def rows_with_copies() -> list[tuple]:
 def run(tmp_path, near: str):
     table = write_sentences(tmp_path / near, files=2, rows=rows_with_copies())
     options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.0, near_duplicates=near)
-    write, stats, cleanup = ps.build_pairs(contract.InProcessRunner(), table, load_lexicon("en"), options,
+    write, stats, cleanup = ps.build_pairs(InProcessRunner(), table, load_lexicon("en"), options,
                                            work=str(tmp_path / near / "work"), files=2)
     try:
         write(str(tmp_path / near / "pairs"))

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from extractor import scratch
-from extractor import stage as contract
+from extractor.engine import scratch
+from extractor.engine.runner import InProcessRunner
 from extractor import statistics as st
 from extractor.core.hashing import stable_hex
 from extractor.neardup.settings import Settings
@@ -21,6 +21,7 @@ from extractor.splits import assign as sp
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
 from extractor.splits import stage as splits_stage
+from extractor.splits.plan import SplitsPlan, SplitsScratch
 from test_neardup import _other_split_max_jaccard, planted_corpus, word_set_jaccard
 
 LABELS = ["contrasting", "entailment", "reasoning", "neutral"]
@@ -47,9 +48,9 @@ def pairs_dir(tmp_path_factory):
 
 def split_files(pairs_dir, out, near):
     schema, units = bt.list_units(str(pairs_dir))
-    plan = {"units": units, "schema": schema, "seed": 0, "work": str(out / "work"), "buckets": 3,
-            "target": str(out / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
-    found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+    plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=3,
+                      target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
+    found = splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
     return found, {s: pd.read_parquet(out / "splits" / s) for s in sp.SPLITS if (out / "splits" / s).exists()}
 
 
@@ -97,7 +98,7 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
     settings = Settings()
     rounds_run = []
 
-    class Recording(contract.InProcessRunner):
+    class Recording(InProcessRunner):
         def map(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
             rounds_run.append(name)
             return super().map(fn, tasks, spread, costs, name, reuse_memory)
@@ -108,9 +109,9 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
         rounds_run.clear()
         schema, units = bt.list_units(str(pairs_dir))
         out = tmp_path / f"b{buckets}-{in_driver}"
-        plan = {"units": units, "schema": schema, "seed": 0, "work": str(out / "work"), "buckets": buckets,
-                "target": str(out / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": settings}
-        found = splits_stage.rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
+        plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=buckets,
+                          target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=settings)
+        found = splits_stage.run_rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
         files = {p.relative_to(out / "splits").as_posix(): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))}
         outs[in_driver, buckets] = (files, found["near"])
         assert ("near-groups" in rounds_run) is not in_driver, rounds_run

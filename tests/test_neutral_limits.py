@@ -5,6 +5,8 @@ Romanian pipeline (ro_legal_fl), through the stage's own rounds in one process
 (`InProcessRunner`) and through `corpus.reference_pairs`."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -12,8 +14,9 @@ import pytest
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import buckets as pb
 from extractor.pairs import corpus
+from extractor.pairs import rounds as pair_rounds
 from extractor.pairs import stage as ps
-from extractor.stage import InProcessRunner
+from extractor.engine.runner import InProcessRunner
 from tests.test_pairing_batch import novel_docs
 from tests.test_pairs_stage import write_sentences
 
@@ -28,11 +31,23 @@ def novels_table(tmp_path_factory):
     return write_sentences(tmp_path_factory.mktemp("novels"), 3, rows=rows)
 
 
+class Watching(InProcessRunner):
+    """The in-process runner, keeping the plan each neutral round ran with."""
+
+    def __init__(self, checks: list):
+        self.checks = checks
+
+    def map(self, fn, tasks, spread=False, costs=None, name=None, reuse_memory=False):
+        if name in ("neutral", "neutral-whole-cuts"):
+            self.checks.append(fn.plan)
+        return super().map(fn, tasks, spread=spread, costs=costs, name=name, reuse_memory=reuse_memory)
+
+
 def _stage(table, out, checks: list):
-    """The stage's rounds in one process: (pair rows, stats), and in `checks` the limits of
+    """The stage's rounds in one process: (pair rows, stats), and in `checks` the plan of
     each neutral round."""
     options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
-    write, stats, cleanup = ps.build_pairs(InProcessRunner(), table, load_lexicon("ro"), options,
+    write, stats, cleanup = ps.build_pairs(Watching(checks), table, load_lexicon("ro"), options,
                                            work=str(out / "scratch"), files=2)
     try:
         files = write(str(out / "pairs"))
@@ -53,10 +68,8 @@ def _without(stats: dict) -> dict:
 
 def test_the_limits_tag_fewer_candidates_and_draw_the_same_pairs(novels_table, tmp_path, monkeypatch):
     rounds: list = []
-    real_task = ps._neutral_task
-    monkeypatch.setattr(ps, "_neutral_task", lambda plan: rounds.append(plan["limits"]) or real_task(plan))
     limited, stats = _stage(novels_table, tmp_path / "limited", rounds)
-    assert len(rounds) == 1 and any(v is not None for v in rounds[0].values()), rounds
+    assert len(rounds) == 1 and any(v is not None for v in rounds[0].pos_limits().values()), rounds
 
     monkeypatch.setattr(ps, "check_limits", lambda lowest, wanted: {key: None for key in wanted})
     whole, whole_stats = _stage(novels_table, tmp_path / "whole", rounds)
@@ -77,18 +90,36 @@ def test_a_strategy_short_under_its_limit_checks_the_whole_cuts_in_one_round_mor
     no more than its allocation, so the stage checks every candidate under the cuts in a
     second round: the same rows and the same stats as the whole cuts from the start."""
     rounds: list = []
-    real_task = ps._neutral_task
-    monkeypatch.setattr(ps, "_neutral_task", lambda plan: rounds.append(plan["limits"]) or real_task(plan))
     monkeypatch.setattr(ps, "check_limits", lambda lowest, wanted: {key: None for key in wanted})
     whole, whole_stats = _stage(novels_table, tmp_path / "whole", rounds)
-    assert rounds == [{key: None for key in rounds[0]}]
+    assert [p.pos_limits() for p in rounds] == [{key: None for key in rounds[0].limits}]
 
     rounds.clear()
     real_limits = corpus.check_limits
     monkeypatch.setattr(ps, "check_limits", lambda lowest, wanted: real_limits(lowest, {k: 1 for k in wanted}))
     low, low_stats = _stage(novels_table, tmp_path / "low", rounds)
-    assert len(rounds) == 2 and rounds[1] is None and any(v is not None for v in rounds[0].values())
+    assert len(rounds) == 2 and rounds[1].pos_limits() is None and rounds[1].whole_cuts
+    assert any(v is not None for v in rounds[0].pos_limits().values())
     assert low == whole and low_stats == whole_stats
+
+
+def test_the_neutral_round_run_directly_checks_more_over_the_whole_cuts(novels_table, tmp_path):
+    """One round of the stage run directly with the in-process runner: the neutral round
+    over the plan the driver decided (POS check up to the limits), and over the same plan
+    with `whole_cuts`: the whole cuts POS-check more candidates."""
+    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
+    runner = InProcessRunner()
+    model, status = ps.pos_status(options, load_lexicon("ro"))
+    plan = ps.make_plan(runner, novels_table, load_lexicon("ro"), options, model, str(tmp_path / "scratch"), files=2)
+    plan, _ = ps.decide(runner, plan, options, status, [])
+    assert not plan.whole_cuts and any(v is not None for v in plan.pos_limits().values())
+    buckets = range(plan.buckets)
+    limited = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, plan, buckets)]
+    whole = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, replace(plan, whole_cuts=True), buckets)]
+    pos_limited = corpus.tally_neutral([tuple(t) for ts in limited for t in ts])
+    pos_whole = corpus.tally_neutral([tuple(t) for ts in whole for t in ts])
+    assert sum(pos_limited[0].values()) < sum(pos_whole[0].values())  # POS-checked candidates
+    plan.scratch.delete()
 
 
 def test_lowest_selects_and_limits_per_corpus_and_strategy():

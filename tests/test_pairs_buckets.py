@@ -10,12 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from extractor import scratch
+from extractor.engine import scratch
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import neutral as nt
 from extractor.pairs import stage as ps
-from extractor.scratch import split_by
+from extractor.pairs.plan import PairsScratch
+from extractor.engine.scratch import split_by
 
 
 def _rows(rows: list[dict]) -> pa.Table:
@@ -135,19 +136,19 @@ def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
         corpus = ["ro" if i % 3 else "es" for i in range(n)]
         docs = pa.table({"corpus": corpus, "doc_id": [f"{c}:{unit}:{i}" for i, c in enumerate(corpus)],
                          "n": pa.array(packed, pa.int64()), "bin": pa.array([unit] * n, pa.int32())})
-        scratch.write_arrow(docs, str(tmp_path / "documents" / f"unit-{unit:06d}.arrow"))
+        scratch.write_arrow(docs, PairsScratch(str(tmp_path)).documents(unit))
         rows += list(zip(corpus, docs.column("doc_id").to_pylist(), packed, [unit] * n))
     cuts = {("ro", "both_random"): 40, ("ro", "adjacent_unmarked"): 200, ("es", "first_random"): 100,
             ("es", "second_random"): -1}
     by_file, keys = bt.needed_documents(rows, cuts)
-    got = ps._needed(str(tmp_path), cuts)
+    got = ps._needed(PairsScratch(str(tmp_path)), cuts)
     assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in by_file.items()}
     assert 0 < sum(map(len, got.values())) < len(rows)
-    assert ps._needed(str(tmp_path), cuts, limit=len(keys) - 1) is None
-    assert ps._needed(str(tmp_path), cuts, limit=len(keys)) is not None
+    assert ps._needed(PairsScratch(str(tmp_path)), cuts, limit=len(keys) - 1) is None
+    assert ps._needed(PairsScratch(str(tmp_path)), cuts, limit=len(keys)) is not None
     # a cut that takes every candidate of a strategy: the documents that have one, not all
     every = {("ro", "both_random"): 4095}
-    got = ps._needed(str(tmp_path), every)
+    got = ps._needed(PairsScratch(str(tmp_path)), every)
     top = (1 << nt.BIN_BITS) - 1
     k = nt.STRATEGIES.index("both_random")
     having = {d for c, d, n, _ in rows if c == "ro" and (n >> (nt.BIN_BITS * k)) & top != top}
@@ -251,12 +252,12 @@ def test_verdict_cache_keeps_a_tasks_texts_and_a_bounded_tail_of_earlier_ones(mo
 
 
 def test_verdict_files_are_shared_only_within_the_read_budget(tmp_path, monkeypatch):
-    work = str(tmp_path / "work")
+    work = PairsScratch(str(tmp_path / "work"))
     assert ps._shared_verdicts(work, 4) is None  # no marked round with a model: nothing to share
     verdicts = pa.table({"text": pa.array(["Un text.", "Altul."], pa.large_string()),
                          "reason": pa.array([None, "pos_no_predicate"], pa.string())})
     for b in range(2):
-        scratch.write_arrow(verdicts, f"{work}/verdicts/bucket-{b:05d}.arrow")
+        scratch.write_arrow(verdicts, work.verdicts(b))
     shared = ps._shared_verdicts(work, 4)
     assert [p.rsplit("/", 1)[-1] for p in shared] == ["bucket-00000.arrow", "bucket-00001.arrow"]
     known = pb.known_verdicts([scratch.read_one(p) for p in shared], pa.array(["Altul.", "Nou."]))

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 from extractor.spark import session
 from extractor.spark.session import pack, run_tasks
-from extractor.stage import release_memory
+from extractor.engine.worker import release_memory
 
 
 def test_pack_balances_costs_longest_first_and_is_deterministic():

@@ -129,19 +129,20 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     reverse order: the bytes are a function of the dump and the unit size alone."""
     from extractor.documents.segment import load_params, params_to_dict
     from extractor.documents.units import list_units
-    from extractor.job.inputs import CorpusSpec
-    from extractor.lexicon.lexicon import load_lexicon
+    from extractor.job import CorpusSpec
+    from extractor.lexicon import load_lexicon
+    from extractor.documents.plan import DocumentsPlan
     from extractor.documents.process import process_unit
 
     dump, out, _, stats = enwiki
     spec = CorpusSpec("enwiki-sample-206pages", "wikipedia", "mediawiki", [str(dump)])
     listing = list_units([spec], 1 << 20, lambda s: {"text_field": "text"})
     assert len(listing.units) == stats["sentences"]["work_units"] == 2
-    settings = {"corpora": [{"name": spec.name, "genre": "wikipedia", "lang": "en", "role": "train",
-                             "partition": "corpus=enwiki-sample-206pages", "fields": {}}],
-                "lexicon": load_lexicon("en"), "punkt": params_to_dict(load_params(out / "punkt_params.json")),
-                "min_chars": 50, "namespaces": listing.namespaces, "table_dir": str(tmp_path / "one-task")}
-    counts = [row for unit in reversed(listing.units) for row in process_unit(unit, settings)]
+    plan = DocumentsPlan(corpora=[{"name": spec.name, "genre": "wikipedia", "lang": "en", "role": "train",
+                                   "partition": "corpus=enwiki-sample-206pages", "fields": {}}],
+                         lexicon=load_lexicon("en"), punkt=params_to_dict(load_params(out / "punkt_params.json")),
+                         min_chars=50, namespaces=listing.namespaces, table_dir=str(tmp_path / "one-task"))
+    counts = [row for unit in reversed(listing.units) for row in process_unit(unit, plan)]
     assert sum(n for _, kind, reason, n, _ in counts if (kind, reason) == ("sentences", "total")) == ENWIKI_SENTENCES
     assert file_digests(tmp_path / "one-task") == file_digests(out / "sentences")
 

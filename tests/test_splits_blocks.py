@@ -11,14 +11,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared_file
-from extractor import stage as contract
-from extractor.core.hashing import stable_hex
 from extractor.neardup.settings import Settings
+from extractor.engine.runner import InProcessRunner
+from extractor.core.hashing import stable_hex
 from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
 from extractor.splits import stage as splits_stage
+from extractor.splits.plan import SplitsPlan, SplitsScratch
 
 LABELS = ["contrasting", "entailment", "reasoning", "neutral"]
 
@@ -166,9 +167,9 @@ def _run(tmp_path, rows, near, buckets=3):
     pq.write_to_dataset(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), str(pairs),
                         partition_cols=["label"])
     schema, units = bt.list_units(str(pairs))
-    plan = {"units": units, "schema": schema, "seed": 0, "work": str(tmp_path / "work"), "buckets": buckets,
-            "target": str(tmp_path / "splits"), "test_only": frozenset(), "ratios": (0.8, 0.1, 0.1), "near": near}
-    found = splits_stage.rounds(contract.InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
+    plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(tmp_path / "work")), buckets=buckets,
+                      target=str(tmp_path / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
+    found = splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
     return found, {s: pd.read_parquet(tmp_path / "splits" / s) for s in sp.SPLITS if (tmp_path / "splits" / s).exists()}
 
 

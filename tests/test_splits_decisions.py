@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 from extractor import statistics as st
-from extractor.scratch import split_by
+from extractor.engine.scratch import split_by
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import decisions as dc

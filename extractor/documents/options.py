@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from extractor import stage as contract
+from extractor.engine import contract
 
 
 @dataclass

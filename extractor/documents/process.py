@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from extractor.io import fs
+from extractor.documents.plan import DocumentsPlan
 from extractor.documents.readers import (CorruptData, PageError, first_line_numbers, json_document, jsonl_lines,
                                          line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
@@ -198,7 +199,7 @@ _SEGMENTERS: dict = {}
 
 def punkt_key(punkt: dict) -> str:
     """The identity of a Punkt parameter set (sha256 of its JSON): computed once by the
-    stage and handed to the tasks in their settings (`punkt_key`): hashing the ~1 MB of
+    stage and handed to the tasks in their plan (`punkt_key`): hashing the ~1 MB of
     parameters cost about 3 % of a work unit's CPU when every task did it."""
     return hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
 
@@ -213,11 +214,11 @@ def _segmenter(punkt: dict, key: str | None = None):
     return _SEGMENTERS[key]
 
 
-def read_unit(unit: WorkUnit, settings: dict, proc: DocumentProcessor, enough=lambda: False) -> None:
-    """Feed the documents of one work unit to `proc` (through extractor.io.fs); `enough()`
+def read_unit(unit: WorkUnit, plan: DocumentsPlan, proc: DocumentProcessor, enough=lambda: False) -> None:
+    """Feed the documents of one work unit to `proc` (through extractor.fs); `enough()`
     stops early (the Punkt sample). Input damage that cannot be a counted skip raises
     InputError with one line naming the file and the byte offset."""
-    corpus = settings["corpora"][unit.corpus]
+    corpus = plan.corpora[unit.corpus]
     path = unit.path
     try:
         if unit.kind in ("wiki-range", "wiki-stream"):
@@ -429,18 +430,18 @@ def file_schema():
     return SENTENCES.remove(SENTENCES.get_field_index("corpus"))
 
 
-def process_unit(unit: WorkUnit, settings: dict) -> list[tuple]:
-    """Read, clean, segment and write one work unit; its count rows."""
-    corpus = settings["corpora"][unit.corpus]
-    proc = DocumentProcessor(corpus, settings["lexicon"], settings["punkt"], settings["min_chars"],
-                             settings["namespaces"].get(unit.path), settings.get("punkt_key"))
-    writer = SentenceFileWriter(fs.join(settings["table_dir"], corpus["partition"], unit.file_name))
+def process_unit(unit: WorkUnit, plan: DocumentsPlan) -> list[tuple]:
+    """Read, clean, segment and write one work unit into `plan.table_dir`; its count rows."""
+    corpus = plan.corpora[unit.corpus]
+    proc = DocumentProcessor(corpus, plan.lexicon, plan.punkt, plan.min_chars, plan.namespaces.get(unit.path),
+                             plan.punkt_key)
+    writer = SentenceFileWriter(fs.join(plan.table_dir, corpus["partition"], unit.file_name))
     try:
         def flush_full():
             while len(proc.rows) >= ROW_GROUP:
                 writer.write(proc.take_table(ROW_GROUP))
             return False
-        read_unit(unit, settings, proc, flush_full)
+        read_unit(unit, plan, proc, flush_full)
         if len(proc.rows):
             writer.write(proc.take_table())
         writer.close()
@@ -482,24 +483,24 @@ class _Sample(DocumentProcessor):
                     self.chars += len(para)
 
 
-def sample_paragraphs(lexicon, settings: dict, units: list[WorkUnit], max_chars: int) -> list[str]:
+def sample_paragraphs(lexicon, plan: DocumentsPlan, units: list[WorkUnit], max_chars: int) -> list[str]:
     """Cleaned paragraphs from the first units of the inputs (in input order), read on the
     driver by the same readers as the tasks, for Punkt training."""
     out: list[str] = []
     for unit in units:
         if sum(len(p) for p in out) >= max_chars:
             break
-        sample = _Sample(settings["corpora"][unit.corpus], lexicon, settings["namespaces"].get(unit.path),
+        sample = _Sample(plan.corpora[unit.corpus], lexicon, plan.namespaces.get(unit.path),
                          max_chars - sum(len(p) for p in out))
         try:
-            read_unit(unit, settings, sample, lambda: sample.chars >= sample.max_chars)
+            read_unit(unit, plan, sample, lambda: sample.chars >= sample.max_chars)
         except InputError as exc:  # on the driver: the message without the task mark
             raise InputError(str(exc).replace(ERROR_MARK, "")) from None
         out += sample.paragraphs
     return out
 
 
-def punkt_parameters(lexicon, settings: dict, units: list[WorkUnit], params_path: str | None,
+def punkt_parameters(lexicon, plan: DocumentsPlan, units: list[WorkUnit], params_path: str | None,
                      sample_mb: float, put_bytes) -> tuple[dict, dict]:
     """Punkt parameters as a dict (for the executors) and how they were obtained: read from
     `params_path`, or trained on the first `sample_mb` MB of cleaned text and saved with
@@ -508,7 +509,7 @@ def punkt_parameters(lexicon, settings: dict, units: list[WorkUnit], params_path
         params = load_params(params_path)
         return params_to_dict(params), {"source": str(params_path)}
     max_chars = int(float(sample_mb) * 1_000_000)
-    texts = sample_paragraphs(lexicon, settings, units, max_chars)
+    texts = sample_paragraphs(lexicon, plan, units, max_chars)
     params = train_punkt(texts, lexicon.abbreviations, max_chars=max_chars)
     info = {"source": "trained", "sample_chars": sum(len(t) for t in texts), "sample_paragraphs": len(texts),
             "abbreviations_learnt": len(params.abbrev_types)}

@@ -1,4 +1,4 @@
-"""Stage 1: documents -> `sentences/` (the stage contract: extractor/stage.py).
+"""Stage 1: documents -> `sentences/` (the stage contract: extractor/engine/contract.py).
 
 1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
    ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
@@ -11,6 +11,11 @@
    settings, and returns only its count rows.
 3. The driver sums the counts into stats["sentences"].
 
+The same shape as stages 2 and 3: the plan (`plan.DocumentsPlan`, made by `make_plan`), the
+round (`rounds.UNITS`: a function of (plan, unit)), the driver's decision before it
+(`decide`: the Punkt step) and the round that writes the table (`write_table`, inside
+`ctx.write_table_with`).
+
 Rows never pass through the engine. A file's bytes depend only on its unit's input and the
 settings, so they are the same whatever core, executor or filesystem writes them. Within
 a file, rows are in input order: a document's sentences are contiguous and in order.
@@ -19,13 +24,16 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
-from extractor.io import fs
+from extractor.core.errors import InputError, UserError
+from extractor.documents import rounds
+from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
-                                         process_unit, punkt_key, punkt_parameters, sum_counts)
-from extractor.core.errors import InputError, UserError
+                                         punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.units import UnitError, list_units
+from extractor.io import fs
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import Options, add_arguments  # noqa: F401
 
@@ -52,11 +60,29 @@ def listed_units(corpora, lang: str, options: Options):
     return work_units(corpora, options, corpus_settings(corpora, lang, fields))
 
 
-def _unit_task(settings: dict, units: list):
-    """A unit's task: its file written, its count rows returned."""
-    def fn(k: int) -> list:
-        return process_unit(units[k], settings)
-    return fn
+def make_plan(ctx, options: Options):
+    """The stage's plan from the listed inputs (before any work, Punkt training included),
+    recorded for `--resume` (`runner.plan`): (plan, listing)."""
+    fields = {k: getattr(options, k) for k in FIELDS}
+    corpora = corpus_settings(ctx.corpora, ctx.lexicon.lang, fields)
+    listing = work_units(ctx.corpora, options, corpora)
+    plan = DocumentsPlan(corpora=corpora, lexicon=ctx.lexicon, min_chars=int(options.min_chars),
+                         namespaces=listing.namespaces, units=listing.units)
+    return plan, listing
+
+
+def decide(ctx, runner, plan: DocumentsPlan, options: Options) -> tuple[DocumentsPlan, dict]:
+    """The driver's Punkt step (reused by a resumed run): the plan with the Punkt parameters
+    the units round segments with, and how they were obtained."""
+    punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
+        ctx.lexicon, plan, list(plan.units), options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
+    return replace(plan, punkt=punkt, punkt_key=punkt_key(punkt)), punkt_info
+
+
+def write_table(runner, plan: DocumentsPlan, directory: str) -> list:
+    """The units round: one task per unit, its file under `directory`; the count rows."""
+    return [row for out in rounds.UNITS.run(runner, replace(plan, table_dir=directory), range(len(plan.units)))
+            for row in out]
 
 
 def run(ctx, runner) -> None:
@@ -64,29 +90,21 @@ def run(ctx, runner) -> None:
     if not ctx.corpora:
         raise InputError("no input corpora")
     t0 = time.time()
-    fields = {k: getattr(options, k) for k in FIELDS}
-    settings = {"corpora": corpus_settings(ctx.corpora, ctx.lexicon.lang, fields), "lexicon": ctx.lexicon,
-                "min_chars": int(options.min_chars)}
-    listing = work_units(ctx.corpora, options, settings["corpora"])  # before any work, Punkt training included
+    plan, listing = make_plan(ctx, options)
     if options.dump_reader:
         ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
     for msg in listing.warnings:
         ctx.warn(msg)
-    settings["namespaces"] = listing.namespaces
     units = listing.units
+    fields = {k: getattr(options, k) for k in FIELDS}
     reuse = runner.plan({"units": [repr(u) for u in units], "settings": repr(sorted(fields.items()))})
-    punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
-        ctx.lexicon, settings, units, options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
+    plan, punkt_info = decide(ctx, runner, plan, options)
     punkt_info["seconds"] = round(time.time() - t0, 3)
-    settings["punkt"], settings["punkt_key"] = punkt, punkt_key(punkt)
     _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
     rows: list = []
 
     def write(directory: str) -> None:
-        """One task per unit: its file under `directory`, its count rows."""
-        settings["table_dir"] = directory
-        rows.extend(row for out in runner.map(_unit_task(settings, units), list(range(len(units))), spread=True,
-                                              name="units") for row in out)
+        rows.extend(write_table(runner, plan, directory))
     try:  # a resumed run keeps the finished units' files (`reuse`)
         table_dir = ctx.write_table_with(NAME, write, keep=reuse)
     except UserError:  # the user's failure discards the run; any other (a dead JVM) keeps it for --resume
@@ -94,7 +112,7 @@ def run(ctx, runner) -> None:
         fs.delete(ctx.table_path(NAME))  # no half-written table left behind
         raise
     counted, errors, first_bad, warnings = sum_counts(rows)
-    names = [c["name"] for c in settings["corpora"]]
+    names = [c["name"] for c in plan.corpora]
     counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
     errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
     stats = build_stats(counted, errors, ctx.corpora)
@@ -102,7 +120,7 @@ def run(ctx, runner) -> None:
     stats["dropped_lines"] = located[:MAX_LISTED_LINES]
     stats["dropped_lines_by_file"] = by_file
     try:  # a file that is mostly not what the flags say: the error, not its warnings
-        check_dropped_lines(by_file, located, {c["name"]: c["fields"]["text_field"] for c in settings["corpora"]})
+        check_dropped_lines(by_file, located, {c["name"]: c["fields"]["text_field"] for c in plan.corpora})
     except InputError:
         runner.forget()
         fs.delete(table_dir)

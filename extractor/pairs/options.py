@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from extractor import stage as contract
 from extractor.neardup import settings as nd
+from extractor.engine import contract
 from extractor.pairs import neutral as nt
 from extractor.pairs import pos_filter as pf
 

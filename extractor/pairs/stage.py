@@ -1,10 +1,13 @@
-"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/stage.py; the logic is per document in
+"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/contract.py; the logic is per document in
 extractor.pairs.pairing, run over Arrow batches by extractor.pairs.sentence_passes; the global
 steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
 aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
-Six rounds of tasks handed to the runner (Spark tasks in the job, one process in the tests
-and benchmarks); the pair rows travel between rounds as Arrow scratch files in
+The plan (`plan.PairsPlan`, made by `make_plan`) and the rounds (`rounds.py`: functions of
+(plan, task)) are apart; this module holds the driver: `decide` runs rounds 1-4 and advances
+the plan between them with `dataclasses.replace`, `write_table` runs round 5 into the
+table's folder. Six rounds of tasks handed to the runner (Spark tasks in the job, one
+process in the tests and benchmarks); the pair rows travel between rounds as Arrow scratch files in
 the scratch folder, cut into buckets by a hash of their texts, so every copy of a pair is
 in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 1. pass 1, per unit of the sentence files as stage 1 wrote them (a document's sentences
@@ -25,35 +28,32 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 """
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections import Counter
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from dataclasses import replace
 
 from extractor.io import fs
-from extractor.neardup import distributed as nd
-from extractor import scratch
-from extractor import stage as contract
+from extractor.engine import scratch
+from extractor.engine.runner import InProcessRunner
 from extractor.core.errors import UserError
-from extractor.core.hashing import stable_hashes
-from extractor.io.parquet_writer import finish_table_files, spark_partition, task_attempt, write_sorted
-from extractor.pairs import sentence_passes as bt
 from extractor.pairs import buckets as pb
 from extractor.pairs import pos_filter as pf
+from extractor.pairs import rounds
+from extractor.pairs import sentence_passes as bt
 from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
                                    tally_marked, tally_neutral)
-from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
+from extractor.pairs.plan import PairsPlan, PairsScratch
+from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.pairs.options import Options, PairsOptions, add_arguments  # noqa: F401
 
 NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
-OUTPUT_COLUMNS = tuple(f.name for f in PAIRS)
+OUTPUT_COLUMNS = rounds.OUTPUT_COLUMNS
 
 
 def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
@@ -66,8 +66,6 @@ def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
                                           "model": model if enabled else None, "model_requested": model}
 
 
-# --------------------------------------------------------------------------- Spark
-
 def _pos_tasks(slots: int, units: int) -> int:
     """Tasks of a POS step: one per core, and one per 16 units of pass 1 (or fewer) on a
     large table, so that a bucket holds the pairs of at most 16 units whatever the size of
@@ -75,202 +73,6 @@ def _pos_tasks(slots: int, units: int) -> int:
     on every Python worker, each loading spaCy once, at the same time (not one worker in
     the first step and another, loading it again, in the second)."""
     return max(1, slots, -(-units // 16))
-
-
-def _plan_of(lexicon, options: Options, units: list, model, work: str, buckets: int) -> dict:
-    return {"lexicon": lexicon, "units": units, "model": model, "work": work, "buckets": buckets,
-            "seed": options.seed, "strategies": options.strategies, "min_chars": options.min_chars}
-
-
-def _write_pairs(plan: dict, rows, name: str, tag: str) -> None:
-    """Pair rows cut into buckets of their texts: `<name>-<bucket>/<tag>.arrow`."""
-    if rows.num_rows:
-        for b, part in scratch.split_by(rows, pb.text_buckets(rows, plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], name, b), f"{tag}.arrow"))
-
-
-def _pass_one_task(plan: dict):
-    """Round 1, per unit of the sentence files (pass 1): the marked pairs and the early
-    neutral candidates to the buckets of their texts, the documents' lowest bins to a
-    scratch file; returns pass 1's aggregate rows, its histograms (one dense list per
-    (corpus, strategy): `buckets.dense_histograms`) and its number of "doc" rows."""
-    def fn(k: int) -> dict:
-
-        unit = plan["units"][k]
-        table = pa.Table.from_batches(list(bt.pass_one_streams(
-            bt.file_streams([unit]), matcher_for(plan["lexicon"]), plan["seed"], plan["strategies"], model=None,
-            lexicon=plan["lexicon"], min_chars=plan["min_chars"])), schema=bt.WORK)
-        pairs = table.filter(pc.equal(table.column("kind"), "pair"))
-        marker = pc.equal(pairs.column("source"), "marker")
-        _write_pairs(plan, pairs.filter(marker), "marked", f"unit-{k:06d}")
-        _write_pairs(plan, pairs.filter(pc.invert(marker)), "early", f"unit-{k:06d}")
-        docs = table.filter(pc.equal(table.column("kind"), "doc")).select(["corpus", "doc_id", "n", "bin"])
-        if docs.num_rows:
-            scratch.write_arrow(docs, fs.join(plan["work"], "documents", f"unit-{k:06d}.arrow"))
-        return {"counts": pb.pass_counts(table), "hist": pb.pass_histograms(table), "documents": docs.num_rows}
-    return fn
-
-
-def _marked_task(plan: dict):
-    """Round 2, per bucket: identical marked pairs ranked, POS-checked; the kept ones (the
-    lowest pair_id of each text pair, not rejected) to a scratch file; returns the tallies."""
-    def fn(b: int) -> dict:
-
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "marked", b), bt.WORK)
-        ranked = pb.pos_checked(pb.rank_identical(rows), plan["model"], plan["lexicon"])
-        if plan["model"]:  # the verdicts, for the neutral round's candidates of the same texts
-            scratch.write_arrow(pb.judged(ranked), fs.join(plan["work"], "verdicts", f"bucket-{b:05d}.arrow"))
-        kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
-        scratch.write_arrow(_with_file(kept, plan["files"]), fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
-        return {"tallies": pb.marked_tallies(ranked)}
-    return fn
-
-
-def _near_bands_task(plan: dict):
-    """Near-duplicate pairs, per bucket of kept marked pairs: their hypotheses (with their
-    premises and pair_ids) to `near-texts/bucket-<b>.arrow`, the hypotheses' band rows to the
-    folders of the bands' buckets (ids: bucket << 32 | row)."""
-    def fn(b: int) -> dict:
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
-        ids = nd.gids(b, np.arange(kept.num_rows))
-        texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": kept.column("corpus").cast(pa.string()),
-                          "doc_id": kept.column("pair_id").cast(pa.string()),  # the pair's id: the choice's key
-                          "text": kept.column("hypothesis").cast(pa.large_string()),
-                          "other": kept.column("premise").cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
-        scratch.write_arrow(texts, fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"))
-        bands = nd.unit_bands(texts.column("text"), ids, plan["near"])
-        for k, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", k), f"bucket-{b:05d}.arrow"))
-        return {}
-    return fn
-
-
-def _near_pairs_task(plan: dict):
-    """Near-duplicate pairs, per bucket of band keys: candidates verified on both sides
-    (hypotheses and premises at Jaccard >= the threshold); of each such two pairs the one
-    with the higher seed hash of its pair_id goes (`rejected.near_duplicate_pair`): its id to
-    `near-rejected-<its bucket>/band-<k>.arrow`."""
-    def fn(k: int) -> dict:
-        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", k), nd.BAND_SCHEMA)
-        fetch = nd.fetch_from(lambda b: fs.join(plan["work"], "near-texts", f"bucket-{b:05d}.arrow"), scratch.read_one)
-        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], k, plan["buckets"])
-        both = verified.filter(verified.column("both"))
-        ha = stable_hashes(both.column("doc_id_a"), seed=plan["seed"])
-        hb = stable_hashes(both.column("doc_id_b"), seed=plan["seed"])
-        a_goes = (ha > hb) | ((ha == hb) & (np.asarray(both.column("doc_id_a").to_pylist(), dtype=object)
-                                            > np.asarray(both.column("doc_id_b").to_pylist(), dtype=object)))
-        gone = np.where(a_goes, both.column("gid_a").to_numpy(), both.column("gid_b").to_numpy()).astype(np.int64)
-        gone = np.unique(gone) if len(gone) else gone
-        table = pa.table({"gid": pa.array(gone, pa.int64())})
-        for b, part in scratch.split_by(table, gone >> np.int64(32)).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-rejected", b), f"band-{k:05d}.arrow"))
-        return {"candidates": candidates, "pairs": both.num_rows}
-    return fn
-
-
-def _near_apply_task(plan: dict):
-    """Near-duplicate pairs, per bucket of kept marked pairs: the rows that stay to
-    `kept-near/bucket-<b>.arrow`; returns the rejected ones' tallies (corpus, label,
-    phrase, premise_stripped)."""
-    def fn(b: int) -> dict:
-        kept = scratch.read_one(fs.join(plan["work"], "kept", f"bucket-{b:05d}.arrow"))
-        gone = scratch.read_arrow(scratch.folder(plan["work"], "near-rejected", b), pa.schema([("gid", pa.int64())]))
-        rows = np.unique(gone.column("gid").to_numpy() & np.int64(0xFFFF_FFFF)) if gone.num_rows else np.zeros(0, np.int64)
-        mask = np.zeros(kept.num_rows, dtype=bool)
-        mask[rows] = True
-        scratch.write_arrow(kept.filter(pa.array(~mask)), fs.join(plan["work"], "kept-near", f"bucket-{b:05d}.arrow"))
-        dropped = kept.filter(pa.array(mask))
-        tallies = [[c, l, p, bool(s)] for c, l, p, s in zip(*(dropped.column(n).to_pylist() for n in
-                                                            ("corpus", "label", "phrase", "premise_stripped")))]
-        return {"rejected": tallies}
-    return fn
-
-
-def _pass_two_task(plan: dict, needed):
-    """Round 3 (only when a cut goes beyond pass 1's early bins), per unit: the neutral
-    candidates under the cuts to the buckets of their texts."""
-    def fn(k: int) -> dict:
-
-
-        by_file = needed.value if needed is not None else None
-        unit = plan["units"][k]
-        table = pa.Table.from_batches(list(bt.pass_two_streams(
-            bt.file_streams([unit], by_file), matcher_for(plan["lexicon"]), plan["seed"], plan["strategies"],
-            plan["cuts"], None, plan["lexicon"], plan["min_chars"])), schema=bt.WORK)
-        _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), "late", f"unit-{k:06d}")
-        return {}
-    return fn
-
-
-def _bucket_candidates(plan: dict, b: int) -> pa.Table:
-    """A bucket's neutral candidates under the cuts: pass 1's early rows under the cut bins,
-    or pass 2's rows."""
-    if not plan["early"]:
-        return scratch.read_arrow(scratch.folder(plan["work"], "late", b), bt.WORK)
-    cands = scratch.read_arrow(scratch.folder(plan["work"], "early", b), bt.WORK)
-    cut = [plan["cuts"].get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
-                                                       cands.column("source").to_pylist())]
-    return cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
-
-
-def _limits_task(plan: dict):
-    """Round 4a, per bucket: the lowest selection hashes of its neutral candidates under the
-    cuts, as many per (corpus, strategy) as the neutral round checks in all
-    (`buckets.lowest_selects`)."""
-    def fn(b: int) -> dict:
-
-        return {"lowest": pb.lowest_selects(_bucket_candidates(plan, b), plan["wanted"])}
-    return fn
-
-
-def _neutral_task(plan: dict):
-    """Round 4b, per bucket: the neutral candidates under the cuts, against the bucket's kept
-    marked pairs and each other, those under the limits POS-checked (`plan["limits"]`; None:
-    all); those that stay to a scratch file; returns their tallies."""
-    def fn(b: int) -> dict:
-
-        cands = _bucket_candidates(plan, b)
-        kept = scratch.read_one(fs.join(plan["work"], plan.get("kept", "kept"), f"bucket-{b:05d}.arrow")).drop_columns(["_file"])
-        known = None
-        if plan.get("verdicts") and cands.num_rows:  # texts the marked round judged (first_random's premises...)
-            texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
-            known = pb.known_verdicts((scratch.read_one(path) for path in plan["verdicts"]), pa.concat_arrays(texts))
-        tallies, pool = pb.neutral_round(cands, kept, plan["model"], plan["lexicon"], known, plan["limits"])
-        scratch.write_arrow(_with_file(pool, plan["files"]), fs.join(plan["work"], "pool", f"bucket-{b:05d}.arrow"))
-        return {"tallies": tallies}
-    return fn
-
-
-def _with_file(rows, files: int):
-    """The rows with `_file`: the file of the pairs table each goes to, the hash partition
-    of (label, pair_id) that Spark's `repartition` would give it (`parquet_writer.spark_partition`)."""
-    part = [spark_partition(key, files) for key in zip(rows.column("label").to_pylist(),
-                                                          rows.column("pair_id").to_pylist())]
-    return rows.append_column("_file", pa.array(part, pa.int32()))
-
-
-def _files_task(plan: dict):
-    """Round 5, per file of the pairs table: the exact draw (every task finds the same last
-    candidate taken from every bucket's cut bins), then this file's kept marked pairs and
-    drawn neutral ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet`:
-    the files a Spark `repartition` by (label, pair_id) would give, without a Spark shuffle."""
-    def fn(p: int) -> dict:
-
-        def mine(rows):
-            return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
-
-        kept = scratch.read_arrow(fs.join(plan["work"], plan.get("kept", "kept")), None)
-        parts = [mine(kept)]
-        if plan["draw"] is not None:
-            pool = scratch.read_arrow(fs.join(plan["work"], "pool"), None)
-            last = pb.last_taken(pb.boundary_rows(pool, plan["draw"]), plan["draw"])
-            parts.append(pb.drawn(mine(pool), plan["draw"], last))
-        rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
-        rows = rows.take(pc.sort_indices(rows, sort_keys=[("label", "ascending"), ("pair_id", "ascending")]))
-        written = write_sorted(rows.to_batches(), plan["target"], ["label"], f"part-{p:05d}.parquet",
-                               task_attempt())
-        return {"files": [{"path": path, "rows": n, "bytes": size} for path, n, size in written]}
-    return fn
 
 
 def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
@@ -300,6 +102,111 @@ def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
     return marked_counts, hist, groups, edges
 
 
+def make_plan(runner, table: str, lexicon, options: Options, model: str | None, work: str | None = None,
+              files: int = 4) -> PairsPlan:
+    """The stage's plan over the `sentences/` table at `table`: its units, buckets and
+    settings, recorded for `--resume` (`runner.plan`); a fresh start removes what an earlier
+    attempt left in the scratch folder `work` (default: beside `table`)."""
+    slots = max(1, runner.slots)
+    units = bt.file_units(bt.sentence_files(table), 2 * slots)
+    work_folder = PairsScratch(work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME))
+    buckets = _pos_tasks(slots, len(units))
+    if not runner.plan({"units": units, "buckets": buckets, "files": files, "model": model}) \
+            and work_folder.exists():
+        work_folder.delete()  # what an earlier attempt of this stage left
+    return PairsPlan(lexicon=lexicon, units=units, model=model, scratch=work_folder, buckets=buckets,
+                     seed=options.seed, strategies=options.strategies, min_chars=options.min_chars, files=files,
+                     near=options.near)
+
+
+def decide(runner, plan: PairsPlan, options: Options, status: dict, released: list) -> tuple[PairsPlan, dict]:
+    """Rounds 1-4 and the driver's decisions between them: the plan the files round writes
+    the table with (the kept marked pairs, the neutral draw) and the stage's stats block.
+    Values shared with the tasks are appended to `released` (destroyed by the cleanup)."""
+    model = plan.model
+    buckets = list(range(plan.buckets))
+    # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ----------
+    one = rounds.PASS_ONE.run(runner, plan, range(len(plan.units)))
+    counts = [tuple(r) for out in one for r in out["counts"]]
+    histograms = [out.get("hist", []) for out in one]
+    del one
+    tallies = [tuple(r) for out in rounds.MARKED_ROUND.run(runner, plan, buckets) for r in out["tallies"]]
+    marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies, histograms)
+    split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
+    if split:
+        raise bt.DocumentOrderError(bt.split_document_error(*split))
+    duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
+    near_rejected, near_counts = None, None
+    if plan.near is not None:
+        # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
+        rounds.NEAR_BANDS.run(runner, plan, buckets)
+        found = rounds.NEAR_PAIRS.run(runner, plan, buckets)
+        near_rejected = 0
+        for out in rounds.NEAR_APPLY.run(runner, plan, buckets):
+            for corpus, label, phrase, stripped in out["rejected"]:
+                kept[corpus, label, phrase, stripped] -= 1
+                per_corpus[corpus][label] -= 1
+                near_rejected += 1
+        kept = Counter({k: v for k, v in kept.items() if v})
+        plan = replace(plan, near_applied=True)
+        near_counts = {"candidates": sum(f["candidates"] for f in found),
+                       "verified_pairs": sum(f["pairs"] for f in found)}
+    checked = sum(pos.values())
+    pass_rate = pos.get(None, 0) / checked if model and checked else None
+    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+
+    # 3. pass 2 (when pass 1's early bins do not hold every candidate under the cuts); 4.
+    # neutral candidates against the marked pairs and each other, the POS filter; the exact
+    # draw ------------------------------------------------------------------------------------
+    neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
+    allocated = final_allocation(targets, options.neutral_mix, {})
+    plan = replace(plan, cuts=cuts, draw=None)
+    if any(b >= 0 for b in cuts.values()):
+        plan = replace(plan, early=bt.early_covers(cuts))
+        if not plan.early:
+            by_file = _needed(plan.scratch, cuts)
+            needed, two_units = None, plan.units
+            if by_file is not None:
+                two_units = [u for u in plan.units if u[0] in by_file]
+                needed = runner.share(by_file)
+                released.append(needed)
+            rounds.PASS_TWO.run(runner, replace(plan, needed=needed), [u[0] for u in two_units])
+        plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(buckets)) if model else None,
+                       wanted=check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate))
+        lowest: dict = {}
+        for out in rounds.NEUTRAL_LIMITS.run(runner, plan, buckets):
+            for corpus, source, values in out["lowest"]:
+                lowest.setdefault((corpus, source), []).extend(values)
+        plan = replace(plan, limits=check_limits(lowest, plan.wanted))
+        del lowest
+        for neutral_round in (rounds.NEUTRAL, rounds.NEUTRAL_WHOLE_CUTS):
+            neutral = [tuple(r) for out in neutral_round.run(runner, plan, buckets) for r in out["tallies"]]
+            pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
+            allocated = final_allocation(targets, options.neutral_mix, avail2)
+            if limits_hold(plan.pos_limits(), avail2, allocated):
+                break
+            plan = replace(plan, whole_cuts=True)  # a strategy ran short under its limit
+        plan = replace(plan, draw=cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()}))
+
+    stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
+                        kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
+                        available=available, allocated=allocated, neutral_rejected=neutral_rejected,
+                        neutral_duplicates=dropped_identical)
+    if near_rejected is not None:  # with "off" stats.json stays as it was (same bytes)
+        stats["rejected"]["near_duplicate_pair"] = near_rejected
+        stats["near_duplicates"] = {"settings": options.near.as_dict(), **near_counts}
+    return plan, stats
+
+
+def write_table(runner, plan: PairsPlan, directory: str) -> list[dict]:
+    """The files round: the pairs table's files into `directory` (one task per file), after
+    the decisions (`decide`); returns them."""
+    directory = fs.canonical(directory)
+    written = [f for out in rounds.FILES.run(runner, replace(plan, target=directory), range(plan.files))
+               for f in out["files"]]
+    return finish_table_files(written, directory, lambda: PAIRS)
+
+
 def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: str | None = None,
                 files: int = 4):
     """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
@@ -307,18 +214,9 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
     table's `files` files there (a Spark `repartition` by (label, pair_id): partitioned by label,
     sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
     scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
-    (extractor.stage: Spark tasks in the job, `InProcessRunner` in one process)."""
+    (`extractor.engine.runner.Runner`: Spark tasks in the job, `InProcessRunner` in one process)."""
     model, status = pos_status(options, lexicon, warn)
-    slots = max(1, runner.slots)
-    units = bt.file_units(bt.sentence_files(table), 2 * slots)
-    work = work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME)
-    buckets = list(range(_pos_tasks(slots, len(units))))
-    if not runner.plan({"units": units, "buckets": len(buckets), "files": files, "model": model}) \
-            and fs.exists(work):
-        fs.delete(work)  # what an earlier attempt of this stage left
-    plan = _plan_of(lexicon, options, units, model, work, len(buckets))
-    plan["near"] = options.near
-    plan["files"] = files
+    plan = make_plan(runner, table, lexicon, options, model, work, files)
     released: list = []
 
     def cleanup():
@@ -328,94 +226,14 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
                 item.destroy()
             except Exception:  # a stopped session: nothing to release
                 pass
-        if fs.exists(work):
-            fs.delete(work)
+        plan.scratch.delete()
 
     try:
-        # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ------
-        one = runner.map(_pass_one_task(plan), list(range(len(units))), name="pass-one")
-        counts = [tuple(r) for out in one for r in out["counts"]]
-        histograms = [out.get("hist", []) for out in one]
-        del one
-        tallies = [tuple(r) for out in runner.map(_marked_task(plan), buckets, name="marked")
-                   for r in out["tallies"]]
-        marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies, histograms)
-        split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
-        if split:
-            raise bt.DocumentOrderError(bt.split_document_error(*split))
-        duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
-        near_rejected = None
-        if options.near is not None:
-            # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
-            runner.map(_near_bands_task(plan), buckets, name="near-bands")
-            found = runner.map(_near_pairs_task(plan), buckets, name="near-pairs")
-            near_rejected = 0
-            for out in runner.map(_near_apply_task(plan), buckets, name="near-apply"):
-                for corpus, label, phrase, stripped in out["rejected"]:
-                    kept[corpus, label, phrase, stripped] -= 1
-                    per_corpus[corpus][label] -= 1
-                    near_rejected += 1
-            kept = Counter({k: v for k, v in kept.items() if v})
-            plan["kept"] = "kept-near"
-            plan["near_counts"] = {"candidates": sum(f["candidates"] for f in found),
-                                   "verified_pairs": sum(f["pairs"] for f in found)}
-        checked = sum(pos.values())
-        pass_rate = pos.get(None, 0) / checked if model and checked else None
-        targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-
-        # 3. pass 2 (when pass 1's early bins do not hold every candidate under the cuts); 4.
-        # neutral candidates against the marked pairs and each other, the POS filter; 5.-6.
-        # the exact draw, the rows ---------------------------------------------------------
-        neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
-        allocated = final_allocation(targets, options.neutral_mix, {})
-        plan["cuts"], plan["draw"] = cuts, None
-        if any(b >= 0 for b in cuts.values()):
-            plan["early"] = bt.early_covers(cuts)
-            if not plan["early"]:
-                by_file = _needed(work, cuts)
-                needed, two_units = None, units
-                if by_file is not None:
-                    two_units = [u for u in units if u[0] in by_file]
-                    needed = runner.share(by_file)
-                    released.append(needed)
-                runner.map(_pass_two_task(plan, needed), [u[0] for u in two_units], name="pass-two")
-            plan["verdicts"] = _shared_verdicts(work, len(buckets)) if model else None
-            plan["wanted"] = check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-            lowest: dict = {}
-            for out in runner.map(_limits_task(plan), buckets, name="neutral-limits"):
-                for corpus, source, values in out["lowest"]:
-                    lowest.setdefault((corpus, source), []).extend(values)
-            plan["limits"] = check_limits(lowest, plan["wanted"])
-            del lowest
-            for name in ("neutral", "neutral-whole-cuts"):
-                neutral = [tuple(r) for out in runner.map(_neutral_task(plan), buckets, name=name)
-                           for r in out["tallies"]]
-                pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
-                allocated = final_allocation(targets, options.neutral_mix, avail2)
-                if limits_hold(plan["limits"], avail2, allocated):
-                    break
-                plan["limits"] = None  # a strategy ran short under its limit: every candidate under the cuts
-            plan["draw"] = cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()})
+        plan, stats = decide(runner, plan, options, status, released)
     except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         cleanup()
         raise
-
-    def write(directory: str) -> list[dict]:
-        """Round 5: the pairs table's files into `directory` (one task per file; not
-        recorded: `directory` is written whole, after the decisions)."""
-        directory = fs.canonical(directory)
-        written = [f for out in runner.map(_files_task(dict(plan, target=directory)), list(range(files)),
-                                           spread=True) for f in out["files"]]
-        return finish_table_files(written, directory, lambda: PAIRS)
-
-    stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
-                        kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
-                        available=available, allocated=allocated, neutral_rejected=neutral_rejected,
-                        neutral_duplicates=dropped_identical)
-    if near_rejected is not None:  # with "off" stats.json stays as it was (same bytes)
-        stats["rejected"]["near_duplicate_pair"] = near_rejected
-        stats["near_duplicates"] = {"settings": options.near.as_dict(), **plan["near_counts"]}
-    return write, stats, cleanup
+    return functools.partial(write_table, runner, plan), stats, cleanup
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000
@@ -424,12 +242,12 @@ MAX_NEEDED_DOCUMENTS = 2_000_000
 VERDICTS_READ_BUDGET = 4 << 30
 
 
-def _shared_verdicts(work: str, tasks: int) -> list[str] | None:
+def _shared_verdicts(work: PairsScratch, tasks: int) -> list[str] | None:
     """The marked round's verdict files for the neutral round's tasks (`buckets.judged`),
     or None (each Python worker then tags what its own cache lacks) when `tasks` reads of
     them would pass VERDICTS_READ_BUDGET: a few MB per GB of input, so shared up to tens
     of GB of input on a few hundred buckets, not for a whole enwiki."""
-    folder = fs.join(work, "verdicts")
+    folder = work.verdicts()
     files = sorted(fs.list_files(folder)) if fs.exists(folder) else []
     if not files or sum(size for _, size in files) * tasks > VERDICTS_READ_BUDGET:
         return None
@@ -438,7 +256,7 @@ def _shared_verdicts(work: str, tasks: int) -> list[str] | None:
 
 
 
-def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
+def _needed(work: PairsScratch, cuts: dict, limit: int | None = None) -> dict | None:
     """The documents pass 2 pairs again: those with a neutral candidate under a cut, from
     pass 1's "doc" rows, as {unit key: [doc_id]}; None (pass 2 reads every document) when
     more than `limit` (MAX_NEEDED_DOCUMENTS) documents are needed. A cut that takes every
@@ -447,7 +265,7 @@ def _needed(work: str, cuts: dict, limit: int | None = None) -> dict | None:
     numpy (`buckets.needed_in`): the driver holds one unit's rows and the needed doc_ids,
     at most `limit` of them, whatever the documents of the corpus."""
     limit = MAX_NEEDED_DOCUMENTS if limit is None else limit
-    folder = fs.join(work, "documents")
+    folder = work.documents()
     by_file: dict = {}
     found = 0
     for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):
@@ -493,7 +311,7 @@ def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options, fi
     independent implementation over Python rows, instead. Returns (the files written, the
     stage's `stats.json` block)."""
     with tempfile.TemporaryDirectory() as work:
-        write, stats, cleanup = build_pairs(contract.InProcessRunner(), table, lexicon, options,
+        write, stats, cleanup = build_pairs(InProcessRunner(), table, lexicon, options,
                                             work=f"{work}/scratch", files=files)
         try:
             written = write(out_dir)

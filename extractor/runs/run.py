@@ -20,7 +20,7 @@ started before a publish finishes reading it.
 
 The tables themselves are written by `extractor.io.parquet_writer`; the lock is
 `extractor.runs.locks`. `Run.open(..., resume=True)` continues the newest unpublished run
-(extractor/progress.py, docs/deployment.md "Resuming a killed run").
+(extractor/engine/records.py, docs/deployment.md "Resuming a killed run").
 """
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor.core.names import STAGES
 from extractor.io import fs
-from extractor.progress import PROGRESS, RUN_RECORD, put_record, read_record
+from extractor.core.names import STAGES
+from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
 from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
 

@@ -1,4 +1,4 @@
-"""The Spark runner of the stage contract (extractor/stage.py): each round of a stage is
+"""The Spark runner of the stage contract (`extractor.engine.runner.Runner`): each round of a stage is
 one Spark job of Python tasks (`session.run_tasks`); shared values are broadcast variables.
 The job (`jobs/extract.py`) runs every stage through it:
 
@@ -8,11 +8,12 @@ Given a stage name, the runner prints a progress line per round (`extractor.spar
 """
 from __future__ import annotations
 
+from extractor.engine.runner import RunnerBase
 from extractor.spark.session import run_tasks
 from extractor.spark.status import RoundStatus
 
 
-class SparkRunner:
+class SparkRunner(RunnerBase):
     """Runs a stage's rounds as Spark jobs of Python tasks on `spark`; with `stage` (its
     name), each round prints its progress (`[pairs] round 2 marked: 12/16 tasks, ...`)."""
 
@@ -38,21 +39,13 @@ class SparkRunner:
         with RoundStatus(self.spark.sparkContext, label, units=len(tasks)):
             return run_tasks(self.spark, fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
 
-    def plan(self, key) -> bool:
-        return False
-
-    def step(self, name: str, fn):
-        return fn()
-
     def share(self, value):
         return self.spark.sparkContext.broadcast(value)
 
-    def forget(self) -> None:
-        pass
 
 
 def run_stage(stage, ctx, progress=None) -> None:
     """Run a stage module on the context's Spark session (with its completion records
-    when `progress`, an extractor.progress.Progress, is given)."""
+    when `progress`, an extractor.engine.records.Progress, is given)."""
     runner = SparkRunner(ctx.spark, stage.NAME)
     stage.run(ctx, progress.runner(stage.NAME, runner) if progress is not None else runner)

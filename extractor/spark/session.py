@@ -9,7 +9,7 @@ import sys
 from extractor.core.errors import OUTPUT_FAULT_MARK, OUTPUT_FAULTS
 from extractor.spark import gateway
 from extractor.spark.jvm import driver_java_options
-from extractor.stage import release_memory, task_done  # task_done: the last call of every Python task
+from extractor.engine.worker import release_memory, task_done  # task_done: the last call of every Python task
 
 
 def get_session(master: str | None = None, app_name: str = "nli-extract",
@@ -165,7 +165,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     (`pack`: a Spark task costs about 35 ms of CPU and 55 ms of wall time on a local
     master, more than many small tasks), the round handed to the tasks as a local property
     of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
-    exchange their rows through scratch files (`extractor.scratch`), not Spark.
+    exchange their rows through scratch files (`extractor.engine.scratch`), not Spark.
 
     Between two tasks of a Spark task the memory the first freed is handed back
     (`release_memory`), so that the next does not start from its pages, and after the last

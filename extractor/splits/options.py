@@ -7,9 +7,9 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from extractor import stage as contract
-from extractor.core.errors import UserError
 from extractor.neardup import settings as nd
+from extractor.engine import contract
+from extractor.core.errors import UserError
 
 DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
 BALANCE_MODES = ("downsample", "none", "cap")

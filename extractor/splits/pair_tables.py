@@ -19,13 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import scratch
+from extractor.io import fs
+from extractor.engine import scratch
 from extractor import statistics as st
 from extractor.core.errors import UserError
 from extractor.core.hashing import crc32s
 from extractor.core.hashing import digests as hash_texts
 from extractor.core.hashing import stable_hashes
-from extractor.io import fs
 from extractor.io.parquet_writer import partition_values, plain_schema
 
 SUMMARY_SCHEMA = pa.schema([
@@ -230,7 +230,7 @@ def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int
     width = int(per_row.max()) + 1  # (split, bucket) numbered as split * width + bucket
     for group, part in scratch.split_by(data, codes * width + buckets).items():
         name, bucket = names[group // width], group % width
-        path = fs.join(folder, name, f"{bucket:05d}", f"unit-{unit:06d}.arrow")
+        path = fs.join(folder, name, scratch.numbered(bucket), scratch.unit_name(unit))
         scratch.write_arrow(part, path)
         written.append(path)
     return sorted(written)

@@ -1,5 +1,5 @@
 """Stage 3: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage (the
-stage contract: extractor/stage.py).
+stage contract: extractor/engine/contract.py).
 
 Rounds of tasks handed to the runner around pure functions: `extractor.splits.pair_tables` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
@@ -10,33 +10,32 @@ hash of the key they are grouped by, and only small aggregates reach the driver,
 turns them into the next round's decisions. No text crosses a shuffle, and there is no
 Spark SQL shuffle at all.
 
+The plan (`plan.SplitsPlan`) and the rounds (`rounds.py`: functions of (plan, task)) are
+apart; this module holds the driver: `decide` runs rounds 1-5 and advances the plan between
+them with `dataclasses.replace`, `write_output` runs round 6 into the output folder.
+
 The `splits/` folder is written through the run (`ctx.write_table_with`), published with the
 other tables at the end, so a failed run never leaves a half-built dataset.
 """
 from __future__ import annotations
 
-import functools
 import tempfile
-import zlib
+from dataclasses import replace
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from extractor.io import fs
-from extractor.neardup import distributed as nd
 from extractor.neardup.settings import Settings
-from extractor.io import parquet_writer as _out
-from extractor import scratch
-from extractor import stage as contract
-from extractor.core.errors import UserError
 from extractor import statistics as st
-from extractor.splits import assign as sp
-from extractor.splits import pair_tables as bt
-from extractor.splits import card as card_mod
-from extractor.splits import decisions as dc
+from extractor.engine.runner import InProcessRunner
+from extractor.core.errors import UserError
 from extractor.core.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
+from extractor.splits import assign as sp
+from extractor.splits import card as card_mod
+from extractor.splits import decisions as dc
+from extractor.splits import pair_tables as bt
+from extractor.splits import rounds
+from extractor.splits.plan import SplitsPlan, SplitsScratch
 from extractor.statistics import precision
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.splits.options import Options, add_arguments  # noqa: F401
@@ -58,333 +57,6 @@ def check(ctx) -> None:
 
 # ---------------------------------------------------------------------------- tasks
 
-def _summaries_task(plan: dict):
-    """Round 1, per work unit: its slim rows (`pair_tables.summaries`), those that are data cut
-    into buckets of sentence-pair keys, and its documents' weights per corpus; returns
-    the rows per (label, reject reason) and the corpora."""
-    def fn(u: int) -> dict:
-        source = bt.read_unit(plan["units"][u], plan["schema"])
-        table = bt.summaries(source, plan["seed"], plan["test_only"], unit=u)
-        counts = dc.tally(table, ["label", "_reject"])
-        rows = table.filter(pc.is_null(table.column("_reject")))
-        if plan.get("near"):
-            _near_unit(plan, u, source, rows)
-        for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "summaries", b), f"unit-{u:06d}.arrow"))
-        weights = dc.document_weights(rows)
-        corpora = sorted(pc.unique(weights.column("corpus")).to_pylist())
-        for corpus in corpora:
-            part = weights.filter(pc.equal(weights.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "weights", _corpus_dir(corpus), f"unit-{u:06d}.arrow"))
-        return {"counts": counts, "corpora": corpora}
-    return fn
-
-
-def _near_unit(plan: dict, u: int, source: pa.Table, rows: pa.Table) -> None:
-    """Near-duplicates, per unit (docs/neardup.md): the unit's data rows' premises, corpus
-    and document, with their hypotheses' shingles and band keys (not the hypotheses: the
-    near-duplicates round verifies with the shingles), to `near-texts/unit-<u>.arrow`;
-    their band rows to the folders of the bands' buckets."""
-    at = rows.column("_row")
-    ids = nd.gids(u, at.to_numpy())
-    bands, shingles, keys = nd.unit_bands_with(source.column("hypothesis").take(at), ids, plan["near"])
-    texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
-                      "text": pa.nulls(len(ids), pa.large_string()),
-                      "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
-    # the texts' shingles and band keys beside them: the near-duplicates round verifies
-    # with these instead of cutting and hashing every candidate's text again
-    texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
-    scratch.write_arrow(texts, _near_text_path(plan, u))
-    scratch.write_arrow(pa.table({"gid": pa.array(ids, pa.int64()), "para": rows.column("_hpara")}),
-                        fs.join(plan["work"], "near-paras", f"unit-{u:06d}.arrow"))  # for blocks
-    for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan["buckets"])).items():
-        scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "near-bands", b), f"unit-{u:06d}.arrow"))
-
-
-def _near_text_path(plan: dict, u: int) -> str:
-    return fs.join(plan["work"], "near-texts", f"unit-{u:06d}.arrow")
-
-
-_NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("corpus_b", pa.string()),
-                         ("doc_id_b", pa.string()), ("both", pa.bool_()), ("gid_a", pa.int64()),
-                         ("gid_b", pa.int64())])
-
-
-def _near_task(plan: dict):
-    """Near-duplicates, per bucket of band keys: the candidates of its keys verified with the
-    exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
-    pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
-    def fn(b: int) -> dict:
-        bands = scratch.read_arrow(scratch.folder(plan["work"], "near-bands", b), nd.BAND_SCHEMA)
-        fetch = nd.fetch_from(lambda unit: _near_text_path(plan, unit), scratch.read_one)
-        candidates, verified, _ = nd.verify_bucket(bands, fetch, plan["near"], b, plan["buckets"])
-        edges = verified.select(list(_NEAR_EDGES.names)).cast(_NEAR_EDGES)
-        scratch.write_arrow(edges, fs.join(plan["work"], "near-edges", f"bucket-{b:05d}.arrow"))
-        return {"candidates": candidates, "hypotheses": verified.num_rows,
-                "pairs": int(pc.sum(verified.column("both")).as_py() or 0) if verified.num_rows else 0}
-    return fn
-
-
-def _near_groups_task(plan: dict):
-    """Near-duplicates, one task (run by the driver where the verified pairs are at most
-    NEAR_GROUPS_IN_DRIVER): the documents joined by the verified pairs (connected
-    components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
-    def fn(_: int) -> dict:
-        edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
-        groups = _groups_of(edges)
-        for corpus in sorted(set(groups.column("corpus").to_pylist())):
-            part = groups.filter(pc.equal(groups.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow"))
-        across = pc.sum(pc.not_equal(edges.column("corpus_a"), edges.column("corpus_b"))).as_py() if edges.num_rows else 0
-        return {"documents_joined": groups.num_rows,
-                "groups": len(set(zip(groups.column("corpus").to_pylist(), groups.column("group").to_pylist()))),
-                "hypotheses_across_corpora": int(across or 0)}
-    return fn
-
-
-def _near_leakage(plan: dict) -> dict:
-    """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
-    went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
-    edges = _edge_units(plan, scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES))
-    assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
-    if not edges.num_rows or not assigned.num_rows:
-        return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
-    keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
-    split = {}
-    for side in "ab":
-        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")), value_set=keys)
-        split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
-    across = pc.and_(pc.not_equal(split["a"], split["b"]),
-                     pc.and_(pc.not_equal(split["a"], ""), pc.not_equal(split["b"], "")))
-    return {"hypotheses_in_two_splits": int(pc.sum(across).as_py() or 0),
-            "pairs_in_two_splits": int(pc.sum(pc.and_(across, edges.column("both"))).as_py() or 0)}
-
-
-def _blocks(plan: dict) -> pa.Table:
-    """The blocks of the corpora assigned by blocks (empty when none is)."""
-    if not plan.get("block_corpora"):
-        return dc.BLOCKS_SCHEMA.empty_table()
-    return scratch.read_arrow(fs.join(plan["work"], "blocks"), dc.BLOCKS_SCHEMA)
-
-
-def _edge_units(plan: dict, edges: pa.Table) -> pa.Table:
-    """Near-duplicate edges with the documents of corpora assigned by blocks replaced by the
-    blocks of the two hypotheses (their paragraphs from `near-paras/`)."""
-    blocks = _blocks(plan)
-    if not blocks.num_rows or not edges.num_rows:
-        return edges
-    paras = scratch.read_arrow(fs.join(plan["work"], "near-paras"), None)
-    for side in "ab":
-        para = pc.take(paras.column("para"), pc.index_in(edges.column(f"gid_{side}"), value_set=paras.column("gid")))
-        ids = dc.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
-        edges = edges.set_column(edges.schema.get_field_index(f"doc_id_{side}"), f"doc_id_{side}", ids)
-    return edges
-
-
-def _paragraphs_task(plan: dict, corpora: list):
-    """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
-    of `corpora`, one file per corpus."""
-    def fn(b: int) -> dict:
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
-        rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
-        weights = dc.paragraph_weights(rows)
-        for corpus in corpora:
-            part = weights.filter(pc.equal(weights.column("corpus"), corpus))
-            scratch.write_arrow(part, fs.join(plan["work"], "paragraphs", _corpus_dir(corpus), f"bucket-{b:05d}.arrow"))
-        return {}
-    return fn
-
-
-def _assign_blocks(plan: dict, corpus: str, short: list) -> dict | None:
-    """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
-    (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
-    None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
-    paragraphs = scratch.read_arrow(fs.join(plan["work"], "paragraphs", _corpus_dir(corpus)), dc.PARAGRAPHS_SCHEMA)
-    size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan["ratios"])
-    blocks = dc.cut_blocks(paragraphs, size)
-    if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
-        return None  # no document was cut (no paragraphs in the refs, or small documents)
-    weights = dc.block_weights(paragraphs, blocks)
-    if plan.get("near"):
-        edges = _edge_units({**plan, "block_corpora": [corpus]}, _block_edges(plan, corpus, blocks))
-        groups = _groups_of(edges)
-        assigned = _assign_groups(weights, groups, plan) if groups.num_rows else \
-            dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
-    else:
-        assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
-    left = dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
-    if len(left) >= len(short):
-        return None
-    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
-    scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
-    return {"documents": dc.tally(assigned, ["split"]), "short": left,
-            "unit": {"unit": "block", "pairs_per_block": size, "blocks": blocks.num_rows,
-                     "documents": len(set(blocks.column("doc_id").to_pylist()))}}
-
-
-def _block_edges(plan: dict, corpus: str, blocks: pa.Table) -> pa.Table:
-    """The near-duplicate edges of `corpus` with `blocks` written for `_edge_units`."""
-    scratch.write_arrow(blocks, fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
-    edges = scratch.read_arrow(fs.join(plan["work"], "near-edges"), _NEAR_EDGES)
-    return edges.filter(pc.and_(pc.equal(edges.column("corpus_a"), corpus), pc.equal(edges.column("corpus_b"), corpus)))
-
-
-def _groups_of(edges: pa.Table) -> pa.Table:
-    """Connected components of the documents (or blocks) that near-duplicate edges join
-    within a corpus (`distributed.document_groups`)."""
-    same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
-                   pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
-    linked = edges.filter(same)
-    return nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
-                                        "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
-
-
-def _corpus_dir(corpus: str) -> str:
-    return f"corpus-{zlib.crc32(corpus.encode('utf-8')):08x}-{len(corpus)}"
-
-
-def _assign_task(plan: dict):
-    """Round 2, per corpus: every document to its split; returns documents per split. Run
-    by the driver, not as a Spark job: the rows are few (one per document and label) and
-    a job costs about 0.1 CPU-s and 0.15 s on a local master, all of it serial."""
-    def fn(corpus: str) -> dict:
-        weights = scratch.read_arrow(fs.join(plan["work"], "weights", _corpus_dir(corpus)), dc.WEIGHTS_SCHEMA)
-        weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
-        groups = fs.join(plan["work"], "near-groups", f"{_corpus_dir(corpus)}.arrow")
-        if plan.get("near") and fs.exists(groups):
-            assigned = _assign_groups(weights, scratch.read_one(groups), plan)
-        else:
-            assigned = dc.assign_corpus(weights, plan["labels"], plan["ratios"], plan["seed"])
-        scratch.write_arrow(assigned, fs.join(plan["work"], "assigned", f"{_corpus_dir(corpus)}.arrow"))
-        test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
-        short = [] if test_only else dc.short_cells(weights, assigned, plan["labels"], plan["ratios"])
-        return {"documents": dc.tally(assigned, ["split"]), "short": short}
-    return fn
-
-
-def _assign_groups(weights: pa.Table, groups: pa.Table, plan: dict) -> pa.Table:
-    """`decisions.assign_corpus` with the documents joined by near-duplicates assigned as one
-    (under their group's id), then every other document of a group given the group's split."""
-    at = pc.index_in(weights.column("doc_id"), value_set=groups.column("doc_id"))
-    merged = weights.set_column(weights.schema.get_field_index("doc_id"), "doc_id",
-                                pc.coalesce(pc.take(groups.column("group"), at), weights.column("doc_id")))
-    assigned = dc.assign_corpus(merged, plan["labels"], plan["ratios"], plan["seed"])
-    members = groups.filter(pc.not_equal(groups.column("doc_id"), groups.column("group")))
-    where = pc.index_in(members.column("group"), value_set=assigned.column("doc_id"))
-    members, where = members.filter(pc.is_valid(where)), where.filter(pc.is_valid(where))
-    extra = pa.table({"corpus": members.column("corpus"), "doc_id": members.column("doc_id"),
-                      "split": pc.take(assigned.column("split"), where)}, schema=dc.ASSIGNED_SCHEMA)
-    return pa.concat_tables([assigned, extra])
-
-
-def _rank_task(plan: dict):
-    """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
-    the rows kept so far, with their split, written to the folder of their unit range;
-    their histograms."""
-    def fn(b: int) -> dict:
-        rows = scratch.read_arrow(scratch.folder(plan["work"], "summaries", b), bt.SUMMARY_SCHEMA)
-        assigned = scratch.read_arrow(fs.join(plan["work"], "assigned"), dc.ASSIGNED_SCHEMA)
-        rows = dc.with_blocks(rows, _blocks(plan), plan.get("private_premises", frozenset()))
-        ranked = dc.rank_identical(rows, assigned, frozenset(plan.get("block_corpora", ())))
-        kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
-        where = pa.array(plan["range_of"], pa.int64()).take(kept.column("_unit")).to_numpy()
-        for r, part in scratch.split_by(kept, where).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow"))
-        return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
-    return fn
-
-
-def _boundary_task(plan: dict):
-    """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
-    def fn(b: int) -> dict:
-        parts = [fs.join(scratch.folder(plan["work"], "ranked", r), f"bucket-{b:05d}.arrow")
-                 for r in range(plan["n_ranges"])]
-        tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
-        return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan["cuts"])]}
-    return fn
-
-
-def _rows_task(plan: dict):
-    """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
-    over its rows from every bucket); their document, hypothesis, pair and sentence-pair
-    keys to the folders of the keys' buckets; their texts to the Arrow files of their
-    output files and their card statistics (`pair_tables.unit_statistics`) to a scratch file
-    per split. Returns the figures."""
-    def fn(r: int) -> dict:
-        folder = scratch.folder(plan["work"], "ranked", r)
-        if not fs.exists(folder):
-            return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
-        kept = dc.within_quota(scratch.read_arrow(folder, None), plan["cuts"], plan["last"])
-        keys = dc.other_keys(kept)
-        for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan["buckets"])).items():
-            scratch.write_arrow(part, fs.join(scratch.folder(plan["work"], "keys", k), f"range-{r:05d}.arrow"))
-        n, examples, lengths = 0, [], []
-        for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
-            table = bt.kept_rows(bt.read_unit(plan["units"][u], plan["schema"]), part.column("_row").to_numpy(),
-                                 part.column("_split"))
-            bt.shuffle_files(table, fs.join(plan["work"], "rows"), u, plan["n_files"])
-            stats = bt.unit_statistics(table)
-            # the card's example pairs and length histograms, from the rows and figures at hand
-            examples += bt.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
-            lengths += bt.length_histograms(stats)
-            for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
-                scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
-                                    fs.join(plan["work"], "statistics", split, f"unit-{u:06d}.arrow"))
-            n += table.num_rows
-        return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
-                "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
-                "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
-                "examples": card_mod.merge_examples(examples), "lengths": card_mod.merge_histograms(lengths)}
-    return fn
-
-
-def _keys_result(plan: dict, k: int) -> dict:
-    """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
-    documents per corpus."""
-    keys = scratch.read_arrow(scratch.folder(plan["work"], "keys", k), dc.KEYS_SCHEMA)
-    out = []
-    for kind in dc.LEAKAGE_KINDS:
-        part = keys.filter(pc.equal(keys.column("kind"), kind))
-        out += dc.leakage_counts(kind, part.column("key"), part.column("split"))
-    return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
-
-
-def _files_task(plan: dict):
-    """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
-    as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
-    (`pair_tables.split_pmi`); or a keys bucket's leakage (`_keys_result`); or the
-    near-duplicates in two splits (`_near_leakage`); or the chart of the
-    class distribution (pairs per split and label, known from the quotas) drawn into the
-    output folder, where the executors have matplotlib (a cluster's packed environment
-    leaves it out: then the driver draws it after the round, the same file)."""
-    def fn(task) -> dict:
-        kind, split, bucket = task
-        if kind == "chart":  # drawn here, beside the files, not after them in the driver
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:  # a cluster's packed environment leaves it out: the driver draws
-                return {"chart": None}
-            return {"chart": [card_mod.write_chart(plan["chart"], plan["target"]),
-                              *card_mod.write_charts(plan["charts"], plan["target"])]}
-        if kind == "keys":
-            return _keys_result(plan, bucket)
-        if kind == "near-leakage":
-            return {"near_leakage": _near_leakage(plan)}
-        if kind == "statistics":
-            stats = scratch.read_arrow(fs.join(plan["work"], "statistics", split), bt.STATS_SCHEMA)
-            rows = stats.filter(pc.equal(stats.column("kind"), "row"))
-            aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
-            totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
-            return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
-        table = bt.merge_bucket(fs.join(plan["work"], "rows", split, f"{bucket:05d}"), plan["schema"])
-        written = _out.write_sorted(table.to_batches(), fs.join(plan["target"], split), [],
-                                    f"part-{bucket:05d}.parquet", _out.task_attempt())
-        return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
-    return fn
-
-
-# ---------------------------------------------------------------------------- stage
-
 def _test_only_corpora(ctx) -> set[str]:
     return {c.name for c in (ctx.corpora or []) if getattr(c, "role", "train") == "test-only"}
 
@@ -403,24 +75,26 @@ def run(ctx, runner) -> None:
     _run(ctx, runner, schema, units, n, max(1, min(runner.max_buckets or wanted, wanted)))
 
 
-def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: int) -> dict:
-    """Rounds 1-6 of the stage (docs/splits.md) with `runner` running a round's tasks (with
-    each task's estimated cost: the Spark runner packs them into one Spark task per core)
-    and returning their results; `plan` holds the units, schema, seed, ratios, test-only corpora,
-    bucket count, scratch folder (`work`) and output folder (`target`). Returns what the
-    card and stats need (drops, documents, counts, quotas, sizes, figures, leakage, blocks,
-    files written)."""
+def run_rounds(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
+           earlier_stats: dict | None = None) -> dict:
+    """Rounds 1-6 of the stage (docs/splits.md): `decide` (rounds 1-5), then `write_output`
+    (round 6 into `plan.target`). Returns what the card and stats need."""
+    plan, found = decide(runner, plan, balance, max_eval, files_per_table, earlier_stats)
+    return write_output(runner, plan, found)
+
+
+def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
+           earlier_stats: dict | None = None) -> tuple[SplitsPlan, dict]:
+    """Rounds 1-5 and the driver's decisions between them (`runner` runs a round's tasks,
+    with each task's estimated cost: the Spark runner packs them into one Spark task per
+    core): the plan round 6 writes the splits with, and what the card and stats need so far
+    (drops, documents, counts, quotas, sizes, the kept rows' figures)."""
     drops: dict = {}
     slots = runner.slots
-    columns = plan["schema"].names
-    # the rounds' tasks are short, each bounded by a unit or a bucket: the tasks of one
-    # engine task reuse the memory the one before freed (docs/scale.md: handing it back
-    # after each task cost 0.5 of about 7 CPU-s on 100,000 pairs, the pages faulted in again)
-    run_round = functools.partial(runner.map, reuse_memory=True)
+    units = plan.units
     # 1-2. slim rows per unit; rows the pairs stage kept only for inspection (rejected by a
     #      filter) are not data: counted, then left out. Documents -> splits per corpus.
-    found = run_round(_summaries_task(plan), list(range(len(plan["units"]))), costs=[u["rows"] for u in plan["units"]],
-                      name="summaries")
+    found = rounds.SUMMARIES.run(runner, plan, range(len(units)), costs=[u["rows"] for u in units])
     labels_seen = set()
     for r in found:
         for label, why, count in r["counts"]:
@@ -428,38 +102,37 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
                 labels_seen.add(label)
             else:
                 drops[why] = drops.get(why, 0) + count
-    plan["labels"] = sorted(labels_seen)
+    plan = replace(plan, labels=sorted(labels_seen))
     corpora = sorted({c for r in found for c in r["corpora"]})
     near = None
-    if plan.get("near") and found:
+    if plan.near and found:
         # near-duplicates: candidates per bucket of band keys, verified; documents joined
         near = {"candidates": 0, "hypotheses": 0, "pairs": 0}
-        for r in run_round(_near_task(plan), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
-                           name="near-duplicates"):
+        for r in rounds.NEAR_DUPLICATES.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets):
             for k in near:
                 near[k] += r[k]
         # the components over few verified pairs are cheaper here than a Spark job (about
         # 0.03 CPU-s and 0.03 s of serial wall time); over many, one task holds them
-        groups = _near_groups_task(plan)
-        near.update(groups(0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
-                    else run_round(groups, [0], name="near-groups")[0])
-    assign = _assign_task(plan)
-    per_corpus = {corpus: assign(corpus) for corpus in corpora}
-    units = {corpus: {"unit": "document"} for corpus in corpora}
+        near.update(rounds.near_groups(plan, 0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
+                    else rounds.NEAR_GROUPS.run(runner, plan, [0])[0])
+    # run by the driver, not as a Spark job: the rows are few (one per document and label)
+    per_corpus = {corpus: rounds.assign_documents(plan, corpus) for corpus in corpora}
+    unit_of = {corpus: {"unit": "document"} for corpus in corpora}
     # documents too large or too few for every split to get its share of every label:
     # contiguous blocks of paragraphs instead, where they do better (docs/splits.md "Blocks")
     short = [c for c in corpora if per_corpus[c]["short"]]
-    plan["block_corpora"] = []
+    block_corpora: list = []
     if short:
-        run_round(_paragraphs_task(plan, short), list(range(plan["buckets"])), costs=[1.0] * plan["buckets"],
-                  name="paragraphs")
+        plan = replace(plan, short=short)
+        rounds.PARAGRAPHS.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets)
         for corpus in short:
-            blocked = _assign_blocks(plan, corpus, per_corpus[corpus]["short"])
+            blocked = rounds.assign_blocks(plan, corpus, per_corpus[corpus]["short"])
             if blocked is None:
-                fs.delete(fs.join(plan["work"], "blocks", f"{_corpus_dir(corpus)}.arrow"))
+                fs.delete(plan.scratch.blocks(corpus))
             else:
-                per_corpus[corpus], units[corpus] = blocked, blocked["unit"]
-                plan["block_corpora"].append(corpus)
+                per_corpus[corpus], unit_of[corpus] = blocked, blocked["unit"]
+                block_corpora.append(corpus)
+    plan = replace(plan, block_corpora=block_corpora)
     documents: dict = {}
     for r in per_corpus.values():
         for split, count in r["documents"]:
@@ -468,14 +141,14 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
     #    (split, corpus, label) the quotas come from, and their histograms. The rows left are
     #    written per range of units, the way round 5 reads them.
-    buckets = list(range(plan["buckets"]))
-    plan["n_ranges"] = n_ranges = max(1, min(len(plan["units"]), 2 * slots))
-    plan["range_of"] = _unit_ranges(plan["units"], n_ranges)
+    buckets = list(range(plan.buckets))
+    n_ranges = max(1, min(len(units), 2 * slots))
+    plan = replace(plan, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
     even = [1.0] * len(buckets)
-    ranked = run_round(_rank_task(plan), buckets, costs=even, name="rank") if found else []
+    ranked = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
     counts, dropped = dc.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
-                  **({"pair_spans_blocks_of_two_splits": 0} if plan["block_corpora"] else {}), **dropped})  # (round 1's drops: other reasons)
+                  **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}), **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
     #    the lowest hashes, found through the histograms (and the rows of the bins where a
@@ -483,39 +156,46 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     labels = sorted({k[2] for k in counts})
     quotas = sp.compute_quotas(counts, balance, labels, max_eval)
     drops["balance"] = sp.quota_drops(counts, quotas)
-    plan["cuts"] = dc.cut_points([h for r in ranked for h in r["histogram"]], quotas)
-    partial = any(need for _, need in plan["cuts"].values())
-    edges = [row for r in run_round(_boundary_task(plan), buckets, costs=even, name="boundary")
+    plan = replace(plan, cuts=dc.cut_points([h for r in ranked for h in r["histogram"]], quotas))
+    partial = any(need for _, need in plan.cuts.values())
+    edges = [row for r in rounds.BOUNDARY.run(runner, plan, buckets, costs=even)
              for row in r["rows"]] if partial else []
-    plan["last"] = dc.thresholds(edges, plan["cuts"])
     sizes = {s: 0 for s in sp.SPLITS}
     for (split, corpus, label), quota in quotas.items():
         sizes[split] += min(quota, counts.get((split, corpus, label), 0))
-    plan["n_files"] = {s: bt.files_per_split(sizes[s], files_per_table) for s in sp.SPLITS}
-    plan["chart"] = {s: {} for s in sp.SPLITS}
+    chart: dict = {s: {} for s in sp.SPLITS}
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
-            plan["chart"][split][label] = plan["chart"][split].get(label, 0) + min(quota, counts[(split, corpus, label)])
+            chart[split][label] = chart[split].get(label, 0) + min(quota, counts[(split, corpus, label)])
+    plan = replace(plan, last=dc.thresholds(edges, plan.cuts),
+                   n_files={s: bt.files_per_split(sizes[s], files_per_table) for s in sp.SPLITS}, chart=chart)
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
-    rows_of = [sum(u["rows"] for u, r in zip(plan["units"], plan["range_of"]) if r == i) for i in range(n_ranges)]
-    kept = run_round(_rows_task(plan), list(range(n_ranges)), costs=rows_of, name="rows") \
-        if any(sizes.values()) else []
-    plan["charts"] = card_mod.chart_data(kept, plan.get("earlier_stats"), sum(u["rows"] for u in plan["units"]),
-                                         drops, sizes)
-    # 6. the output files; the card's aggregates and PMI words per split; the leakage of
-    #    every kind of key and the documents per corpus; the near-duplicates across splits
-    #    (one task here, not a Spark job of its own: about 0.1 CPU-s less); the chart.
-    files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan["n_files"][s])]
+    rows_of = [sum(u["rows"] for u, r in zip(units, plan.range_of) if r == i) for i in range(n_ranges)]
+    kept = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
+    plan = replace(plan, charts=card_mod.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
+    return plan, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
+                  "sizes": sizes, "near": near, "units": unit_of, "kept": kept}
+
+
+def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
+    """Round 6 into `plan.target`: the output files; the card's aggregates and PMI words per
+    split; the leakage of every kind of key and the documents per corpus; the near-duplicates
+    across splits (one task here, not a Spark job of its own: about 0.1 CPU-s less); the
+    chart. Returns what the card and stats need (`decide`'s, with the figures, leakage,
+    blocks and files written)."""
+    sizes, near, kept = found["sizes"], found["near"], found["kept"]
+    buckets = list(range(plan.buckets))
+    columns = plan.schema.names
+    files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan.n_files[s])]
     stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
     near_tasks = [("near-leakage", "", 0)] if near is not None else []
-    # (not recorded: round 6 writes the output folder, which a resumed run writes again whole)
-    last = run_round(_files_task(plan), stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
-                     costs=[float(sizes[s]) for _, s, _ in stats_tasks]
-                     + [0.5 * sizes[s] / plan["n_files"][s] for _, s, _ in files]
-                     + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [1.0] * len(near_tasks)
-                     + [CHART_COST])
+    last = rounds.OUTPUT.run(runner, plan, stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
+                              costs=[float(sizes[s]) for _, s, _ in stats_tasks]
+                              + [0.5 * sizes[s] / plan.n_files[s] for _, s, _ in files]
+                              + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [1.0] * len(near_tasks)
+                              + [CHART_COST])
     if near is not None:
         near["leakage"] = next(r["near_leakage"] for r in last if "near_leakage" in r)
 
@@ -540,11 +220,12 @@ def rounds(runner, plan: dict, balance, max_eval: int | None, files_per_table: i
     kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
     if kept_sizes != sizes:
         raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
-    return {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
-            "sizes": sizes, "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
+    return {"drops": found["drops"], "documents": found["documents"], "labels": found["labels"],
+            "counts": found["counts"], "quotas": found["quotas"], "sizes": sizes,
+            "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
-            "near": near, "units": units, "charts": plan["charts"],
+            "near": near, "units": found["units"], "charts": plan.charts,
             "examples": card_mod.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
@@ -580,6 +261,19 @@ def _unit_ranges(units: list, n: int) -> list[int]:
     return out
 
 
+def make_plan(ctx, runner, options: Options, schema, units: list, buckets: int, settings: dict) -> SplitsPlan:
+    """The stage's plan over the pairs table's units, recorded for `--resume`
+    (`runner.plan`); a fresh start removes what an earlier attempt left in the scratch folder."""
+    work = SplitsScratch(ctx.table_path(WORK_NAME))
+    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
+                        "settings": settings, "files": options.files_per_table}):
+        work.delete()
+    return SplitsPlan(units=units, schema=schema, seed=options.seed, scratch=work, buckets=buckets,
+                      ratios=options.ratios, test_only=frozenset(_test_only_corpora(ctx)), near=options.near,
+                      private_premises=sp.private_premise_corpora(
+                          ((ctx.stats.get("pairs") or {}).get("neutral") or {}).get("allocated")))
+
+
 def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     options = ctx.stage_options(NAME, Options)
     ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
@@ -588,20 +282,12 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
     if options.near is not None:  # with "off" stats.json stays as it was (same bytes)
         stats["settings"]["near_duplicates"] = options.near.as_dict()
     stats["input_pairs"] = n_input
-    work = ctx.table_path(WORK_NAME)
-    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
-                        "settings": stats["settings"], "files": options.files_per_table}):
-        fs.delete(work)
-    plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets,
-            "test_only": frozenset(_test_only_corpora(ctx)), "ratios": ratios, "near": options.near,
-            "earlier_stats": card_mod.earlier_stats(ctx.stats),
-            "private_premises": sp.private_premise_corpora(((ctx.stats.get("pairs") or {}).get("neutral") or {})
-                                                           .get("allocated"))}
+    plan = make_plan(ctx, runner, options, schema, units, buckets, stats["settings"])
+    work = plan.scratch
 
     def write(target: str) -> None:
-        """Rounds 1-6 (round 6 writes the split files into `target`), then the card."""
-        plan["target"] = target
-        found = rounds(runner, plan, balance, max_eval, options.files_per_table)
+        """Round 6 (the split files into `target`), then the card."""
+        found = write_output(runner, replace(plan, target=target), decided)
         drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
         stats["documents"] = found["documents"]
         _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
@@ -656,13 +342,15 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
                 fs.write_bytes(fs.join(target, f.name), f.read_bytes())
 
     try:  # round 6 writes the table whole: a resumed run writes it again (keep=False)
+        plan, decided = decide(runner, plan, balance, max_eval, options.files_per_table,
+                               card_mod.earlier_stats(ctx.stats))
         ctx.write_table_with("splits", write)
     except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         runner.forget()  # the records first: they speak of the scratch files
-        fs.delete(work)
+        work.delete()
         raise
     runner.forget()
-    fs.delete(work)
+    work.delete()
     ctx.stats[STAGE] = stats
 
 
@@ -693,9 +381,9 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     stage's default, `--near-duplicates on`); None: off."""
     schema, units = bt.list_units(pairs_dir)
     with tempfile.TemporaryDirectory() as work:
-        plan = {"units": units, "schema": schema, "seed": seed, "work": work, "buckets": buckets, "target": out_dir,
-                "test_only": frozenset(test_only or ()), "ratios": tuple(ratios), "near": near}
-        result = rounds(contract.InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
+        plan = SplitsPlan(units=units, schema=schema, seed=seed, scratch=SplitsScratch(work), buckets=buckets,
+                          ratios=tuple(ratios), test_only=frozenset(test_only or ()), near=near, target=out_dir)
+        result = run_rounds(InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
                         files_per_table)
     result["splits"] = {}
     for w in result["written"]:

@@ -26,6 +26,7 @@ import signal
 from collections import Counter
 
 from extractor.io import fs
+from extractor.engine.runner import Runner, SharedValue
 
 PROGRESS = "_progress"
 RUN_RECORD = "run.json"
@@ -129,11 +130,11 @@ class Progress:
 
 
 class RecordingRunner:
-    """A runner (extractor.stage) whose named rounds record every finished task and, in a
-    resumed run with the same plan, hand back the recorded results instead of running the
-    task again."""
+    """A runner (`extractor.engine.runner.Runner`) around another (`inner`, which runs the
+    tasks): its named rounds record every finished task and, in a resumed run with the same
+    plan, hand back the recorded results instead of running the task again."""
 
-    def __init__(self, inner, folder: str, progress: Progress, stage: str):
+    def __init__(self, inner: Runner, folder: str, progress: Progress, stage: str):
         self.inner, self.folder, self.progress, self.stage = inner, folder, progress, stage
         self.reuse = False
 
@@ -142,10 +143,10 @@ class RecordingRunner:
         return self.inner.slots
 
     @property
-    def max_buckets(self):
+    def max_buckets(self) -> int | None:
         return self.inner.max_buckets
 
-    def share(self, value):
+    def share(self, value) -> SharedValue:
         return self.inner.share(value)
 
     def plan(self, key) -> bool:
@@ -192,16 +193,22 @@ class RecordingRunner:
         todo = [i for i in range(len(tasks)) if i not in results]
         self.progress.reused[self.stage] += len(tasks) - len(todo)
         self.progress.tasks[self.stage] += len(tasks)
-        where = f"{self.stage}/{name}"
-
-        def recorded(item):
-            i, task = item
-            result = fn(task)
-            put_record(fs.join(rounds, f"{i:06d}.json"), {"i": i, "task": keys[i], "result": result})
-            _kill_hook(rounds, where)
-            return result
-
+        recorded = _Recorded(fn, keys, rounds, f"{self.stage}/{name}")
         done = self.inner.map(recorded, [(i, tasks[i]) for i in todo], spread=spread, name=name,
                               costs=None if costs is None else [costs[i] for i in todo], reuse_memory=reuse_memory)
         results.update(zip(todo, done))
         return [results[i] for i in range(len(tasks))]
+
+
+class _Recorded:
+    """A recorded round's task: `fn(task)`, then its record (`rounds/<i>.json`)."""
+
+    def __init__(self, fn, keys: list, rounds: str, where: str):
+        self.fn, self.keys, self.rounds, self.where = fn, keys, rounds, where
+
+    def __call__(self, item):
+        i, task = item
+        result = self.fn(task)
+        put_record(fs.join(self.rounds, f"{i:06d}.json"), {"i": i, "task": self.keys[i], "result": result})
+        _kill_hook(self.rounds, self.where)
+        return result

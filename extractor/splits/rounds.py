@@ -1,0 +1,341 @@
+"""Stage 3's rounds: each a function of (plan, task) run by the runner on every task of the
+round (a work unit of the pairs table, a bucket of slim rows or keys, a range of units, an
+output file), exchanging rows through the scratch files the plan names (`SplitsScratch`),
+returning only small aggregates; and the driver steps over the same files (a corpus's
+assignment, its blocks). The driver's decisions between rounds are in `stage.py`."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from extractor.io import fs
+from extractor.neardup import distributed as nd
+from extractor import statistics as st
+from extractor.engine import scratch
+from extractor.engine.rounds import Round
+from extractor.io import parquet_writer as _out
+from extractor.splits import assign as sp
+from extractor.splits import card as card_mod
+from extractor.splits import decisions as dc
+from extractor.splits import pair_tables as bt
+from extractor.splits.plan import SplitsPlan
+
+
+def summaries(plan: SplitsPlan, u: int) -> dict:
+    """Round 1, per work unit: its slim rows (`pair_tables.summaries`), those that are data cut
+    into buckets of sentence-pair keys, and its documents' weights per corpus; returns
+    the rows per (label, reject reason) and the corpora."""
+    source = bt.read_unit(plan.units[u], plan.schema)
+    table = bt.summaries(source, plan.seed, plan.test_only, unit=u)
+    counts = dc.tally(table, ["label", "_reject"])
+    rows = table.filter(pc.is_null(table.column("_reject")))
+    if plan.near:
+        near_unit(plan, u, source, rows)
+    for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan.buckets)).items():
+        scratch.write_arrow(part, plan.scratch.summaries(b, u))
+    weights = dc.document_weights(rows)
+    corpora = sorted(pc.unique(weights.column("corpus")).to_pylist())
+    for corpus in corpora:
+        part = weights.filter(pc.equal(weights.column("corpus"), corpus))
+        scratch.write_arrow(part, plan.scratch.weights(corpus, u))
+    return {"counts": counts, "corpora": corpora}
+
+
+def near_unit(plan: SplitsPlan, u: int, source: pa.Table, rows: pa.Table) -> None:
+    """Near-duplicates, per unit (docs/neardup.md): the unit's data rows' premises, corpus
+    and document, with their hypotheses' shingles and band keys (not the hypotheses: the
+    near-duplicates round verifies with the shingles), to `near-texts/unit-<u>.arrow`;
+    their band rows to the folders of the bands' buckets."""
+    at = rows.column("_row")
+    ids = nd.gids(u, at.to_numpy())
+    bands, shingles, keys = nd.unit_bands_with(source.column("hypothesis").take(at), ids, plan.near)
+    texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
+                      "text": pa.nulls(len(ids), pa.large_string()),
+                      "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+    # the texts' shingles and band keys beside them: the near-duplicates round verifies
+    # with these instead of cutting and hashing every candidate's text again
+    texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
+    scratch.write_arrow(texts, near_text_path(plan, u))
+    scratch.write_arrow(pa.table({"gid": pa.array(ids, pa.int64()), "para": rows.column("_hpara")}),
+                        plan.scratch.near_paras(u))  # for blocks
+    for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan.buckets)).items():
+        scratch.write_arrow(part, plan.scratch.near_bands(b, u))
+
+
+def near_text_path(plan: SplitsPlan, u: int) -> str:
+    return plan.scratch.near_texts(u)
+
+
+NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("corpus_b", pa.string()),
+                         ("doc_id_b", pa.string()), ("both", pa.bool_()), ("gid_a", pa.int64()),
+                         ("gid_b", pa.int64())])
+
+
+def near_duplicates(plan: SplitsPlan, b: int) -> dict:
+    """Near-duplicates, per bucket of band keys: the candidates of its keys verified with the
+    exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
+    pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
+    bands = scratch.read_arrow(plan.scratch.near_bands(b), nd.BAND_SCHEMA)
+    fetch = nd.fetch_from(lambda unit: near_text_path(plan, unit), scratch.read_one)
+    candidates, verified, _ = nd.verify_bucket(bands, fetch, plan.near, b, plan.buckets)
+    edges = verified.select(list(NEAR_EDGES.names)).cast(NEAR_EDGES)
+    scratch.write_arrow(edges, plan.scratch.near_edges(b))
+    return {"candidates": candidates, "hypotheses": verified.num_rows,
+            "pairs": int(pc.sum(verified.column("both")).as_py() or 0) if verified.num_rows else 0}
+
+
+def near_groups(plan: SplitsPlan, _: int) -> dict:
+    """Near-duplicates, one task (run by the driver where the verified pairs are at most
+    NEAR_GROUPS_IN_DRIVER): the documents joined by the verified pairs (connected
+    components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
+    edges = scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES)
+    groups = groups_of(edges)
+    for corpus in sorted(set(groups.column("corpus").to_pylist())):
+        part = groups.filter(pc.equal(groups.column("corpus"), corpus))
+        scratch.write_arrow(part, plan.scratch.near_groups(corpus))
+    across = pc.sum(pc.not_equal(edges.column("corpus_a"), edges.column("corpus_b"))).as_py() if edges.num_rows else 0
+    return {"documents_joined": groups.num_rows,
+            "groups": len(set(zip(groups.column("corpus").to_pylist(), groups.column("group").to_pylist()))),
+            "hypotheses_across_corpora": int(across or 0)}
+
+
+def near_leakage(plan: SplitsPlan) -> dict:
+    """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
+    went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
+    edges = edge_units(plan, scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES))
+    assigned = scratch.read_arrow(plan.scratch.assigned(), dc.ASSIGNED_SCHEMA)
+    if not edges.num_rows or not assigned.num_rows:
+        return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
+    keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    split = {}
+    for side in "ab":
+        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")), value_set=keys)
+        split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
+    across = pc.and_(pc.not_equal(split["a"], split["b"]),
+                     pc.and_(pc.not_equal(split["a"], ""), pc.not_equal(split["b"], "")))
+    return {"hypotheses_in_two_splits": int(pc.sum(across).as_py() or 0),
+            "pairs_in_two_splits": int(pc.sum(pc.and_(across, edges.column("both"))).as_py() or 0)}
+
+
+def block_table(plan: SplitsPlan) -> pa.Table:
+    """The blocks of the corpora assigned by blocks (empty when none is)."""
+    if not plan.block_corpora:
+        return dc.BLOCKS_SCHEMA.empty_table()
+    return scratch.read_arrow(plan.scratch.blocks(), dc.BLOCKS_SCHEMA)
+
+
+def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
+    """Near-duplicate edges with the documents of corpora assigned by blocks replaced by the
+    blocks of the two hypotheses (their paragraphs from `near-paras/`)."""
+    blocks = block_table(plan)
+    if not blocks.num_rows or not edges.num_rows:
+        return edges
+    paras = scratch.read_arrow(plan.scratch.near_paras(), None)
+    for side in "ab":
+        para = pc.take(paras.column("para"), pc.index_in(edges.column(f"gid_{side}"), value_set=paras.column("gid")))
+        ids = dc.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
+        edges = edges.set_column(edges.schema.get_field_index(f"doc_id_{side}"), f"doc_id_{side}", ids)
+    return edges
+
+
+def paragraphs(plan: SplitsPlan, b: int) -> dict:
+    """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
+    of the corpora short of a label (`plan.short`), one file per corpus."""
+    corpora = list(plan.short)
+    rows = scratch.read_arrow(plan.scratch.summaries(b), bt.SUMMARY_SCHEMA)
+    rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
+    weights = dc.paragraph_weights(rows)
+    for corpus in corpora:
+        part = weights.filter(pc.equal(weights.column("corpus"), corpus))
+        scratch.write_arrow(part, plan.scratch.paragraphs(corpus, b))
+    return {}
+
+
+def assign_blocks(plan: SplitsPlan, corpus: str, short: list) -> dict | None:
+    """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
+    (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
+    None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
+    paragraphs = scratch.read_arrow(plan.scratch.paragraphs(corpus), dc.PARAGRAPHS_SCHEMA)
+    size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan.ratios)
+    blocks = dc.cut_blocks(paragraphs, size)
+    if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
+        return None  # no document was cut (no paragraphs in the refs, or small documents)
+    weights = dc.block_weights(paragraphs, blocks)
+    if plan.near:
+        edges = edge_units(replace(plan, block_corpora=(corpus,)), block_edges(plan, corpus, blocks))
+        groups = groups_of(edges)
+        assigned = assign_groups(weights, groups, plan) if groups.num_rows else \
+            dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+    else:
+        assigned = dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+    left = dc.short_cells(weights, assigned, plan.labels, plan.ratios)
+    if len(left) >= len(short):
+        return None
+    scratch.write_arrow(blocks, plan.scratch.blocks(corpus))
+    scratch.write_arrow(assigned, plan.scratch.assigned(corpus))
+    return {"documents": dc.tally(assigned, ["split"]), "short": left,
+            "unit": {"unit": "block", "pairs_per_block": size, "blocks": blocks.num_rows,
+                     "documents": len(set(blocks.column("doc_id").to_pylist()))}}
+
+
+def block_edges(plan: SplitsPlan, corpus: str, blocks: pa.Table) -> pa.Table:
+    """The near-duplicate edges of `corpus` with `blocks` written for `edge_units`."""
+    scratch.write_arrow(blocks, plan.scratch.blocks(corpus))
+    edges = scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES)
+    return edges.filter(pc.and_(pc.equal(edges.column("corpus_a"), corpus), pc.equal(edges.column("corpus_b"), corpus)))
+
+
+def groups_of(edges: pa.Table) -> pa.Table:
+    """Connected components of the documents (or blocks) that near-duplicate edges join
+    within a corpus (`neardup.document_groups`)."""
+    same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
+                   pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
+    linked = edges.filter(same)
+    return nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
+                                        "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
+
+
+def assign_documents(plan: SplitsPlan, corpus: str) -> dict:
+    """Round 2, per corpus: every document to its split; returns documents per split. Run
+    by the driver, not as a Spark job: the rows are few (one per document and label) and
+    a job costs about 0.1 CPU-s and 0.15 s on a local master, all of it serial."""
+    weights = scratch.read_arrow(plan.scratch.weights(corpus), dc.WEIGHTS_SCHEMA)
+    weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
+    groups = plan.scratch.near_groups(corpus)
+    if plan.near and fs.exists(groups):
+        assigned = assign_groups(weights, scratch.read_one(groups), plan)
+    else:
+        assigned = dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+    scratch.write_arrow(assigned, plan.scratch.assigned(corpus))
+    test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
+    short = [] if test_only else dc.short_cells(weights, assigned, plan.labels, plan.ratios)
+    return {"documents": dc.tally(assigned, ["split"]), "short": short}
+
+
+def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.Table:
+    """`decisions.assign_corpus` with the documents joined by near-duplicates assigned as one
+    (under their group's id), then every other document of a group given the group's split."""
+    at = pc.index_in(weights.column("doc_id"), value_set=groups.column("doc_id"))
+    merged = weights.set_column(weights.schema.get_field_index("doc_id"), "doc_id",
+                                pc.coalesce(pc.take(groups.column("group"), at), weights.column("doc_id")))
+    assigned = dc.assign_corpus(merged, plan.labels, plan.ratios, plan.seed)
+    members = groups.filter(pc.not_equal(groups.column("doc_id"), groups.column("group")))
+    where = pc.index_in(members.column("group"), value_set=assigned.column("doc_id"))
+    members, where = members.filter(pc.is_valid(where)), where.filter(pc.is_valid(where))
+    extra = pa.table({"corpus": members.column("corpus"), "doc_id": members.column("doc_id"),
+                      "split": pc.take(assigned.column("split"), where)}, schema=dc.ASSIGNED_SCHEMA)
+    return pa.concat_tables([assigned, extra])
+
+
+def rank(plan: SplitsPlan, b: int) -> dict:
+    """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
+    the rows kept so far, with their split, written to the folder of their unit range;
+    their histograms."""
+    rows = scratch.read_arrow(plan.scratch.summaries(b), bt.SUMMARY_SCHEMA)
+    assigned = scratch.read_arrow(plan.scratch.assigned(), dc.ASSIGNED_SCHEMA)
+    rows = dc.with_blocks(rows, block_table(plan), plan.private_premises)
+    ranked = dc.rank_identical(rows, assigned, frozenset(plan.block_corpora))
+    kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
+    where = pa.array(plan.range_of, pa.int64()).take(kept.column("_unit")).to_numpy()
+    for r, part in scratch.split_by(kept, where).items():
+        scratch.write_arrow(part, plan.scratch.ranked(r, b))
+    return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
+
+
+def boundary(plan: SplitsPlan, b: int) -> dict:
+    """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
+    parts = [plan.scratch.ranked(r, b)
+             for r in range(plan.n_ranges)]
+    tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
+    return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan.cuts)]}
+
+
+def quota_rows(plan: SplitsPlan, r: int) -> dict:
+    """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
+    over its rows from every bucket); their document, hypothesis, pair and sentence-pair
+    keys to the folders of the keys' buckets; their texts to the Arrow files of their
+    output files and their card statistics (`pair_tables.unit_statistics`) to a scratch file
+    per split. Returns the figures."""
+    folder = plan.scratch.ranked(r)
+    if not fs.exists(folder):
+        return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
+    kept = dc.within_quota(scratch.read_arrow(folder, None), plan.cuts, plan.last)
+    keys = dc.other_keys(kept)
+    for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan.buckets)).items():
+        scratch.write_arrow(part, plan.scratch.keys(k, r))
+    n, examples, lengths = 0, [], []
+    for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
+        table = bt.kept_rows(bt.read_unit(plan.units[u], plan.schema), part.column("_row").to_numpy(),
+                             part.column("_split"))
+        bt.shuffle_files(table, plan.scratch.rows(), u, plan.n_files)
+        stats = bt.unit_statistics(table)
+        # the card's example pairs and length histograms, from the rows and figures at hand
+        examples += bt.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
+        lengths += bt.length_histograms(stats)
+        for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
+            scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
+                                plan.scratch.statistics(split, u))
+        n += table.num_rows
+    return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
+            "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
+            "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
+            "examples": card_mod.merge_examples(examples), "lengths": card_mod.merge_histograms(lengths)}
+
+
+def keys_result(plan: SplitsPlan, k: int) -> dict:
+    """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
+    documents per corpus."""
+    keys = scratch.read_arrow(plan.scratch.keys(k), dc.KEYS_SCHEMA)
+    out = []
+    for kind in dc.LEAKAGE_KINDS:
+        part = keys.filter(pc.equal(keys.column("kind"), kind))
+        out += dc.leakage_counts(kind, part.column("key"), part.column("split"))
+    return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
+
+
+def output_file(plan: SplitsPlan, task) -> dict:
+    """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
+    as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
+    (`pair_tables.split_pmi`); or a keys bucket's leakage (`keys_result`); or the
+    near-duplicates in two splits (`near_leakage`); or the chart of the
+    class distribution (pairs per split and label, known from the quotas) drawn into the
+    output folder, where the executors have matplotlib (a cluster's packed environment
+    leaves it out: then the driver draws it after the round, the same file)."""
+    kind, split, bucket = task
+    if kind == "chart":  # drawn here, beside the files, not after them in the driver
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:  # a cluster's packed environment leaves it out: the driver draws
+            return {"chart": None}
+        return {"chart": [card_mod.write_chart(plan.chart, plan.target),
+                          *card_mod.write_charts(plan.charts, plan.target)]}
+    if kind == "keys":
+        return keys_result(plan, bucket)
+    if kind == "near-leakage":
+        return {"near_leakage": near_leakage(plan)}
+    if kind == "statistics":
+        stats = scratch.read_arrow(plan.scratch.statistics(split), bt.STATS_SCHEMA)
+        rows = stats.filter(pc.equal(stats.column("kind"), "row"))
+        aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
+        totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
+        return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
+    table = bt.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
+    written = _out.write_sorted(table.to_batches(), fs.join(plan.target, split), [],
+                                f"part-{bucket:05d}.parquet", _out.task_attempt())
+    return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
+
+
+# ---------------------------------------------------------------------------- stage
+
+
+SUMMARIES = Round("summaries", summaries, reuse_memory=True)
+NEAR_DUPLICATES = Round("near-duplicates", near_duplicates, reuse_memory=True)
+NEAR_GROUPS = Round("near-groups", near_groups, reuse_memory=True)
+PARAGRAPHS = Round("paragraphs", paragraphs, reuse_memory=True)
+RANK = Round("rank", rank, reuse_memory=True)
+BOUNDARY = Round("boundary", boundary, reuse_memory=True)
+QUOTA_ROWS = Round("rows", quota_rows, reuse_memory=True)
+# not recorded: round 6 writes the output folder, which a resumed run writes again whole
+OUTPUT = Round(None, output_file, reuse_memory=True)

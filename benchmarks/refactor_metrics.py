@@ -27,9 +27,9 @@ from typing import Any
 
 LIBRARY = ("extractor", "trainer", "jobs")  # the library's top-level packages
 USERS = ("tests", "benchmarks")  # code that may use the library without being it
-# The one module that names scratch paths, and the one atomic writer (before and after the move).
-SCRATCH_MODULES = ("extractor/scratch.py", "extractor/engine/scratch.py")
-ATOMIC_MODULES = ("extractor/io/atomic.py", "extractor/io/atomic.py")
+# The one module that names scratch paths, and the one atomic writer.
+SCRATCH_MODULES = ("extractor/engine/scratch.py",)
+ATOMIC_MODULES = ("extractor/io/atomic.py",)
 SUBJECT_LIMIT = 72
 
 
@@ -450,7 +450,7 @@ TEMP_TEXT = re.compile(r"tmp|temp|partial|\.part\b|work", re.I)
 
 def temp_writers(modules: list[Module]) -> Metric:
     """A file or folder moved into place by hand outside the atomic helper
-    (extractor/io/atomic.py or extractor/io/atomic.py): `os.replace`, `os.rename`,
+    (extractor/io/atomic.py): `os.replace`, `os.rename`,
     `shutil.move`, `fs.move(src, ...)`, `src.replace(...)` / `src.rename(...)` where the
     source's text names a temporary (tmp, temp, partial, work)."""
     m = Metric("temp_file_writers", "temp files/folders moved into place by hand (os.replace/rename, shutil.move, "

@@ -53,7 +53,7 @@ def installed(tmp_path_factory):
 def test_wheel_holds_the_lexicons_and_the_job(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     for needed in ("phrase_lexicons/ro.yaml", "phrase_lexicons/es.yaml", "phrase_lexicons/__init__.py",
-                   "jobs/extract.py", "extractor/run/run.py", "extractor/engine/runner.py"):
+                   "jobs/extract.py", "extractor/runs/run.py", "extractor/engine/runner.py"):
         assert needed in names
 
 

@@ -215,7 +215,7 @@ def _segmenter(punkt: dict, key: str | None = None):
 
 
 def read_unit(unit: WorkUnit, plan: DocumentsPlan, proc: DocumentProcessor, enough=lambda: False) -> None:
-    """Feed the documents of one work unit to `proc` (through extractor.fs); `enough()`
+    """Feed the documents of one work unit to `proc` (through extractor.io.fs); `enough()`
     stops early (the Punkt sample). Input damage that cannot be a counted skip raises
     InputError with one line naming the file and the byte offset."""
     corpus = plan.corpora[unit.corpus]

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Iterator
 
-from extractor.io import atomic as staging
+from extractor.io import atomic
 from trainer.errors import OutputExists
 
 DEPRECATED = "deprecated alias, removed in the next release"
@@ -94,26 +93,20 @@ def refuse_existing(out: Path | str, overwrite: bool) -> Path:
     return out
 
 
-def output_folder(out: Path | str, overwrite: bool) -> staging.WorkFolder:
+def output_folder(out: Path | str, overwrite: bool) -> atomic.WorkFolder:
     """``with output_folder(out, overwrite) as work:`` write into a work folder beside ``out``
     (extractor/io/atomic.py); when the block ends it replaces ``out``, and on any error it is
     removed (``out`` left as it was). An existing ``out`` needs ``--overwrite``."""
-    return staging.WorkFolder(refuse_existing(out, overwrite))
+    return atomic.WorkFolder(refuse_existing(out, overwrite))
 
 
 @contextlib.contextmanager
 def output_file(out: Path | str) -> Iterator[Path]:
-    """``with output_file(out) as path:`` write the file ``path`` (beside ``out``, named as
-    extractor/io/atomic.py names a work folder); when the block ends it replaces ``out`` in one
+    """``with output_file(out) as path:`` write the file ``path`` (beside ``out``:
+    extractor/io/atomic.py's `WorkFile`); when the block ends it replaces ``out`` in one
     rename, and on any error it is removed (``out`` left as it was). Check ``--overwrite``
     with :func:`refuse_existing` before the work starts."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = staging.work_path(out)
-    work.unlink(missing_ok=True)
-    try:
+    with atomic.WorkFile(out) as work:
         yield work
-    except BaseException:
-        work.unlink(missing_ok=True)
-        raise
-    os.replace(work, out)

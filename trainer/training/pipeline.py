@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.io import atomic as staging
+from extractor.io import atomic
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
 from extractor.core.names import LABELS
@@ -502,8 +502,8 @@ def prepare_output(args) -> Path:
     """Decide what happens to `--output` before any work; returns the run's work folder,
     ``OUT.inprogress`` (not created yet)."""
     out = Path(args.output)
-    work = staging.unfinished_path(out)
-    pid = staging.live_claim(work)
+    work = atomic.unfinished_path(out)
+    pid = atomic.live_claim(work)
     if pid is not None:
         raise UserError(f"{out}: another train (pid {pid}) is writing this run ({work}); wait for it or "
                         f"choose another --output")
@@ -516,7 +516,7 @@ def prepare_output(args) -> Path:
                             f"choose another --output or remove it yourself")
     if work.exists():
         if args.overwrite:
-            staging.discard(work)
+            atomic.discard(work)
         elif not args.resume:
             raise UserError(f"{work}: an unfinished run is there (a failed or killed train): use --resume to "
                             f"continue it, or --overwrite to start again")
@@ -577,8 +577,8 @@ def run_training(args, callbacks) -> int:
     }
 
     # kept on failure (a checkpoint for --resume), continued when it is there, swapped in when finished
-    with staging.WorkFolder(out, work=work, keep=True, resume=True) as work:
-        staging.claim(work)
+    with atomic.WorkFolder(out, work=work, keep=True, resume=True) as work:
+        atomic.claim(work)
         try:
             code = _train_all(args, work, out, train, val, tests, labels, base_config, callbacks)
         except BaseException:

@@ -42,8 +42,10 @@ OTHER = "-"  # a model label that names no NLI relation (e.g. our `reasoning` un
 
 # ---------------------------------------------------------------------------- labels
 
-def parse_label_map(specs) -> dict[str, str]:
-    """``["contrasting=N", "reasoning=-"]`` -> {label: letter or "-"}; one-line errors."""
+def parse_letter_map(specs) -> dict[str, str]:
+    """`consistency --label-map`: ``["contrasting=N", "reasoning=-"]`` -> {model label: NLI letter
+    E, C, N, or "-" for none}; one-line errors. (`trainer.data.loading.parse_label_map` renames
+    labels into other labels, for `evaluate` and `stress`.)"""
     out: dict[str, str] = {}
     for spec in specs or []:
         label, sep, target = str(spec).partition("=")

@@ -24,7 +24,6 @@ import numpy as np
 
 LETTERS = ("E", "C", "N")
 READINGS = ("MC", "SC", "EI")
-READING_NAMES = {"MC": "material conditional", "SC": "strict conditional", "EI": "strict conditional with existential import"}
 ATOMS = "abc"
 FULL = 0xFF  # all 8 valuations
 
@@ -203,28 +202,6 @@ def evaluate(node, reading: str | None = None) -> np.ndarray:
         return ~evaluate(node[1], reading)
     x, y = evaluate(node[1], reading), evaluate(node[2], reading)
     return {"and": x & y, "or": x | y, "imp": ~x | y}[kind]
-
-
-def classify(text: str, reading: str) -> tuple[str, np.ndarray]:
-    """Status of a (meta-)inference under a reading, as Table 2 writes it, and its truth vector.
-
-    ``valid`` (✓), ``contradictory`` (⊥), ``vacuous`` (∅: the antecedent of the top-level
-    implication is unsatisfiable) or ``contingent`` (equivalent to the returned vector).
-    """
-    node = parse(text)
-    truth = evaluate(node, reading)
-    if node[0] == "imp" and not evaluate(node[1], reading).any():
-        return "vacuous", truth
-    if truth.all():
-        return "valid", truth
-    if not truth.any():
-        return "contradictory", truth
-    return "contingent", truth
-
-
-def equivalent(f: str, g: str, reading: str | None = None) -> bool:
-    """Whether two formulas are equivalent over K (true at the same models)."""
-    return bool(np.array_equal(evaluate(f, reading), evaluate(g, reading)))
 
 
 # ---------------------------------------------------------------------------- inferred items

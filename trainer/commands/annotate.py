@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from extractor.core.errors import UserError
-from trainer.annotation import agreement as ag
+from trainer.annotation import agreement
 from trainer.annotation import outputs
 from trainer.annotation.blind_batches import annotator_names, select_items, write_batch
 from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
@@ -116,10 +116,10 @@ def run_export(args) -> int:
         if not items_file.exists() or not agreement_file.exists():
             raise UserError(f"{prev}: not an `annotate import` output (no items.parquet/agreement.json) (--unresolved)")
         prev_items = read_parquet_frame(items_file)
-        agreement = json.loads(agreement_file.read_text(encoding="utf-8"))
+        last_import = json.loads(agreement_file.read_text(encoding="utf-8"))
         pending = set(prev_items.loc[prev_items["status"] != "majority", "item_id"].astype(str))
-        round_no = max((r["round"] for r in agreement.get("rounds", [])), default=0) + 1
-        start = len(agreement.get("annotators", [])) + 1
+        round_no = max((r["round"] for r in last_import.get("rounds", [])), default=0) + 1
+        start = len(last_import.get("annotators", [])) + 1
         previous = {"import_dir": str(prev), "pending": len(pending)}
         data = data[data["pair_id"].isin(pending)].reset_index(drop=True)
         if data.empty:
@@ -189,8 +189,8 @@ def run_import(args) -> int:
     if args.policy == "agree" and auto.isna().all():
         raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); use --policy majority")
 
-    counts = ag.vote_counts(table, labels, batch)
-    maj = ag.majority(counts, args.min_votes)
+    counts = agreement.vote_counts(table, labels, batch)
+    maj = agreement.majority(counts, args.min_votes)
     items = pd.DataFrame(index=pd.Index(batch, name="item_id"))
     items["split"] = rows["split"].to_numpy()
     items["auto_label"] = auto.to_numpy()
@@ -205,10 +205,10 @@ def run_import(args) -> int:
         items["kept"] = (items["status"] == "majority") & (items["majority"] == items["auto_label"])
 
     first_round = int(table["round"].min()) if len(table) else 1
-    fl = ag.fleiss(table[table["round"] == first_round], labels)
-    ka = ag.krippendorff_alpha(table, labels)
+    fl = agreement.fleiss(table[table["round"] == first_round], labels)
+    ka = agreement.krippendorff_alpha(table, labels)
     gold = items[items["majority"].notna() & items["auto_label"].notna()]
-    avm = ag.auto_vs_majority(gold["auto_label"], gold["majority"], labels)
+    avm = agreement.auto_vs_majority(gold["auto_label"], gold["majority"], labels)
     status = items["status"].value_counts()
     c = {
         "items_in_batch": int(len(items)),
@@ -239,17 +239,17 @@ def run_import(args) -> int:
         ids = items.index[items["status"] == "unlabelled"]
         bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
 
-    by_split = ag.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
+    by_split = agreement.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
     by_genre = []
     if "genre" in rows.columns and rows["genre"].notna().any():
-        by_genre = ag.group_table(table, items, rows["genre"].fillna("(none)").astype(str), labels)
+        by_genre = agreement.group_table(table, items, rows["genre"].fillna("(none)").astype(str), labels)
     carto_rows, carto_info = [], None
     if args.cartography is not None:
         group_of, carto_info = cartography_groups(args.cartography, items.index)
-        carto_rows = ag.group_table(table, items, group_of, labels)
+        carto_rows = agreement.group_table(table, items, group_of, labels)
 
     annotator_groups = parse_annotator_groups(args.annotator_group, set(table["annotator"]))
-    by_annotator_group = ag.annotator_group_table(table, items["auto_label"], annotator_groups, labels,
+    by_annotator_group = agreement.annotator_group_table(table, items["auto_label"], annotator_groups, labels,
                                                   args.min_votes) if annotator_groups else None
 
     kept_by_split = {("test" if s == "data" else s): int(n) for s, n in
@@ -263,12 +263,12 @@ def run_import(args) -> int:
         "per_class": avm["per_class"],
         "counts": c,
         "fleiss": fl, "fleiss_round": first_round, "krippendorff": ka,
-        "cohen_pairwise": ag.cohen_pairwise(table, labels) if len(table) else [],
+        "cohen_pairwise": agreement.cohen_pairwise(table, labels) if len(table) else [],
         "auto_vs_majority": avm,
-        "consensus": ag.consensus_table(table, items),
-        "rounds": ag.rounds_table(table, batch, labels, args.min_votes),
+        "consensus": agreement.consensus_table(table, items),
+        "rounds": agreement.rounds_table(table, batch, labels, args.min_votes),
         "annotators": sorted(table["annotator"].unique().tolist()) if len(table) else [],
-        "annotators_table": ag.annotator_table(table, items, labels) if len(table) else [],
+        "annotators_table": agreement.annotator_table(table, items, labels) if len(table) else [],
         "by_split": by_split, "by_genre": by_genre,
         "by_cartography_group": carto_rows, "cartography": carto_info,
         "by_annotator_group": by_annotator_group,

@@ -59,8 +59,9 @@ def train_vectors(texts: list[str], *, dim: int, seed: int, epochs: int = 10):
     digest = hashlib.blake2b("\x1f".join(texts).encode("utf-8"), digest_size=8).hexdigest()
     key = f"train:{digest}:{dim}:{seed}:{epochs}"
     if key not in _CACHE:
-        # gensim's default 2M n-gram buckets make every saved run ~800 MB even for a
-        # 2,000-pair corpus; the number of distinct n-grams grows with the vocabulary.
+        # gensim's default 2M n-gram buckets size every saved run by that default, not by the
+        # corpus; the number of distinct n-grams grows with the vocabulary, so the buckets do
+        # too (the saved sizes before and after: docs/trainer.md, "Baselines").
         vocabulary = {w for sentence in sentences for w in sentence}
         buckets = min(2_000_000, max(1 << 16, 8 * len(vocabulary)))
         model = FastText(sentences=sentences, vector_size=dim, window=5, min_count=2, epochs=epochs,

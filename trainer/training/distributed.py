@@ -171,10 +171,3 @@ def all_gather_objects(obj) -> list:
     torch.distributed.all_gather_object(out, obj)
     return out
 
-
-def broadcast_object(obj):
-    if not active():
-        return obj
-    box = [obj]
-    torch.distributed.broadcast_object_list(box, src=0)
-    return box[0]

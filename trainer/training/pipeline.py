@@ -353,8 +353,8 @@ def grid_search(args, labels, train, val, params, seed) -> tuple[dict, list]:
 NOT_MODEL = {"progress", "device", "eval_batch_size"}
 
 
-def fingerprint(config: dict) -> dict:
-    """What a checkpoint must share with the command that resumes it."""
+def resume_fingerprint(config: dict) -> dict:
+    """What a checkpoint must share with the command that resumes it (``resume.json``)."""
     params = {k: v for k, v in (config.get("params") or {}).items() if k not in NOT_MODEL}
     data = dict(config.get("data") or {})
     return {"model": config.get("model"), "input_mode": config.get("input_mode"), "labels": config.get("labels"),
@@ -438,7 +438,7 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
         config["curriculum"] = {"name": args.curriculum, "total_steps": len(schedule), "batch_size": step_size}
 
     # the resume check: a checkpoint is continued only by the command that wrote it
-    print_fp = fingerprint(config)
+    print_fp = resume_fingerprint(config)
     fp_path = out / "resume.json"
     resume = False
     if args.resume and fp_path.exists():

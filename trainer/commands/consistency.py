@@ -3,7 +3,7 @@ run's labels (the method and its readings: trainer/analysis/consistency.py,
 trainer/analysis/logic.py; docs/consistency.md).
 
 Outputs (``--output``, default ``RUN_DIR/consistency/``, written beside it and swapped in
-at the end; ``--out`` is a deprecated alias): ``metrics.json``, ``table.md``,
+at the end): ``metrics.json``, ``table.md``,
 ``items.parquet``, ``sources.parquet``, ``consistency.png``.
 """
 from __future__ import annotations

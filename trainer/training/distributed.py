@@ -1,6 +1,6 @@
 """Data-parallel training under `torchrun` (gloo on CPU processes, NCCL on GPUs).
 
-    torchrun --nproc_per_node N -m trainer train ... --out RUN_DIR
+    torchrun --nproc_per_node N -m trainer train ... --output RUN_DIR
 
 `torchrun` sets ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``; `setup_run` (called by
 ``train``) starts the process group, pins each process to its GPU and gives every rank but

@@ -10,7 +10,7 @@ Reliability by construction: every setting is checked before any data is read; t
 written into its work folder ``OUT.inprogress/`` and swapped in as ``OUT`` only when it has
 finished (extractor/io/atomic.py), so a failed or killed run never damages the run it would
 replace (``--overwrite``); ``--resume`` continues an unfinished run only under the same
-settings (``resume.json``). ``--out`` is a deprecated alias of ``--output``.
+settings (``resume.json``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Data cartography (Swayamdipta et al., 2020) of a run's training dynamics, as used by RoNLI.
 
-`python -m trainer cartography RUN_DIR` (trainer/commands/cartography.py) reads ``RUN_DIR/dynamics/epoch_N.parquet`` (one file
-per epoch: id, gold, gold_prob, pred, correct) and writes ``RUN_DIR/cartography/``:
+`python -m trainer cartography RUN_DIR` (trainer/commands/cartography.py) reads
+``RUN_DIR/dynamics/epoch_N.parquet`` (one file per epoch: id, gold, gold_prob, pred, correct)
+and writes ``RUN_DIR/cartography/``:
 
 - ``metrics.parquet``: id, gold, epochs, confidence, variability, correctness, e2l, a, h2l,
   n_groups, s, s_printed

@@ -13,8 +13,9 @@ Sources: ``--data`` (any NLI file the trainer reads), ``--generated`` (JSONL of 
 hypothesis, intended label, e.g. written by an LLM from the data's hypotheses, §5.2) and
 ``--sentences`` (our sentence table: consecutive sentences of a paragraph as chains).
 Allowed label sets come from :mod:`trainer.analysis.logic`. Outputs (``--output``, default
-``RUN_DIR/consistency/``, written beside it and swapped in at the end): ``metrics.json``, ``table.md``, ``items.parquet`` (inferred items
-with predictions), ``sources.parquet``, ``consistency.png``. See docs/consistency.md.
+``RUN_DIR/consistency/``, written beside it and swapped in at the end): ``metrics.json``,
+``table.md``, ``items.parquet`` (inferred items with predictions), ``sources.parquet``,
+``consistency.png``. See docs/consistency.md.
 """
 from __future__ import annotations
 

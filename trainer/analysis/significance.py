@@ -228,7 +228,8 @@ def format_report(result: dict) -> str:
                         f" ({t['mann_whitney']['detail']})" if t["mann_whitney"] else ""))
     if result["tests"].get("cochrans_q_all"):
         q = result["tests"]["cochrans_q_all"]
-        lines.append(f"Cochran's Q over all {len(names)} runs: Q {q['statistic']:.4f} ({q['detail']}) p {_fmt_p(q['pvalue'])}")
+        lines.append(f"Cochran's Q over all {len(names)} runs: Q {q['statistic']:.4f} ({q['detail']}) "
+                     f"p {_fmt_p(q['pvalue'])}")
     return "\n".join(lines)
 
 

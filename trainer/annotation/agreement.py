@@ -203,8 +203,10 @@ def consensus_table(ann: pd.DataFrame, items: pd.DataFrame) -> dict:
         "individual_equals_majority": share(int((with_gold["label"] == with_gold["majority"]).sum()), len(with_gold)),
         "individual_equals_automatic": share(int((joined["label"] == joined["auto_label"]).sum()),
                                              int(joined["auto_label"].notna().sum())),
-        "majority_equals_automatic": share(int((gold & has_auto & (labelled["majority"] == labelled["auto_label"])).sum()), n),
-        "majority_differs_from_automatic": share(int((gold & has_auto & (labelled["majority"] != labelled["auto_label"])).sum()), n),
+        "majority_equals_automatic": share(
+            int((gold & has_auto & (labelled["majority"] == labelled["auto_label"])).sum()), n),
+        "majority_differs_from_automatic": share(
+            int((gold & has_auto & (labelled["majority"] != labelled["auto_label"])).sum()), n),
         "no_majority": share(int((~gold).sum()), n),
     }
 

@@ -165,7 +165,8 @@ def read_label_studio_json(path: Path, col: _Collector, default_round: int) -> i
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(data, list):
-        raise UserError(f"{path}: not a Label Studio export (expected a JSON list of tasks; export as JSON or JSON_MIN)")
+        raise UserError(f"{path}: not a Label Studio export (expected a JSON list of tasks; "
+                        "export as JSON or JSON_MIN)")
     if not data:
         raise UserError(f"{path}: the export holds no task")
     n = 0

@@ -187,7 +187,8 @@ def run_import(args) -> int:
         raise UserError(f"{args.data}: automatic label {rows.loc[off_set, 'label'].iloc[0]!r} of item "
                         f"{rows.index[off_set][0]!r} is not in the label set {', '.join(labels)} (--labels)")
     if args.policy == "agree" and auto.isna().all():
-        raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); use --policy majority")
+        raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); "
+                        "use --policy majority")
 
     counts = agreement.vote_counts(table, labels, batch)
     maj = agreement.majority(counts, args.min_votes)
@@ -237,7 +238,8 @@ def run_import(args) -> int:
         bad.append(f"... {len(ann.duplicates) - 5} more identical repeats")
     if c["unlabelled"]:
         ids = items.index[items["status"] == "unlabelled"]
-        bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+        bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10])
+                   + (" ..." if len(ids) > 10 else ""))
 
     by_split = agreement.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
     by_genre = []
@@ -286,7 +288,8 @@ def run_import(args) -> int:
         (work / "report.md").write_text(outputs.report(summary), encoding="utf-8")
         (work / "human_validation.md").write_text(section, encoding="utf-8")
         outputs.plot_confusion(avm["confusion_matrix"], work / "confusion_matrix.png",
-                               f"automatic vs human majority ({avm['items']} items), Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
+                               f"automatic vs human majority ({avm['items']} items), "
+                               f"Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
         flat = items.reset_index()
         flat.to_parquet(work / "items.parquet", index=False)
         flat.to_csv(work / "items.csv", index=False)
@@ -297,11 +300,13 @@ def run_import(args) -> int:
 
     out = Path(args.output)
     print(f"{c['annotations']} labels by {c['annotators']} annotators on {c['items_in_batch']} items "
-          f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, {c['without_majority']} without, "
+          f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, "
+          f"{c['without_majority']} without, "
           f"{c['too_few_votes']} with too few votes, {c['unlabelled']} unlabelled")
     print(f"Fleiss kappa {outputs.fmt(fl['kappa'])} ({fl['items']} items x {fl['raters_per_item']} labels, round "
           f"{first_round}); Krippendorff alpha {outputs.fmt(ka['alpha'])}; automatic vs majority: Cohen kappa "
-          f"{outputs.fmt(avm['cohen_kappa'])}, micro F1 {outputs.fmt(avm['micro_f1'])}, macro F1 {outputs.fmt(avm['macro_f1'])}")
+          f"{outputs.fmt(avm['cohen_kappa'])}, micro F1 {outputs.fmt(avm['micro_f1'])}, "
+          f"macro F1 {outputs.fmt(avm['macro_f1'])}")
     for line in bad:
         print(f"counted: {line}")
     print(f"validated ({args.policy}): {c['kept']} kept, {c['dropped']} dropped -> {out}/validated")

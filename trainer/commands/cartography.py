@@ -96,7 +96,7 @@ def run(args) -> int:
         }
         (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"cartography of {n} examples over {summary['epochs']} epochs ({dyn_dir})")
-    print(f"thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
+    print("thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
     print(markdown_table(groups))
     print(f"in no group: {summary['in_no_group']} ({summary['in_no_group'] / n:.1%}), "
           f"in two groups: {summary['in_two_groups']} ({summary['in_two_groups'] / n:.1%})")

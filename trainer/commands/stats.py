@@ -25,7 +25,8 @@ def add_arguments(parser) -> None:
     add_overwrite(parser, "replace an existing --output file")
     parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
     parser.add_argument("--pmi-min-count", type=int, default=statistics.PMI_MIN_COUNT,
-                        help=f"only words in at least this many hypotheses get a PMI (default: {statistics.PMI_MIN_COUNT})")
+                        help="only words in at least this many hypotheses get a PMI "
+                             f"(default: {statistics.PMI_MIN_COUNT})")
     neardup_settings.add_arguments(parser)
 
 

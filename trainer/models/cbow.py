@@ -47,7 +47,8 @@ def load_vectors(path: str | Path):
             else:
                 _CACHE[key] = KeyedVectors.load_word2vec_format(str(path), binary=False)
         except Exception as exc:
-            raise ModelError(f"{path}: cannot read word vectors: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            raise ModelError(f"{path}: cannot read word vectors: {first}") from exc
     return _CACHE[key]
 
 

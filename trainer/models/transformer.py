@@ -319,7 +319,8 @@ class Transformer:
         if self.params["lr"] is None:
             width = getattr(self.model.encoder().config, "hidden_size", None)
             self.params["lr"] = default_lr(width)
-            log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)", self.params["lr"], width)
+            log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)",
+                     self.params["lr"], width)
         if self.params["head_lr"] is None and hasattr(self.model, "head"):
             self.params["head_lr"] = max(float(self.params["lr"]), HEAD_LR)
             log.info("learning rate of the new head %g (--head-lr sets it)", self.params["head_lr"])

@@ -45,9 +45,9 @@ log = logging.getLogger("trainer")
 
 
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
-               "grad_accum", "lr", "head_lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
-               "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
-               "deterministic", "dynamics", "pooling"]
+               "grad_accum", "lr", "head_lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience",
+               "head_hidden", "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress",
+               "compile", "deterministic", "dynamics", "pooling"]
 
 
 def model_params(args) -> dict:
@@ -57,7 +57,8 @@ def model_params(args) -> dict:
     if args.vectors:
         params["vectors"] = str(args.vectors)
     if args.model in ("cbow-svm", "cbow-softmax"):
-        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length", "dynamics", "pooling")}
+        unused = ("pretrained", "encoding", "max_length", "dynamics", "pooling")
+        params = {k: v for k, v in params.items() if k not in unused}
     return params
 
 
@@ -553,8 +554,8 @@ def run_training(args, callbacks) -> int:
     for col in args.by:
         for c in col.split(","):
             if c and not any(c in df.columns for df in evaluated):
-                raise UserError(f"--by {c}: no test data has a column {c!r} "
-                                f"(columns: {', '.join(map(str, evaluated[0].columns)) if evaluated else 'no test data'})")
+                columns = ", ".join(map(str, evaluated[0].columns)) if evaluated else "no test data"
+                raise UserError(f"--by {c}: no test data has a column {c!r} (columns: {columns})")
     note = note_validation(args, val)
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -623,7 +624,8 @@ def _train_all(args, work, out, train, val, tests, labels, base_config, callback
     print(f"selected seed {selected} (best validation macro-F1)")
     _print_summary(per_seed[str(selected)])
     for split in mean:
-        print(f"{split} over {len(seeds)} seeds: accuracy {mean[split]['accuracy']:.4f} ± {std[split]['accuracy']:.4f}, "
+        print(f"{split} over {len(seeds)} seeds: "
+              f"accuracy {mean[split]['accuracy']:.4f} ± {std[split]['accuracy']:.4f}, "
               f"macro-F1 {mean[split]['macro_f1']:.4f} ± {std[split]['macro_f1']:.4f}")
     return 0
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TypedDict
 
 import numpy as np
 
@@ -206,8 +207,17 @@ def evaluate(node, reading: str | None = None) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- inferred items
 
+class Kind(TypedDict):
+    """An item kind: its pattern, the source items' (premise, hypothesis) atoms, the inferred
+    item's, and whether a third sentence c takes part."""
+    pattern: str
+    sources: tuple[tuple[str, str], ...]
+    target: tuple[str, str]
+    c: bool
+
+
 # Item kinds of §5.3: the labelled source items (premise, hypothesis) and the inferred item.
-KINDS = {
+KINDS: dict[str, Kind] = {
     "swap": {"pattern": "ab; ba", "sources": (("a", "b"),), "target": ("b", "a"), "c": False},
     "chain_ac": {"pattern": "ab, bc; ac", "sources": (("a", "b"), ("b", "c")), "target": ("a", "c"), "c": True},
     "chain_ca": {"pattern": "ab, bc; ca", "sources": (("a", "b"), ("b", "c")), "target": ("c", "a"), "c": True},
@@ -274,7 +284,8 @@ def allowed_table(readings=READINGS) -> list[dict]:
     rows = []
     for kind, spec in KINDS.items():
         for letters in product(LETTERS, repeat=len(spec["sources"])):
-            row = {"kind": kind, "pattern": spec["pattern"], "sources": source_text(kind, letters)}
+            row: dict[str, str | None] = {"kind": kind, "pattern": spec["pattern"],
+                                          "sources": source_text(kind, letters)}
             for r in readings:
                 allowed = allowed_labels(r, kind, letters)
                 row[r] = None if allowed is None else "".join(L for L in LETTERS if L in allowed)

@@ -10,6 +10,7 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from extractor.core.errors import UserError
 from trainer.analysis.cartography import (GROUPS, GroupRules, cartography_table, compute_measures, group_table,
@@ -78,7 +79,7 @@ def run(args) -> int:
         title = args.title or run_dir.resolve().name
         plot_data_map(table, work / "data_map.png", title=title, thresholds=thresholds)
         n = len(table)
-        summary = {
+        summary: dict[str, Any] = {
             "run_dir": str(run_dir),
             "dynamics": str(dyn_dir),
             "examples": n,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,7 +69,8 @@ def run(args) -> int:
     run_ = load_run(args.run_dir)
     to_letter = model_letters(run_.labels, label_map)
 
-    parts, counts = [], {}
+    parts: list[pd.DataFrame] = []
+    counts: dict[str, Any] = {}  # numbers, and per-kind counts
     items = pd.DataFrame(columns=["kind", "c", "source1", "source2", "premise", "hypothesis"])
     if args.data is not None:
         splits = load_nli(args.data, **run_mapping(args, run_), require_label=False)

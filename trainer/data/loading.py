@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -407,8 +408,9 @@ def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", 
     Columns: ``id`` (str), ``premise``, ``hypothesis``, ``label`` (str names, None where
     the data has no gold label), then the input's other columns.
     """
-    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
+    mapping: dict[str, Any] = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                                   label_names=label_names, require_label=require_label,
+                                   allow_unknown_labels=allow_unknown_labels)
     if isinstance(path, (list, tuple)):
         out: dict[str, pd.DataFrame] = {}
         for p in path:
@@ -452,8 +454,9 @@ def load_one_split(path, split: str | None = None, *, flag: str | None = "--spli
     only that split's files are read. Anything else is one-line :class:`NLIDataError` naming
     the path and what is expected.
     """
-    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
+    mapping: dict[str, Any] = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                                   label_names=label_names, require_label=require_label,
+                                   allow_unknown_labels=allow_unknown_labels)
     path = Path(path)
     if not path.exists():
         raise NLIFileNotFound(f"{path}: no such file or folder")

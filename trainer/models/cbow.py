@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
+from typing import Any
 
 import joblib
 import numpy as np
@@ -94,7 +95,7 @@ class CbowBase:
         self.labels = list(labels)
         self.input_mode = input_mode
         self.params = {**CbowBase.DEFAULTS, **self.DEFAULTS, **(params or {})}
-        self.kv = None
+        self.kv: Any = None  # gensim KeyedVectors, once fitted or loaded
 
     def _vectors(self, train: pd.DataFrame, seed: int):
         if self.params.get("vectors"):
@@ -175,7 +176,7 @@ class DenseData:
         self.X = torch.as_tensor(X, dtype=torch.float32)
         self.labels = labels if labels is not None else np.zeros(len(X), dtype=np.int64)
         self.n_classes = n_classes
-        self.lengths = None
+        self.lengths: np.ndarray | None = None  # all rows the same size
 
     def __len__(self) -> int:
         return len(self.X)
@@ -191,6 +192,9 @@ class SoftmaxHead(nn.Module):
     far from the logistic-regression optimum after a few epochs; PCA whitening makes the
     problem well conditioned, so epochs of Adam reach it (and the dynamics mean something).
     """
+
+    mean: torch.Tensor  # buffers, registered in __init__
+    proj: torch.Tensor
 
     def __init__(self, dim: int, n_classes: int):
         super().__init__()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,9 @@ def build_untrained_bert(folder: Path, texts: list[str], *, tokenizer_vocab: int
     """A BERT built from a config (random weights) with a WordPiece tokenizer trained on `texts`,
     saved with save_pretrained: for tests and benchmarks where nothing can be downloaded."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    # transformers 5 exports BertTokenizerFast (an alias of BertTokenizer) lazily, and its typed
+    # top level does not list it
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -284,8 +287,10 @@ class Transformer:
         if self.params["lr"] is None and self.params["freeze_encoder"]:  # RoNLI trained heads at 1e-3
             self.params["lr"] = 1e-3
         # otherwise the learning rate follows the encoder's width, known once it is loaded (default_lr)
-        self.model = None
-        self.tokenizer = None
+        # built by _build (a pretrained encoder) or _load (a saved run): CrossModel or SeparateModel,
+        # and a Hugging Face tokenizer; Any, as every use comes after one of them
+        self.model: Any = None
+        self.tokenizer: Any = None
 
     # ------------------------------------------------------------------ building
     def _build(self, pretrained: str) -> None:

@@ -31,20 +31,21 @@ from extractor.io.atomic import unfinished_path
 
 try:
     import torch
+    HAVE_TORCH = True
 except ImportError:  # `train` of the scikit-learn models runs without torch
-    torch = None
+    HAVE_TORCH = False
 
 _MIRRORS: dict[Path, Path] = {}  # rank > 0: scratch run directory -> rank 0's
 
 
 def world_size() -> int:
-    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+    if HAVE_TORCH and torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_world_size()
     return 1
 
 
 def rank() -> int:
-    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+    if HAVE_TORCH and torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank()
     return 0
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -189,7 +190,7 @@ def _split_of(metrics: dict, wanted: str | None, where: Path) -> str:
 
 def collect(lineup: Lineup) -> dict:
     """Scores of every finished run: the selected seed's test metrics, mean +- std over seeds."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     labels: list[str] = []
     ref_preds = None
     for entry in lineup.entries:

@@ -152,7 +152,7 @@ def _pin(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.pin_memory() for k, v in batch.items()}
 
 
-def iter_batches(data: Encoded, row_lists: Iterable[Sequence[int]], *, ahead: int = 0, pin: bool = False):
+def iter_batches(data: Encoded, row_lists: Iterable[Sequence[int] | np.ndarray], *, ahead: int = 0, pin: bool = False):
     """(rows, CPU batch) for each list of rows; with ahead > 0 a thread builds (and pins) them in advance."""
     if ahead <= 0:
         for rows in row_lists:
@@ -250,8 +250,9 @@ def adamw(model: nn.Module, lr: float, weight_decay: float, head_lr: float | Non
     params = [{"params": ps, "weight_decay": 0.0 if no_decay else weight_decay,
                "lr": head_lr if head and head_lr is not None else lr}
               for (head, no_decay), ps in sorted(groups.items())]
-    kw = {"fused": True} if any(p.is_cuda for g in params for p in g["params"]) else {}
-    return torch.optim.AdamW(params, lr=lr, **kw)
+    if any(p.is_cuda for ps in groups.values() for p in ps):
+        return torch.optim.AdamW(params, lr=lr, fused=True)
+    return torch.optim.AdamW(params, lr=lr)
 
 
 # ---------------------------------------------------------------------------- inference
@@ -522,7 +523,7 @@ class DynamicsWriter(Callback):
         self.data, self.ids, self.labels = data, pd.Series(list(ids), dtype=str), list(labels)
         self.out_dir = Path(out_dir)
         self.mode = mode if train_ids is not None else "pass"
-        if self.mode == "forward":
+        if self.mode == "forward" and train_ids is not None:
             index = {k: i for i, k in enumerate(self.ids)}
             self.row_of = np.array([index.get(str(k), -1) for k in train_ids], dtype=np.int64)
         self.spent = 0.0  # seconds recording in the current epoch

@@ -67,9 +67,9 @@ def model_params(args) -> dict:
 # RoNLI Appendix B for the transformer: learning rate, mini-batch size, dropout and head size.
 # Dropout and head size shape only the separate encoding's MLP head; under --encoding cross
 # they are left out of the grid (they would train the same model twice).
-TRANSFORMER_GRID = {"lr": [1e-5, 2e-5, 5e-5], "batch_size": [16, 32], "dropout": [0.1, 0.3],
+TRANSFORMER_GRID: dict[str, list] = {"lr": [1e-5, 2e-5, 5e-5], "batch_size": [16, 32], "dropout": [0.1, 0.3],
                     "head_hidden": [256, 512]}
-TRANSFORMER_GRID_FROZEN = {**TRANSFORMER_GRID, "lr": [1e-2, 1e-3, 1e-4]}
+TRANSFORMER_GRID_FROZEN: dict[str, list] = {**TRANSFORMER_GRID, "lr": [1e-2, 1e-3, 1e-4]}
 GRID_TYPES = {"lr": float, "batch_size": int, "dropout": float, "head_hidden": int, "C": float, "kernel": str,
               "max_depth": int, "learning_rate": float, "epochs": int, "weight_decay": float}
 

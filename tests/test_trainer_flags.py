@@ -66,7 +66,8 @@ def test_the_new_spellings_work_and_the_old_ones_are_refused(tmp_path, capsys):
     assert "deprecated" not in capsys.readouterr().err
     for argv in (["evaluate", str(tmp_path / "run"), "--test", str(test), "--output", str(tmp_path / "e2")],
                  ["predict", str(tmp_path / "run"), "--input", str(test), "--output", str(tmp_path / "p.csv")],
-                 ["predict", str(tmp_path / "run"), "--data", str(test), "--output", str(tmp_path / "q.csv"), "--force"]):
+                 ["predict", str(tmp_path / "run"), "--data", str(test), "--output", str(tmp_path / "q.csv"),
+                  "--force"]):
         with pytest.raises(SystemExit) as exc:
             cli.main(argv)
         assert exc.value.code == 2

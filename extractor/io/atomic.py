@@ -4,10 +4,10 @@ one or the new one, never half of one.
 One helper for every command that writes a folder (`WorkFolder`: the trainer's `train`,
 `evaluate`, `stress`, `annotate`, `consistency`, `cartography`; the job's run code may use
 `pid_alive` and `swap_in` for local disks), and one for every single file (`WorkFile`: the
-trainer's JSON, Parquet, Markdown and checkpoint files, `--output FILE`). The vocabulary: the *work folder* is where the output is
-written until it is finished (``<out>.inprogress`` or ``<out>.inprogress-<pid>``, beside
-``out`` so that the swap is a rename on one filesystem); *swapping in* replaces ``out`` by
-the finished work folder.
+trainer's JSON, Parquet, Markdown and checkpoint files, `--output FILE`). The vocabulary:
+the *work folder* (or work file) is where the output is written until it is finished
+(``<out>.inprogress`` or ``<out>.inprogress-<pid>``, beside ``out`` so that the swap is a
+rename on one filesystem); *swapping in* replaces ``out`` by the finished work folder.
 
     with WorkFolder(out) as work:          # a fresh <out>.inprogress-<pid>/
         write(work / "metrics.json")       # an exception: work removed, out left as it was
@@ -127,15 +127,15 @@ class WorkFolder:
         self.work.mkdir(parents=True, exist_ok=True)
         return self.work
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is not None:
             if self.keep:
                 release(self.work)
             else:
                 discard(self.work)
-            return False
+            return
         swap_in(self.work, self.out)
-        return False
 
 
 class WorkFile:
@@ -153,10 +153,10 @@ class WorkFile:
         return self.work
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> None:
         if exc_type is not None:
             self.work.unlink(missing_ok=True)
-            return False
+            return
         try:
             fd = os.open(self.work, os.O_RDONLY)
             try:
@@ -167,4 +167,3 @@ class WorkFile:
         except BaseException:
             self.work.unlink(missing_ok=True)
             raise
-        return False

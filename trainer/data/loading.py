@@ -53,6 +53,10 @@ class NLIFileNotFound(NLIDataError, FileNotFoundError):
     """A data path that does not exist."""
 
 
+class EmptyDataFile(NLIDataError):
+    """A data file with no bytes or no rows (skipped when other files of its split have rows)."""
+
+
 # ---------------------------------------------------------------------------- reading
 
 def _data_suffix(path: Path) -> str | None:
@@ -81,7 +85,7 @@ def read_table(path: Path) -> pd.DataFrame:
     if kind is None:
         raise NLIDataError(f"{path}: unknown file type (expected one of {', '.join(sorted(SUFFIXES))})")
     if path.stat().st_size == 0:
-        raise NLIDataError(f"{path}: empty file")
+        raise EmptyDataFile(f"{path}: empty file")
     try:
         if kind == "jsonl":
             df = pd.read_json(path, lines=True, dtype=False)
@@ -100,7 +104,7 @@ def read_table(path: Path) -> pd.DataFrame:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NLIDataError(f"{path}: cannot read as {kind}: {first}") from exc
     if len(df) == 0:
-        raise NLIDataError(f"{path}: empty file (no rows)")
+        raise EmptyDataFile(f"{path}: empty file (no rows)")
     return df
 
 
@@ -198,8 +202,8 @@ def _read_files(files: list[Path]) -> tuple[pd.DataFrame, Path]:
     for f in files:
         try:
             frames.append(read_table(f))
-        except NLIDataError as exc:
-            if "empty file" in str(exc) and len(files) > 1:
+        except EmptyDataFile:
+            if len(files) > 1:
                 continue  # an empty shard beside others: nothing to lose
             raise
     if not frames:

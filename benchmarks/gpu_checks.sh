@@ -75,7 +75,7 @@ step_runs() {
   for enc in cross separate; do
     stamp "train --encoding $enc --seeds $SEEDS"
     $PY -m trainer train --train "$TRAIN" --validation "$DEV" --test "$DEV" \
-      "${COMMON[@]}" --encoding $enc --seeds $SEEDS --epochs $EPOCHS --patience 3 --out "$WORK/runs/$enc" --overwrite \
+      "${COMMON[@]}" --encoding $enc --seeds $SEEDS --epochs $EPOCHS --patience 3 --output "$WORK/runs/$enc" --overwrite \
       2>&1 | grep -v "Loading weights\|Writing model\|LOAD REPORT\|^Key\|^---\|MISSING\|^Notes\|newly init\|^classifier\|^$"
     $PY - "$WORK/runs/$enc" <<'EOF'
 import json, sys
@@ -107,9 +107,9 @@ print(len(df) * $REPS, 'training rows')"
   rm -rf "$WORK/resume-ref" "$WORK/resume-ref.inprogress" "$WORK/resume" "$WORK/resume.inprogress"
   mkdir -p "$WORK/logs"
   stamp "uninterrupted reference run"
-  $PY -m trainer train "${args[@]}" --out "$WORK/resume-ref" > "$WORK/logs/resume-ref.log" 2>&1 || { echo "reference failed"; tail "$WORK/logs/resume-ref.log"; return 1; }
+  $PY -m trainer train "${args[@]}" --output "$WORK/resume-ref" > "$WORK/logs/resume-ref.log" 2>&1 || { echo "reference failed"; tail "$WORK/logs/resume-ref.log"; return 1; }
   stamp "run to be killed"
-  $PY -m trainer train "${args[@]}" --out "$WORK/resume" > "$WORK/logs/resume-killed.log" 2>&1 &
+  $PY -m trainer train "${args[@]}" --output "$WORK/resume" > "$WORK/logs/resume-killed.log" 2>&1 &
   pid=$!
   stage=$WORK/resume.inprogress
   for _ in $(seq 1200); do
@@ -129,7 +129,7 @@ s = torch.load('$stage/checkpoint/state.pt', map_location='cpu', weights_only=Fa
 print('checkpoint at kill: epoch', s['epoch'], 'global step', s['global_step'])"
   grep -c "^" "$stage/train.log" > /dev/null && tail -2 "$stage/train.log"
   stamp "--resume"
-  $PY -m trainer train "${args[@]}" --out "$WORK/resume" --resume > "$WORK/logs/resume-resumed.log" 2>&1 || { echo "resume failed"; tail "$WORK/logs/resume-resumed.log"; return 1; }
+  $PY -m trainer train "${args[@]}" --output "$WORK/resume" --resume > "$WORK/logs/resume-resumed.log" 2>&1 || { echo "resume failed"; tail "$WORK/logs/resume-resumed.log"; return 1; }
   grep "resumed from" "$WORK/resume/train.log"
   $PY - "$WORK/resume-ref" "$WORK/resume" <<'EOF'
 import json, sys

@@ -2,7 +2,7 @@
 #   docker build -f docker/trainer-gpu.Dockerfile -t nli-trainer:0.1 .
 # Run (the splits folder mounted at /data, runs written to /runs):
 #   docker run --gpus all -v $PWD/output/ro/splits:/data:ro -v $PWD/runs:/runs nli-trainer:0.1 \
-#     train --data /data --model transformer --pretrained /models/bert-base-romanian --out /runs/ro-bert
+#     train --data /data --model transformer --pretrained /models/bert-base-romanian --output /runs/ro-bert
 #   (with -v ~/models:/models:ro holding the checkpoint)
 # Local build and check with podman, from a debootstrap-made Debian base and the CPU build of
 # torch: docker/build-local.sh (it sets BASE, WHEEL_BASE, TORCH_SPEC and TORCH_INDEX_URL; the

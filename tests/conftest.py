@@ -133,7 +133,7 @@ def tiny_nli_checkpoint(tmp_path_factory):
         if model == "bert":
             make_tiny_bert(path, texts)
         elif model == "gpt2":
-            from trainer.models.transformer import build_untrained_gpt2
+            from tests.trainer_fixtures import build_untrained_gpt2
 
             build_untrained_gpt2(path, texts)
         else:

@@ -250,7 +250,7 @@ def _splits_link(ws):
 
 def _xnli_checkpoint(ws):
     """A 3-label (XNLI names) GPT-2-style sequence classifier built locally, in models/xnli."""
-    from trainer.models.transformer import build_untrained_gpt2
+    from tests.trainer_fixtures import build_untrained_gpt2
 
     import re as _re
 

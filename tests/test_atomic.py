@@ -1,11 +1,11 @@
-"""extractor.io.atomic: a folder is written beside its destination and swapped in whole."""
+"""extractor.io.atomic: a folder or a file is written beside its destination and swapped in whole."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from extractor.io.atomic import (WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
+from extractor.io.atomic import (WorkFile, WorkFolder, claim, live_claim, pid_alive, swap_in, unfinished_path,
                                  work_path)
 
 
@@ -62,3 +62,33 @@ def test_swap_in_replaces_a_file_or_link_too(tmp_path):
     work.mkdir()
     swap_in(work, out)
     assert out.is_dir() and not work.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_work_file_replaces_the_file_on_success_and_leaves_it_intact_on_error(tmp_path):
+    path = tmp_path / "metrics.json"
+    with WorkFile(path) as tmp:
+        assert tmp == tmp_path / f"metrics.json.inprogress-{os.getpid()}" == work_path(path)
+        tmp.write_text("first")
+        assert not path.exists()  # nothing at the target until the block ends
+    assert path.read_text() == "first" and not tmp.exists()
+    with pytest.raises(RuntimeError):
+        with WorkFile(path) as tmp:
+            tmp.write_text("sec")  # half written when the writer fails
+            raise RuntimeError("boom")
+    assert path.read_text() == "first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]  # no temp file left
+    with WorkFile(path) as tmp:
+        tmp.write_bytes(b"second")
+    assert path.read_bytes() == b"second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+
+def test_work_file_that_was_never_written_leaves_the_old_file(tmp_path):
+    path = tmp_path / "state.pt"
+    path.write_bytes(b"old")
+    work_path(path).write_bytes(b"a dead writer's leftover")
+    with pytest.raises(FileNotFoundError):
+        with WorkFile(path):
+            pass  # a writer that wrote nothing is a bug: nothing is renamed over the file
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.pt"]

@@ -102,18 +102,18 @@ def test_train_evaluate_and_consistency_load_indonli_with_no_flag(tmp_path):
     """The paths the issue names: train --validation, evaluate, consistency on the val file."""
     run = tmp_path / "run"
     assert main(["train", "--model", "tfidf-lr", "--train", str(FIXTURE / "train.jsonl"),
-                 "--validation", str(FIXTURE / "val.jsonl"), "--out", str(run)]) == 0
+                 "--validation", str(FIXTURE / "val.jsonl"), "--output", str(run)]) == 0
     config = json.loads((run / "config.json").read_text())
     assert config["data"]["dropped"] == {"validation": {"duplicate_identical": 1}}
     assert config["data"]["n_validation"] == 6
-    assert main(["evaluate", str(run), "--test", str(FIXTURE / "val.jsonl"), "--out", str(tmp_path / "ev")]) == 0
+    assert main(["evaluate", str(run), "--data", str(FIXTURE / "val.jsonl"), "--output", str(tmp_path / "ev")]) == 0
     metrics = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert metrics["val"]["n"] == 6 and metrics["val"]["dropped"] == {"duplicate_identical": 1}
     _, split = load_one_split(FIXTURE / "val.jsonl")
     assert len(split) == 6
     out = tmp_path / "cons"
     assert main(["consistency", str(run), "--data", str(FIXTURE / "val.jsonl"), "--label-map", "e=E", "n=N", "c=C",
-                 "--out", str(out), "--no-progress"]) == 0
+                 "--output", str(out), "--no-progress"]) == 0
     counts = json.loads((out / "metrics.json").read_text())["counts"]
     assert counts["data_items"] == 6 and counts["premise_groups"] == 2
 

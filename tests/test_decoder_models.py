@@ -1,7 +1,7 @@
 """Decoder checkpoints (GPT-2 style, RoNLI's RoGPT2) in both encodings.
 
 A 2-layer GPT-2 built from a config, with a byte-level BPE tokenizer trained here and no
-padding token (`trainer.models.transformer.build_untrained_gpt2`, through the
+padding token (`tests.trainer_fixtures.build_untrained_gpt2`, through the
 `tiny_nli_checkpoint` fixture of conftest.py), is saved like a real checkpoint and loaded by
 `from_pretrained`; a GPT-2 sequence classifier built the same way is evaluated zero-shot.
 """
@@ -93,7 +93,7 @@ XNLI = ["entailment", "neutral", "contradiction"]
 @pytest.fixture(scope="module")
 def gpt2_classifier(data):
     """An outside GPT-2 sequence classifier (XNLI's label names), no padding token, saved locally."""
-    from trainer.models.transformer import build_untrained_gpt2
+    from tests.trainer_fixtures import build_untrained_gpt2
 
     train = pd.read_json(data["train"], lines=True)
     return build_untrained_gpt2(data["root"] / "gpt2-xnli", train["premise"].tolist() + train["hypothesis"].tolist(),

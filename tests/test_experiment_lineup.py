@@ -88,7 +88,7 @@ def fake_finished_run(run_dir, gold, pred, macro, seeds):
 def test_report_only_builds_tables_4_and_5(tmp_path, capsys):
     y = write_yaml(tmp_path, f"""
 name: toy
-out: {tmp_path / 'out'}
+output: {tmp_path / 'out'}
 seeds: 2
 lineup:
   - {{name: baseline, label: CBOW + Softmax}}
@@ -112,7 +112,7 @@ lineup:
 
 def test_dry_run_prints_commands_reference_first(tmp_path, capsys):
     y = write_yaml(tmp_path, f"""
-out: {tmp_path / 'o'}
+output: {tmp_path / 'o'}
 train_args: {{model: cbow-softmax, epochs: 2}}
 lineup: [baseline, {{name: cart, curriculum: cart}}, {{name: len, curriculum: length}}]
 """)
@@ -134,7 +134,7 @@ def test_tiny_lineup_end_to_end_on_scinli(tmp_path, capsys):
     dev.groupby("label").head(25).to_json(tmp_path / "dev.jsonl", orient="records", lines=True)
     y = write_yaml(tmp_path, f"""
 name: tiny
-out: {tmp_path / 'out'}
+output: {tmp_path / 'out'}
 seeds: 1
 train_args:
   train: {tmp_path / 'train.jsonl'}

@@ -120,10 +120,10 @@ def resumable_stage(files, tmp):
     copy_good(files, tmp)
     stage = tmp / "run.inprogress"
     stage.mkdir()
-    from trainer.training.pipeline import fingerprint
+    from trainer.training.pipeline import resume_fingerprint
 
     cfg = json.loads(files["good_config"])
-    (stage / "resume.json").write_text(json.dumps(fingerprint(cfg)))
+    (stage / "resume.json").write_text(json.dumps(resume_fingerprint(cfg)))
 
 
 def metrics_of(tmp):

@@ -188,12 +188,12 @@ def test_train_dynamics_off_and_the_recorded_mode(tiny_nli_checkpoint):
             "--pretrained", str(data["bert"]), "--epochs", "2", "--max-length", "32", "--no-progress",
             "--device", "cpu"]
     off = data["root"] / "off"
-    assert main(base + ["--out", str(off), "--dynamics", "off"]) == 0
+    assert main(base + ["--output", str(off), "--dynamics", "off"]) == 0
     config = json.loads((off / "config.json").read_text())
     assert not (off / "dynamics").exists() and "dynamics" not in config
     assert config["params"]["lr"] == 1e-4 and config["params"]["batch_size"] == 16  # the defaults, resolved
     on = data["root"] / "on"
-    assert main(base + ["--out", str(on)]) == 0
+    assert main(base + ["--output", str(on)]) == 0
     config = json.loads((on / "config.json").read_text())
     assert config["dynamics"]["mode"] == "forward" and len(config["dynamics"]["epochs"]) == 2
     assert sorted(p.name for p in (on / "dynamics").glob("*.parquet")) == ["epoch_0.parquet", "epoch_1.parquet"]

@@ -158,7 +158,7 @@ def test_predict_labels_an_unlabelled_file(syn, tmp_path):
     assert _train(syn, tmp_path / "run", "tfidf-lr") == 0
     df = pd.read_json(syn["dev"], lines=True).drop(columns="label")
     src = write_jsonl(df, tmp_path / "unlabelled.jsonl")
-    assert main(["predict", str(tmp_path / "run"), "--input", str(src), "--output", str(tmp_path / "p.csv")]) == 0
+    assert main(["predict", str(tmp_path / "run"), "--data", str(src), "--output", str(tmp_path / "p.csv")]) == 0
     out = pd.read_csv(tmp_path / "p.csv")
     assert len(out) == len(df) and out["pair_id"].tolist() == df["pair_id"].tolist()
     probs = out[[c for c in out.columns if c.startswith("prob_")]].to_numpy()

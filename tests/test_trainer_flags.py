@@ -1,6 +1,6 @@
 """One name per thing and one error base in the trainer (issue 29): --output/--overwrite/--data
-on every command, the old spellings as deprecated aliases, exactly UserError as a one-line
-error, anything else a traceback."""
+on every command (the old spellings are gone), exactly UserError as a one-line error, anything
+else a traceback."""
 from __future__ import annotations
 
 import ast
@@ -35,11 +35,10 @@ def _help(command: str, capsys) -> str:
 def test_every_command_spells_the_flags_like_the_job(command, capsys):
     text = _help(command, capsys)
     output, overwrite, data = WRITERS[command]
-    assert ("--output PATH, --out PATH" in text) == output
-    assert ("--overwrite, --force" in text or "--overwrite " in text) == overwrite
+    assert ("--output PATH" in text) == output
+    assert ("--overwrite " in text) == overwrite
     assert ("--data" in text) == data
-    if output:
-        assert "--out: deprecated alias" in " ".join(text.split())
+    assert "deprecated" not in text and "--out PATH" not in text and "--force" not in text
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -54,25 +53,27 @@ def _rows(n: int, prefix: str) -> list[dict]:
              "label": labels[i % 4]} for i in range(n)]
 
 
-def test_old_spellings_still_work_and_say_they_are_deprecated(tmp_path, capsys):
+def test_the_new_spellings_work_and_the_old_ones_are_refused(tmp_path, capsys):
     train = _jsonl(tmp_path / "train.jsonl", _rows(40, "t"))
     test = _jsonl(tmp_path / "test.jsonl", _rows(12, "x"))
-    assert cli.main(["train", "--model", "tfidf-lr", "--train", str(train), "--out", str(tmp_path / "run")]) == 0
-    err = capsys.readouterr().err
-    assert "note: --out is a deprecated alias, removed in the next release; use --output" in err
+    assert cli.main(["train", "--model", "tfidf-lr", "--train", str(train), "--output", str(tmp_path / "run")]) == 0
     assert (tmp_path / "run" / "config.json").exists()
-    assert cli.main(["evaluate", str(tmp_path / "run"), "--test", str(test), "--out", str(tmp_path / "ev")]) == 0
-    err = capsys.readouterr().err
-    assert "--test is a deprecated alias" in err and "use --data" in err
+    assert cli.main(["evaluate", str(tmp_path / "run"), "--data", str(test), "--output", str(tmp_path / "ev")]) == 0
     preds = __import__("pandas").read_parquet(tmp_path / "ev" / "predictions.parquet")
     assert list(preds.columns[:2]) == ["pair_id", "split"] and sorted(preds["pair_id"]) == sorted(
         r["pair_id"] for r in _rows(12, "x"))
-    assert cli.main(["predict", str(tmp_path / "run"), "--input", str(test), "--output", str(tmp_path / "p.csv")]) == 0
-    assert "--input is a deprecated alias" in capsys.readouterr().err
-    # the same run, new spellings: no note
     assert cli.main(["predict", str(tmp_path / "run"), "--data", str(test), "--output", str(tmp_path / "q.csv")]) == 0
     assert "deprecated" not in capsys.readouterr().err
-    assert (tmp_path / "p.csv").read_text() == (tmp_path / "q.csv").read_text()
+    for argv in (["evaluate", str(tmp_path / "run"), "--test", str(test), "--output", str(tmp_path / "e2")],
+                 ["predict", str(tmp_path / "run"), "--input", str(test), "--output", str(tmp_path / "p.csv")],
+                 ["predict", str(tmp_path / "run"), "--data", str(test), "--output", str(tmp_path / "q.csv"),
+                  "--force"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1
+    assert not (tmp_path / "e2").exists() and not (tmp_path / "p.csv").exists()
 
 
 def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, capsys, monkeypatch):

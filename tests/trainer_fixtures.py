@@ -1,4 +1,4 @@
-"""Shared helpers of the trainer tests: a tiny BERT saved like a real checkpoint, NLI data."""
+"""Shared helpers of the trainer tests: a tiny BERT and a tiny GPT-2 saved like real checkpoints, NLI data."""
 from __future__ import annotations
 
 import os
@@ -48,3 +48,39 @@ def make_tiny_bert(folder: Path, texts: list[str]) -> Path:
 
     return build_untrained_bert(folder, texts, tokenizer_vocab=400, hidden=32, layers=2, heads=2,
                                 intermediate=64, max_positions=128)
+
+
+def build_untrained_gpt2(folder: Path, texts: list[str], *, tokenizer_vocab: int = 300, hidden: int = 32,
+                         layers: int = 2, heads: int = 2, max_positions: int = 64, seed: int | None = 0,
+                         labels: list[str] | None = None) -> Path:
+    """A GPT-2 built from a config (random weights) with a byte-level BPE tokenizer trained on
+    `texts` and, as GPT-2 and RoGPT2 ship, no padding token; saved with save_pretrained. With
+    `labels`, a sequence-classification checkpoint with those ``id2label`` names (an outside
+    checkpoint for zero-shot evaluation), else the language model."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2ForSequenceClassification, GPT2LMHeadModel, GPT2TokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=tokenizer_vocab, special_tokens=["<|endoftext|>"],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = GPT2TokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                             unk_token="<|endoftext|>")
+    assert fast.pad_token is None
+    if seed is not None:
+        torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=len(fast), n_positions=max_positions, n_embd=hidden, n_layer=layers, n_head=heads,
+                        bos_token_id=fast.eos_token_id, eos_token_id=fast.eos_token_id)
+    if labels:
+        config.num_labels = len(labels)
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {lab: i for i, lab in enumerate(labels)}
+        model = GPT2ForSequenceClassification(config)
+    else:
+        model = GPT2LMHeadModel(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    fast.save_pretrained(str(folder))
+    return folder

@@ -24,7 +24,8 @@ COMMANDS = {
     "experiment": ("trainer.commands.experiment", "run a RoNLI-style line-up from a YAML file"),
     "stress": ("trainer.commands.stress", "stress tests (length mismatch, negation, overlap, spelling) of a run"),
     "annotate": ("trainer.commands.annotate", "human validation: export blind batches, import annotations, agreement"),
-    "consistency": ("trainer.commands.consistency", "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
+    "consistency": ("trainer.commands.consistency",
+                    "meta-inferential consistency of a run's labels (MC, SC, EI readings)"),
 }
 
 

@@ -1,16 +1,21 @@
-"""Write a folder beside its destination, then swap it in: a reader sees the old folder or
-the new one, never half of one.
+"""Write a folder or a file beside its destination, then swap it in: a reader sees the old
+one or the new one, never half of one.
 
-One helper for every command that writes a folder (the trainer's `train`, `evaluate`,
-`stress`, `annotate`, `consistency`, `cartography`; the job's run code may use `pid_alive`
-and `swap_in` for local disks). The vocabulary: the *work folder* is where the output is
-written until it is finished (``<out>.inprogress`` or ``<out>.inprogress-<pid>``, beside
-``out`` so that the swap is a rename on one filesystem); *swapping in* replaces ``out`` by
-the finished work folder.
+One helper for every command that writes a folder (`WorkFolder`: the trainer's `train`,
+`evaluate`, `stress`, `annotate`, `consistency`, `cartography`; the job's run code may use
+`pid_alive` and `swap_in` for local disks), and one for every single file (`WorkFile`: the
+trainer's JSON, Parquet, Markdown and checkpoint files, `--output FILE`). The vocabulary:
+the *work folder* (or work file) is where the output is written until it is finished
+(``<out>.inprogress`` or ``<out>.inprogress-<pid>``, beside ``out`` so that the swap is a
+rename on one filesystem); *swapping in* replaces ``out`` by the finished work folder.
 
     with WorkFolder(out) as work:          # a fresh <out>.inprogress-<pid>/
         write(work / "metrics.json")       # an exception: work removed, out left as it was
     # here out is the new folder; the old one was removed only after the new one was in place
+
+    with WorkFile(path) as tmp:            # <path>.inprogress-<pid>, beside path
+        tmp.write_text(text)               # an exception: tmp removed, path left as it was
+    # here path is the new file (flushed to disk, then renamed over the old one)
 
 A resumable command (``train --resume``) keeps its work folder under a fixed name after a
 failure (``WorkFolder(out, work=unfinished_path(out), keep=True, resume=True)``) and
@@ -25,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from types import TracebackType
 
 SUFFIX = ".inprogress"
 CLAIM_FILE = ".lock"
@@ -121,12 +127,43 @@ class WorkFolder:
         self.work.mkdir(parents=True, exist_ok=True)
         return self.work
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is not None:
             if self.keep:
                 release(self.work)
             else:
                 discard(self.work)
-            return False
+            return
         swap_in(self.work, self.out)
-        return False
+
+
+class WorkFile:
+    """``with WorkFile(path) as tmp:`` write the file `tmp` (``<path>.inprogress-<pid>``,
+    beside `path`, so that the rename stays on one filesystem); when the block ends `tmp` is
+    flushed to disk (fsync) and renamed over `path` in one step; on an exception `tmp` is
+    removed and `path` is left as it was. The folder of `path` must exist."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.work = work_path(self.path)
+
+    def __enter__(self) -> Path:
+        self.work.unlink(missing_ok=True)
+        return self.work
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is not None:
+            self.work.unlink(missing_ok=True)
+            return
+        try:
+            fd = os.open(self.work, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(self.work, self.path)
+        except BaseException:
+            self.work.unlink(missing_ok=True)
+            raise

@@ -1,7 +1,8 @@
 """Data cartography (Swayamdipta et al., 2020) of a run's training dynamics, as used by RoNLI.
 
-`python -m trainer cartography RUN_DIR` (trainer/commands/cartography.py) reads ``RUN_DIR/dynamics/epoch_N.parquet`` (one file
-per epoch: id, gold, gold_prob, pred, correct) and writes ``RUN_DIR/cartography/``:
+`python -m trainer cartography RUN_DIR` (trainer/commands/cartography.py) reads
+``RUN_DIR/dynamics/epoch_N.parquet`` (one file per epoch: id, gold, gold_prob, pred, correct)
+and writes ``RUN_DIR/cartography/``:
 
 - ``metrics.parquet``: id, gold, epochs, confidence, variability, correctness, e2l, a, h2l,
   n_groups, s, s_printed
@@ -23,6 +24,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -308,7 +310,7 @@ def plot_data_map(table: pd.DataFrame, path: Path, *, title: str = "", threshold
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlim(-0.01, max(0.5, float(table["variability"].max()) + 0.01))
     if thresholds:
-        style = dict(ls="--", lw=1, color="0.3")
+        style: dict[str, Any] = dict(ls="--", lw=1, color="0.3")
         if thresholds.get("e2l_min_confidence") is not None:
             ax.axhline(thresholds["e2l_min_confidence"], **style)
         if thresholds.get("h2l_max_confidence") is not None:
@@ -330,10 +332,8 @@ def plot_data_map(table: pd.DataFrame, path: Path, *, title: str = "", threshold
     for row, (col, color) in enumerate([("confidence", "#622a87"), ("variability", "teal"),
                                         ("correctness", "#86bf91")]):
         h = fig.add_subplot(gs[row, 1])
-        if col == "correctness":
-            bins = np.append(levels - 0.5 / epochs, 1 + 0.5 / epochs)
-        else:
-            bins = 30
+        # correctness: one bin per level (k of `epochs`); the others: 30 bins
+        bins = np.append(levels - 0.5 / epochs, 1 + 0.5 / epochs).tolist() if col == "correctness" else 30
         h.hist(table[col], bins=bins, color=color)
         h.set_xlabel(col)
         h.set_ylabel("examples")

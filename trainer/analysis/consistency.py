@@ -13,15 +13,16 @@ Sources: ``--data`` (any NLI file the trainer reads), ``--generated`` (JSONL of 
 hypothesis, intended label, e.g. written by an LLM from the data's hypotheses, §5.2) and
 ``--sentences`` (our sentence table: consecutive sentences of a paragraph as chains).
 Allowed label sets come from :mod:`trainer.analysis.logic`. Outputs (``--output``, default
-``RUN_DIR/consistency/``, written beside it and swapped in at the end; ``--out`` is a
-deprecated alias): ``metrics.json``, ``table.md``, ``items.parquet`` (inferred items
-with predictions), ``sources.parquet``, ``consistency.png``. See docs/consistency.md.
+``RUN_DIR/consistency/``, written beside it and swapped in at the end): ``metrics.json``,
+``table.md``, ``items.parquet`` (inferred items with predictions), ``sources.parquet``,
+``consistency.png``. See docs/consistency.md.
 """
 from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,8 +44,10 @@ OTHER = "-"  # a model label that names no NLI relation (e.g. our `reasoning` un
 
 # ---------------------------------------------------------------------------- labels
 
-def parse_label_map(specs) -> dict[str, str]:
-    """``["contrasting=N", "reasoning=-"]`` -> {label: letter or "-"}; one-line errors."""
+def parse_letter_map(specs) -> dict[str, str]:
+    """`consistency --label-map`: ``["contrasting=N", "reasoning=-"]`` -> {model label: NLI letter
+    E, C, N, or "-" for none}; one-line errors. (`trainer.data.loading.parse_label_map` renames
+    labels into other labels, for `evaluate` and `stress`.)"""
     out: dict[str, str] = {}
     for spec in specs or []:
         label, sep, target = str(spec).partition("=")
@@ -81,11 +84,11 @@ def model_letters(labels: list[str], label_map: dict[str, str]) -> dict[str, str
                         f"(e.g. --label-map {missing[0]}=-); see docs/consistency.md")
     if not any(v in logic.LETTERS for v in out.values()):
         raise UserError(f"no model label maps to E, C or N (labels {labels}): give --label-map LABEL=E|C|N")
-    return out
+    return {lab: letter for lab, letter in out.items() if letter is not None}  # all of them, after the check
 
 
 def gold_letters(values: pd.Series, label_map: dict[str, str], where: str) -> list[str | None]:
-    out = []
+    out: list[str | None] = []
     for v in values:
         if v is None or (isinstance(v, float) and np.isnan(v)):
             out.append(None)
@@ -136,7 +139,7 @@ def build_inferred(sources: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     origin = sources["origin"].tolist()
     sid = sources["sid"].tolist()
     rows: list[tuple] = []  # kind, c_origin, src1, src2, premise_text, hypothesis_text
-    skipped = Counter()
+    skipped: Counter[str] = Counter()
     data_idx = [i for i, o in enumerate(origin) if o == "data"]
 
     for i in data_idx:  # ab; ba
@@ -276,9 +279,9 @@ def has_nli_letters(letters) -> bool:
 
 def allowed_columns(items: pd.DataFrame, letters_col: str, readings) -> pd.DataFrame:
     """allowed_<R>: the labels reading R allows given the source letters ("" never; None: vacuous/unknown)."""
-    out = {}
+    out: dict[str, list[str | None]] = {}
     for r in readings:
-        col = []
+        col: list[str | None] = []
         for kind, letters in zip(items["kind"], items[letters_col]):
             if not has_nli_letters(letters):
                 col.append(None)
@@ -329,9 +332,9 @@ def summarize(items: pd.DataFrame, letters_col: str, readings) -> dict:
         constrained = np.array([t not in ("—", "∅") for t in texts], dtype=bool)
         ok = np.array([a is not None and p in a for p, a in zip(sub["pred_letter"], allowed)], dtype=bool)
         size = np.array([len(a) if a is not None else 0 for a in allowed], dtype=float) / len(logic.LETTERS)
-        entry = {"constrained_items": int(constrained.sum()),
-                 "score": _pct(ok[constrained]), "chance": _mean_pct(size[constrained]),
-                 "vacuous_items": int(sum(a is None for a in allowed)), "per_kind": {}}
+        entry: dict[str, Any] = {"constrained_items": int(constrained.sum()),
+                                 "score": _pct(ok[constrained]), "chance": _mean_pct(size[constrained]),
+                                 "vacuous_items": int(sum(a is None for a in allowed)), "per_kind": {}}
         for kind in KIND_ORDER:
             m = constrained & (sub["kind"] == kind).to_numpy()
             if m.any():

@@ -3,8 +3,7 @@
 Writes the same outputs as training (metrics.json keyed by each file's stem,
 predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
 (default RUN_DIR/evaluation/), written beside it and swapped in at the end
-(extractor/io/atomic.py). `--test` and `--out` are deprecated aliases of `--data` and
-`--output`. Column flags default to the mapping the run was trained with.
+(extractor/io/atomic.py). Column flags default to the mapping the run was trained with.
 
 - `--by COL` (repeatable): metrics per value of a column (genre, corpus, source, marker,
   neutral strategy, or a list column of tags), in `slices.json` / `slices.md`.

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TypedDict
 
 import numpy as np
 
 LETTERS = ("E", "C", "N")
 READINGS = ("MC", "SC", "EI")
-READING_NAMES = {"MC": "material conditional", "SC": "strict conditional", "EI": "strict conditional with existential import"}
 ATOMS = "abc"
 FULL = 0xFF  # all 8 valuations
 
@@ -205,32 +205,19 @@ def evaluate(node, reading: str | None = None) -> np.ndarray:
     return {"and": x & y, "or": x | y, "imp": ~x | y}[kind]
 
 
-def classify(text: str, reading: str) -> tuple[str, np.ndarray]:
-    """Status of a (meta-)inference under a reading, as Table 2 writes it, and its truth vector.
-
-    ``valid`` (✓), ``contradictory`` (⊥), ``vacuous`` (∅: the antecedent of the top-level
-    implication is unsatisfiable) or ``contingent`` (equivalent to the returned vector).
-    """
-    node = parse(text)
-    truth = evaluate(node, reading)
-    if node[0] == "imp" and not evaluate(node[1], reading).any():
-        return "vacuous", truth
-    if truth.all():
-        return "valid", truth
-    if not truth.any():
-        return "contradictory", truth
-    return "contingent", truth
-
-
-def equivalent(f: str, g: str, reading: str | None = None) -> bool:
-    """Whether two formulas are equivalent over K (true at the same models)."""
-    return bool(np.array_equal(evaluate(f, reading), evaluate(g, reading)))
-
-
 # ---------------------------------------------------------------------------- inferred items
 
+class Kind(TypedDict):
+    """An item kind: its pattern, the source items' (premise, hypothesis) atoms, the inferred
+    item's, and whether a third sentence c takes part."""
+    pattern: str
+    sources: tuple[tuple[str, str], ...]
+    target: tuple[str, str]
+    c: bool
+
+
 # Item kinds of §5.3: the labelled source items (premise, hypothesis) and the inferred item.
-KINDS = {
+KINDS: dict[str, Kind] = {
     "swap": {"pattern": "ab; ba", "sources": (("a", "b"),), "target": ("b", "a"), "c": False},
     "chain_ac": {"pattern": "ab, bc; ac", "sources": (("a", "b"), ("b", "c")), "target": ("a", "c"), "c": True},
     "chain_ca": {"pattern": "ab, bc; ca", "sources": (("a", "b"), ("b", "c")), "target": ("c", "a"), "c": True},
@@ -297,7 +284,8 @@ def allowed_table(readings=READINGS) -> list[dict]:
     rows = []
     for kind, spec in KINDS.items():
         for letters in product(LETTERS, repeat=len(spec["sources"])):
-            row = {"kind": kind, "pattern": spec["pattern"], "sources": source_text(kind, letters)}
+            row: dict[str, str | None] = {"kind": kind, "pattern": spec["pattern"],
+                                          "sources": source_text(kind, letters)}
             for r in readings:
                 allowed = allowed_labels(r, kind, letters)
                 row[r] = None if allowed is None else "".join(L for L in LETTERS if L in allowed)

@@ -15,6 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -158,6 +159,7 @@ def compare_runs(run_dirs: list[Path], split: str | None = None, metric: str = "
         p, split_used = load_predictions(rd, split)
         split = split_used
         preds.append(p)
+    assert split is not None  # the split load_predictions chose for the first run
     base = preds[0]
     for rd, p in zip(run_dirs[1:], preds[1:]):
         if set(p.index) != set(base.index):
@@ -171,7 +173,7 @@ def compare_runs(run_dirs: list[Path], split: str | None = None, metric: str = "
     preds = [base] + [p.loc[base.index] for p in preds[1:]]
     labels = sorted(set(base["gold"]) | set().union(*(set(p["pred"]) for p in preds)))
     correct = np.column_stack([(p["pred"] == p["gold"]).to_numpy() for p in preds])
-    result = {"split": split, "n": int(len(base)), "labels": labels, "runs": [], "tests": {}}
+    result: dict[str, Any] = {"split": split, "n": int(len(base)), "labels": labels, "runs": [], "tests": {}}
     for rd, p in zip(run_dirs, preds):
         entry = {"run": str(rd), **scores(p["gold"], p["pred"], labels)}
         entry["seed_scores"] = per_seed_scores(rd, split, metric)
@@ -228,7 +230,8 @@ def format_report(result: dict) -> str:
                         f" ({t['mann_whitney']['detail']})" if t["mann_whitney"] else ""))
     if result["tests"].get("cochrans_q_all"):
         q = result["tests"]["cochrans_q_all"]
-        lines.append(f"Cochran's Q over all {len(names)} runs: Q {q['statistic']:.4f} ({q['detail']}) p {_fmt_p(q['pvalue'])}")
+        lines.append(f"Cochran's Q over all {len(names)} runs: Q {q['statistic']:.4f} ({q['detail']}) "
+                     f"p {_fmt_p(q['pvalue'])}")
     return "\n".join(lines)
 
 

@@ -11,9 +11,10 @@ from the `stress_tests` templates of `phrase_lexicons/<lang>.yaml`:
 `--data` is a file or a dataset folder (its `--split`, default test, else its only split).
 `--label-map`/`--unmapped` are `evaluate`'s: data with another label set is scored in the
 mapped label space. The run is evaluated on the original and on each copy. Output (``--output``,
-default ``RUN/stress/``, written beside it and swapped in at the end; ``--out`` is a deprecated alias): ``metrics.json`` keyed by test name (accuracy, macro-F1,
-per-class F1, and the change from the original), ``sets/<test>.parquet`` (the test sets),
-``predictions.parquet``, ``table.md`` (ESNLIR Table 6 layout) and ``config.json``.
+default ``RUN/stress/``, written beside it and swapped in at the end): ``metrics.json``
+keyed by test name (accuracy, macro-F1, per-class F1, and the change from the original),
+``sets/<test>.parquet`` (the test sets), ``predictions.parquet``, ``table.md`` (ESNLIR Table 6
+layout) and ``config.json``.
 """
 from __future__ import annotations
 

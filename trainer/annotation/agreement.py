@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,7 @@ def fleiss(ann: pd.DataFrame, labels: tuple[str, ...]) -> dict:
     """
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-    out = {"kappa": None, "items": 0, "raters_per_item": None, "items_left_out": 0}
+    out: dict[str, Any] = {"kappa": None, "items": 0, "raters_per_item": None, "items_left_out": 0}
     if ann.empty:
         return out
     per_item = ann.groupby("item_id")["label"].agg(list)
@@ -111,7 +112,7 @@ def krippendorff_alpha(ann: pd.DataFrame, labels: tuple[str, ...]) -> dict:
     """Krippendorff's α, nominal, over every annotator and item (missing annotations allowed)."""
     import krippendorff
 
-    out = {"alpha": None, "annotators": int(ann["annotator"].nunique()) if len(ann) else 0,
+    out: dict[str, Any] = {"alpha": None, "annotators": int(ann["annotator"].nunique()) if len(ann) else 0,
            "items": int(ann["item_id"].nunique()) if len(ann) else 0, "pairable_items": 0}
     if ann.empty:
         return out
@@ -137,9 +138,10 @@ def auto_vs_majority(auto, gold, labels: tuple[str, ...]) -> dict:
     from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
     auto, gold = list(auto), list(gold)
-    out = {"items": len(gold), "cohen_kappa": None, "accuracy": None, "micro_f1": None, "macro_f1": None,
-           "per_class": {}, "confusion_matrix": {"labels": list(labels), "rows": "human majority",
-                                                 "columns": "automatic label", "counts": []}}
+    out: dict[str, Any] = {
+        "items": len(gold), "cohen_kappa": None, "accuracy": None, "micro_f1": None, "macro_f1": None,
+        "per_class": {}, "confusion_matrix": {"labels": list(labels), "rows": "human majority",
+                                              "columns": "automatic label", "counts": []}}
     if not gold:
         return out
     with warnings.catch_warnings():
@@ -203,8 +205,10 @@ def consensus_table(ann: pd.DataFrame, items: pd.DataFrame) -> dict:
         "individual_equals_majority": share(int((with_gold["label"] == with_gold["majority"]).sum()), len(with_gold)),
         "individual_equals_automatic": share(int((joined["label"] == joined["auto_label"]).sum()),
                                              int(joined["auto_label"].notna().sum())),
-        "majority_equals_automatic": share(int((gold & has_auto & (labelled["majority"] == labelled["auto_label"])).sum()), n),
-        "majority_differs_from_automatic": share(int((gold & has_auto & (labelled["majority"] != labelled["auto_label"])).sum()), n),
+        "majority_equals_automatic": share(
+            int((gold & has_auto & (labelled["majority"] == labelled["auto_label"])).sum()), n),
+        "majority_differs_from_automatic": share(
+            int((gold & has_auto & (labelled["majority"] != labelled["auto_label"])).sum()), n),
         "no_majority": share(int((~gold).sum()), n),
     }
 

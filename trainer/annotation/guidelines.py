@@ -107,8 +107,8 @@ def load_guidelines(lang: str, labels: tuple[str, ...]) -> Guidelines:
         names[label] = " ".join(spec.get("name", label).split()) or label
         guides[label] = " ".join(spec.get("guideline", "").split())
     aliases = {k: v for k, v in label_map.items() if v in labels}
-    g = Guidelines(lang=lang, source=str(path.relative_to(LEXICON_DIR.parent)) if path.is_relative_to(LEXICON_DIR.parent)
-                   else str(path), title=texts["title"], instructions=texts["instructions"],
+    source = str(path.relative_to(LEXICON_DIR.parent)) if path.is_relative_to(LEXICON_DIR.parent) else str(path)
+    g = Guidelines(lang=lang, source=source, title=texts["title"], instructions=texts["instructions"],
                    premise=texts["premise"], hypothesis=texts["hypothesis"], labels=tuple(labels),
                    names={l: names.get(l, l) for l in labels}, guidelines={l: guides.get(l, "") for l in labels},
                    aliases=aliases, fallback=fallback)

@@ -11,7 +11,8 @@ from trainer.analysis.cartography import GROUP_NAMES, GROUPS, load_cartography
 from trainer.data.loading import discover, load_nli, load_split_file
 
 
-def load_data(path: Path, splits: list[str] | None, mapping: dict, default_test: bool) -> tuple[pd.DataFrame, list[str]]:
+def load_data(path: Path, splits: list[str] | None, mapping: dict,
+              default_test: bool) -> tuple[pd.DataFrame, list[str]]:
     """The chosen splits of ``path`` as one frame with a ``split`` column (ids unique)."""
     path = Path(path)
     if not path.exists():

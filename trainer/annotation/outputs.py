@@ -99,7 +99,8 @@ def write_validated(folder: Path, frames: dict[str, pd.DataFrame], card_section:
         path = folder / split / f"{split}-00000-of-00001.parquet"
         pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
         written.append(path.relative_to(folder).as_posix())
-    header = f"---\nlanguage:\n- {lang}\ntask_categories:\n- text-classification\ntask_ids:\n- natural-language-inference\n---\n"
+    header = (f"---\nlanguage:\n- {lang}\ntask_categories:\n- text-classification\n"
+              "task_ids:\n- natural-language-inference\n---\n")
     splits = ", ".join(f"`{s}` ({len(df)} pairs)" for s, df in frames.items()) or "none (no pair was kept)"
     body = ("# Human-validated NLI pairs\n\n"
             "Written by `python -m trainer annotate import` (docs/annotation.md). Splits: " + splits + ". "
@@ -184,7 +185,8 @@ def report(summary: dict) -> str:
     out += ["## Annotators", "", md_table(
         ["annotator", "labels", "rounds", "= majority", "= automatic", "κ vs automatic", *labels],
         [[r["annotator"], r["labels"], ",".join(map(str, r["rounds"])), r["equals_majority"], r["equals_automatic"],
-          r["cohen_kappa_vs_automatic"], *[r["distribution"][l] for l in labels]] for r in summary["annotators_table"]]),
+          r["cohen_kappa_vs_automatic"], *[r["distribution"][l] for l in labels]]
+         for r in summary["annotators_table"]]),
         ""]
     for key, title in (("by_cartography_group", "Per cartography group (RoNLI Table 12)"),
                        ("by_genre", "Per genre (ESNLIR Table 11)"), ("by_split", "Per split")):

@@ -27,6 +27,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -147,7 +148,7 @@ def read_csv(path: Path, col: _Collector, default_round: int) -> int:
 
 
 def _choices(result) -> list[str]:
-    out = []
+    out: list[str] = []
     for r in result or []:
         if not isinstance(r, dict) or r.get("type") != "choices":
             continue
@@ -165,7 +166,8 @@ def read_label_studio_json(path: Path, col: _Collector, default_round: int) -> i
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(data, list):
-        raise UserError(f"{path}: not a Label Studio export (expected a JSON list of tasks; export as JSON or JSON_MIN)")
+        raise UserError(f"{path}: not a Label Studio export (expected a JSON list of tasks; "
+                        "export as JSON or JSON_MIN)")
     if not data:
         raise UserError(f"{path}: the export holds no task")
     n = 0
@@ -212,7 +214,7 @@ def read_label_studio_json(path: Path, col: _Collector, default_round: int) -> i
 # --------------------------------------------------------------------------- all files
 
 
-def find_manifests(files: list[Path], batch_dirs: list[Path] = ()) -> dict[str, dict]:
+def find_manifests(files: list[Path], batch_dirs: Sequence[Path] = ()) -> dict[str, dict]:
     """{path: manifest} of the ``--batch`` folders or manifest files (each must be one), then of
     the batches the annotation files lie in (their folder or the one above); the first seen wins."""
     found: dict[str, dict] = {}
@@ -230,7 +232,7 @@ def find_manifests(files: list[Path], batch_dirs: list[Path] = ()) -> dict[str, 
 
 
 def read_annotations(files: list[Path], lookup: dict[str, str], labels: tuple[str, ...],
-                     batch_dirs: list[Path] = ()) -> Annotations:
+                     batch_dirs: Sequence[Path] = ()) -> Annotations:
     """Every file's annotations; duplicates and batch manifests resolved."""
     col = _Collector(lookup, labels)
     manifests = find_manifests([], batch_dirs)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from extractor.core.errors import UserError
-from trainer.annotation import agreement as ag
+from trainer.annotation import agreement
 from trainer.annotation import outputs
 from trainer.annotation.blind_batches import annotator_names, select_items, write_batch
 from trainer.annotation.guidelines import label_lookup, label_set, load_guidelines
@@ -116,10 +116,10 @@ def run_export(args) -> int:
         if not items_file.exists() or not agreement_file.exists():
             raise UserError(f"{prev}: not an `annotate import` output (no items.parquet/agreement.json) (--unresolved)")
         prev_items = read_parquet_frame(items_file)
-        agreement = json.loads(agreement_file.read_text(encoding="utf-8"))
+        last_import = json.loads(agreement_file.read_text(encoding="utf-8"))
         pending = set(prev_items.loc[prev_items["status"] != "majority", "item_id"].astype(str))
-        round_no = max((r["round"] for r in agreement.get("rounds", [])), default=0) + 1
-        start = len(agreement.get("annotators", [])) + 1
+        round_no = max((r["round"] for r in last_import.get("rounds", [])), default=0) + 1
+        start = len(last_import.get("annotators", [])) + 1
         previous = {"import_dir": str(prev), "pending": len(pending)}
         data = data[data["pair_id"].isin(pending)].reset_index(drop=True)
         if data.empty:
@@ -187,10 +187,11 @@ def run_import(args) -> int:
         raise UserError(f"{args.data}: automatic label {rows.loc[off_set, 'label'].iloc[0]!r} of item "
                         f"{rows.index[off_set][0]!r} is not in the label set {', '.join(labels)} (--labels)")
     if args.policy == "agree" and auto.isna().all():
-        raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); use --policy majority")
+        raise UserError(f"{args.data}: --policy agree needs the automatic labels (no label column?); "
+                        "use --policy majority")
 
-    counts = ag.vote_counts(table, labels, batch)
-    maj = ag.majority(counts, args.min_votes)
+    counts = agreement.vote_counts(table, labels, batch)
+    maj = agreement.majority(counts, args.min_votes)
     items = pd.DataFrame(index=pd.Index(batch, name="item_id"))
     items["split"] = rows["split"].to_numpy()
     items["auto_label"] = auto.to_numpy()
@@ -205,10 +206,10 @@ def run_import(args) -> int:
         items["kept"] = (items["status"] == "majority") & (items["majority"] == items["auto_label"])
 
     first_round = int(table["round"].min()) if len(table) else 1
-    fl = ag.fleiss(table[table["round"] == first_round], labels)
-    ka = ag.krippendorff_alpha(table, labels)
+    fl = agreement.fleiss(table[table["round"] == first_round], labels)
+    ka = agreement.krippendorff_alpha(table, labels)
     gold = items[items["majority"].notna() & items["auto_label"].notna()]
-    avm = ag.auto_vs_majority(gold["auto_label"], gold["majority"], labels)
+    avm = agreement.auto_vs_majority(gold["auto_label"], gold["majority"], labels)
     status = items["status"].value_counts()
     c = {
         "items_in_batch": int(len(items)),
@@ -237,19 +238,20 @@ def run_import(args) -> int:
         bad.append(f"... {len(ann.duplicates) - 5} more identical repeats")
     if c["unlabelled"]:
         ids = items.index[items["status"] == "unlabelled"]
-        bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""))
+        bad.append(f"{c['unlabelled']} items nobody labelled: " + ", ".join(ids[:10])
+                   + (" ..." if len(ids) > 10 else ""))
 
-    by_split = ag.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
+    by_split = agreement.group_table(table, items, items["split"], labels) if len(splits) > 1 else []
     by_genre = []
     if "genre" in rows.columns and rows["genre"].notna().any():
-        by_genre = ag.group_table(table, items, rows["genre"].fillna("(none)").astype(str), labels)
+        by_genre = agreement.group_table(table, items, rows["genre"].fillna("(none)").astype(str), labels)
     carto_rows, carto_info = [], None
     if args.cartography is not None:
         group_of, carto_info = cartography_groups(args.cartography, items.index)
-        carto_rows = ag.group_table(table, items, group_of, labels)
+        carto_rows = agreement.group_table(table, items, group_of, labels)
 
     annotator_groups = parse_annotator_groups(args.annotator_group, set(table["annotator"]))
-    by_annotator_group = ag.annotator_group_table(table, items["auto_label"], annotator_groups, labels,
+    by_annotator_group = agreement.annotator_group_table(table, items["auto_label"], annotator_groups, labels,
                                                   args.min_votes) if annotator_groups else None
 
     kept_by_split = {("test" if s == "data" else s): int(n) for s, n in
@@ -263,12 +265,12 @@ def run_import(args) -> int:
         "per_class": avm["per_class"],
         "counts": c,
         "fleiss": fl, "fleiss_round": first_round, "krippendorff": ka,
-        "cohen_pairwise": ag.cohen_pairwise(table, labels) if len(table) else [],
+        "cohen_pairwise": agreement.cohen_pairwise(table, labels) if len(table) else [],
         "auto_vs_majority": avm,
-        "consensus": ag.consensus_table(table, items),
-        "rounds": ag.rounds_table(table, batch, labels, args.min_votes),
+        "consensus": agreement.consensus_table(table, items),
+        "rounds": agreement.rounds_table(table, batch, labels, args.min_votes),
         "annotators": sorted(table["annotator"].unique().tolist()) if len(table) else [],
-        "annotators_table": ag.annotator_table(table, items, labels) if len(table) else [],
+        "annotators_table": agreement.annotator_table(table, items, labels) if len(table) else [],
         "by_split": by_split, "by_genre": by_genre,
         "by_cartography_group": carto_rows, "cartography": carto_info,
         "by_annotator_group": by_annotator_group,
@@ -286,7 +288,8 @@ def run_import(args) -> int:
         (work / "report.md").write_text(outputs.report(summary), encoding="utf-8")
         (work / "human_validation.md").write_text(section, encoding="utf-8")
         outputs.plot_confusion(avm["confusion_matrix"], work / "confusion_matrix.png",
-                               f"automatic vs human majority ({avm['items']} items), Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
+                               f"automatic vs human majority ({avm['items']} items), "
+                               f"Cohen κ {outputs.fmt(avm['cohen_kappa'])}")
         flat = items.reset_index()
         flat.to_parquet(work / "items.parquet", index=False)
         flat.to_csv(work / "items.csv", index=False)
@@ -297,11 +300,13 @@ def run_import(args) -> int:
 
     out = Path(args.output)
     print(f"{c['annotations']} labels by {c['annotators']} annotators on {c['items_in_batch']} items "
-          f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, {c['without_majority']} without, "
+          f"({len(summary['rounds'])} round(s)); {c['with_majority']} with a majority, "
+          f"{c['without_majority']} without, "
           f"{c['too_few_votes']} with too few votes, {c['unlabelled']} unlabelled")
     print(f"Fleiss kappa {outputs.fmt(fl['kappa'])} ({fl['items']} items x {fl['raters_per_item']} labels, round "
           f"{first_round}); Krippendorff alpha {outputs.fmt(ka['alpha'])}; automatic vs majority: Cohen kappa "
-          f"{outputs.fmt(avm['cohen_kappa'])}, micro F1 {outputs.fmt(avm['micro_f1'])}, macro F1 {outputs.fmt(avm['macro_f1'])}")
+          f"{outputs.fmt(avm['cohen_kappa'])}, micro F1 {outputs.fmt(avm['micro_f1'])}, "
+          f"macro F1 {outputs.fmt(avm['macro_f1'])}")
     for line in bad:
         print(f"counted: {line}")
     print(f"validated ({args.policy}): {c['kept']} kept, {c['dropped']} dropped -> {out}/validated")

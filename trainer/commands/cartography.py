@@ -10,6 +10,7 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from extractor.core.errors import UserError
 from trainer.analysis.cartography import (GROUPS, GroupRules, cartography_table, compute_measures, group_table,
@@ -78,7 +79,7 @@ def run(args) -> int:
         title = args.title or run_dir.resolve().name
         plot_data_map(table, work / "data_map.png", title=title, thresholds=thresholds)
         n = len(table)
-        summary = {
+        summary: dict[str, Any] = {
             "run_dir": str(run_dir),
             "dynamics": str(dyn_dir),
             "examples": n,
@@ -96,7 +97,7 @@ def run(args) -> int:
         }
         (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"cartography of {n} examples over {summary['epochs']} epochs ({dyn_dir})")
-    print(f"thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
+    print("thresholds: " + ", ".join(f"{k}={v:.4f}" for k, v in thresholds.items() if v is not None))
     print(markdown_table(groups))
     print(f"in no group: {summary['in_no_group']} ({summary['in_no_group'] / n:.1%}), "
           f"in two groups: {summary['in_two_groups']} ({summary['in_two_groups'] / n:.1%})")

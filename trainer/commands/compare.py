@@ -11,13 +11,15 @@ from trainer.flags import add_json, add_output, add_overwrite, output_file, refu
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="two (or more) run directories; the first is the reference")
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="two (or more) run directories; the first is the reference")
     parser.add_argument("--test", dest="split", metavar="NAME",
                         help="evaluated split to compare (default: test, else the first non-validation split)")
     parser.add_argument("--metric", default="macro_f1", choices=["macro_f1", "micro_f1", "accuracy"],
                         help="per-seed score for the Mann-Whitney U test (default macro_f1)")
     parser.add_argument("--mcnemar", default="auto", choices=["auto", "exact", "chi2"],
-                        help=f"exact binomial, chi-square with continuity correction, or auto (exact below {EXACT_BELOW} discordant pairs)")
+                        help=f"exact binomial, chi-square with continuity correction, or auto "
+                             f"(exact below {EXACT_BELOW} discordant pairs)")
     add_json(parser, "every result")
     add_output(parser, "also write the report (the table, or JSON with --json) to this file", type=str)
     add_overwrite(parser, "replace an existing --output file")

@@ -3,13 +3,14 @@ run's labels (the method and its readings: trainer/analysis/consistency.py,
 trainer/analysis/logic.py; docs/consistency.md).
 
 Outputs (``--output``, default ``RUN_DIR/consistency/``, written beside it and swapped in
-at the end; ``--out`` is a deprecated alias): ``metrics.json``, ``table.md``,
+at the end): ``metrics.json``, ``table.md``,
 ``items.parquet``, ``sources.parquet``, ``consistency.png``.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ import pandas as pd
 from extractor.core.errors import UserError
 from trainer.analysis import logic
 from trainer.analysis.consistency import (KIND_ORDER, OTHER, allowed_columns, build_inferred, choose_split,
-                                          dedupe_sources, markdown_table, model_letters, parse_label_map,
+                                          dedupe_sources, markdown_table, model_letters, parse_letter_map,
                                           plot_scores, predict_pairs, read_generated, read_sentences,
                                           sample_items, score_rows, sentence_chains, source_frame, summarize,
                                           summary_text, has_nli_letters, write_frame)
@@ -63,12 +64,13 @@ def run(args) -> int:
     if args.generated and args.data is None:
         raise UserError("--generated needs --data: generated items chain onto the data's hypotheses")
     readings = list(dict.fromkeys(args.readings or logic.READINGS))
-    label_map = parse_label_map(args.label_map)
+    label_map = parse_letter_map(args.label_map)
     out = refuse_existing(args.output or Path(args.run_dir) / "consistency", args.overwrite)
     run_ = load_run(args.run_dir)
     to_letter = model_letters(run_.labels, label_map)
 
-    parts, counts = [], {}
+    parts: list[pd.DataFrame] = []
+    counts: dict[str, Any] = {}  # numbers, and per-kind counts
     items = pd.DataFrame(columns=["kind", "c", "source1", "source2", "premise", "hypothesis"])
     if args.data is not None:
         splits = load_nli(args.data, **run_mapping(args, run_), require_label=False)

@@ -3,8 +3,7 @@
 Writes the same outputs as training (metrics.json keyed by each file's stem,
 predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
 (default RUN_DIR/evaluation/), written beside it and swapped in at the end
-(extractor/io/atomic.py). `--test` and `--out` are deprecated aliases of `--data` and
-`--output`. Column flags default to the mapping the run was trained with. The scoring
+(extractor/io/atomic.py). Column flags default to the mapping the run was trained with. The scoring
 (`--by`, `--label-map`, outside checkpoints) is trainer/analysis/evaluation.py's.
 """
 from __future__ import annotations
@@ -25,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a run directory, or a local Hugging Face sequence-classification checkpoint")
     add_data(p, "labelled file(s) or dataset folder(s) to evaluate on (repeatable): JSONL/JSON/CSV/TSV/"
                 "Parquet files, a split folder, or a folder with split folders or test.* files "
-                "(its test split, see --split)", old="--test", required=True, many=True)
+                "(its test split, see --split)", required=True, many=True)
     p.add_argument("--split", default=None,
                    help="split of a dataset folder given to --data (default: test, or the folder's only split)")
     add_output(p, "output directory (default: RUN_DIR/evaluation)")

@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("lineup", metavar="LINEUP.yaml", help="the line-up file (see examples/lineup-*.yaml)")
     add_output(parser, "output folder (default: the file's 'output', else runs/<name>)", type=str)
     parser.add_argument("--seeds", type=int, help="override the file's number of seeds")
-    parser.add_argument("--only", nargs="+", action="extend", metavar="NAME", help="run only these entries (the reference is run if needed)")
+    parser.add_argument("--only", nargs="+", action="extend", metavar="NAME",
+                        help="run only these entries (the reference is run if needed)")
     add_overwrite(parser, "retrain runs that already have metrics.json")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--report-only", action="store_true", help="only rebuild results.md from finished runs")
@@ -70,7 +71,8 @@ def run(args) -> int:
                 if code != 0:
                     failed.append(entry.name)
                     if entry.name == lineup.reference:
-                        raise UserError(f"the reference run {entry.name} failed; see {lineup.out}/logs/{entry.name}.log")
+                        raise UserError(f"the reference run {entry.name} failed; "
+                                        f"see {lineup.out}/logs/{entry.name}.log")
                     continue
                 print(f"[{entry.name}] {timings[entry.name]:.0f}s", flush=True)
             if entry.name == lineup.reference and any(e.needs_cartography for e in todo):

@@ -2,7 +2,6 @@
 
 The input needs premise and hypothesis (a gold label is not needed). The output
 (.parquet, .jsonl or .csv by suffix) has pair_id, premise, hypothesis, pred and prob_<label>.
-`--input` and `--out` are deprecated aliases of `--data` and `--output`.
 """
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ FORMATS = (".parquet", ".jsonl", ".csv")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    add_data(p, "file to label, or a dataset folder (its test split, else its only split)", old="--input",
-             required=True)
+    add_data(p, "file to label, or a dataset folder (its test split, else its only split)", required=True)
     add_output(p, "output file: .parquet, .jsonl or .csv", required=True)
     add_overwrite(p, "replace an existing output file")
     add_column_arguments(p, from_run=True)

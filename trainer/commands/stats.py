@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from extractor import statistics as st
+from extractor import statistics
 from extractor.neardup import leakage, settings as neardup_settings
 from trainer.data.loading import add_column_arguments, column_mapping, load_nli
 from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
@@ -24,15 +24,16 @@ def add_arguments(parser) -> None:
     add_output(parser, "also write the report (markdown, or JSON with --json) to this file", type=str)
     add_overwrite(parser, "replace an existing --output file")
     parser.add_argument("--top-k", type=int, default=10, help="PMI words listed per label (default: 10)")
-    parser.add_argument("--pmi-min-count", type=int, default=st.PMI_MIN_COUNT,
-                        help=f"only words in at least this many hypotheses get a PMI (default: {st.PMI_MIN_COUNT})")
+    parser.add_argument("--pmi-min-count", type=int, default=statistics.PMI_MIN_COUNT,
+                        help="only words in at least this many hypotheses get a PMI "
+                             f"(default: {statistics.PMI_MIN_COUNT})")
     neardup_settings.add_arguments(parser)
 
 
 def compute(args) -> dict:
     data = args.data[0] if len(args.data) == 1 else list(args.data)
     splits = load_nli(data, **column_mapping(args), require_label=False)
-    result = st.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
+    result = statistics.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
     near = neardup_settings.settings_from_args(args)
     if near is not None and len(splits) > 1:
         result["near_duplicate_leakage"] = leakage.near_duplicate_leakage(
@@ -51,7 +52,7 @@ def run(args) -> int:
     if args.json:
         text = json.dumps(result, indent=2, ensure_ascii=False, sort_keys=False)
     else:
-        text = st.markdown_report(result, source=" ".join(map(str, args.data)))
+        text = statistics.markdown_report(result, source=" ".join(map(str, args.data)))
         if "near_duplicate_leakage" in result:
             text += "\n" + leakage.leakage_markdown(result["near_duplicate_leakage"]) + "\n"
     if args.output:

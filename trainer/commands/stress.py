@@ -2,7 +2,7 @@
 (the templates, copies and report: trainer/analysis/stress.py; docs/evaluation.md).
 
 Output (``--output``, default ``RUN/stress/``, written beside it and swapped in at the
-end; ``--out`` is a deprecated alias): ``metrics.json``, ``sets/<test>.parquet``,
+end): ``metrics.json``, ``sets/<test>.parquet``,
 ``predictions.parquet``, ``table.md`` and ``config.json``.
 """
 from __future__ import annotations

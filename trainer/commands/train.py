@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--class-weights", action="store_true", help="weight the loss by inverse class frequency")
     m.add_argument("--C", type=float, help="regularisation of SVM / logistic regression")
     m.add_argument("--kernel", choices=["linear", "rbf"], help="cbow-svm kernel")
-    m.add_argument("--vectors", type=Path, help="fastText .bin or .vec word vectors (cbow-*); default: trained on train")
+    m.add_argument("--vectors", type=Path,
+                   help="fastText .bin or .vec word vectors (cbow-*); default: trained on train")
     m.add_argument("--vector-size", type=int, help="dimension of vectors trained on the training split (default 100)")
     t = p.add_argument_group("torch models (cbow-softmax, transformer)")
     t.add_argument("--pretrained", help="checkpoint directory or hub name (transformer)")

@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,10 @@ class NLIFileNotFound(NLIDataError, FileNotFoundError):
     """A data path that does not exist."""
 
 
+class EmptyDataFile(NLIDataError):
+    """A data file with no bytes or no rows (skipped when other files of its split have rows)."""
+
+
 # ---------------------------------------------------------------------------- reading
 
 def _data_suffix(path: Path) -> str | None:
@@ -80,7 +85,7 @@ def read_table(path: Path) -> pd.DataFrame:
     if kind is None:
         raise NLIDataError(f"{path}: unknown file type (expected one of {', '.join(sorted(SUFFIXES))})")
     if path.stat().st_size == 0:
-        raise NLIDataError(f"{path}: empty file")
+        raise EmptyDataFile(f"{path}: empty file")
     try:
         if kind == "jsonl":
             df = pd.read_json(path, lines=True, dtype=False)
@@ -99,7 +104,7 @@ def read_table(path: Path) -> pd.DataFrame:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NLIDataError(f"{path}: cannot read as {kind}: {first}") from exc
     if len(df) == 0:
-        raise NLIDataError(f"{path}: empty file (no rows)")
+        raise EmptyDataFile(f"{path}: empty file (no rows)")
     return df
 
 
@@ -197,8 +202,8 @@ def _read_files(files: list[Path]) -> tuple[pd.DataFrame, Path]:
     for f in files:
         try:
             frames.append(read_table(f))
-        except NLIDataError as exc:
-            if "empty file" in str(exc) and len(files) > 1:
+        except EmptyDataFile:
+            if len(files) > 1:
                 continue  # an empty shard beside others: nothing to lose
             raise
     if not frames:
@@ -407,8 +412,9 @@ def load_nli(path, *, premise: str = "premise", hypothesis: str = "hypothesis", 
     Columns: ``id`` (str), ``premise``, ``hypothesis``, ``label`` (str names, None where
     the data has no gold label), then the input's other columns.
     """
-    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
+    mapping: dict[str, Any] = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                                   label_names=label_names, require_label=require_label,
+                                   allow_unknown_labels=allow_unknown_labels)
     if isinstance(path, (list, tuple)):
         out: dict[str, pd.DataFrame] = {}
         for p in path:
@@ -452,8 +458,9 @@ def load_one_split(path, split: str | None = None, *, flag: str | None = "--spli
     only that split's files are read. Anything else is one-line :class:`NLIDataError` naming
     the path and what is expected.
     """
-    mapping = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
-                   label_names=label_names, require_label=require_label, allow_unknown_labels=allow_unknown_labels)
+    mapping: dict[str, Any] = dict(premise=premise, hypothesis=hypothesis, label=label, id_col=id_col,
+                                   label_names=label_names, require_label=require_label,
+                                   allow_unknown_labels=allow_unknown_labels)
     path = Path(path)
     if not path.exists():
         raise NLIFileNotFound(f"{path}: no such file or folder")

@@ -11,6 +11,7 @@ import logging
 import pickle
 import struct
 from pathlib import Path
+from typing import Any
 
 import joblib
 import numpy as np
@@ -52,7 +53,8 @@ def load_vectors(path: str | Path):
             else:
                 _CACHE[key] = KeyedVectors.load_word2vec_format(str(path), binary=False)
         except _NOT_VECTORS as exc:
-            raise ModelError(f"{path}: cannot read word vectors: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            raise ModelError(f"{path}: cannot read word vectors: {first}") from exc
     return _CACHE[key]
 
 
@@ -64,8 +66,9 @@ def train_vectors(texts: list[str], *, dim: int, seed: int, epochs: int = 10):
     digest = hashlib.blake2b("\x1f".join(texts).encode("utf-8"), digest_size=8).hexdigest()
     key = f"train:{digest}:{dim}:{seed}:{epochs}"
     if key not in _CACHE:
-        # gensim's default 2M n-gram buckets make every saved run ~800 MB even for a
-        # 2,000-pair corpus; the number of distinct n-grams grows with the vocabulary.
+        # gensim's default 2M n-gram buckets size every saved run by that default, not by the
+        # corpus; the number of distinct n-grams grows with the vocabulary, so the buckets do
+        # too (the saved sizes before and after: docs/trainer.md, "Baselines").
         vocabulary = {w for sentence in sentences for w in sentence}
         buckets = min(2_000_000, max(1 << 16, 8 * len(vocabulary)))
         model = FastText(sentences=sentences, vector_size=dim, window=5, min_count=2, epochs=epochs,
@@ -97,7 +100,7 @@ class CbowBase:
         self.labels = list(labels)
         self.input_mode = input_mode
         self.params = {**CbowBase.DEFAULTS, **self.DEFAULTS, **(params or {})}
-        self.kv = None
+        self.kv: Any = None  # gensim KeyedVectors, once fitted or loaded
 
     def _vectors(self, train: pd.DataFrame, seed: int):
         if self.params.get("vectors"):
@@ -178,7 +181,7 @@ class DenseData:
         self.X = torch.as_tensor(X, dtype=torch.float32)
         self.labels = labels if labels is not None else np.zeros(len(X), dtype=np.int64)
         self.n_classes = n_classes
-        self.lengths = None
+        self.lengths: np.ndarray | None = None  # all rows the same size
 
     def __len__(self) -> int:
         return len(self.X)
@@ -194,6 +197,9 @@ class SoftmaxHead(nn.Module):
     far from the logistic-regression optimum after a few epochs; PCA whitening makes the
     problem well conditioned, so epochs of Adam reach it (and the dynamics mean something).
     """
+
+    mean: torch.Tensor  # buffers, registered in __init__
+    proj: torch.Tensor
 
     def __init__(self, dim: int, n_classes: int):
         super().__init__()

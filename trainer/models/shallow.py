@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import joblib
 import numpy as np
@@ -50,7 +51,7 @@ class OverlapFeatures(BaseEstimator, TransformerMixin):
 def text_features(input_mode: str, *, kind: str = "tfidf", max_features: int = 50000) -> ColumnTransformer:
     """Word + character n-gram TF-IDF (or word counts) per sentence, plus overlap for pairs."""
     n_sides = 2 if input_mode == "pair" else 1
-    parts = []
+    parts: list[tuple[str, Any, str | list[str]]] = []  # (name, transformer, column(s))
     for i in range(n_sides):
         col = f"s{i}"
         if kind == "tfidf":
@@ -76,7 +77,7 @@ class SklearnModel:
         self.labels = list(labels)
         self.input_mode = input_mode
         self.params = {**self.DEFAULTS, **(params or {})}
-        self.pipe = None
+        self.pipe: Any = None  # the scikit-learn Pipeline, once fitted or loaded
 
     def build(self, seed: int, class_weights: bool) -> Pipeline:
         raise NotImplementedError

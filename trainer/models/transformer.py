@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,9 @@ def build_untrained_bert(folder: Path, texts: list[str], *, tokenizer_vocab: int
     """A BERT built from a config (random weights) with a WordPiece tokenizer trained on `texts`,
     saved with save_pretrained: for tests and benchmarks where nothing can be downloaded."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    # transformers 5 exports BertTokenizerFast (an alias of BertTokenizer) lazily, and its typed
+    # top level does not list it
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -66,41 +69,6 @@ def build_untrained_bert(folder: Path, texts: list[str], *, tokenizer_vocab: int
         torch.manual_seed(seed)
     folder.mkdir(parents=True, exist_ok=True)
     BertModel(config).save_pretrained(str(folder))
-    fast.save_pretrained(str(folder))
-    return folder
-
-
-def build_untrained_gpt2(folder: Path, texts: list[str], *, tokenizer_vocab: int = 300, hidden: int = 32,
-                         layers: int = 2, heads: int = 2, max_positions: int = 64, seed: int | None = 0,
-                         labels: list[str] | None = None) -> Path:
-    """A GPT-2 built from a config (random weights) with a byte-level BPE tokenizer trained on
-    `texts` and, as GPT-2 and RoGPT2 ship, no padding token; saved with save_pretrained. With
-    `labels`, a sequence-classification checkpoint with those ``id2label`` names (an outside
-    checkpoint for zero-shot evaluation), else the language model."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2ForSequenceClassification, GPT2LMHeadModel, GPT2TokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=tokenizer_vocab, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = GPT2TokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                             unk_token="<|endoftext|>")
-    assert fast.pad_token is None
-    if seed is not None:
-        torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=len(fast), n_positions=max_positions, n_embd=hidden, n_layer=layers, n_head=heads,
-                        bos_token_id=fast.eos_token_id, eos_token_id=fast.eos_token_id)
-    if labels:
-        config.num_labels = len(labels)
-        config.id2label = dict(enumerate(labels))
-        config.label2id = {lab: i for i, lab in enumerate(labels)}
-        model = GPT2ForSequenceClassification(config)
-    else:
-        model = GPT2LMHeadModel(config)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(folder))
     fast.save_pretrained(str(folder))
     return folder
 
@@ -319,8 +287,10 @@ class Transformer:
         if self.params["lr"] is None and self.params["freeze_encoder"]:  # RoNLI trained heads at 1e-3
             self.params["lr"] = 1e-3
         # otherwise the learning rate follows the encoder's width, known once it is loaded (default_lr)
-        self.model = None
-        self.tokenizer = None
+        # built by _build (a pretrained encoder) or _load (a saved run): CrossModel or SeparateModel,
+        # and a Hugging Face tokenizer; Any, as every use comes after one of them
+        self.model: Any = None
+        self.tokenizer: Any = None
 
     # ------------------------------------------------------------------ building
     def _build(self, pretrained: str) -> None:
@@ -354,7 +324,8 @@ class Transformer:
         if self.params["lr"] is None:
             width = getattr(self.model.encoder().config, "hidden_size", None)
             self.params["lr"] = default_lr(width)
-            log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)", self.params["lr"], width)
+            log.info("learning rate %g: the default for an encoder of width %s (--lr sets it)",
+                     self.params["lr"], width)
         if self.params["head_lr"] is None and hasattr(self.model, "head"):
             self.params["head_lr"] = max(float(self.params["lr"]), HEAD_LR)
             log.info("learning rate of the new head %g (--head-lr sets it)", self.params["head_lr"])

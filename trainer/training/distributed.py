@@ -1,6 +1,6 @@
 """Data-parallel training under `torchrun` (gloo on CPU processes, NCCL on GPUs).
 
-    torchrun --nproc_per_node N -m trainer train ... --out RUN_DIR
+    torchrun --nproc_per_node N -m trainer train ... --output RUN_DIR
 
 `torchrun` sets ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``; `setup_run` (called by
 ``train``) starts the process group, pins each process to its GPU and gives every rank but
@@ -31,20 +31,21 @@ from extractor.io.atomic import unfinished_path
 
 try:
     import torch
+    HAVE_TORCH = True
 except ImportError:  # `train` of the scikit-learn models runs without torch
-    torch = None
+    HAVE_TORCH = False
 
 _MIRRORS: dict[Path, Path] = {}  # rank > 0: scratch run directory -> rank 0's
 
 
 def world_size() -> int:
-    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+    if HAVE_TORCH and torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_world_size()
     return 1
 
 
 def rank() -> int:
-    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+    if HAVE_TORCH and torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank()
     return 0
 
@@ -171,10 +172,3 @@ def all_gather_objects(obj) -> list:
     torch.distributed.all_gather_object(out, obj)
     return out
 
-
-def broadcast_object(obj):
-    if not active():
-        return obj
-    box = [obj]
-    torch.distributed.broadcast_object_list(box, src=0)
-    return box[0]

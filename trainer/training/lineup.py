@@ -7,7 +7,7 @@ cart-stra++) or any ``args``. Entries that need data cartography or sentence emb
 use the ``reference`` entry's run (default: the first entry, the baseline): its
 cartography is computed once after it is trained. Every run goes to ``OUT/<name>/`` (OUT:
 ``--output``, else the file's ``output``); a finished run (``metrics.json`` present) is kept
-unless ``--overwrite``. ``--out``/``--force`` and the file key ``out`` are deprecated aliases. The results are one
+unless ``--overwrite``. The results are one
 markdown file, ``OUT/results.md``, with the layouts of RoNLI Tables 5 (micro/macro F1)
 and 4 (per-class precision, recall, F1), and ``OUT/results.json``. See
 ``examples/lineup-cbow-cpu.yaml``.
@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -77,9 +78,7 @@ def load_lineup(path) -> Lineup:
         raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(spec, dict) or not spec.get("lineup"):
         raise UserError(f"{path}: needs a mapping with a non-empty 'lineup' list")
-    if "out" in spec and "output" in spec:
-        raise UserError(f"{path}: both 'output' and 'out' (its deprecated alias) are given; keep 'output'")
-    known = {"name", "output", "out", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}
+    known = {"name", "output", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise UserError(f"{path}: unknown key(s) {unknown}; known: {sorted(known)}")
@@ -115,7 +114,7 @@ def load_lineup(path) -> Lineup:
     if ref.subset or ref.curriculum:
         raise UserError(f"{path}: the reference run {reference!r} must be plain training (no subset/curriculum)")
     name = str(spec.get("name") or path.stem)
-    out = Path(spec.get("output") or spec.get("out") or Path("runs") / name)  # relative to the current directory, like any flag
+    out = Path(spec.get("output") or Path("runs") / name)  # relative to the current directory, like any flag
     return Lineup(path, name, out, dict(spec.get("train_args") or {}), int(spec.get("seeds") or 1), reference,
                   spec.get("split"), dict(spec.get("cartography_args") or {}), entries)
 
@@ -191,7 +190,7 @@ def _split_of(metrics: dict, wanted: str | None, where: Path) -> str:
 
 def collect(lineup: Lineup) -> dict:
     """Scores of every finished run: the selected seed's test metrics, mean +- std over seeds."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     labels: list[str] = []
     ref_preds = None
     for entry in lineup.entries:

@@ -27,8 +27,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from trainer.training import distributed as dist
+from extractor.io.atomic import WorkFile
 from trainer.errors import RunFileNotFound
+from trainer.training import distributed
 
 log = logging.getLogger("trainer")
 
@@ -151,7 +152,7 @@ def _pin(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.pin_memory() for k, v in batch.items()}
 
 
-def iter_batches(data: Encoded, row_lists: Iterable[Sequence[int]], *, ahead: int = 0, pin: bool = False):
+def iter_batches(data: Encoded, row_lists: Iterable[Sequence[int] | np.ndarray], *, ahead: int = 0, pin: bool = False):
     """(rows, CPU batch) for each list of rows; with ahead > 0 a thread builds (and pins) them in advance."""
     if ahead <= 0:
         for rows in row_lists:
@@ -249,8 +250,9 @@ def adamw(model: nn.Module, lr: float, weight_decay: float, head_lr: float | Non
     params = [{"params": ps, "weight_decay": 0.0 if no_decay else weight_decay,
                "lr": head_lr if head and head_lr is not None else lr}
               for (head, no_decay), ps in sorted(groups.items())]
-    kw = {"fused": True} if any(p.is_cuda for g in params for p in g["params"]) else {}
-    return torch.optim.AdamW(params, lr=lr, **kw)
+    if any(p.is_cuda for ps in groups.values() for p in ps):
+        return torch.optim.AdamW(params, lr=lr, fused=True)
+    return torch.optim.AdamW(params, lr=lr)
 
 
 # ---------------------------------------------------------------------------- inference
@@ -265,7 +267,7 @@ def predict_proba(model: nn.Module, data: Encoded, *, device: torch.device, batc
     order = np.argsort(-data.lengths, kind="stable") if data.lengths is not None else np.arange(n)
     dtype = autocast_dtype(device, precision)
     # under torchrun each rank scores every world-th batch; the shares are gathered in input order
-    world, rank = dist.world_size(), dist.rank()
+    world, rank = distributed.world_size(), distributed.rank()
     starts = list(range(0, n, batch_size))[rank::world]
     mine, chunks = [], []
     for i in starts:
@@ -278,7 +280,7 @@ def predict_proba(model: nn.Module, data: Encoded, *, device: torch.device, batc
     probs = torch.cat(chunks).numpy() if chunks else np.zeros((0, getattr(data, "n_classes", 0)), dtype=np.float32)
     rows = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
     if world > 1:
-        shares = dist.all_gather_objects((rows, probs))
+        shares = distributed.all_gather_objects((rows, probs))
         rows = np.concatenate([r for r, _ in shares])
         probs = np.concatenate([p for _, p in shares]) if n else probs
     if n == 0:
@@ -322,8 +324,8 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     model.to(device)
-    dist.broadcast_model(model)  # torchrun: every replica starts from rank 0's weights
-    world, rank = dist.world_size(), dist.rank()
+    distributed.broadcast_model(model)  # torchrun: every replica starts from rank 0's weights
+    world, rank = distributed.world_size(), distributed.rank()
     spe = steps_per_epoch(len(train), config.step_size)
     if schedule is None:
         schedule = default_schedule(len(train), step_size=config.step_size, epochs=config.epochs,
@@ -344,7 +346,7 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
     if resume:
         if ckpt is None or not ckpt.exists():
             raise RunFileNotFound(f"{ckpt or checkpoint_dir}: no checkpoint to resume from")
-        saved = torch.load(dist.main_path(ckpt), map_location="cpu", weights_only=False)  # rank 0's file
+        saved = torch.load(distributed.main_path(ckpt), map_location="cpu", weights_only=False)  # rank 0's file
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
@@ -405,7 +407,7 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
             if not last:
                 continue
             n_seen += step_len
-            dist.all_reduce_grads(params)  # torchrun: the sum of the shares' gradients
+            distributed.all_reduce_grads(params)  # torchrun: the sum of the shares' gradients
             if config.max_grad_norm > 0:
                 scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
@@ -427,7 +429,7 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
             torch.cuda.synchronize()
         state.epoch_seconds = time.perf_counter() - t0
         state.train_seconds += state.epoch_seconds
-        dist.all_reduce_sum(loss_sum)
+        distributed.all_reduce_sum(loss_sum)
         record = {"epoch": epoch, "step": state.global_step, "train_loss": loss_sum.item() / max(1, n_seen),
                   "seconds": round(state.epoch_seconds, 3)}
         if val is not None and len(val):
@@ -462,15 +464,14 @@ def _fit(model, train, *, config, val, callbacks, schedule, class_weights, check
 
 def _save_checkpoint(path: Path, state: LoopState, model, optimizer, scheduler, scaler, best_state) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "best_state": best_state,
-                "epoch": state.epoch, "global_step": state.global_step, "best_score": state.best_score,
-                "best_epoch": state.best_epoch, "bad_epochs": state.bad_epochs, "history": state.history,
-                "train_seconds": state.train_seconds, "extra": state.extra,
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if state.device.type == "cuda" else None}, tmp)
-    os.replace(tmp, path)  # a crash mid-write never leaves a broken checkpoint
+    with WorkFile(path) as tmp:  # a crash mid-write never leaves a broken checkpoint
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "best_state": best_state,
+                    "epoch": state.epoch, "global_step": state.global_step, "best_score": state.best_score,
+                    "best_epoch": state.best_epoch, "bad_epochs": state.bad_epochs, "history": state.history,
+                    "train_seconds": state.train_seconds, "extra": state.extra,
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if state.device.type == "cuda" else None}, tmp)
 
 
 # ---------------------------------------------------------------------------- dynamics
@@ -522,7 +523,7 @@ class DynamicsWriter(Callback):
         self.data, self.ids, self.labels = data, pd.Series(list(ids), dtype=str), list(labels)
         self.out_dir = Path(out_dir)
         self.mode = mode if train_ids is not None else "pass"
-        if self.mode == "forward":
+        if self.mode == "forward" and train_ids is not None:
             index = {k: i for i, k in enumerate(self.ids)}
             self.row_of = np.array([index.get(str(k), -1) for k in train_ids], dtype=np.int64)
         self.spent = 0.0  # seconds recording in the current epoch
@@ -556,8 +557,8 @@ class DynamicsWriter(Callback):
         t0 = time.perf_counter()
         unseen = None
         if self.mode == "forward":
-            dist.all_reduce_sum(self.prob_sum)  # torchrun: each rank saw its share of every step
-            dist.all_reduce_sum(self.count)
+            distributed.all_reduce_sum(self.prob_sum)  # torchrun: each rank saw its share of every step
+            distributed.all_reduce_sum(self.count)
             count = self.count.cpu().numpy()
             probs = (self.prob_sum / self.count.clamp_min(1)[:, None]).cpu().numpy()
             unseen = np.flatnonzero(count == 0)
@@ -575,9 +576,8 @@ class DynamicsWriter(Callback):
                               "gold_prob": probs[np.arange(len(gold)), gold].astype(np.float32),
                               "pred": names[pred], "correct": pred == gold})
         path = self.out_dir / f"epoch_{state.epoch}.parquet"
-        tmp = path.with_suffix(".tmp")
-        table.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with WorkFile(path) as tmp:
+            table.to_parquet(tmp, index=False)
         seconds = spent + time.perf_counter() - t0
         entry = {"epoch": state.epoch, "seconds": round(seconds, 3), "epoch_seconds": round(state.epoch_seconds, 3),
                  "share": round(seconds / max(state.epoch_seconds, 1e-9), 4)}

@@ -10,7 +10,7 @@ Reliability by construction: every setting is checked before any data is read; t
 written into its work folder ``OUT.inprogress/`` and swapped in as ``OUT`` only when it has
 finished (extractor/io/atomic.py), so a failed or killed run never damages the run it would
 replace (``--overwrite``); ``--resume`` continues an unfinished run only under the same
-settings (``resume.json``). ``--out`` is a deprecated alias of ``--output``.
+settings (``resume.json``).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extractor.io import atomic as staging
+from extractor.io import atomic
 from extractor.core.errors import UserError
 from extractor.core.hashing import stable_hash
 from extractor.core.names import LABELS
@@ -45,9 +45,9 @@ log = logging.getLogger("trainer")
 
 
 PARAM_FLAGS = ["C", "kernel", "vector_size", "pretrained", "encoding", "max_length", "epochs", "batch_size",
-               "grad_accum", "lr", "head_lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience", "head_hidden",
-               "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress", "compile",
-               "deterministic", "dynamics", "pooling"]
+               "grad_accum", "lr", "head_lr", "weight_decay", "warmup_ratio", "max_grad_norm", "patience",
+               "head_hidden", "dropout", "precision", "group_by_length", "device", "eval_batch_size", "progress",
+               "compile", "deterministic", "dynamics", "pooling"]
 
 
 def model_params(args) -> dict:
@@ -57,7 +57,8 @@ def model_params(args) -> dict:
     if args.vectors:
         params["vectors"] = str(args.vectors)
     if args.model in ("cbow-svm", "cbow-softmax"):
-        params = {k: v for k, v in params.items() if k not in ("pretrained", "encoding", "max_length", "dynamics", "pooling")}
+        unused = ("pretrained", "encoding", "max_length", "dynamics", "pooling")
+        params = {k: v for k, v in params.items() if k not in unused}
     return params
 
 
@@ -66,9 +67,9 @@ def model_params(args) -> dict:
 # RoNLI Appendix B for the transformer: learning rate, mini-batch size, dropout and head size.
 # Dropout and head size shape only the separate encoding's MLP head; under --encoding cross
 # they are left out of the grid (they would train the same model twice).
-TRANSFORMER_GRID = {"lr": [1e-5, 2e-5, 5e-5], "batch_size": [16, 32], "dropout": [0.1, 0.3],
+TRANSFORMER_GRID: dict[str, list] = {"lr": [1e-5, 2e-5, 5e-5], "batch_size": [16, 32], "dropout": [0.1, 0.3],
                     "head_hidden": [256, 512]}
-TRANSFORMER_GRID_FROZEN = {**TRANSFORMER_GRID, "lr": [1e-2, 1e-3, 1e-4]}
+TRANSFORMER_GRID_FROZEN: dict[str, list] = {**TRANSFORMER_GRID, "lr": [1e-2, 1e-3, 1e-4]}
 GRID_TYPES = {"lr": float, "batch_size": int, "dropout": float, "head_hidden": int, "C": float, "kernel": str,
               "max_depth": int, "learning_rate": float, "epochs": int, "weight_decay": float}
 
@@ -353,8 +354,8 @@ def grid_search(args, labels, train, val, params, seed) -> tuple[dict, list]:
 NOT_MODEL = {"progress", "device", "eval_batch_size"}
 
 
-def fingerprint(config: dict) -> dict:
-    """What a checkpoint must share with the command that resumes it."""
+def resume_fingerprint(config: dict) -> dict:
+    """What a checkpoint must share with the command that resumes it (``resume.json``)."""
     params = {k: v for k, v in (config.get("params") or {}).items() if k not in NOT_MODEL}
     data = dict(config.get("data") or {})
     return {"model": config.get("model"), "input_mode": config.get("input_mode"), "labels": config.get("labels"),
@@ -438,7 +439,7 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
         config["curriculum"] = {"name": args.curriculum, "total_steps": len(schedule), "batch_size": step_size}
 
     # the resume check: a checkpoint is continued only by the command that wrote it
-    print_fp = fingerprint(config)
+    print_fp = resume_fingerprint(config)
     fp_path = out / "resume.json"
     resume = False
     if args.resume and fp_path.exists():
@@ -502,8 +503,8 @@ def prepare_output(args) -> Path:
     """Decide what happens to `--output` before any work; returns the run's work folder,
     ``OUT.inprogress`` (not created yet)."""
     out = Path(args.output)
-    work = staging.unfinished_path(out)
-    pid = staging.live_claim(work)
+    work = atomic.unfinished_path(out)
+    pid = atomic.live_claim(work)
     if pid is not None:
         raise UserError(f"{out}: another train (pid {pid}) is writing this run ({work}); wait for it or "
                         f"choose another --output")
@@ -516,7 +517,7 @@ def prepare_output(args) -> Path:
                             f"choose another --output or remove it yourself")
     if work.exists():
         if args.overwrite:
-            staging.discard(work)
+            atomic.discard(work)
         elif not args.resume:
             raise UserError(f"{work}: an unfinished run is there (a failed or killed train): use --resume to "
                             f"continue it, or --overwrite to start again")
@@ -553,8 +554,8 @@ def run_training(args, callbacks) -> int:
     for col in args.by:
         for c in col.split(","):
             if c and not any(c in df.columns for df in evaluated):
-                raise UserError(f"--by {c}: no test data has a column {c!r} "
-                                f"(columns: {', '.join(map(str, evaluated[0].columns)) if evaluated else 'no test data'})")
+                columns = ", ".join(map(str, evaluated[0].columns)) if evaluated else "no test data"
+                raise UserError(f"--by {c}: no test data has a column {c!r} (columns: {columns})")
     note = note_validation(args, val)
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -577,8 +578,8 @@ def run_training(args, callbacks) -> int:
     }
 
     # kept on failure (a checkpoint for --resume), continued when it is there, swapped in when finished
-    with staging.WorkFolder(out, work=work, keep=True, resume=True) as work:
-        staging.claim(work)
+    with atomic.WorkFolder(out, work=work, keep=True, resume=True) as work:
+        atomic.claim(work)
         try:
             code = _train_all(args, work, out, train, val, tests, labels, base_config, callbacks)
         except BaseException:
@@ -623,7 +624,8 @@ def _train_all(args, work, out, train, val, tests, labels, base_config, callback
     print(f"selected seed {selected} (best validation macro-F1)")
     _print_summary(per_seed[str(selected)])
     for split in mean:
-        print(f"{split} over {len(seeds)} seeds: accuracy {mean[split]['accuracy']:.4f} ± {std[split]['accuracy']:.4f}, "
+        print(f"{split} over {len(seeds)} seeds: "
+              f"accuracy {mean[split]['accuracy']:.4f} ± {std[split]['accuracy']:.4f}, "
               f"macro-F1 {mean[split]['macro_f1']:.4f} ± {std[split]['macro_f1']:.4f}")
     return 0
 

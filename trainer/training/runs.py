@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from extractor.io.atomic import WorkFile
 from trainer.errors import RunError, RunFileNotFound
 from trainer.analysis.metrics import compute_metrics, plot_confusion, slice_metrics, slice_values, slices_markdown
 from trainer.models import MODELS, model_class
@@ -22,11 +22,9 @@ log = logging.getLogger("trainer")
 
 
 def write_json(path: Path, obj) -> None:
-    """Write JSON via a temporary file, so a reader never sees half a file."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
-    os.replace(tmp, path)
+    """Write JSON beside `path` and rename it over `path`, so a reader never sees half a file."""
+    with WorkFile(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
 
 
 def _jsonable(o):
@@ -259,11 +257,9 @@ def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_parquet(df: pd.DataFrame, path: Path) -> None:
-    """A Parquet file via a temporary file (a reader never sees half a file)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    arrow_safe(df).to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    """A Parquet file written beside `path` and renamed over it (a reader never sees half a file)."""
+    with WorkFile(path) as tmp:
+        arrow_safe(df).to_parquet(tmp, index=False)
 
 
 def write_slices(out_dir: Path, preds: pd.DataFrame, by: list[str], labels: list[str],
@@ -282,9 +278,8 @@ def write_slices(out_dir: Path, preds: pd.DataFrame, by: list[str], labels: list
             result.setdefault(split, {})[col] = slice_metrics(part.reset_index(drop=True), name, labels, counts)
     out_dir = Path(out_dir)
     write_json(out_dir / "slices.json", result)
-    tmp = out_dir / "slices.md.tmp"
-    tmp.write_text(slices_markdown(result))
-    os.replace(tmp, out_dir / "slices.md")
+    with WorkFile(out_dir / "slices.md") as tmp:
+        tmp.write_text(slices_markdown(result))
     return result
 
 

@@ -102,7 +102,8 @@ def list_units(corpora, unit_bytes: int, fields_of) -> Listing:
                 else:
                     rs = _ranges(size, unit_size(size, unit_bytes))
                     out.units += [WorkUnit(ci, source, path, "jsonl-range", k, lo, hi) for k, (lo, hi) in enumerate(rs)]
-                    out.inputs[path] = {"read": "byte-ranges", "units": len(rs), "unit_bytes": unit_size(size, unit_bytes)}
+                    out.inputs[path] = {"read": "byte-ranges", "units": len(rs),
+                                        "unit_bytes": unit_size(size, unit_bytes)}
             elif spec.format == "text":
                 _text(out, ci, source, path, unit_bytes)
             elif spec.format == "parquet":

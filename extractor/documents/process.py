@@ -26,7 +26,6 @@ from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
 from extractor.io.parquet_writer import partition_dir
 
-SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100
 MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json
 # A JSONL line dropped for one of these means a wrong file or flag when it is most of a file.

@@ -45,7 +45,6 @@ _PAGE_CLOSE = PAGE_DELIMITER.encode()
 _PAGE_START = re.compile(r"<page[\s>]")
 _ID = re.compile(r"<id>\s*(\d+)\s*</id>")
 _ID_BYTES = re.compile(rb"<id>\s*(\d+)\s*</id>")
-_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _REDIRECT_TEXT = re.compile(r"^\s*#\s*(REDIRECT|REDIRECTARE|REDIRECCIÓN|REDIRECCION|REDIRECCIÓ|ПРЕНАСОЧВАНЕ)\b",
                             re.I)
 END_TAG = b"</mediawiki>"

@@ -186,17 +186,6 @@ def _aggregates(rows: pa.Table):
     return marked_counts, pos, hist
 
 
-def _first_by(rows: list, key, order) -> tuple[list, list]:
-    """Rows kept (the lowest `order` per `key`) and dropped."""
-    best: dict = {}
-    for r in rows:
-        k = key(r)
-        if k not in best or order(r) < order(best[k]):
-            best[k] = r
-    keep = set(id(r) for r in best.values())
-    return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
-
-
 def tally_marked(groups, marked_counts: Counter, model: str | None):
     """The counts of the marked pairs after identical pairs are grouped and the POS filter
     has run over them. `groups`: (corpus, label, phrase, premise_stripped, reject, n

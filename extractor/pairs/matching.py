@@ -256,10 +256,6 @@ class _NormalizeTable(dict):
         return out
 
 
-def build_matcher(lexicon) -> Matcher:
-    return Matcher(lexicon)
-
-
 _CACHE: dict[str, Matcher] = {}
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 from extractor.core.names import SPLITS
 from extractor.core.hashing import stable_hashes
 # the settings parsers live apart (no numpy there: the job's --help); one name each
-from extractor.splits.options import (BALANCE_MODES, DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
+from extractor.splits.options import (DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
                                      SplitsError, parse_balance, parse_ratios)
 
 EVAL_SPLITS = SPLITS[1:]

@@ -46,7 +46,6 @@ RANKED_COLUMNS = ("_unit", "_row", "pair_id", "corpus", "doc_id", "label", "mark
                   "_h", "_pkey", "_skey", "_hkey")
 KEYS_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.binary()), ("split", pa.string()),
                          ("corpus", pa.string())])
-KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split", pa.string())])
 
 
 # ---------------------------------------------------------------------------- buckets

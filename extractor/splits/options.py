@@ -12,7 +12,6 @@ from extractor.core.errors import UserError
 from extractor.neardup import settings
 
 DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
-BALANCE_MODES = ("downsample", "none", "cap")
 
 
 class SplitsError(UserError, ValueError):

@@ -281,8 +281,6 @@ def _stats_table(arrays: dict, n: int) -> pa.Table:
     return pa.Table.from_arrays([arrays.get(f.name, pa.nulls(n, f.type)) for f in STATS_SCHEMA], schema=STATS_SCHEMA)
 
 
-AGGREGATE_DDL = ("split string, label string, label_all boolean, count long, "
-                 + ", ".join(f"{name} double" for name in st.AGGREGATES))
 
 
 def split_aggregates(rows: pa.Table) -> list[dict]:

@@ -1,8 +1,8 @@
 """The three table contracts, declared once (DESIGN.md "Data flow and tables").
 
 Every writer (stage 1 tasks, the pairs and splits stages, tests, benchmarks) builds its
-Arrow batches against these schemas, and the Spark side derives its DDL from them, so a
-column is named and typed in one place. Words: a *work unit* is a byte range or stream of
+Arrow batches against these schemas, so a column is named and typed in one place (stage 3
+writes the pairs columns). Words: a *work unit* is a byte range or stream of
 an input file that one task reads (never "split"); a *split* is train/validation/test.
 """
 from __future__ import annotations
@@ -50,6 +50,3 @@ PAIRS = pa.schema([
     pa.field("premise_ref", REF),
     pa.field("hypothesis_ref", REF),
 ])
-
-# 3. pairs -> splits/{train,validation,test}/: the pairs columns, one folder per split.
-SPLITS = PAIRS

@@ -16,6 +16,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # Under plain `python jobs/extract.py` from a checkout, make the repository importable
 # (spark-submit.sh ships extractor/ with --py-files instead); so the imports below follow it.
@@ -43,6 +44,16 @@ from extractor.spark.jvm import archive_pending  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
 from extractor.splits import options as splits_options  # noqa: E402
 
+if TYPE_CHECKING:  # imported at run time by `_import_run_modules`, once the flags are parsed
+    from types import ModuleType
+
+    from extractor import runs as out
+    from extractor.io import fs
+    from extractor.job.context import JobContext
+    from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+
+    STAGE_MODULES: dict[str, ModuleType]
+
 # each stage's flags and Options (the same classes as its stage module's), for the parser
 STAGE_OPTIONS = {"sentences": sentences_options, "pairs": pairs_options, "splits": splits_options}
 TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
@@ -67,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="extract.py", description="Build an NLI corpus from text dumps by distant supervision.",
         formatter_class=HelpFormatter)
     g = p.add_argument_group("job")
-    g.add_argument("--lang", required=True, help="language code of a bundled lexicon (ro, es, en, ...), or the path of your own lexicon YAML file "
-                        "(format: phrase_lexicons/README.md)")
+    g.add_argument("--lang", required=True,
+                   help="language code of a bundled lexicon (ro, es, en, ...), or the path of your own lexicon "
+                        "YAML file (format: phrase_lexicons/README.md)")
     g.add_argument("--phrase-set", action="append", default=None, metavar="NAME",
                    help="add a named phrase set of the lexicon's phrase_sets to its phrases "
                         "(e.g. --lang ro --phrase-set extended); repeatable")
@@ -91,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "finished stages and work units are reused when the inputs (paths, sizes, mtimes), the "
                         "lexicon and every setting are the same, else a one-line refusal names the first "
                         "difference; with nothing to resume, a new run starts (docs/deployment.md)")
-    g.add_argument("--min-chars", type=int, default=contract.MIN_CHARS, help="sentences shorter than this are flagged short")
+    g.add_argument("--min-chars", type=int, default=contract.MIN_CHARS,
+                   help="sentences shorter than this are flagged short")
     g.add_argument("--seed", type=int, default=contract.SEED, help="seed of every hash-based random choice")
     g.add_argument("--files-per-table", type=int, default=contract.FILES_PER_TABLE,
                    help="Parquet files per table (per partition); part of the deterministic layout")
@@ -136,9 +149,9 @@ def _fail(message: str) -> int:
 
 
 def _versions() -> dict:
-    found = {"python": sys.version.split()[0]}
+    found: dict[str, str | None] = {"python": sys.version.split()[0]}
     for name in ("pyspark", "mwparserfromhell", "nltk", "spacy", "pyarrow"):
-        # from the installed metadata: importing spacy would import thinc and torch (~10 CPU-s)
+        # from the installed metadata: importing spacy would import thinc and torch
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:  # not installed: the card says so
@@ -267,7 +280,8 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
         raise InputError(f"{output}/{STAGES[first - 1]}: no such table in the published output; run the stage "
                          f"that writes '{STAGES[first - 1]}' first (--start-at {STAGES[first - 1]})")
     print(f"[dry-run] lexicon: {lexicon.path} ({lexicon.lang}; sha256 {lexicon.sha256[:12]})")
-    model, pos = STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options else (None, {})
+    model, pos = (STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options
+                  else (None, {}))
     if "pairs" in options:
         print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']})")
     print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
@@ -280,13 +294,15 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
             mb_text = cost_model.text_mb(path, found["bytes"])
             mb += mb_text
             files = f", {found['files']} files" if "files" in found else ""
-            sizes.append(f"  {c.name} ({c.format}, {c.genre}, {c.role}): {path}: {cost_model.size(found['bytes'] / 1e6)}"
+            sizes.append(f"  {c.name} ({c.format}, {c.genre}, {c.role}): {path}: "
+                         f"{cost_model.size(found['bytes'] / 1e6)}"
                          f"{files} (~{cost_model.size(mb_text)} of text)")
     print(f"[dry-run] inputs ({len(sizes)}):")
     print("\n".join(sizes))
     if "sentences" in options:
         listing = STAGE_MODULES["sentences"].listed_units(corpora, lexicon.lang, options["sentences"])
-        print(f"[dry-run] work units of stage sentences: {len(listing.units)} (--unit-mb {options['sentences'].unit_mb})")
+        print(f"[dry-run] work units of stage sentences: {len(listing.units)} "
+              f"(--unit-mb {options['sentences'].unit_mb})")
         for path, how in listing.inputs.items():
             print(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items()))
         for msg in listing.warnings:
@@ -323,7 +339,8 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     if spark.sparkContext.uiWebUrl:
         print(f"[extract] Spark UI: {spark.sparkContext.uiWebUrl} ({spark.sparkContext.master})", file=sys.stderr,
               flush=True)
-    local_dir = Path(fs.local_path(run.dir)) if run.local and not out.is_uri(output) else None
+    run_dir = fs.local_path(run.dir)
+    local_dir = Path(run_dir) if run_dir is not None and not out.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
                      corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
                      output_uri=None if local_dir else run.dir, run=run, options=options)

@@ -36,7 +36,7 @@ def rows_with_copies() -> list[tuple]:
 
 def run(tmp_path, near: str):
     table = write_sentences(tmp_path / near, files=2, rows=rows_with_copies())
-    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.0, near_duplicates=near)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.0, near_duplicates=near)
     write, stats, cleanup = ps.build_pairs(InProcessRunner(), table, load_lexicon("en"), options,
                                            work=str(tmp_path / near / "work"), files=2)
     try:

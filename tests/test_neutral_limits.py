@@ -46,7 +46,7 @@ class Watching(InProcessRunner):
 def _stage(table, out, checks: list):
     """The stage's rounds in one process: (pair rows, stats), and in `checks` the plan of
     each neutral round."""
-    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
     write, stats, cleanup = ps.build_pairs(Watching(checks), table, load_lexicon("ro"), options,
                                            work=str(out / "scratch"), files=2)
     try:
@@ -78,7 +78,7 @@ def test_the_limits_tag_fewer_candidates_and_draw_the_same_pairs(novels_table, t
     assert stats["labels"]["neutral"] > 50 and limited == whole
     assert _without(stats) == _without(whole_stats)
 
-    reference, reference_stats = corpus.reference_pairs(novels_table, load_lexicon("ro"), ps.PairsOptions(
+    reference, reference_stats = corpus.reference_pairs(novels_table, load_lexicon("ro"), ps.Options(
         min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5), "ro_legal_fl", {"status": "on"}, without_torch=True)
     assert sorted(reference.to_pylist(), key=lambda r: (r["label"], r["pair_id"])) == limited
     assert reference_stats["pos_filter"]["neutral_sentences_checked"] == checked

@@ -130,7 +130,7 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
 
     import pyarrow.parquet as pq
 
-    options = ps.PairsOptions(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
+    options = ps.Options(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
     warnings: list = []
     with tempfile.TemporaryDirectory(prefix="pairs-test-") as tmp:
         write, stats, cleanup = ps.build_pairs(SparkRunner(spark), write_sentences(tmp, files), load_lexicon("en"), options,
@@ -284,7 +284,7 @@ def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
     Python rows) agree."""
     from extractor.pairs.corpus import reference_pairs
 
-    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
     model, status = ps.pos_status(options, load_lexicon("en"))
     plain, stats = reference_pairs(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
     got = sorted(tuple(tuple(v.values()) if isinstance(v, dict) else v for v in r.values()) for r in plain.to_pylist())
@@ -296,7 +296,7 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
     """`pairs.stage.pairs_in_one_process` (the stage's rounds run one after another in one process: the
     benchmark's engine-overhead reference) writes the Spark stage's files byte for byte,
     with its stats, whatever the buckets (one core's there, two cores' here)."""
-    options = ps.PairsOptions(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
+    options = ps.Options(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
     table = write_sentences(tmp_path / "in", 2)
     write, stats, cleanup = ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options, files=3)
     try:
@@ -316,7 +316,7 @@ def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
     an error, not two half-documents paired on their own (in Spark and in the plain run)."""
     from extractor.pairs.corpus import reference_pairs
 
-    options = ps.PairsOptions(min_chars=50, pos_filter="off")
+    options = ps.Options(min_chars=50, pos_filter="off")
     table = write_sentences(tmp_path, split=[12, 12])
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
         ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options)

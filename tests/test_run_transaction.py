@@ -148,17 +148,6 @@ def test_start_at_reuses_the_published_table_in_the_new_run(spark, tmp_path):
     assert (root / "_runs" / m1["run_id"]).is_dir()
 
 
-def test_output_written_before_runs_is_adopted(spark, tmp_path):
-    root = tmp_path / "o"
-    spark.createDataFrame(rows(20), COLUMNS).write.parquet(str(root / "sentences"))
-    (root / "stats.json").write_text('{"sentences": {"n": 20}}')
-    run = out.Run.open(str(root))
-    assert run.current["run_id"].startswith("legacy-") and os.path.islink(root / "sentences")
-    assert run.reuse("sentences") and run.published_stats() == {"sentences": {"n": 20}}
-    run.abort()
-    assert spark.read.parquet(str(root / "sentences")).count() == 20
-
-
 def test_environment_failures_are_one_line(tmp_path):
     import errno
 

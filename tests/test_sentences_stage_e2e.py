@@ -99,13 +99,13 @@ def _sorted_rows(out: Path) -> list:
     return sorted(tuple(sorted(r.items())) for r in read_sentences(out))
 
 
-def test_deprecated_split_mb_is_unit_mb(enwiki, tmp_path):
+def test_unit_mb_above_one_mb_cuts_a_small_dump_the_same(enwiki, tmp_path):
     dump, out, _, _ = enwiki
     # a 1.7 MB dump is cut into units of 1 MB whatever --unit-mb above 1 (about 32 units of
-    # at least 1 MB per file); --split-mb is the old name of --unit-mb
+    # at least 1 MB per file)
     again = tmp_path / "64"
     assert main(["--lang", "en", "--input", str(dump), "--output", str(again), "--stages", "sentences",
-                 "--split-mb", "64"]) == 0
+                 "--unit-mb", "64"]) == 0
     assert file_digests(again / "sentences") == file_digests(out / "sentences")
     assert (out / "punkt_params.json").read_bytes() == (again / "punkt_params.json").read_bytes()
     info = json.loads((again / "stats.json").read_text())["sentences"]["inputs"][str(dump)]

@@ -37,7 +37,8 @@ def utf8_slices(texts) -> tuple[memoryview, list[int]]:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     offsets, data = byte_buffers(values)
-    return memoryview(data), offsets.tolist()
+    # ndarray has the buffer protocol; numpy's stubs declare `__buffer__` only for Python 3.12+
+    return memoryview(data), offsets.tolist()  # type: ignore[arg-type]
 
 
 def digests(texts, size: int, prefix: bytes = b""):

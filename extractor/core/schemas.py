@@ -1,15 +1,14 @@
 """The three table contracts, declared once (DESIGN.md "Data flow and tables").
 
 Every writer (stage 1 tasks, the pairs and splits stages, tests, benchmarks) builds its
-Arrow batches against these schemas, and the Spark side derives its DDL from them, so a
-column is named and typed in one place. Words: a *work unit* is a byte range or stream of
+Arrow batches against these schemas, so a column is named and typed in one place (stage 3
+writes the pairs columns). Words: a *work unit* is a byte range or stream of
 an input file that one task reads (never "split"); a *split* is train/validation/test.
 """
 from __future__ import annotations
 
 import pyarrow as pa
 
-from extractor.core.names import SPLITS as SPLITS_OF_DATASET
 
 # Where a sentence sits: (doc_id, section, para_idx, sent_idx). Pairs carry one per side.
 REF = pa.struct([
@@ -18,7 +17,6 @@ REF = pa.struct([
     pa.field("para_idx", pa.int32()),
     pa.field("sent_idx", pa.int32()),
 ])
-REF_FIELDS = tuple(f.name for f in REF)
 
 # 1. documents -> sentences/ (partitioned by corpus). `short`: below --min-chars, kept
 #    but skipped by pairing so that indices never need renumbering. `role`: train or test-only.
@@ -52,20 +50,3 @@ PAIRS = pa.schema([
     pa.field("premise_ref", REF),
     pa.field("hypothesis_ref", REF),
 ])
-
-# 3. pairs -> splits/{train,validation,test}/: the pairs columns, one folder per split.
-SPLITS = PAIRS
-SPLIT_NAMES = SPLITS_OF_DATASET
-
-TABLES = {"sentences": SENTENCES, "pairs": PAIRS, "splits": SPLITS}
-PARTITION_BY = {"sentences": "corpus", "pairs": "label"}
-
-
-def spark_ddl(schema: pa.Schema) -> str:
-    """The schema as a Spark DDL string (for `mapInArrow(..., schema)` and readers)."""
-    def t(tp: pa.DataType) -> str:
-        if pa.types.is_struct(tp):
-            return "struct<" + ",".join(f"{f.name}:{t(f.type)}" for f in tp) + ">"
-        return {pa.string(): "string", pa.int32(): "int", pa.int64(): "bigint",
-                pa.bool_(): "boolean", pa.float64(): "double"}[tp]
-    return ", ".join(f"`{f.name}` {t(f.type)}" for f in schema)

@@ -50,7 +50,6 @@ def add_arguments(parser) -> None:
     g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
                    help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
                         "a fraction such as 0.1 is allowed, at least 16 KB)")
-    g.add_argument("--split-mb", dest="unit_mb", type=_unit_mb, help=argparse.SUPPRESS)  # deprecated name
     g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
     g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
     g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from extractor.io import fs
 from extractor.documents.plan import DocumentsPlan
+from extractor.io import atomic, fs
 from extractor.documents.readers import (CorruptData, PageError, first_line_numbers, json_document, jsonl_lines,
                                          line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
@@ -27,7 +27,6 @@ from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
 from extractor.io.parquet_writer import partition_dir
 
-SENTENCE_COLUMNS = tuple(SENTENCES.names)
 MAX_LISTED_ERRORS = 100
 MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json
 # A JSONL line dropped for one of these means a wrong file or flag when it is most of a file.
@@ -91,6 +90,7 @@ class DocumentProcessor:
 
     def _sentence_rows(self, doc_id: str, title: str, genre: str, sections) -> None:
         rows = self.rows
+        assert self.segmenter is not None  # made with Punkt parameters (the Punkt sample overrides this)
         split = self.segmenter.split
         doc = rows.add_document(genre, doc_id, title)
         texts, docs, sections_of, paras, sent_idx = rows.text, rows.doc, rows.section, rows.para_idx, rows.sent_idx
@@ -184,7 +184,7 @@ class DocumentProcessor:
 
     def count_rows(self) -> list[tuple]:
         name = self.corpus["name"]
-        rows = [(name, kind, reason, n, None) for (kind, reason), n in sorted(self.counts.items())]
+        rows: list[tuple] = [(name, kind, reason, n, None) for (kind, reason), n in sorted(self.counts.items())]
         rows += [(name, "error", page_id, 1, message) for page_id, message in self.errors]
         rows += [(name, "first_invalid_utf8", path, offset, message)
                  for path, (offset, message) in sorted(self.first_bad.items())]
@@ -249,7 +249,7 @@ def read_unit(unit: WorkUnit, plan: DocumentsPlan, proc: DocumentProcessor, enou
                     proc.drop("invalid_utf8")
                     message = f"not valid UTF-8 at byte {offset + exc.start} ({raw[exc.start:exc.start + 4]!r})"
                     proc.bad_utf8(path, offset + exc.start, message)
-                    lines.drop(at, offset, "invalid_utf8", lambda: message)
+                    lines.drop(at, offset, "invalid_utf8", lambda message=message: message)
                     continue
                 doc = json_document(line, fields)
                 if isinstance(doc, str):
@@ -258,7 +258,7 @@ def read_unit(unit: WorkUnit, plan: DocumentsPlan, proc: DocumentProcessor, enou
                     if doc == "malformed_json" and not raw.endswith(b"\n") and offset + len(raw) >= fs.size(path):
                         doc = "truncated"  # the last line of a file cut off
                     proc.drop(doc)
-                    lines.drop(at, offset, doc, lambda: line_problem(line, doc, fields))
+                    lines.drop(at, offset, doc, lambda line=line, doc=doc: line_problem(line, doc, fields))
                     continue
                 doc_id, title, genre, text = doc
                 proc.plain_document(doc_id or f"{name}@{offset}", title, genre, text)
@@ -318,7 +318,7 @@ def _read_parquet(unit: WorkUnit, fields: dict, proc: DocumentProcessor, enough)
         for batch in pf.iter_batches(row_groups=range(unit.lo, unit.hi), columns=sorted(set(wanted.values()))):
             cols = {k: batch.column(v).to_pylist() for k, v in wanted.items()}
             for i, text in enumerate(cols["text_field"]):
-                def opt(key):
+                def opt(key, cols=cols, i=i):
                     value = cols[key][i] if key in cols else None
                     return None if value is None else str(value)
                 doc_id = opt("id_field")
@@ -398,10 +398,10 @@ class SentenceFileWriter:
 
     def __init__(self, path: str):
         self.path = path
-        self.local = fs.is_local(path)
-        self.target = path + ".inprogress" if self.local else path
+        self.file = atomic.PendingFile(path, path + ".inprogress")
+        self.target = self.file.tmp
         self.stream = None
-        self.writer = None
+        self.writer: pq.ParquetWriter | None = None
 
     def write(self, table: pa.Table) -> None:
         if self.writer is None:
@@ -410,19 +410,18 @@ class SentenceFileWriter:
         self.writer.write_table(table, row_group_size=ROW_GROUP)
 
     def close(self) -> None:
-        if self.writer is not None:
+        if self.writer is not None and self.stream is not None:  # both set by the first write
             self.writer.close()
             self.stream.close()
-            if self.local:
-                fs.move(self.target, self.path)
+            self.file.finish()
 
     def abort(self) -> None:
-        if self.writer is not None:
+        if self.writer is not None and self.stream is not None:
             try:
                 self.writer.close()
                 self.stream.close()
             finally:
-                fs.delete(self.target)
+                self.file.discard()
 
 
 def file_schema():
@@ -493,7 +492,7 @@ def sample_paragraphs(lexicon, plan: DocumentsPlan, units: list[WorkUnit], max_c
         sample = _Sample(plan.corpora[unit.corpus], lexicon, plan.namespaces.get(unit.path),
                          max_chars - sum(len(p) for p in out))
         try:
-            read_unit(unit, plan, sample, lambda: sample.chars >= sample.max_chars)
+            read_unit(unit, plan, sample, lambda sample=sample: sample.chars >= sample.max_chars)
         except InputError as exc:  # on the driver: the message without the task mark
             raise InputError(str(exc).replace(ERROR_MARK, "")) from None
         out += sample.paragraphs
@@ -563,7 +562,7 @@ def check_dropped_lines(by_file: dict, located: list[dict], text_fields: dict) -
         if sum(k for reason, k in wrong.items() if WRONG_INPUT[reason] == "field") * 2 >= n:
             what = f"lack the text field '{field}'" if set(wrong) == {"no_text_field"} else \
                 f"lack a text field '{field}' that holds a string"
-            fix = f"set --text-field to the field that holds the text (text_field: in a --manifest entry)"
+            fix = "set --text-field to the field that holds the text (text_field: in a --manifest entry)"
         else:
             what = "are not JSON objects"
             fix = "is it JSONL, one JSON object per line? check the file, or its format: in a --manifest entry"
@@ -592,10 +591,13 @@ def dropped_lines_warnings(by_file: dict, located: list[dict], max_files: int = 
 
 
 def sum_counts(rows) -> tuple[list[dict], list[dict], dict, list[str]]:
-    """The units' count rows ((corpus, kind, reason, count, detail) each) -> summed counts per (corpus, kind, reason), the listed errors,
+    """The units' count rows ((corpus, kind, reason, count, detail) each) -> summed counts
+    per (corpus, kind, reason), the listed errors,
     the first invalid UTF-8 per file, and the warnings."""
     sums: Counter = Counter()
-    errors, first_bad, warnings = [], {}, []
+    errors: list[dict] = []
+    first_bad: dict = {}
+    warnings: list = []
     for corpus, kind, reason, count, detail in rows:
         if kind in LINE_KINDS:
             continue  # `dropped_lines`

@@ -45,7 +45,6 @@ _PAGE_CLOSE = PAGE_DELIMITER.encode()
 _PAGE_START = re.compile(r"<page[\s>]")
 _ID = re.compile(r"<id>\s*(\d+)\s*</id>")
 _ID_BYTES = re.compile(rb"<id>\s*(\d+)\s*</id>")
-_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _REDIRECT_TEXT = re.compile(r"^\s*#\s*(REDIRECT|REDIRECTARE|REDIRECCIÓN|REDIRECCION|REDIRECCIÓ|ПРЕНАСОЧВАНЕ)\b",
                             re.I)
 END_TAG = b"</mediawiki>"
@@ -185,9 +184,9 @@ def site_namespaces(head: str) -> dict[int, tuple[str, ...]]:
             names.append(name)
     if not out:
         return {}
-    for k, names in CANONICAL_NAMESPACES.items():
+    for k, canonical in CANONICAL_NAMESPACES.items():
         out.setdefault(k, [])
-        out[k] += [n for n in names if n not in out[k]]
+        out[k] += [n for n in canonical if n not in out[k]]
     return {k: tuple(v) for k, v in sorted(out.items())}
 
 
@@ -675,7 +674,7 @@ def records_from_chunks(owned, following, state: dict | None = None):
     state = {} if state is None else state
     state["open_page"] = None
     state["closed"] = False
-    buf = b""
+    buf: bytes | bytearray = b""
     base = 0            # offset of buf[0] in the unit's text
     pos = 0
     owned_end = None    # offset where the owned chunks end, once they are used up

@@ -18,10 +18,10 @@ import types
 from collections import defaultdict
 from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from extractor.core.errors import UserError
-from extractor.io import fs
+from extractor.io import atomic, fs
 
 
 def _punkt_module():
@@ -51,9 +51,13 @@ def _punkt_module():
 
 
 _punkt = _punkt_module()
-PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken, PunktTrainer = (
-    _punkt.PunktLanguageVars, _punkt.PunktParameters, _punkt.PunktSentenceTokenizer, _punkt.PunktToken,
-    _punkt.PunktTrainer)
+if TYPE_CHECKING:  # the same classes, named for the type checker (the import above skips nltk/__init__.py)
+    from nltk.tokenize.punkt import (PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken,
+                                     PunktTrainer)
+else:
+    PunktLanguageVars, PunktParameters, PunktSentenceTokenizer, PunktToken, PunktTrainer = (
+        _punkt.PunktLanguageVars, _punkt.PunktParameters, _punkt.PunktSentenceTokenizer, _punkt.PunktToken,
+        _punkt.PunktTrainer)
 
 __all__ = ["train_punkt", "save_params", "load_params", "Segmenter", "abbreviation_types",
            "DEFAULT_MAX_TRAIN_CHARS", "PARAMS_FORMAT"]
@@ -155,15 +159,9 @@ def save_params(params: PunktParameters, path: str | Path) -> str | Path:
     """Write the parameters as JSON (sorted keys: the same params give the same bytes), to
     a local path or a URI (through extractor.io.fs)."""
     data = params_json(params)
-    if fs.is_local(path):
-        path = Path(fs.local_path(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        return path
-    fs.write_bytes(str(path), data)
-    return str(path)
+    atomic.write_file(path, data)
+    local = fs.local_path(path)
+    return Path(local) if local is not None else str(path)
 
 
 class PunktParamsError(UserError, ValueError):
@@ -340,6 +338,9 @@ class Segmenter:
     """Splits a paragraph into stripped sentences. Picklable (ships to Spark executors)."""
 
     def __init__(self, params: PunktParameters):
+        self._set_params(params)
+
+    def _set_params(self, params: PunktParameters) -> None:
         self.params = params
         self._tokenizer = _MemoPunkt(params)
 
@@ -377,4 +378,4 @@ class Segmenter:
         return {"params": params_to_dict(self.params)}
 
     def __setstate__(self, state):
-        self.__init__(params_from_dict(state["params"]))
+        self._set_params(params_from_dict(state["params"]))

@@ -669,7 +669,8 @@ def _clean_inline(raw: str, rules: _Rules, drops: Counter, full_parse: bool = Fa
         if not full_parse:
             # as MediaWiki, trailing punctuation after a free URL is not part of it
             text = _BARE_URL_RE.sub(lambda m: m.group()[len(m.group().rstrip(".,;:!?)")):], text)
-    if ("[" in text and "[[" in text) or ("]" in text and "]]" in text) or (full_parse and ("[" in text or "//" in text)):
+    if (("[" in text and "[[" in text) or ("]" in text and "]]" in text)
+            or (full_parse and ("[" in text or "//" in text))):
         try:
             nodes = mwparserfromhell.parse(text, skip_style_tags=True).nodes
         except Exception:  # mwparserfromhell is robust; keep the job alive if it is not
@@ -775,7 +776,8 @@ def clean_page(wikitext: str, lexicon, *, full_parse: bool = False, namespaces: 
                 continue
         if drop_level:
             continue
-        if first == "{" and stripped.startswith("{|") or (first == ":" and stripped.lstrip(":").lstrip().startswith("{|")):
+        if (first == "{" and stripped.startswith("{|")
+                or (first == ":" and stripped.lstrip(":").lstrip().startswith("{|"))):
             flush()
             drops["table"] += 1
             table_depth = 1

@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Iterator
+
+from extractor.io import fs
 
 SUFFIX = ".inprogress"
 CLAIM_FILE = ".lock"
@@ -167,3 +171,74 @@ class WorkFile:
         except BaseException:
             self.work.unlink(missing_ok=True)
             raise
+
+
+# ---------------------------------------------------------------------------- the job's files
+# The job writes through extractor.io.fs (local disks, file://, gs://, s3a://, hdfs://). On a
+# local disk a file or folder is written beside its target and renamed over it; an object
+# store's upload appears whole when its stream closes, so a file is written in place there.
+
+
+@contextmanager
+def file_beside(path: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
+    """``with file_beside(path) as tmp:`` write the local file `tmp` (``<path><suffix>``);
+    when the block ends it is renamed over `path` in one step; on an exception it is
+    removed and `path` is left as it was."""
+    path = Path(path)
+    tmp = path.with_name(path.name + suffix)
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def write_file(path: Path | str, data: bytes) -> None:
+    """Write `data` as the file `path` (local or a URI, through extractor.io.fs): a reader
+    sees the old file or the new one, never part of one. Local parent folders are made."""
+    local = fs.local_path(path)
+    if local is None:
+        fs.write_bytes(str(path), data)
+        return
+    Path(local).parent.mkdir(parents=True, exist_ok=True)
+    with file_beside(local) as tmp:
+        tmp.write_bytes(data)
+
+
+class PendingFile:
+    """A file written through extractor.io.fs over several calls (a stream) that appears
+    whole: on a local disk it is written as `tmp` (the name given, beside `path`) and
+    `finish` renames it to `path`; elsewhere `tmp` is `path` itself."""
+
+    def __init__(self, path: str, tmp: str):
+        self.path = path
+        self.tmp = tmp if fs.is_local(path) else path
+
+    def finish(self) -> None:
+        if self.tmp != self.path:
+            fs.move(self.tmp, self.path)
+
+    def discard(self) -> None:
+        fs.delete(self.tmp)
+
+
+def swap_folder(work: str, out: str) -> None:
+    """`swap_in` through extractor.io.fs (any filesystem): the old `out`, if any, is moved
+    aside (``_replaced-<name>`` beside it), `work` moved to `out`, and only then the old
+    one deleted: there is no moment without `out`."""
+    old = None
+    if fs.exists(out):
+        old = fs.join(fs.parent(out), f"_replaced-{fs.basename(out)}")
+        fs.delete(old)  # leftovers of a crashed swap
+        fs.move(out, old)
+    fs.move(work, out)
+    if old is not None:
+        fs.delete(old)
+
+
+def replace_link(link: str, target: str, tmp: str) -> None:
+    """Point the local symbolic link `link` at `target` in one step: a new link `tmp`
+    beside it, renamed over it (rename(2) is atomic)."""
+    os.symlink(target, tmp)
+    os.replace(tmp, link)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from extractor.io import fs
+from extractor.io import atomic, fs
 
 ROW_GROUP_ROWS = 65_536
 # Fixed writer settings: the same bytes for the same rows on every machine with this pyarrow.
@@ -76,8 +76,8 @@ class _FileSink:
 
     def __init__(self, path: str, schema, attempt: int):
         self.path = path
-        self.tmp = (fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{attempt}")
-                    if fs.is_local(path) else path)
+        self.file = atomic.PendingFile(path, fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{attempt}"))
+        self.tmp = self.file.tmp
         self.stream = fs.open_output(self.tmp)
         self.writer = pq.ParquetWriter(self.stream, schema, **PARQUET_OPTIONS)
         self.pending: list = []
@@ -104,8 +104,7 @@ class _FileSink:
         self.writer.close()
         size = self.stream.tell()
         self.stream.close()
-        if self.tmp != self.path:
-            fs.move(self.tmp, self.path)
+        self.file.finish()
         return self.path, self.rows, int(size)
 
 
@@ -150,7 +149,8 @@ def write_sorted(batches, table_dir: str, partition_by: list[str], name: str, at
 def task_attempt() -> int:
     """The attempt number of the Spark task this code runs in (it names the temporary file
     of `_FileSink`); 0 outside a Spark task, as in the stages' plain-process runs."""
-    context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None  # no import: outside Spark there is none
+    # no import: outside Spark there is no task
+    context = sys.modules["pyspark"].TaskContext.get() if "pyspark" in sys.modules else None
     return context.attemptNumber() if context else 0
 
 

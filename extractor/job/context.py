@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from extractor import runs as _out
+from extractor import runs
 from extractor.core.errors import InputError
 from extractor.io import fs
 from extractor.job.inputs import CorpusSpec
@@ -27,7 +28,7 @@ class JobContext:
                                               any other file of the run (card, PNG, JSON)
         ctx.stats[stage], ctx.warn(msg)       counts for stats.json, warnings
     """
-    spark: object
+    spark: Any                   # pyspark.sql.SparkSession (pyspark is imported by extractor/spark/ only)
     args: object                 # argparse.Namespace with every flag of every stage
     lexicon: object              # extractor.lexicon.lexicon.Lexicon
     output: Path                 # where this run writes (its staging directory) when local
@@ -36,7 +37,7 @@ class JobContext:
     command_line: str = ""
     warnings: list[str] = field(default_factory=list)
     output_uri: str | None = None  # set when the output is a URI (gs://, s3a://, file://...)
-    run: object = None             # extractor.runs.Run of the job; None: write into `output`
+    run: runs.Run | None = None    # the job's run; None: write into `output`
     options: dict = field(default_factory=dict)  # stage name -> its options (built once by the job)
 
     def stage_options(self, stage: str, cls):
@@ -52,7 +53,7 @@ class JobContext:
         (a URI or an absolute local path)."""
         if self.run is not None:
             return self.run.dir
-        return self.output_uri or _out.path_str(self.output)
+        return self.output_uri or runs.path_str(self.output)
 
     def table_path(self, name: str) -> str:
         if self.run is not None:
@@ -85,7 +86,7 @@ class JobContext:
             write(target)
             return target
         overwrite = bool(getattr(self.args, "overwrite", False))
-        with _out.atomic_directory(self.spark, target, overwrite) as tmp:
+        with runs.atomic_directory(self.spark, target, overwrite) as tmp:
             write(tmp)
         return target
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 SOURCE = "docs/scale.md, \"Cost model\""
 MACHINE = ("2 cores (AMD EPYC, CPU family 26), local[2], unique-page Romanian dumps of 250 MB - 4 GB, "
@@ -81,7 +82,7 @@ class Estimate:
 
 def estimate(mb: float, stages: list) -> Estimate:
     """The cost of running `stages` over `mb` MB of text."""
-    per_stage = {s: {"cpu_s": tuple(mb * f for f in CPU_S_PER_MB[s]),
+    per_stage: dict[str, dict[str, Any]] = {s: {"cpu_s": tuple(mb * f for f in CPU_S_PER_MB[s]),
                      "scratch_mb": mb * SCRATCH_MB_PER_MB[s], "output_mb": mb * OUTPUT_MB_PER_MB[s]}
                  for s in stages}
     cpu = tuple(FIXED_CPU_S + sum(p["cpu_s"][i] for p in per_stage.values()) for i in (0, 1))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from extractor import runs as _out
+from extractor import runs
 from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError
 from extractor.io import fs
 
@@ -28,7 +28,7 @@ class CorpusSpec:
     role: str = "train"    # 'train' | 'test-only'
     options: dict = field(default_factory=dict)
 
-    def option(self, key: str) -> str:
+    def option(self, key: str) -> str | None:
         return self.options.get(key, DEFAULT_OPTIONS.get(key))
 
 
@@ -70,7 +70,7 @@ _EXTENSIONS = {
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     """The files of a file, directory or glob, sorted (the order fixes the order of the work
     units). Local paths and URIs alike (through extractor.io.fs); globs are local only."""
-    if not _out.is_uri(path) and any(ch in path for ch in "*?["):
+    if not runs.is_uri(path) and any(ch in path for ch in "*?["):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:
             raise InputError(f"{path}: the glob matches no file")
@@ -85,13 +85,13 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
             fmt = fmt or "text"
             files = [f for f, _ in fs.list_files(path) if f.lower().endswith(_EXTENSIONS[fmt])]
             if fmt == "text":
-                return [path if _out.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
+                return [path if runs.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
             return files or _empty(path, fmt)
         if fs.size(path) == 0:
             raise InputError(f"{path}: the file is empty")
     except fs.FsError as exc:
         raise InputError(str(exc)) from None
-    return [path if _out.is_uri(path) else str(Path(path))]
+    return [path if runs.is_uri(path) else str(Path(path))]
 
 
 def _empty(p, fmt: str):
@@ -113,7 +113,8 @@ def _dir_format(path: str) -> str:
 
 
 def corpus_name_for(path: str) -> str:
-    """A default corpus name from a file name: 'rowiki-20240101-pages-articles.xml.bz2' -> 'rowiki-20240101-pages-articles'."""
+    """A default corpus name from a file name: 'rowiki-20240101-pages-articles.xml.bz2' ->
+    'rowiki-20240101-pages-articles'."""
     name = Path(path.rstrip("/")).name
     for suffix in (".bz2", ".gz", ".xml", ".jsonl", ".json", ".ndjson", ".parquet", ".txt"):
         if name.lower().endswith(suffix):
@@ -121,15 +122,17 @@ def corpus_name_for(path: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "corpus"
 
 
-def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None, options: dict | None = None) -> list[CorpusSpec]:
+def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None,
+                      options: dict | None = None) -> list[CorpusSpec]:
     """One corpus per --input (or one named --corpus when given a single input)."""
     if corpus and len(inputs) > 1:
         raise InputError("--corpus names a single input; for several corpora use --manifest corpora.yaml")
     specs = []
     for raw in inputs:
-        fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or _out.is_uri(raw) else guess_format(raw)
+        fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or runs.is_uri(raw) else guess_format(raw)
         paths = expand_paths(raw, fmt)
-        specs.append(CorpusSpec(name=corpus or corpus_name_for(raw), genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
+        specs.append(CorpusSpec(name=corpus or corpus_name_for(raw),
+                                genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
                                 format=fmt, paths=paths, role="train", options=dict(options or {})))
     _check_unique(specs, "--input")
     return specs
@@ -156,7 +159,7 @@ def mark_bundled_sample(corpora: list[CorpusSpec], lexicon, *, rename: bool, lic
     if sample is None:
         return
     for spec in corpora:
-        if any(_out.is_uri(p) for p in spec.paths) or sorted(Path(p).resolve() for p in spec.paths) != sample:
+        if any(runs.is_uri(p) for p in spec.paths) or sorted(Path(p).resolve() for p in spec.paths) != sample:
             continue
         if rename:
             spec.name = f"{lexicon.lang}-sample"
@@ -187,7 +190,7 @@ def load_manifest(path: str | Path) -> list[CorpusSpec]:
         if role not in ROLES:
             raise InputError(f"{path}: entry '{entry['name']}' has role '{role}'; use one of {', '.join(ROLES)}")
         raw_paths = entry.get("paths") or [entry["path"]]
-        raw_paths = [p if _out.is_uri(p) or os.path.isabs(p) else str(base / p) for p in
+        raw_paths = [p if runs.is_uri(p) or os.path.isabs(p) else str(base / p) for p in
                      ([raw_paths] if isinstance(raw_paths, str) else raw_paths)]
         fmt = entry.get("format") or _dir_format(raw_paths[0])
         if fmt not in FORMATS:
@@ -249,5 +252,5 @@ def spark_failure_message(exc: BaseException, output: str) -> str | None:
     at = text.find(OUTPUT_FAULT_MARK)
     if at >= 0:
         code = text[at + len(OUTPUT_FAULT_MARK):].split(":", 1)[0]
-        return _out.environment_message(int(code), output) if code.isdigit() else None
+        return runs.environment_message(int(code), output) if code.isdigit() else None
     return None

@@ -104,7 +104,7 @@ def run(args) -> int:
               f"overlap with previous {base['overlap_prev']:.3f}, with a random sentence of the document "
               f"{base['overlap_random']:.3f}, lift_all {base['lift_all']:.2f}.")
         print()
-        print(f"| # | phrase | count | pairs | docs | spread | lift | score | label (pre-filled) |")
+        print("| # | phrase | count | pairs | docs | spread | lift | score | label (pre-filled) |")
         print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
         for i, r in enumerate(rows[: args.top], 1):
             print(f"| {i} | {r['phrase']} | {r['count']:,} | {r['pairs']:,} | {r['docs']} | {r['spread']:.2f} | "

@@ -42,10 +42,10 @@ import csv
 import math
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import polars as pl
 import pyarrow.compute as pc
@@ -166,9 +166,9 @@ def mine_documents(documents: Iterable[Sequence[Sentence]], key=None, max_words:
             continue
         totals["documents"] += 1
         totals["sentences"] += len(doc)
-        words = [None] * len(doc)
+        words: list[set[str] | None] = [None] * len(doc)
 
-        def wset(j):
+        def wset(j, words=words, doc=doc):
             if words[j] is None:
                 words[j] = set(norm_words(doc[j].text or ""))
             return words[j]
@@ -237,7 +237,7 @@ def rank(cands: dict[str, Candidate], totals: dict, min_count: int = 5, min_docs
     n_base = totals["pairs"]
     base_adj = totals["adj_sum"] / n_base if n_base else 0.0
     base_rnd = totals["rand_sum"] / n_base if n_base else 0.0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k, c in cands.items():
         if c.count < min_count or len(c.doc_counts) < min_docs or k in excluded:
             continue
@@ -303,6 +303,7 @@ def read_sentence_documents(path: str | Path, corpus: Sequence[str] = ()):
     table = dataset.to_table(columns=cols, filter=flt)
     # section order inside a document: the first paragraph index it holds
     df = pl.from_arrow(table)
+    assert isinstance(df, pl.DataFrame)  # a table gives a frame
     if "section" not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("section"))
     if "para_idx" not in df.columns:
@@ -310,7 +311,8 @@ def read_sentence_documents(path: str | Path, corpus: Sequence[str] = ()):
     df = df.with_columns(pl.col("para_idx").min().over(["doc_id", "section"]).alias("_sec")) \
            .sort(["doc_id", "_sec", "para_idx", "sent_idx"])
     n_docs = df["doc_id"].n_unique()
-    return n_docs, documents_from_rows(df.select("doc_id", "section", "para_idx", "sent_idx", "text").iter_rows(named=True))
+    rows = df.select("doc_id", "section", "para_idx", "sent_idx", "text").iter_rows(named=True)
+    return n_docs, documents_from_rows(rows)
 
 
 # ---------------------------------------------------------------------------- known labels
@@ -342,9 +344,9 @@ def known_labels(lang: str, lexicons: dict, translations: list[dict]) -> dict[st
     out: dict[str, tuple[str, str]] = {}
     own = lexicons.get(lang)
     if own is not None:
-        for label, phrases in own.phrases.items():
+        for own_label, phrases in own.phrases.items():
             for ph in phrases:
-                out.setdefault(_loose(ph), (label, f"{lang}.yaml lists '{ph}'"))
+                out.setdefault(_loose(ph), (own_label, f"{lang}.yaml lists '{ph}'"))
     index: dict[str, dict[str, str]] = {}
     for other, lex in lexicons.items():
         index[other] = {_loose(ph): label for label, phrases in lex.phrases.items() for ph in phrases}
@@ -352,13 +354,15 @@ def known_labels(lang: str, lexicons: dict, translations: list[dict]) -> dict[st
         mine = row.get(lang) or []
         if not mine:
             continue
-        label, why = None, None
+        label: str | None = None
+        why = ""
         for other in sorted(index):
             if other == lang:
                 continue
             for ph in row.get(other) or []:
                 if _loose(ph) in index[other]:
-                    label, why = index[other][_loose(ph)], f"translates {other} '{ph}' ({other}.yaml: {index[other][_loose(ph)]})"
+                    label = index[other][_loose(ph)]
+                    why = f"translates {other} '{ph}' ({other}.yaml: {label})"
                     break
             if label:
                 break
@@ -366,7 +370,7 @@ def known_labels(lang: str, lexicons: dict, translations: list[dict]) -> dict[st
             label = row["label"][0]
             others = ", ".join(f"{o} '{row[o][0]}'" for o in sorted(row) if o not in ("label", lang) and row[o])
             why = f"translation table: {others}"
-        if label in MARKED_LABELS:
+        if label is not None and label in MARKED_LABELS:
             for ph in mine:
                 out.setdefault(_loose(ph), (label, why))
     return out

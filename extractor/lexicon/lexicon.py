@@ -11,7 +11,7 @@ import yaml
 
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
-from extractor.pairs.label_filters import LabelFilters, compile_filters
+from extractor.pairs.label_filters import LabelFilters, added_phrases, compile_filters
 from extractor.pairs.rule_pos import is_rule_model
 
 CANONICAL_LABELS = LABELS  # extractor.core.names
@@ -158,7 +158,8 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
             raise LexiconError(f"{path}: spacy_models[{i}] must be a model name or a mapping with a 'name'")
         unknown = set(entry) - _MODEL_KEYS
         if unknown:
-            raise LexiconError(f"{path}: spacy_models[{i}]: unknown key(s) {sorted(unknown)}; known: {sorted(_MODEL_KEYS)}")
+            raise LexiconError(f"{path}: spacy_models[{i}]: unknown key(s) {sorted(unknown)}; "
+                               f"known: {sorted(_MODEL_KEYS)}")
         models.append(SpacyModel(name=entry["name"], pip=entry.get("pip"),
                                  pip_options=_strings(entry.get("pip_options"), f"spacy_models[{i}].pip_options", path),
                                  install=entry.get("install"), license=entry.get("license"), about=entry.get("about")))
@@ -218,7 +219,8 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
     if not isinstance(sets, dict):
         raise LexiconError(f"{path}: 'phrase_sets' must map set names to {{label: [phrases]}}")
     chosen = (phrase_set,) if isinstance(phrase_set, str) else tuple(phrase_set or ())
-    merged = {k: list(v or []) for k, v in raw["phrases"].items()} if isinstance(raw["phrases"], dict) else raw["phrases"]
+    raw_phrases = raw["phrases"]
+    merged = {k: list(v or []) for k, v in raw_phrases.items()} if isinstance(raw_phrases, dict) else raw_phrases
     for name in chosen:
         if name not in sets:
             raise LexiconError(f"{path}: no phrase set '{name}'; available: {', '.join(sorted(sets)) or 'none'}")
@@ -228,12 +230,9 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
             raise LexiconError(f"{path}: phrase set '{name}' must map labels to lists of phrases")
         for label, items in extra.items():
             merged.setdefault(label, []).extend(_strings(items, f"phrase_sets.{name}.{label}", path))
-    added = (raw.get("label_filters") or {}).get("added_phrases") if isinstance(raw.get("label_filters"), dict) else None
-    if added and "phrases" not in disabled_filters:  # measured phrases the language's default adds
-        if not isinstance(added, dict):
-            raise LexiconError(f"{path}: label_filters.added_phrases must map labels to lists of phrases")
-        for label, items in added.items():
-            merged.setdefault(label, []).extend(_strings(items, f"label_filters.added_phrases.{label}", path))
+    if "phrases" not in disabled_filters:  # measured phrases the language's default adds
+        for label, items in added_phrases(raw.get("label_filters"), path).items():
+            merged.setdefault(label, []).extend(items)
     phrases = _validate_phrases(merged, raw.get("label_map") or {}, path, fold_cedilla, no_diacritics)
     models = _spacy_models(raw, path)
     preferred = preferred_model(models)

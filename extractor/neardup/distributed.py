@@ -9,6 +9,8 @@ Ids (`gid`) are ``unit << 32 | row``: stable whatever the number of tasks.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,6 +81,7 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     left, right = np.searchsorted(ids, cand[:, 0]), np.searchsorted(ids, cand[:, 1])
     if bucket is not None:
         keys = stored_keys(rows.column("bands"), settings) if stored else band_keys(signatures(sh, settings), settings)
+        assert buckets is not None  # `bucket` comes with `buckets`
         mine = np.zeros(len(cand), dtype=bool)
         step = _CHUNK_CANDIDATES   # the (candidates x bands) keys a chunk at a time
         for a in range(0, len(cand), step):
@@ -93,8 +96,11 @@ def verify_bucket(bands: pa.Table, fetch, settings: Settings, bucket: int | None
     out = {f"{n}_a": a.column(n) for n in a.column_names} | {f"{n}_b": b.column(n) for n in b.column_names}
     # the other texts of the verified pairs only (a text's shingles do not depend on its batch)
     used = sorted_unique(np.concatenate([left, right]))
-    other = shingle_sets(rows.column("other").take(pa.array(used)), settings) if len(used) else None
-    both = pair_jaccard(other, np.searchsorted(used, left), np.searchsorted(used, right)) if len(used) else np.zeros(0)
+    if len(used):
+        other = shingle_sets(rows.column("other").take(pa.array(used)), settings)
+        both = pair_jaccard(other, np.searchsorted(used, left), np.searchsorted(used, right))
+    else:
+        both = np.zeros(0)
     out["both"] = pa.array(both >= settings.threshold)
     return len(cand), pa.table({k: out[k] for k in empty.column_names}), jac[keep]
 
@@ -124,7 +130,7 @@ def stored_keys(column, settings: Settings) -> np.ndarray:
     return np.asarray(column.flatten().to_numpy(), dtype=np.uint64).reshape(len(column), settings.bands)
 
 
-def fetch_from(paths_of_unit, read) -> callable:
+def fetch_from(paths_of_unit, read) -> Callable:
     """A `verify_bucket` fetch over per-unit text files: ``paths_of_unit(u)`` the file of
     unit ``u`` (its rows sorted by gid), ``read(path)`` an Arrow table."""
     def fetch(ids: np.ndarray) -> pa.Table:
@@ -146,7 +152,9 @@ def document_groups(edges: pa.Table) -> pa.Table:
     out (`GROUP_SCHEMA`, sorted by corpus and doc_id)."""
     if not edges.num_rows:
         return GROUP_SCHEMA.empty_table()
-    corpus = edges.column("corpus").combine_chunks() if isinstance(edges.column("corpus"), pa.ChunkedArray) else edges.column("corpus")
+    corpus = edges.column("corpus")
+    if isinstance(corpus, pa.ChunkedArray):
+        corpus = corpus.combine_chunks()
     keys = pc.binary_join_element_wise(pa.concat_arrays([corpus.cast(pa.string())] * 2),
                                        pa.concat_arrays([edges.column("doc_a").combine_chunks().cast(pa.string()),
                                                          edges.column("doc_b").combine_chunks().cast(pa.string())]),

@@ -41,7 +41,7 @@ def near_duplicate_leakage(splits: dict, settings: Settings) -> dict:
     out: dict = {"settings": settings.as_dict()}
     for a_i, a in enumerate(names):
         for b in names[a_i + 1:]:
-            block = {"hypotheses": {}, "pairs": {}, "rows": {}}
+            block: dict[str, dict] = {"hypotheses": {}, "pairs": {}, "rows": {}}
             for x, y in ((a, b), (b, a)):
                 xh, yh = sorted_unique(rows[x][1]), sorted_unique(rows[y][1])
                 ln = link[np.isin(link[:, 0], xh) & np.isin(link[:, 1], yh)]

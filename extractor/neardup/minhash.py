@@ -37,7 +37,6 @@ from extractor.core.hashing import byte_buffers
 from extractor.neardup.settings import Settings
 from extractor.statistics import charclasses
 
-_MASK64 = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
 # the shingles of a chunk whose (shingle x permutation) hash matrix is built at once
 _CHUNK_SHINGLES = 2048

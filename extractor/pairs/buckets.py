@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.pairs import sentence_passes as bt
-from extractor.pairs import neutral as nt
+from extractor.pairs import sentence_passes
+from extractor.pairs import neutral
 
 
 def text_buckets(table: pa.Table, n: int) -> np.ndarray:
@@ -35,7 +35,7 @@ def rank_identical(table: pa.Table) -> pa.Table:
     table = table.take(pc.sort_indices(table, sort_keys=[("premise", "ascending"), ("hypothesis", "ascending"),
                                                          ("pair_id", "ascending")]))
     premise, hypothesis = table.column("premise").to_pylist(), table.column("hypothesis").to_pylist()
-    rank = []
+    rank: list[int] = []
     for i in range(table.num_rows):
         same = i and premise[i] == premise[i - 1] and hypothesis[i] == hypothesis[i - 1]
         rank.append(rank[-1] + 1 if same else 1)
@@ -47,7 +47,7 @@ def pos_checked(table: pa.Table, model: str | None, lexicon, known: dict | None 
     `known`: verdicts by text already found (`known_verdicts`), not tagged again."""
     if not model or not table.num_rows:
         return table
-    return pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch=True,
+    return pa.Table.from_batches(list(sentence_passes.pos_rows(table.to_batches(), model, lexicon, without_torch=True,
                                                   known=known)), schema=table.schema)
 
 
@@ -120,8 +120,8 @@ def dense_histograms(rows) -> list[list]:
     for corpus, strategy, key, n in rows:
         counts = out.get((corpus, strategy))
         if counts is None:
-            counts = out[corpus, strategy] = [0] * nt.HIST_SIZE
-        counts[nt.hist_index(key)] += n
+            counts = out[corpus, strategy] = [0] * neutral.HIST_SIZE
+        counts[neutral.hist_index(key)] += n
     return [[c, s, counts] for (c, s), counts in sorted(out.items(), key=repr)]
 
 
@@ -135,7 +135,7 @@ def sum_histograms(per_task) -> dict:
             acc = total.get((corpus, strategy))
             values = np.asarray(counts, dtype=np.int64)
             total[corpus, strategy] = values if acc is None else acc + values
-    return {key: {nt.hist_key(int(i)): int(v[i]) for i in np.flatnonzero(v)}
+    return {key: {neutral.hist_key(int(i)): int(v[i]) for i in np.flatnonzero(v)}
             for key, v in sorted(total.items(), key=repr)}
 
 
@@ -146,19 +146,19 @@ def needed_in(docs: pa.Table, cuts: dict) -> pa.Table:
     numpy arrays, so only the needed documents become Python objects."""
     if not docs.num_rows:
         return docs
-    top = (1 << nt.BIN_BITS) - 1
+    top = (1 << neutral.BIN_BITS) - 1
     packed = docs.column("n").to_numpy()
     corpus = docs.column("corpus").cast(pa.string()).fill_null("")
     mask = np.zeros(docs.num_rows, dtype=bool)
     for name in pc.unique(corpus).to_pylist():
-        limits = [(k, cuts.get((name, s), -1)) for k, s in enumerate(nt.STRATEGIES)]
+        limits = [(k, cuts.get((name, s), -1)) for k, s in enumerate(neutral.STRATEGIES)]
         limits = [(k, c) for k, c in limits if c >= 0]
         if not limits:
             continue
         mine = pc.equal(corpus, name).to_numpy(zero_copy_only=False)
         hit = np.zeros(docs.num_rows, dtype=bool)
         for k, c in limits:
-            v = (packed >> np.int64(nt.BIN_BITS * k)) & np.int64(top)
+            v = (packed >> np.int64(neutral.BIN_BITS * k)) & np.int64(top)
             hit |= (v != top) & (v <= c)  # top: no candidate of that strategy
         mask |= mine & hit
     return docs.filter(pa.array(mask))
@@ -184,7 +184,7 @@ def lowest_selects(cands: pa.Table, wanted: dict) -> list[list]:
     hashes of a bucket's neutral candidates (all of them where it has fewer), from which
     the driver finds the exact limit of the POS check (`corpus.check_limits`; one more than
     wanted tells it that the limit leaves candidates out)."""
-    out = []
+    out: list = []
     if not cands.num_rows:
         return out
     keys = cands.select(["corpus", "source"]).group_by(["corpus", "source"], use_threads=False).aggregate([])
@@ -227,8 +227,9 @@ def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon,
     ranked = pos_checked(under_limits(ranked, limits), model, lexicon, known)
     free = pc.and_(pc.is_null(ranked.column("reject")), pc.invert(ranked.column("_seen")))
     rn = pc.if_else(free, ranked.column("bin"), pa.scalar(None, pa.int32()))
-    selection_bin = pc.shift_right(ranked.column("select"), 63 - nt.BIN_BITS)
-    table = ranked.select(["corpus", "source", "reject", "n"]).append_column("_rn", rn).append_column("b", selection_bin)
+    selection_bin = pc.shift_right(ranked.column("select"), 63 - neutral.BIN_BITS)
+    table = (ranked.select(["corpus", "source", "reject", "n"])
+             .append_column("_rn", rn).append_column("b", selection_bin))
     tallies = _grouped(table, ["corpus", "source", "reject", "_rn", "b"], [([], "count_all"), ("n", "sum")])
     pool = ranked.filter(pc.and_(free, pc.equal(ranked.column("bin"), 1))).drop_columns(["_seen"])
     return tallies, pool
@@ -236,14 +237,14 @@ def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon,
 
 def cut_points(bins: dict, wanted: dict) -> dict:
     """{(corpus, source): (cut bin, rows of that bin taken)} (`neutral.bin_cutoff`)."""
-    return {key: tuple(int(x) for x in nt.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0))))
+    return {key: tuple(int(x) for x in neutral.bin_cutoff(bins.get(key, {}), int(wanted.get(key, 0))))
             for key in sorted(set(bins) | set(wanted))}
 
 
 def _cut_of(pool: pa.Table, cuts: dict) -> tuple[list, np.ndarray, np.ndarray]:
     keys = list(zip(pool.column("corpus").to_pylist(), pool.column("source").to_pylist()))
     cut = np.array([cuts.get(k, (-1, 0))[0] for k in keys], dtype=np.int64)
-    bins = pool.column("select").to_numpy() >> (63 - nt.BIN_BITS)
+    bins = pool.column("select").to_numpy() >> (63 - neutral.BIN_BITS)
     return keys, cut, bins
 
 

@@ -26,8 +26,8 @@ from collections import Counter, defaultdict
 import pyarrow as pa
 
 from extractor.lexicon.lexicon import MARKED_LABELS
-from extractor.pairs import sentence_passes as bt
-from extractor.pairs import neutral as nt
+from extractor.pairs import sentence_passes
+from extractor.pairs import neutral
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS
 from extractor.pairs.pos_filter import REASONS
@@ -39,7 +39,8 @@ def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: floa
     Returns (targets {corpus: n}, available {corpus: {strategy: n}}, cuts {(corpus,
     strategy): bin}; bin -1 = take nothing)."""
     targets, available, wanted = _planned(marked, hist, ratio, mix, pass_rate)
-    cuts = {key: nt.cut_bin(nt.bin_cutoff(hist.get(key, {}), n)[0]) if n > 0 else -1 for key, n in wanted.items()}
+    cuts = {key: neutral.cut_bin(neutral.bin_cutoff(hist.get(key, {}), n)[0]) if n > 0 else -1
+            for key, n in wanted.items()}
     return targets, available, cuts
 
 
@@ -51,16 +52,17 @@ def check_counts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: f
 
 
 def _planned(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):
-    targets = {c: nt.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, ratio)
+    targets = {c: neutral.neutral_target({k: v for k, v in labels.items() if k in MARKED_LABELS}, ratio)
                for c, labels in marked.items()}
     available: dict = defaultdict(dict)
     for (corpus, strategy), bins in hist.items():
         available[corpus][strategy] = sum(bins.values())
     wanted = {}
     for corpus in sorted(set(targets) | set(available)):
-        first = nt.allocate(targets.get(corpus, 0), mix, {s: available[corpus].get(s, 0) for s in nt.STRATEGIES})
+        first = neutral.allocate(targets.get(corpus, 0), mix,
+                                 {s: available[corpus].get(s, 0) for s in neutral.STRATEGIES})
         for strategy, n in first.items():
-            wanted[corpus, strategy] = nt.oversample(n, pass_rate, sum(hist.get((corpus, strategy), {}).values()))
+            wanted[corpus, strategy] = neutral.oversample(n, pass_rate, sum(hist.get((corpus, strategy), {}).values()))
     return targets, {c: dict(v) for c, v in available.items()}, wanted
 
 
@@ -91,7 +93,7 @@ def limits_hold(limits: dict | None, available: dict, allocated: dict) -> bool:
 def final_allocation(targets: dict, mix: dict, available: dict) -> dict:
     """{corpus: {strategy: n}} drawn from what is `available` after pass 2 ({corpus:
     {strategy: n}}), as close to the targets as the candidates allow."""
-    return {c: nt.allocate(targets.get(c, 0), mix, {s: available.get(c, {}).get(s, 0) for s in nt.STRATEGIES})
+    return {c: neutral.allocate(targets.get(c, 0), mix, {s: available.get(c, {}).get(s, 0) for s in neutral.STRATEGIES})
             for c in sorted(set(targets) | set(available))}
 
 
@@ -170,7 +172,9 @@ def build_stats(*, status: dict, options, marked_counts: dict, duplicates: dict,
 # ---------------------------------------------------------------------------- one process
 
 def _aggregates(rows: pa.Table):
-    marked_counts, pos, hist = Counter(), Counter(), defaultdict(Counter)
+    marked_counts: Counter = Counter()
+    pos: Counter = Counter()
+    hist: defaultdict = defaultdict(Counter)
     d = rows.filter(pa.compute.not_equal(rows["kind"], "pair")).to_pydict()
     for kind, corpus, label, reject, n, b in zip(d["kind"], d["corpus"], d["label"], d["reject"], d["n"], d["bin"]):
         if kind == "marked":
@@ -180,17 +184,6 @@ def _aggregates(rows: pa.Table):
         elif kind == "hist":
             hist[corpus, label][b] += n
     return marked_counts, pos, hist
-
-
-def _first_by(rows: list, key, order) -> tuple[list, list]:
-    """Rows kept (the lowest `order` per `key`) and dropped."""
-    best: dict = {}
-    for r in rows:
-        k = key(r)
-        if k not in best or order(r) < order(best[k]):
-            best[k] = r
-    keep = set(id(r) for r in best.values())
-    return [r for r in rows if id(r) in keep], [r for r in rows if id(r) not in keep]
 
 
 def tally_marked(groups, marked_counts: Counter, model: str | None):
@@ -205,7 +198,9 @@ def tally_marked(groups, marked_counts: Counter, model: str | None):
     n}}). Identical pairs have identical texts, hence identical verdicts: a group is
     dropped whole by the filter, or keeps its lowest pair_id and counts the rest as
     `duplicate_pair`, as when the filter ran before the grouping."""
-    duplicates, kept, pos = Counter(), Counter(), Counter()
+    duplicates: Counter = Counter()
+    kept: Counter = Counter()
+    pos: Counter = Counter()
     per_corpus: dict = defaultdict(Counter)
     for corpus, label, phrase, stripped, reject, asked, dup, rows, n in groups:
         if reject is not None:
@@ -235,7 +230,9 @@ def tally_neutral(groups):
     rank among identical pairs or None, bin, rows, verdicts asked). Returns (pos_neutral
     {reason or None: verdicts}, neutral_rejected {reason: n}, identical dropped,
     available {corpus: {strategy: n}}, bins {(corpus, strategy): {bin: n}})."""
-    pos_neutral, neutral_rejected, dropped = Counter(), Counter(), 0
+    pos_neutral: Counter = Counter()
+    neutral_rejected: Counter = Counter()
+    dropped = 0
     available: dict = defaultdict(Counter)
     bins: dict = defaultdict(Counter)
     for corpus, source, reject, rn, b, n, asked in groups:
@@ -264,8 +261,8 @@ def _ranked(rows: list) -> list:
 def _pos_checked(rows: list, model, lexicon, without_torch: bool) -> list:
     if not rows:
         return rows
-    table = pa.Table.from_pylist(rows, schema=pa.schema([f for f in bt.WORK if f.name in rows[0]]))
-    out = pa.Table.from_batches(list(bt.pos_rows(table.to_batches(), model, lexicon, without_torch)),
+    table = pa.Table.from_pylist(rows, schema=pa.schema([f for f in sentence_passes.WORK if f.name in rows[0]]))
+    out = pa.Table.from_batches(list(sentence_passes.pos_rows(table.to_batches(), model, lexicon, without_torch)),
                                 schema=table.schema)
     return [dict(r, **extra) for r, extra in zip(out.to_pylist(), [{k: v for k, v in r.items() if k not in
                                                                    table.schema.names} for r in rows])]
@@ -278,16 +275,18 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
     candidates, the draw. Returns (pyarrow Table of `PAIRS` rows sorted by (label,
     pair_id), stats)."""
     matcher = matcher_for(lexicon)
-    strategies = [s for s in nt.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
-    units = bt.file_units(bt.sentence_files(table), 1)
-    one = pa.Table.from_batches(list(bt.pass_one_streams(bt.file_streams(units), matcher, options.seed, strategies,
-                                                         None, lexicon, options.min_chars)), schema=bt.WORK)
+    strategies = [s for s in neutral.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
+    units = sentence_passes.file_units(sentence_passes.sentence_files(table), 1)
+    one = pa.Table.from_batches(list(sentence_passes.pass_one_streams(sentence_passes.file_streams(units), matcher,
+                                                                      options.seed, strategies, None, lexicon,
+                                                                      options.min_chars)),
+                                schema=sentence_passes.WORK)
     marked_counts, _, hist = _aggregates(one)
     edges = Counter(zip(*[one.filter(pa.compute.equal(one["kind"], "edge"))[c].to_pylist()
                           for c in ("corpus", "doc_id")]))
     split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
     if split:
-        raise bt.DocumentOrderError(bt.split_document_error(*split))
+        raise sentence_passes.DocumentOrderError(sentence_passes.split_document_error(*split))
     pairs = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
     rows = _pos_checked(_ranked([r for r in pairs if r["source"] == "marker"]), model, lexicon, without_torch)
     groups: dict = defaultdict(lambda: [0, 0])
@@ -300,15 +299,18 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
     targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    if bt.early_covers(cuts):  # pass 1 gave every candidate under the cuts
+    if sentence_passes.early_covers(cuts):  # pass 1 gave every candidate under the cuts
         two = [r for r in pairs if r["source"] != "marker" and r["bin"] <= cuts.get((r["corpus"], r["source"]), -1)]
     else:
         docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
-        by_file, needed = bt.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]), cuts)
+        by_file, needed = sentence_passes.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]),
+                                                           cuts)
         units = [u for u in units if u[0] in by_file]
-        two = pa.Table.from_batches(list(bt.pass_two_streams(bt.file_streams(units, by_file), matcher, options.seed,
-                                                             strategies, cuts, None, lexicon, options.min_chars,
-                                                             needed=needed)), schema=bt.WORK)
+        streams = sentence_passes.file_streams(units, by_file)
+        two = pa.Table.from_batches(list(sentence_passes.pass_two_streams(streams, matcher, options.seed,
+                                                                          strategies, cuts, None, lexicon,
+                                                                          options.min_chars, needed=needed)),
+                                    schema=sentence_passes.WORK)
         two = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
     seen = {(r["premise"], r["hypothesis"]) for r in marked}
     ranked = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen) for r in _ranked(two)]
@@ -316,13 +318,14 @@ def reference_pairs(table: str, lexicon, options, model: str | None, status: dic
     by_key: dict = defaultdict(list)
     for r in ranked:
         by_key[r["corpus"], r["source"]].append(r["select"])
-    limits = check_limits(by_key, wanted)
+    limits: dict | None = check_limits(by_key, wanted)
     while True:
-        cands = _pos_checked([dict(r) for r in ranked if limits is None or limits.get((r["corpus"], r["source"])) is None
+        cands = _pos_checked([dict(r) for r in ranked
+                              if limits is None or limits.get((r["corpus"], r["source"])) is None
                               or r["select"] <= limits[r["corpus"], r["source"]]], model, lexicon, without_torch)
         groups = Counter((r["corpus"], r["source"], r["reject"],
                           r["bin"] if r["reject"] is None and not r["_seen"] else None,
-                          r["select"] >> (63 - nt.BIN_BITS), r["n"]) for r in cands)
+                          r["select"] >> (63 - neutral.BIN_BITS), r["n"]) for r in cands)
         pos_neutral, neutral_rejected, n_dropped, avail2, _ = tally_neutral(
             [(c, s, rej, rn, b, n, n * asked) for (c, s, rej, rn, b, asked), n in groups.items()])
         allocated = final_allocation(targets, options.neutral_mix, avail2)

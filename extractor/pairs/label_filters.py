@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS
+from extractor.pairs.matching import phrase_key
 
 FILTERS = ("context", "phrases", "neutral")
 REASON_PREFIX = "label_"
@@ -91,11 +93,11 @@ class LabelFilters:
     rules: tuple = ()
     neutral_mix: str | None = None
     disabled: frozenset = frozenset()
-    normalize: object = field(default=None, compare=False, repr=False)
+    normalize: Callable[[str], str] = field(default=str.lower, compare=False, repr=False)
 
     def reject(self, label: str, phrase: str, premise: str, hypothesis: str) -> str | None:
         """The reason a marked pair is dropped, or None."""
-        key = _key(self.normalize, phrase)
+        key = phrase_key(self.normalize, phrase)
         if key in self.dropped:
             return PHRASE_DROPPED
         if self.rules:
@@ -118,8 +120,21 @@ class LabelFilters:
                 "context_rules": [r.name for r in self.rules], "neutral_mix": self.neutral_mix}
 
 
-def _key(normalize, text: str) -> str:
-    return " ".join(normalize(text).split())
+def added_phrases(raw, path) -> dict[str, tuple[str, ...]]:
+    """`added_phrases` of a lexicon's `label_filters` block, checked: {label: phrases}
+    (the lexicon adds them to its phrases unless --no-label-filter phrases)."""
+    added = raw.get("added_phrases") if isinstance(raw, dict) else None
+    if not added:
+        return {}
+    if not isinstance(added, dict):
+        raise LabelFilterError(f"{path}: label_filters.added_phrases must map labels to lists of phrases")
+    out = {}
+    for label, items in added.items():
+        if items is not None and (not isinstance(items, list)
+                                  or not all(isinstance(v, str) and v.strip() for v in items)):
+            raise LabelFilterError(f"{path}: 'label_filters.added_phrases.{label}' must be a list of non-empty strings")
+        out[label] = tuple(v.strip() for v in items or ())
+    return out
 
 
 def _pattern(value, where: str, path) -> re.Pattern | None:
@@ -139,14 +154,14 @@ def compile_filters(raw, normalize, phrases: dict, path, disabled: frozenset = f
         return LabelFilters(disabled=disabled, normalize=normalize)
     if not isinstance(raw, dict) or set(raw) - _BLOCK_KEYS:
         raise LabelFilterError(f"{path}: label_filters must be a mapping with keys {sorted(_BLOCK_KEYS)}")
-    known = {_key(normalize, p) for items in phrases.values() for p in items}
+    known = {phrase_key(normalize, p) for items in phrases.values() for p in items}
     dropped = set()
     if "phrases" not in disabled:
         for i, entry in enumerate(raw.get("dropped_phrases") or []):
             phrase = entry.get("phrase") if isinstance(entry, dict) else entry
             if not isinstance(phrase, str) or not phrase.strip():
                 raise LabelFilterError(f"{path}: label_filters.dropped_phrases[{i}]: expected a phrase")
-            key = _key(normalize, phrase)
+            key = phrase_key(normalize, phrase)
             if key in known:
                 dropped.add(key)
     rules = []
@@ -158,8 +173,9 @@ def compile_filters(raw, normalize, phrases: dict, path, disabled: frozenset = f
                                        f"{sorted(_RULE_KEYS)}")
             labels = frozenset(entry.get("labels") or ())
             if labels - set(LABELS):
-                raise LabelFilterError(f"{path}: label_filters.{where}: unknown label(s) {sorted(labels - set(LABELS))}")
-            keys = frozenset(_key(normalize, p) for p in entry.get("phrases") or ())
+                raise LabelFilterError(f"{path}: label_filters.{where}: "
+                                       f"unknown label(s) {sorted(labels - set(LABELS))}")
+            keys = frozenset(phrase_key(normalize, p) for p in entry.get("phrases") or ())
             unknown = sorted(keys - known)
             if unknown and not (keys & known):
                 continue  # every phrase it names is in a phrase set not loaded
@@ -170,6 +186,6 @@ def compile_filters(raw, normalize, phrases: dict, path, disabled: frozenset = f
                 **{k: _pattern(entry.get(k), f"{where}.{k}", path)
                    for k in ("premise_matches", "premise_lacks", "hypothesis_matches", "hypothesis_lacks")}))
     mix = None if "neutral" in disabled else raw.get("neutral_mix")
-    added = 0 if "phrases" in disabled else sum(len(v or ()) for v in (raw.get("added_phrases") or {}).values())
+    added = 0 if "phrases" in disabled else sum(map(len, added_phrases(raw, path).values()))
     return LabelFilters(dropped=frozenset(dropped), added=added, rules=tuple(rules), neutral_mix=mix,
                         disabled=disabled, normalize=normalize)

@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
+from typing import Callable
 
 SEPARATORS = ",:;\u2014\u2013"  # comma, colon, semicolon, em dash, en dash
 _OPENING = {"Ps", "Pi"}  # opening brackets and quotes before the first letter
@@ -70,6 +71,12 @@ def _collapse(key: str) -> str:
     return " ".join(key.split())
 
 
+def phrase_key(normalize: Callable[[str], str], text: str) -> str:
+    """The key a phrase is matched by: `normalize` (the lexicon's) of `text`, its
+    whitespace collapsed to single spaces."""
+    return _collapse(normalize(text))
+
+
 def _key_pattern(key: str) -> str:
     return r"\s+".join(re.escape(word) for word in key.split())
 
@@ -84,8 +91,8 @@ class Matcher:
         self._phrase: dict[str, tuple[str, str]] = {}  # collapsed key -> (label, phrase)
         for label, phrases in lexicon.phrases.items():
             for phrase in phrases:
-                self._phrase.setdefault(_collapse(lexicon.normalize(phrase)), (label, phrase))
-        endings = [_collapse(lexicon.normalize(e)) for e in getattr(lexicon, "open_endings", ())]
+                self._phrase.setdefault(phrase_key(lexicon.normalize, phrase), (label, phrase))
+        endings = [phrase_key(lexicon.normalize, e) for e in getattr(lexicon, "open_endings", ())]
         keys = sorted(self._phrase, key=lambda k: (-len(k), k))
         strict, loose = [], []
         for key in keys:
@@ -96,7 +103,8 @@ class Matcher:
                     else r"\s*[" + SEPARATORS + r"]\s*")
             strict.append(f"(?:({_key_pattern(key)}){tail})")
             loose.append(_key_pattern(key))
-        self.open_keys = frozenset(k for k in keys if any(k.split()[-len(e.split()):] == e.split() for e in endings if e))
+        self.open_keys = frozenset(k for k in keys
+                                   if any(k.split()[-len(e.split()):] == e.split() for e in endings if e))
         # Python's alternation is leftmost-first: ordering by length makes it longest-first,
         # and a longer phrase whose separator is missing falls back to a shorter one.
         self._strict = re.compile(r"^\s*(?:" + "|".join(strict) + ")") if strict else None
@@ -159,7 +167,8 @@ class Matcher:
         passes here)."""
         sentences = sentences if isinstance(sentences, list) else list(sentences)
         n = len(sentences)
-        matches, opens = [None] * n, [False] * n
+        matches: list[Match | None] = [None] * n
+        opens = [False] * n
         loose, memo = self._loose, self._may_open_memo
         if loose is None or not n:
             return matches, opens
@@ -170,6 +179,7 @@ class Matcher:
         for head in fresh:
             memo[head] = bool(head) and self.may_open(head)  # an empty sentence opens with nothing
         tokens, first_word, probe, table = self._token_memo, self._first_word, self._token_probe, self._table
+        assert first_word is not None  # a loose pattern has phrases, so first words
         if len(tokens) >= _MEMO_SIZE:
             tokens.clear()
         for i in compress(range(n), map(memo.__getitem__, heads)):
@@ -203,7 +213,9 @@ class Matcher:
         return self._match_key(sentence, self.key(sentence))
 
     def _match_key(self, sentence: str, key: str) -> Match | None:
-        m = self._strict.match(key)
+        strict = self._strict
+        assert strict is not None  # called only when a phrase may open the sentence
+        m = strict.match(key)
         if m is None:
             return None
         group = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
@@ -218,7 +230,7 @@ class Matcher:
     def phrase_of(self, marker: str) -> str | None:
         """The lexicon's spelling of a marker as written ("In consecinta" -> "În consecință"),
         or None when it is no phrase of this lexicon."""
-        found = self._phrase.get(_collapse(self.lexicon.normalize(marker)))
+        found = self._phrase.get(phrase_key(self.lexicon.normalize, marker))
         return found[1] if found else None
 
     def starts_with_phrase(self, sentence: str) -> bool:
@@ -242,10 +254,6 @@ class _NormalizeTable(dict):
     def __missing__(self, code: int) -> str:
         out = self[code] = self.lexicon.normalize(chr(code))
         return out
-
-
-def build_matcher(lexicon) -> Matcher:
-    return Matcher(lexicon)
 
 
 _CACHE: dict[str, Matcher] = {}

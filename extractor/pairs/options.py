@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from extractor.neardup import settings as nd
 from extractor.engine import contract
-from extractor.pairs import neutral as nt
-from extractor.pairs import pos_filter as pf
+from extractor.neardup import settings
+from extractor.pairs import neutral
+from extractor.pairs import pos_filter
 
 
 def _neutral_ratio(text: str) -> float:
@@ -17,16 +17,16 @@ def _neutral_ratio(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, not {text!r}") from None
     try:
-        nt.neutral_target({}, value)
-    except nt.NeutralMixError as exc:
+        neutral.neutral_target({}, value)
+    except neutral.NeutralMixError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
 
 
 def _neutral_mix(text: str) -> str:
     try:
-        nt.parse_neutral_mix(text)
-    except nt.NeutralMixError as exc:
+        neutral.parse_neutral_mix(text)
+    except neutral.NeutralMixError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--neutral-mix: ")) from None
     return text
 
@@ -40,25 +40,25 @@ class Options:
     spacy_model: str | None = None
     pos_filter: str = "auto"
     neutral_ratio: float = 1.0
-    neutral_mix: dict | str | None = nt.DEFAULT_MIX
+    neutral_mix: dict | str | None = neutral.DEFAULT_MIX
     # near-duplicate pairs (docs/neardup.md; the flags are stage 3's, read by both stages).
     # Off when the options are built directly (tests, benchmarks); the job's flag says on.
     near_duplicates: str = "off"
-    near_duplicate_threshold: float = nd.Settings.threshold
-    near_duplicate_shingle: int = nd.Settings.shingle
-    near_duplicate_permutations: int = nd.Settings.num_perm
-    near_duplicate_bands: int = nd.Settings.bands
+    near_duplicate_threshold: float = settings.Settings.threshold
+    near_duplicate_shingle: int = settings.Settings.shingle
+    near_duplicate_permutations: int = settings.Settings.num_perm
+    near_duplicate_bands: int = settings.Settings.bands
 
     def __post_init__(self):
         self.min_chars = int(self.min_chars)
         self.seed = int(self.seed)
         self.neutral_ratio = float(self.neutral_ratio)
         if self.neutral_mix is None:  # the flag's default when the job did not resolve it from the lexicon
-            self.neutral_mix = nt.DEFAULT_MIX
+            self.neutral_mix = neutral.DEFAULT_MIX
         if isinstance(self.neutral_mix, str):
-            self.neutral_mix = nt.parse_neutral_mix(self.neutral_mix)
-        nt.neutral_target({}, self.neutral_ratio)  # validates the ratio
-        self.near = nd.settings_from_args(self)  # None with "off"
+            self.neutral_mix = neutral.parse_neutral_mix(self.neutral_mix)
+        neutral.neutral_target({}, self.neutral_ratio)  # validates the ratio
+        self.near = settings.settings_from_args(self)  # None with "off"
 
     @classmethod
     def from_args(cls, args) -> "Options":
@@ -66,7 +66,9 @@ class Options:
 
     @property
     def strategies(self) -> list[str]:
-        return [s for s in nt.STRATEGIES if self.neutral_mix.get(s, 0) > 0]
+        mix = self.neutral_mix
+        assert isinstance(mix, dict)  # __post_init__ turned the flag's text into weights
+        return [s for s in neutral.STRATEGIES if mix.get(s, 0) > 0]
 
 
 PairsOptions = Options  # the name the tests and benchmarks know
@@ -76,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("pairs stage (sentences/ -> pairs/)")
     g.add_argument("--spacy-model", default=contract.default(Options, "spacy_model"),
                    help="spaCy model for the POS completeness filter (default: the lexicon's spacy_model)")
-    g.add_argument("--pos-filter", choices=pf.POS_FILTER_MODES, default=contract.default(Options, "pos_filter"),
+    g.add_argument("--pos-filter", choices=pos_filter.POS_FILTER_MODES, default=contract.default(Options, "pos_filter"),
                    help="auto: filter when the model is installed, else skip with a warning; "
                         "on: a missing model is an error; off: no filter (default auto)")
     g.add_argument("--neutral-ratio", type=_neutral_ratio, default=contract.default(Options, "neutral_ratio"),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter, not_
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Document:
         """From sentence rows (dicts with the `sentences/` columns; `short` computed from
         `min_chars` where absent), sorted by (para_idx, sent_idx)."""
         rows = sorted(rows, key=lambda r: (r["para_idx"], r["sent_idx"]))
-        first = rows[0] if rows else {}
+        first: Any = rows[0] if rows else {}  # a sentence row (untyped dict)
         return cls(corpus=first.get("corpus"), genre=first.get("genre"), lang=first.get("lang"),
                    doc_id=first.get("doc_id"), section=[r.get("section") for r in rows],
                    para_idx=[r["para_idx"] for r in rows], sent_idx=[r["sent_idx"] for r in rows],
@@ -246,10 +246,10 @@ def marked_members(doc: Document, marked: Sequence[Pair]) -> tuple[dict, dict, l
 
 def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annotations: tuple | None = None) -> Pools:
     _, opens = annotations or annotate(doc, matcher)
-    premises, hypotheses, taken = marked_members(doc, marked)
+    premises, hypotheses, marked_taken = marked_members(doc, marked)
     pools = Pools(marked_premise=list(premises), marked_hypothesis=list(hypotheses),
                   premise_text=dict(premises), hypothesis_text=dict(hypotheses))
-    taken = set(taken)
+    taken = set(marked_taken)
     for i, text in enumerate(doc.text):
         if doc.short[i] or opens[i] or i in taken:
             continue
@@ -274,10 +274,10 @@ def _pair_ranks(a, wa, b, wb, ndocs: int, para, ptid, htid):
     a, wa, ar = a[live], wa[live], ar[live]
     n_b, b0 = nb[wa], b_start[wa]
     chosen = np.full(len(a), -1, dtype=np.int64)
-    for d in range(NEIGHBOURS):
-        j = b[b0 + (ar + d) % n_b]
+    for step in range(NEIGHBOURS):
+        j = b[b0 + (ar + step) % n_b]
         ok = (chosen < 0) & (para[a] != para[j]) & (ptid[a] != htid[j])
-        chosen[ok] = d
+        chosen[ok] = step
     hit = chosen >= 0
     a, wa, ar, d, n_b, b0 = a[hit], wa[hit], ar[hit], chosen[hit], n_b[hit], b0[hit]
     br = (ar + d) % n_b
@@ -477,7 +477,8 @@ def _candidates(layout: _Layout, seed: int, strategies: list, ptid, htid, member
                 continue
             found.append((k, *_pair_ranks(a, wa, b, wb, ndocs, para, ptid, htid)))
     if not found:
-        return Candidates(strategies, *(np.zeros(0, dtype=np.int64) for _ in range(4)), np.zeros(0, dtype=np.uint64))
+        return Candidates(strategies, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64))
     which = np.concatenate([f[1] for f in found])
     order = np.argsort(which, kind="stable")  # document-major; strategies, then each one's order, inside
     which = which[order]
@@ -546,7 +547,7 @@ def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies
             marked_hypothesis.append(s + i)
             hypothesis_override[s + i] = text
         unused[[s + i for i in taken]] = False
-    members = {"unused": np.flatnonzero(unused)}
+    members: dict[str, Any] = {"unused": np.flatnonzero(unused)}
     members["marked_premise"] = np.asarray(marked_premise, dtype=np.int64)
     members["marked_hypothesis"] = np.asarray(marked_hypothesis, dtype=np.int64)
     members = {name: (idx, which[idx]) for name, idx in members.items()}
@@ -559,7 +560,8 @@ def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies
     ptid = np.full(n, -1, dtype=np.int64)
     htid = np.full(n, -2, dtype=np.int64)
     _text_numbers(ptid, htid,
-                  [np.asarray(free + marked_premise, dtype=np.int64), np.asarray(free + marked_hypothesis, dtype=np.int64)],
+                  [np.asarray(free + marked_premise, dtype=np.int64),
+                   np.asarray(free + marked_hypothesis, dtype=np.int64)],
                   [premise_values + [premise_override[g] for g in marked_premise],
                    hypothesis_values + [hypothesis_override[g] for g in marked_hypothesis]])
     cands = _candidates(layout, seed, list(strategies), ptid, htid, members, prev)

@@ -106,7 +106,8 @@ def import_spacy_without_torch():
 
     if "spacy" in sys.modules or "torch" in sys.modules:
         return
-    sys.modules["torch"] = None  # `import torch` raises ImportError while spaCy is imported
+    # `import torch` raises ImportError while spaCy is imported (None is how sys.modules says so)
+    sys.modules["torch"] = None  # type: ignore[assignment]
     try:
         import spacy  # noqa: F401
     finally:
@@ -137,7 +138,8 @@ def load_model(name: str, without_torch: bool = False):
             # filter": the same tags, 1.5x faster in English, 2.2-2.6x with ro_legal_fl).
             nlp = spacy.load(name, exclude=list(_SKIP))
         keep = [p for p in nlp.pipe_names if p in _KEEP]
-        if "attribute_ruler" in keep and not nlp.get_pipe("attribute_ruler").patterns:
+        # (spaCy types get_pipe as a callable; the attribute ruler has its patterns)
+        if "attribute_ruler" in keep and not nlp.get_pipe("attribute_ruler").patterns:  # type: ignore[attr-defined]
             keep.remove("attribute_ruler")  # no patterns: does nothing but warn (W036) on every batch
         if "tagger" in keep and "morphologizer" in keep and "attribute_ruler" not in keep:
             # the tagger sets fine-grained tags (`tag_`) only; `pos_` is the morphologizer's,
@@ -200,7 +202,8 @@ TOKENS_PER_BATCH = 1024
 
 def token_batches(docs: Iterable, tokens: int = TOKENS_PER_BATCH) -> Iterable[list]:
     """Docs in order, in lists of at most `tokens` tokens (a longer doc alone in its list)."""
-    batch, size = [], 0
+    batch: list = []
+    size = 0
     for doc in docs:
         if batch and size + len(doc) > tokens:
             yield batch

@@ -73,7 +73,7 @@ _UK_NOT_VERB = _words("""діти суть путь ртуть мати дати
 
 
 def tag_uk(text: str) -> list[Token]:
-    out = []
+    out: list[Token] = []
     for i, m in enumerate(_TOKEN.finditer(text)):
         w = m.group(0)
         low = w.lower().replace("’", "'").replace("ʼ", "'")
@@ -82,8 +82,8 @@ def tag_uk(text: str) -> list[Token]:
         elif w[0].isdigit():
             pos = "NUM"
         else:
-            pos = next((tag for tag, words in UK.items() if low in words), None)
-            if pos is None:
+            pos = next((tag for tag, words in UK.items() if low in words), "")
+            if not pos:
                 if i > 0 and w[0].isupper():
                     pos = "PROPN"
                 elif len(low) >= 4 and low.endswith(_UK_VERB_END) and low not in _UK_NOT_VERB:
@@ -98,7 +98,7 @@ TAGGERS = {"uk": tag_uk}
 
 
 def is_rule_model(name: str | None) -> bool:
-    return bool(name) and name.startswith(PREFIX) and name[len(PREFIX):] in TAGGERS
+    return bool(name and name.startswith(PREFIX) and name[len(PREFIX):] in TAGGERS)
 
 
 class RuleTagger:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from extractor.core.errors import ERROR_MARK, UserError
 from extractor.io import fs
 from extractor.io.parquet_writer import partition_values
-from extractor.pairs import pos_filter as pf
+from extractor.pairs import pos_filter
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
                                      neutral_pools, pair_batch, pos_texts, _previous)
 from extractor.core.schemas import PAIRS, REF
@@ -95,7 +95,7 @@ def documents(batches: Iterable[pa.RecordBatch], min_chars: int = 50, corpus: st
             continue
         names = batch.schema.names
 
-        def column(name):
+        def column(name, names=names, batch=batch, n=n):
             if name in names:
                 return batch.column(names.index(name))
             if name == "corpus" and corpus is not None:
@@ -187,16 +187,16 @@ def read_sentences(path: str, part: int = 0, parts: int = 1, batch_size: int = 6
 
     try:
         with fs.open_input(path) as fh:
-            pf = pq.ParquetFile(fh)
-            names = pf.schema_arrow.names
+            parquet = pq.ParquetFile(fh)
+            names = parquet.schema_arrow.names
             if "section" in names:  # the section titles as Parquet stores them, a dictionary (`_pylist`)
-                pf = pq.ParquetFile(fh, metadata=pf.metadata, read_dictionary=["section"])
+                parquet = pq.ParquetFile(fh, metadata=parquet.metadata, read_dictionary=["section"])
             columns = [c for c in INPUT_COLUMNS if c in names]
             if parts <= 1:
-                yield from pf.iter_batches(columns=columns, batch_size=batch_size)
+                yield from parquet.iter_batches(columns=columns, batch_size=batch_size)
                 return
-            n = pf.metadata.num_rows
-            ids = pf.read(columns=["doc_id"]).column(0).combine_chunks().cast(pa.string()).fill_null("")
+            n = parquet.metadata.num_rows
+            ids = parquet.read(columns=["doc_id"]).column(0).combine_chunks().cast(pa.string()).fill_null("")
             starts = [0] + [i + 1 for i in pc.indices_nonzero(
                 pc.not_equal(ids.slice(1), ids.slice(0, n - 1))).to_pylist()] if n else []
 
@@ -207,10 +207,10 @@ def read_sentences(path: str, part: int = 0, parts: int = 1, batch_size: int = 6
             if lo >= hi:
                 return
             pos = 0
-            for g in range(pf.metadata.num_row_groups):
-                size = pf.metadata.row_group(g).num_rows
+            for g in range(parquet.metadata.num_row_groups):
+                size = parquet.metadata.row_group(g).num_rows
                 if pos + size > lo and pos < hi:
-                    table = pf.read_row_group(g, columns=columns)
+                    table = parquet.read_row_group(g, columns=columns)
                     a, b = max(lo - pos, 0), min(hi - pos, size)
                     yield from table.slice(a, b - a).to_batches(max_chunksize=batch_size)
                 pos += size
@@ -224,7 +224,7 @@ def file_units(files: list, total_parts: int) -> list[tuple]:
     about `total_parts` parts in all, a file cut into parts in proportion to its size (a
     table of one long file is still read by several tasks)."""
     total = sum(size for _, _, size in files) or 1
-    units = []
+    units: list[tuple] = []
     for path, corpus, size in files:
         parts = max(1, round(total_parts * size / total))
         units.extend((len(units), path, corpus, k, parts) for k in range(parts))
@@ -298,13 +298,13 @@ class Verdicts:
         if not todo:
             return
         try:
-            pf.load_model(self.model, without_torch=self.without_torch)
+            pos_filter.load_model(self.model, without_torch=self.without_torch)
         except (OSError, ImportError, ValueError) as exc:  # not installed there, or not loadable: one line
             raise RuntimeError(
                 f"{ERROR_MARK}spaCy model '{self.model}' cannot be loaded where the tasks run "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); install it there "
-                f"({pf.install_hint(self.model, self.lexicon)}) or pass --pos-filter off") from None
-        for text, verdict in zip(todo, pf.pos_verdicts(todo, self.model, self.lexicon)):
+                f"({pos_filter.install_hint(self.model, self.lexicon)}) or pass --pos-filter off") from None
+        for text, verdict in zip(todo, pos_filter.pos_verdicts(todo, self.model, self.lexicon)):
             self.cache[text] = verdict
 
     def learn(self, known: dict) -> None:
@@ -332,8 +332,8 @@ class Rows:
     _COUNT = ("kind", "corpus", "label", "reject", "n", "bin", "doc_id")
 
     def __init__(self):
-        self.cols = {f.name: [] for f in WORK if f.name not in ("premise_ref", "hypothesis_ref")}
-        self.refs = {"premise_ref": [[] for _ in REF], "hypothesis_ref": [[] for _ in REF]}
+        self.cols: dict[str, list] = {f.name: [] for f in WORK if f.name not in ("premise_ref", "hypothesis_ref")}
+        self.refs: dict[str, list[list]] = {"premise_ref": [[] for _ in REF], "hypothesis_ref": [[] for _ in REF]}
         self.counts: list = []
 
     def __len__(self) -> int:
@@ -595,7 +595,7 @@ def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model:
     verdicts = Verdicts(model, lexicon, without_torch)
     for _, corpus, batches in streams:
         for docs in documents(batches, min_chars, corpus):
-            chosen = []
+            chosen: list = []
             for doc in docs:
                 if not any(cuts.get((doc.corpus, s), -1) >= 0 for s in strategies):
                     continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError, RunLockedError  # noqa: F401
 from extractor.runs.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
 from extractor.runs.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
-from extractor.runs.run import (CURRENT, LEGACY_ENTRIES, LOCK, MANIFEST, RUNS, TABLE_NAMES, Run,  # noqa: F401
-                                atomic_directory, environment_failure_message, environment_message, fault_point, fingerprint,
+from extractor.runs.run import (CURRENT, LOCK, MANIFEST, RUNS, Run,  # noqa: F401
+                                atomic_directory, environment_failure_message, environment_message, fault_point,
+                                fingerprint,
                                 first_difference, is_uri, path_str, published_path, read_manifest)

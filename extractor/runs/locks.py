@@ -38,7 +38,8 @@ class LocalLock:
     when the process dies, however it dies, so a lock left by a dead run is simply free."""
 
     def __init__(self, path: str, info: dict):
-        self.path, self.info, self.fd = path, info, None
+        self.path, self.info = path, info
+        self.fd: int | None = None
         self.previous: dict | None = None  # what a dead run left in the file
 
     def acquire(self) -> None:
@@ -101,7 +102,7 @@ class RemoteLock:
         self.path, self.info = path, info
         self.previous: dict | None = None
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def acquire(self) -> None:
         if fs.exists(self.path):
@@ -119,8 +120,9 @@ class RemoteLock:
         if mine.get("run_id") != self.info["run_id"]:
             raise RunLockedError(f"{fs.parent(self.path)} is being written by {_describe(mine)}; "
                                  f"wait for it to finish or choose another --output")
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._beat, daemon=True)
+        thread.start()
+        self._thread = thread
 
     def _write(self) -> None:
         self.info["heartbeat"] = time.time()

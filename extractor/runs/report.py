@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from extractor.core.names import SPLITS
-from extractor.io import fs
+from extractor.io import atomic, fs
 
 # the fields of stats.json's `job` section that differ between any two runs of the same
 # inputs and settings (docs/deployment.md: a resumed run publishes the same bytes but these)
@@ -20,11 +20,7 @@ def stats_bytes(stats: dict) -> bytes:
 
 def write_stats(path: str | Path, stats: dict) -> None:
     """Write stats.json to a local path via a temporary file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(stats_bytes(stats))
-    tmp.replace(path)
+    atomic.write_file(Path(path), stats_bytes(stats))
 
 
 def read_stats(path: str | Path) -> dict:

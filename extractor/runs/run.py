@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor.io import fs
 from extractor.core.names import STAGES
 from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
+from extractor.io import atomic, fs
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
 from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
 
@@ -46,9 +46,6 @@ RUNS = "_runs"
 LOCK = "_lock"
 CURRENT = "current"
 MANIFEST = "manifest.json"
-TABLE_NAMES = STAGES  # each stage writes the table of its name
-# Top-level names a run publishes (local disks link them to current/<name>).
-LEGACY_ENTRIES = (*STAGES, "stats.json", "punkt_params.json")
 MANIFEST_FORMAT = 1
 
 
@@ -126,11 +123,9 @@ def atomic_directory(spark, target: str, overwrite: bool = False):
     except BaseException:
         fs.delete(tmp)
         raise
-    fs.delete(target)
-    if fs.exists(tmp):
-        fs.move(tmp, target)
-    else:
-        fs.makedirs(target)
+    if not fs.exists(tmp):
+        fs.makedirs(tmp)  # nothing written: an empty folder
+    atomic.swap_folder(tmp, target)
 
 
 def _rel(root: str, path: str) -> str:
@@ -172,8 +167,8 @@ def fingerprint(path: str) -> dict:
 
 class Run:
     """One run of the job on an output root: the lock, the staging directory, and the
-    publish at the end. `Run.open` takes the lock (or refuses in one line), removes what
-    dead runs staged and adopts an output written before runs existed."""
+    publish at the end. `Run.open` takes the lock (or refuses in one line) and removes what
+    dead runs staged."""
 
     def __init__(self, root: str, command_line: str = ""):
         self.root = fs.canonical(root)
@@ -184,7 +179,7 @@ class Run:
         self.started = _now()
         self.current: dict | None = None     # the published run's manifest when we started
         self.reused: dict = {}               # table name -> manifest entry of an earlier run
-        self.lock = None
+        self.lock: LocalLock | RemoteLock | None = None
         self.took_over: dict | None = None
         self.resumed: str | None = None      # the run id this run continues (--resume)
 
@@ -205,13 +200,14 @@ class Run:
         info = {"run_id": run.run_id, "host": socket.gethostname(), "pid": os.getpid(),
                 "started": run.started, "command_line": command_line}
         lock_path = fs.join(run.root, LOCK)
-        run.lock = LocalLock(fs.local_path(lock_path), info) if run.local else RemoteLock(lock_path, info)
-        run.lock.acquire()
+        local_lock = fs.local_path(lock_path)
+        lock = LocalLock(local_lock, info) if local_lock is not None else RemoteLock(lock_path, info)
+        run.lock = lock
+        lock.acquire()
         try:
-            if run.lock.previous:
-                run.took_over = run.lock.previous
-                _log(f"the lock of {_describe(run.lock.previous)} was left by a dead run; taken over")
-            run._adopt_legacy()
+            if lock.previous:
+                run.took_over = lock.previous
+                _log(f"the lock of {_describe(lock.previous)} was left by a dead run; taken over")
             run.current = read_manifest(run.root)
             if resume:
                 run._resume(fingerprint or {})
@@ -221,7 +217,7 @@ class Run:
                 put_record(fs.join(run.dir, PROGRESS, RUN_RECORD),
                            {"fingerprint": fingerprint, "command_line": command_line})
         except BaseException:
-            run.lock.release()
+            lock.release()
             raise
         return run
 
@@ -281,13 +277,13 @@ class Run:
     def reuse(self, name: str) -> str | None:
         """Make table `name` of the published run part of this run (--start-at); None when
         the published run has no such table."""
-        entry = self.published(name)
-        if entry is None or name not in self.current.get("tables", {}):
+        entry, current, run_dir = self.published(name), self.current, fs.local_path(self.dir)
+        if entry is None or current is None or name not in current.get("tables", {}):
             return None
-        self.reused[name] = dict(entry, run_id=entry.get("run_id") or self.current.get("run_id"))
-        link = os.path.join(fs.local_path(self.dir), name) if self.local else None
+        self.reused[name] = dict(entry, run_id=entry.get("run_id") or current.get("run_id"))
+        link = os.path.join(run_dir, name) if run_dir is not None else None
         if link and not os.path.lexists(link):  # so that <output>/<name> -> current/<name> resolves in this run too
-            target = os.path.relpath(fs.local_path(fs.join(self.root, entry["path"])), fs.local_path(self.dir))
+            target = os.path.relpath(str(fs.local_path(fs.join(self.root, entry["path"]))), run_dir)
             os.symlink(target, link)
         return self.table_path(name)
 
@@ -351,15 +347,17 @@ class Run:
         return manifest
 
     def _swap_local(self) -> None:
-        root = self.local
-        _fsync_tree(fs.local_path(self.dir))
-        tmp = os.path.join(root, f".{CURRENT}.tmp-{self.run_id}")
-        os.symlink(f"{RUNS}/{self.run_id}", tmp)
-        os.replace(tmp, os.path.join(root, CURRENT))  # the commit point: rename(2) is atomic
+        root, run_dir = self.local, fs.local_path(self.dir)
+        assert root is not None and run_dir is not None  # local disks only
+        _fsync_tree(run_dir)
+        # the commit point: rename(2) is atomic
+        atomic.replace_link(os.path.join(root, CURRENT), f"{RUNS}/{self.run_id}",
+                            os.path.join(root, f".{CURRENT}.tmp-{self.run_id}"))
         _fsync_dir(root)
 
     def _link_top_level(self, names: list[str]) -> None:
         root = self.local
+        assert root is not None  # local disks only
         for name in names:
             link = os.path.join(root, name)
             target = f"{CURRENT}/{name}"
@@ -367,9 +365,7 @@ class Run:
                 continue
             if os.path.lexists(link) and not os.path.islink(link):
                 continue  # a user's own file of that name: leave it
-            tmp = os.path.join(root, f".{name}.tmp-{self.run_id}")
-            os.symlink(target, tmp)
-            os.replace(tmp, link)
+            atomic.replace_link(link, target, os.path.join(root, f".{name}.tmp-{self.run_id}"))
 
     def _unlink_stale(self, names: list[str]) -> None:
         root = self.local
@@ -400,28 +396,6 @@ class Run:
                 continue
             if not was_published and not any(name == (m or {}).get("previous_run") for m in keep_manifests):
                 _log(f"removed {RUNS}/{name}, staged by a run that did not finish")
-
-    def _adopt_legacy(self) -> None:
-        """An output written before runs existed (tables directly under the root, local
-        disks): move it into a run of its own and publish that, so that --start-at and
-        the links work the same."""
-        if not self.local or os.path.lexists(os.path.join(self.local, CURRENT)):
-            return
-        found = [n for n in LEGACY_ENTRIES
-                 if os.path.lexists(os.path.join(self.local, n)) and not os.path.islink(os.path.join(self.local, n))]
-        if not found:
-            return
-        legacy = Run.__new__(Run)
-        legacy.__dict__.update(self.__dict__)
-        legacy.run_id = "legacy-" + new_run_id()
-        legacy.dir = fs.join(self.root, RUNS, legacy.run_id)
-        legacy.current, legacy.reused, legacy.command_line = None, {}, "(written before run directories)"
-        legacy.lock = None  # keep ours
-        fs.makedirs(legacy.dir)
-        for name in found:
-            os.rename(os.path.join(self.local, name), os.path.join(fs.local_path(legacy.dir), name))
-        legacy.publish({"adopted": True})
-        _log(f"moved the tables written by an earlier version into {RUNS}/{legacy.run_id}")
 
 
 def _list_dirs(path: str) -> list[str]:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from extractor.io import atomic
 from extractor.lexicon.lexicon import LexiconError, _installed, load_lexicon
 
 DIST = "nli-corpus-engine"
@@ -51,7 +52,9 @@ def requirements(dist: str = DIST, extras=EXTRAS, driver: bool = False) -> list[
     out = []
     for req in importlib.metadata.requires(dist) or []:
         spec, _, marker = req.partition(";")
-        name = _NAME.match(spec).group(1).lower().replace("_", "-")
+        found = _NAME.match(spec)
+        assert found is not None, req  # a requirement starts with a distribution name
+        name = found.group(1).lower().replace("_", "-")
         if name in left_out:
             continue
         marker = marker.strip()
@@ -109,10 +112,9 @@ def build(directory: str | Path, reqs: list[str] | None = None, force: bool = Fa
             log(f"[setup] adding the spaCy model {spec} to the executors' environment")
             subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
                             "--disable-pip-version-check", *opts, spec], check=True, stdout=sys.stderr)
-        partial = archive.with_suffix(".partial")
-        venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
-        os.chmod(partial, 0o644)
-        os.replace(partial, archive)
+        with atomic.file_beside(archive, ".partial") as partial:
+            venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
+            os.chmod(partial, 0o644)
     for old in directory.glob("nli-env-*.tar.gz"):  # archives of earlier requirements
         if old != archive:
             old.unlink()

@@ -53,7 +53,7 @@ class RoundStatus:
         self.interval = interval if interval is not None else (INTERVAL_TTY if self.tty else INTERVAL_PLAIN)
         self.group = f"{GROUP}-{id(self)}-{time.monotonic_ns()}"
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
         self._started = 0.0
         self._shown = ""
 
@@ -91,12 +91,14 @@ class RoundStatus:
     def __enter__(self) -> "RoundStatus":
         self._started = time.monotonic()
         self.sc.setJobGroup(self.group, self.label, interruptOnCancel=False)
-        self._thread = threading.Thread(target=self._poll, name="nli-progress", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._poll, name="nli-progress", daemon=True)
+        thread.start()
+        self._thread = thread
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
         self._stop.set()
+        assert self._thread is not None  # set by __enter__
         self._thread.join()
         self.sc.setLocalProperty("spark.jobGroup.id", None)
         self.sc.setLocalProperty("spark.job.description", None)

@@ -21,7 +21,7 @@ import pandas as pd
 from extractor.core.names import SPLITS
 from extractor.core.hashing import stable_hashes
 # the settings parsers live apart (no numpy there: the job's --help); one name each
-from extractor.splits.options import (BALANCE_MODES, DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
+from extractor.splits.options import (DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
                                      SplitsError, parse_balance, parse_ratios)
 
 EVAL_SPLITS = SPLITS[1:]
@@ -144,8 +144,10 @@ def compute_quotas(counts: Mapping[tuple[str, str, str], int], balance: Balance,
         by_split_label: dict[tuple[str, str], dict[str, int]] = {}
         for (split, corpus, label), n in quotas.items():
             by_split_label.setdefault((split, label), {})[corpus] = n
+        cap = balance.cap
+        assert cap is not None  # mode "cap" comes with its cap (options.parse_balance)
         for (split, label), per_corpus in by_split_label.items():
-            for corpus, n in largest_remainder(per_corpus, balance.cap).items():
+            for corpus, n in largest_remainder(per_corpus, cap).items():
                 quotas[(split, corpus, label)] = n
     return quotas
 
@@ -179,7 +181,7 @@ def shortfall(counts, splits: Sequence[str], ratios: Sequence[float]) -> list[tu
     matrix = np.asarray(counts, dtype="float64").reshape(len(splits), -1)
     totals = matrix.sum(axis=0)
     short = []
-    for s, (name, ratio) in enumerate(zip(SPLITS, ratios)):
+    for name, ratio in zip(SPLITS, ratios):
         held = matrix[np.asarray([x == name for x in splits], dtype=bool)].sum(axis=0) if len(splits) else totals * 0
         for label, (total, got) in enumerate(zip(totals.tolist(), held.tolist())):
             target = ratio * total

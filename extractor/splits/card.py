@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import platform
 from pathlib import Path
+from typing import Any, Callable
 
 import pyarrow as pa
 import yaml
@@ -138,7 +139,7 @@ def yaml_header(*, lang: str, license: str, sizes: dict[str, int], schema=None, 
     total = sum(sizes.values())
     size_cat = ("n<1K" if total < 1_000 else "1K<n<10K" if total < 10_000 else "10K<n<100K" if total < 100_000
                 else "100K<n<1M" if total < 1_000_000 else "1M<n<10M" if total < 10_000_000 else "10M<n<100M")
-    header = {
+    header: dict[str, Any] = {
         "language": [lang],
         "license": license,
         "pretty_name": pretty_name or f"{lang} NLI (distant supervision from linking phrases)",
@@ -188,7 +189,8 @@ def merge_examples(examples: list[dict], k: int = EXAMPLES_PER_LABEL) -> list[di
     per-unit picks (`pair_tables.pick_examples`), in label order: the same whatever the units."""
     names = label_names(e["label"] for e in examples)
     ordered = sorted(examples, key=lambda e: (names.index(e["label"]), e["h"], e["pair_id"] or ""))
-    out, seen = [], {}
+    out: list[dict] = []
+    seen: dict = {}
     for e in ordered:
         if seen.get(e["label"], 0) < k:
             seen[e["label"]] = seen.get(e["label"], 0) + 1
@@ -353,7 +355,7 @@ def earlier_stats(stats: dict | None) -> dict:
     stats = stats or {}
     sent, pairs = stats.get("sentences") or {}, stats.get("pairs") or {}
     docs = sent.get("documents") or {}
-    sentences = sent.get("sentences") if isinstance(sent.get("sentences"), dict) else {}
+    sentences = found if isinstance(found := sent.get("sentences"), dict) else {}
     marked = ((pairs.get("candidates") or {}).get("marked_sentences") or {})
     out = {"documents_read": docs.get("read"), "documents_kept": docs.get("kept"),
            "sentences": sentences.get("total"),
@@ -429,17 +431,20 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += ["", "## Intended use and limitations", "", intended_use_section(build, dataset), "",
               "## Example pairs", "", examples_section(examples or []), ""]
     drawn = available_charts(charts) if chart else []
+    settings = stage_stats["settings"]
     lines += ["## How it was built", "",
               f"- command: `{build.get('command_line', '')}`",
               f"- lexicon: `{build.get('lexicon')}` (sha256 `{build.get('lexicon_sha256')}`)"
               + (f", phrase set(s) {', '.join(build['phrase_set'])} added" if build.get("phrase_set") else ""),
               f"- seed: {build.get('seed')}; minimum sentence length: {build.get('min_chars')} characters",
-              f"- splits: ratios {stage_stats['settings']['split_ratios']}, balance `{stage_stats['settings']['balance']}`, "
-              f"at most {stage_stats['settings']['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
-              "documents assigned whole to one split, stratified by label, visited in the order of a hash of doc_id and seed",
+              f"- splits: ratios {settings['split_ratios']}, balance `{settings['balance']}`, "
+              f"at most {settings['max_eval_per_corpus'] or 'unlimited'} validation/test pairs per corpus; "
+              "documents assigned whole to one split, stratified by label, "
+              "visited in the order of a hash of doc_id and seed",
               *_unit_lines(stage_stats),
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
-              f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, spaCy {v.get('spacy') or 'not installed'}, "
+              f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, "
+              f"spaCy {v.get('spacy') or 'not installed'}, "
               f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}"
               + (f" (license {v['spacy_model_license']})" if v.get("spacy_model_license") else "") + ", "
               f"nltk {v.get('nltk')}, mwparserfromhell {v.get('mwparserfromhell')}",
@@ -498,7 +503,8 @@ def _unit_lines(stage_stats: dict) -> list[str]:
     none when every corpus was assigned by whole documents and every split holds every label."""
     blocked = {c: u for c, u in (stage_stats.get("unit") or {}).items() if u.get("unit") == "block"}
     lines = [f"- unit of assignment in corpus {c}: blocks of consecutive paragraphs of about {u['pairs_per_block']} "
-             f"pair{'s' if u['pairs_per_block'] != 1 else ''} ({u['blocks']} blocks of {u['documents']} documents) instead of whole documents"
+             f"pair{'s' if u['pairs_per_block'] != 1 else ''} ({u['blocks']} blocks of {u['documents']} documents) "
+             "instead of whole documents"
              for c, u in sorted(blocked.items())]
     lines += [f"- warning: the {s} split holds no {', '.join(m)} pairs"
               for s, m in (stage_stats.get("missing_labels") or {}).items()]
@@ -689,16 +695,19 @@ def plot_funnel(steps: list[list], path: Path) -> Path:
     return _save(fig, path)
 
 
-_PLOTS = {"lengths": plot_lengths, "phrases": plot_phrases, "funnel": plot_funnel}
+_PLOTS: dict[str, Callable[[Any, Path], Path]] = {"lengths": plot_lengths, "phrases": plot_phrases,
+                                                  "funnel": plot_funnel}
 
 
-def write_charts(charts: dict | None, folder: str) -> list[str]:
+def write_charts(charts: dict | None, folder: str | Path) -> list[str]:
     """The card's other charts (`CHART_FILES`: lengths per label, top phrases per label, the
     drop funnel) of `chart_data` into ``folder`` through `extractor.io.fs` (a bucket too); a
     chart with nothing to draw is left out. Returns the paths written."""
     import tempfile
 
-    written = []
+    written: list[str] = []
+    if charts is None:
+        return written
     with tempfile.TemporaryDirectory() as tmp:
         for key in available_charts(charts):
             target = fs.join(str(folder), CHART_FILES[key])

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.core.hashing import byte_buffers, crc32s, stable_hashes
-from extractor.splits import assign as sp
+from extractor.splits import assign
 
 BITS = 10
 BINS = 1 << BITS  # ranges of the hash order per group; a partial bin's rows go to the driver
@@ -46,7 +46,6 @@ RANKED_COLUMNS = ("_unit", "_row", "pair_id", "corpus", "doc_id", "label", "mark
                   "_h", "_pkey", "_skey", "_hkey")
 KEYS_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.binary()), ("split", pa.string()),
                          ("corpus", pa.string())])
-KEPT_SCHEMA = pa.schema([("_unit", pa.int32()), ("_row", pa.int32()), ("_split", pa.string())])
 
 
 # ---------------------------------------------------------------------------- buckets
@@ -115,7 +114,7 @@ def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Tabl
     at = pc.sort_indices(pa.table({"h": stable_hashes(doc_id, seed=seed), "doc_id": doc_id, "corpus": corpus}),
                          sort_keys=[("h", "ascending"), ("doc_id", "ascending"), ("corpus", "ascending")])
     rows = docs[at.to_numpy()]
-    splits = sp.greedy_splits(matrix[rows].astype(np.float64), test_only[rows].tolist(), ratios)
+    splits = assign.greedy_splits(matrix[rows].astype(np.float64), test_only[rows].tolist(), ratios)
     return pa.table({"corpus": corpus.take(at), "doc_id": doc_id.take(at), "split": pa.array(splits, pa.string())},
                     schema=ASSIGNED_SCHEMA)
 
@@ -154,7 +153,7 @@ def cut_blocks(paragraphs: pa.Table, size: int) -> pa.Table:
         if doc is not None:
             per_doc.setdefault((corpus, doc), ([], []))  # lends sentences only: one block
     out = [(c, d, start) for (c, d), (paras, ws) in sorted(per_doc.items())
-           for start in sp.block_starts(paras, ws, size)]
+           for start in assign.block_starts(paras, ws, size)]
     return pa.table({"corpus": [r[0] for r in out], "doc_id": [r[1] for r in out], "start": [r[2] for r in out]},
                     schema=BLOCKS_SCHEMA)
 
@@ -170,7 +169,7 @@ def block_ids(corpus, docs, paras, blocks: pa.Table) -> pa.Array:
     out = []
     for c, d, p in zip(_pylist(corpus), _pylist(docs), _pylist(paras)):
         mine = starts.get((c, d))
-        out.append(d if mine is None else sp.block_key(d, mine[max(0, bisect.bisect_right(mine, p or 0) - 1)]))
+        out.append(d if mine is None else assign.block_key(d, mine[max(0, bisect.bisect_right(mine, p or 0) - 1)]))
     return pa.array(out, pa.string())
 
 
@@ -222,7 +221,7 @@ def short_cells(weights: pa.Table, assigned: pa.Table, labels: list, ratios) -> 
                               weights.column("w").to_pylist()):
         if label in col:
             matrix[at[(d, s)], col[label]] += w
-    return [(s, labels[j]) for s, j in sp.shortfall(matrix, [u[1] for u in units], ratios)]
+    return [(s, labels[j]) for s, j in assign.shortfall(matrix, [u[1] for u in units], ratios)]
 
 
 def _doc_keys(corpus, docs) -> pa.Array:
@@ -247,9 +246,9 @@ def rank_identical(rows: pa.Table, assigned: pa.Table, blocked=frozenset()) -> p
     split = _split_of(rows, "doc_id", assigned, keys)
     cross = pc.invert(pc.and_(pc.equal(_split_of(rows, "_pdoc", assigned, keys), split),
                               pc.equal(_split_of(rows, "_hdoc", assigned, keys), split)))
-    by_priority = pa.array(sorted(sp.KEEP_PRIORITY, key=sp.KEEP_PRIORITY.get), pa.string())
-    ranks = pa.array([sp.KEEP_PRIORITY[s] for s in by_priority.to_pylist()], pa.int8())
-    prio = pc.fill_null(pc.take(ranks, pc.index_in(split, value_set=by_priority)), len(sp.KEEP_PRIORITY))
+    by_priority = pa.array(sorted(assign.KEEP_PRIORITY, key=assign.KEEP_PRIORITY.__getitem__), pa.string())
+    ranks = pa.array([assign.KEEP_PRIORITY[s] for s in by_priority.to_pylist()], pa.int8())
+    prio = pc.fill_null(pc.take(ranks, pc.index_in(split, value_set=by_priority)), len(assign.KEEP_PRIORITY))
     in_blocks = pc.is_in(rows.column("corpus"), value_set=pa.array(sorted(blocked), pa.string()))
     table = rows.select(list(RANKED_COLUMNS)).append_column("_split", split) \
         .append_column("_cross", cross).append_column("_prio", prio).append_column("_blocked", in_blocks)
@@ -401,15 +400,15 @@ def leakage_counts(kind: str, keys: pa.Array, splits: pa.Array) -> list[list]:
     if not len(keys):
         return []
     table = pa.table({"k": keys, **{f"c{i}": pc.cast(pc.equal(splits, s), pa.int64())
-                                    for i, s in enumerate(sp.SPLITS)}})
-    grouped = table.group_by(["k"], use_threads=False).aggregate([(f"c{i}", "sum") for i in range(len(sp.SPLITS))])
-    counts = np.stack([grouped.column(f"c{i}_sum").to_numpy() for i in range(len(sp.SPLITS))])
-    mask = sum((counts[i] > 0).astype(np.int64) << i for i in range(len(sp.SPLITS)))
+                                    for i, s in enumerate(assign.SPLITS)}})
+    grouped = table.group_by(["k"], use_threads=False).aggregate([(f"c{i}", "sum") for i in range(len(assign.SPLITS))])
+    counts = np.stack([grouped.column(f"c{i}_sum").to_numpy() for i in range(len(assign.SPLITS))])
+    mask = sum((counts[i] > 0).astype(np.int64) << i for i in range(len(assign.SPLITS)))
     repeats = np.maximum(counts - 1, 0)
     out = []
     for m in np.unique(mask).tolist():
         sel = mask == m
-        out.append([kind, m, int(sel.sum()), *(int(repeats[i][sel].sum()) for i in range(len(sp.SPLITS)))])
+        out.append([kind, m, int(sel.sum()), *(int(repeats[i][sel].sum()) for i in range(len(assign.SPLITS)))])
     return out
 
 
@@ -419,17 +418,17 @@ def leakage_report(rows: list[list]) -> tuple[dict, dict]:
     pairs}): the first three checks must be 0, shared hypotheses are reported."""
     checks = {f"{kind}_in_two_splits": 0 for kind in LEAKAGE_KINDS}
     between = {f"{a}|{b}": {kind: 0 for kind in LEAKAGE_KINDS}
-               for i, a in enumerate(sp.SPLITS) for b in sp.SPLITS[i + 1:]}
-    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in sp.SPLITS}
+               for i, a in enumerate(assign.SPLITS) for b in assign.SPLITS[i + 1:]}
+    duplicates = {s: {"pairs": 0, "sentence_pairs": 0} for s in assign.SPLITS}
     for kind, mask, keys, *repeats in rows:
-        names = [s for i, s in enumerate(sp.SPLITS) if int(mask) >> i & 1]
+        names = [s for i, s in enumerate(assign.SPLITS) if int(mask) >> i & 1]
         if len(names) > 1:
             checks[f"{kind}_in_two_splits"] += int(keys)
             for i, a in enumerate(names):
                 for b in names[i + 1:]:
                     between[f"{a}|{b}"][kind] += int(keys)
         if kind in duplicates["train"]:
-            for s, r in zip(sp.SPLITS, repeats):
+            for s, r in zip(assign.SPLITS, repeats):
                 duplicates[s][kind] += int(r)
     return {"checks": checks, "between_splits": between}, duplicates
 
@@ -441,7 +440,8 @@ def other_keys(kept: pa.Table) -> pa.Table:
     docs = pa.table({"kind": pa.repeat(pa.scalar("documents", pa.string()), kept.num_rows),
                      "key": pc.cast(kept.column("doc_id"), pa.binary()), "split": kept.column("_split"),
                      "corpus": kept.column("corpus")})
-    hyps = pa.table({"kind": pa.repeat(pa.scalar("hypotheses", pa.string()), kept.num_rows), "key": kept.column("_hkey"),
+    hyps = pa.table({"kind": pa.repeat(pa.scalar("hypotheses", pa.string()), kept.num_rows),
+                     "key": kept.column("_hkey"),
                      "split": kept.column("_split"), "corpus": kept.column("corpus")})
     both = pa.concat_tables([docs, hyps]).group_by(list(KEYS_SCHEMA.names), use_threads=False).aggregate([])
     pairs = [pa.table({"kind": pa.repeat(pa.scalar(kind, pa.string()), kept.num_rows), "key": kept.column(col),

@@ -7,12 +7,11 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from extractor.neardup import settings as nd
 from extractor.engine import contract
 from extractor.core.errors import UserError
+from extractor.neardup import settings
 
 DEFAULT_MAX_EVAL_PER_CORPUS = 15000  # ESNLIR §2.3, Table 1
-BALANCE_MODES = ("downsample", "none", "cap")
 
 
 class SplitsError(UserError, ValueError):
@@ -68,16 +67,16 @@ class Options:
     seed: int = contract.SEED
     files_per_table: int = contract.FILES_PER_TABLE
     near_duplicates: str = "on"
-    near_duplicate_threshold: float = nd.Settings.threshold
-    near_duplicate_shingle: int = nd.Settings.shingle
-    near_duplicate_permutations: int = nd.Settings.num_perm
-    near_duplicate_bands: int = nd.Settings.bands
+    near_duplicate_threshold: float = settings.Settings.threshold
+    near_duplicate_shingle: int = settings.Settings.shingle
+    near_duplicate_permutations: int = settings.Settings.num_perm
+    near_duplicate_bands: int = settings.Settings.bands
 
     def __post_init__(self):
         self.ratios = parse_ratios(self.split_ratios)
         self.balance_mode = parse_balance(self.balance)
         self.seed = int(self.seed or 0)
-        self.near = nd.settings_from_args(self)  # None with "off"; a bad setting fails here
+        self.near = settings.settings_from_args(self)  # None with "off"; a bad setting fails here
 
     @classmethod
     def from_args(cls, args) -> "Options":
@@ -115,11 +114,12 @@ def add_arguments(parser) -> None:
                         "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
     g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
-                        "none (natural distribution, stratified, RoNLI) or 'cap N' (at most N pairs per label and split)")
+                        "none (natural distribution, stratified, RoNLI) "
+                        "or 'cap N' (at most N pairs per label and split)")
     g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
     g.add_argument("--license", default=d.license,
                    help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
                         "sample is apache-2.0): the dataset card's license is the inputs' licenses "
                         "(Wikipedia text is CC BY-SA; set the one of your sources)")
-    nd.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md
+    settings.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md

@@ -62,7 +62,8 @@ def list_units(table_dir: str) -> tuple[pa.Schema, list[dict]]:
             part_cols = list(parts)
             schema = plain_schema(pa.schema([f for f in file_schema if f.name not in parts]
                                             + [pa.field(c, pa.string()) for c in part_cols]))
-        groups, rows = [], 0
+        groups: list[int] = []
+        rows = 0
         for g in range(meta.num_row_groups):
             n = meta.row_group(g).num_rows
             if groups and rows + n > UNIT_ROWS:
@@ -116,7 +117,8 @@ def _ref_docs(table: pa.Table, ref: str) -> pa.Array:
             return own
         values = pc.struct_field(col, "doc_id").cast(pa.string())
     else:  # everything before the last two ':' ("" when there are fewer than two)
-        values = pc.replace_substring_regex(col.cast(pa.string()), r"(?s)^(?:(.*):[^:]*:[^:]*|[^:]*(?::[^:]*)?)$", r"\1")
+        values = pc.replace_substring_regex(col.cast(pa.string()),
+                                            r"(?s)^(?:(.*):[^:]*:[^:]*|[^:]*(?::[^:]*)?)$", r"\1")
     return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(values), 0), False), values, own)
 
 
@@ -255,6 +257,7 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
     labels = kept.column("label").cast(pa.string())
     rows, words = st.batch_columns(kept.column("premise"), kept.column("hypothesis"),
                                    pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
+    assert not isinstance(words, dict)  # word_table=True: an Arrow table
     n = kept.num_rows
     arrays = {"kind": pa.repeat(pa.scalar("row", pa.string()), n), "split": splits.combine_chunks(),
               "label": labels.combine_chunks()}
@@ -278,8 +281,6 @@ def _stats_table(arrays: dict, n: int) -> pa.Table:
     return pa.Table.from_arrays([arrays.get(f.name, pa.nulls(n, f.type)) for f in STATS_SCHEMA], schema=STATS_SCHEMA)
 
 
-AGGREGATE_DDL = ("split string, label string, label_all boolean, count long, "
-                 + ", ".join(f"{name} double" for name in st.AGGREGATES))
 
 
 def split_aggregates(rows: pa.Table) -> list[dict]:

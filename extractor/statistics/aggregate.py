@@ -68,7 +68,7 @@ def aggregate_columns(columns: dict, labels=None) -> dict:
     n = len(next(iter(arrays.values()))) if arrays else 0
 
     def block(rows) -> dict:
-        out = {"count": int(n if rows is None else len(rows))}
+        out: dict[str, float | None] = {"count": int(n if rows is None else len(rows))}
         for name, (col, how) in AGGREGATES.items():
             out[name] = _reduce(arrays[col] if rows is None else arrays[col][rows], how)
         return out
@@ -101,7 +101,7 @@ def blocks_from_rows(rows: Iterable[dict], label_key: str = "label") -> dict:
     for row in rows:
         row = dict(row)
         label = row.pop(label_key, None)
-        block = {"count": int(row.pop("count"))}
+        block: dict[str, float | None] = {"count": int(row.pop("count"))}
         for name in AGGREGATES:
             v = row.get(name)
             block[name] = None if v is None or v != v else round(float(v), DIGITS)  # NaN: none

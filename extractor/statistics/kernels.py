@@ -233,8 +233,8 @@ def _word_counts(keys: np.ndarray, codes: np.ndarray, names: list[str], words: l
     normalised words as a list)."""
     per_label, ids, counts = _word_count_rows(keys, codes, width)
     seen = np.bincount(codes[codes >= 0], minlength=len(names))
-    out = {"labels": {name: int(seen[c]) for c, name in enumerate(names)},
-           "words": {name: Counter() for name in names}}
+    out: dict[str, dict] = {"labels": {name: int(seen[c]) for c, name in enumerate(names)},
+                            "words": {name: Counter() for name in names}}
     bounds = np.searchsorted(per_label, np.arange(len(names) + 1))
     for c, name in enumerate(names):
         a, b = bounds[c], bounds[c + 1]

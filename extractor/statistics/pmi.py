@@ -92,8 +92,8 @@ def pmi_table(labels: Sequence[str], words: Sequence[str], counts: Sequence[int]
     label_totals = {l: n for l, n in label_totals.items() if n}
     n_labels, total = len(label_totals), sum(label_totals.values())
     per_word: Counter = Counter()
-    for w, c in zip(words, counts):
-        per_word[w] += c
+    for w, n_w in zip(words, counts):
+        per_word[w] += n_w
     c = np.asarray(counts, dtype=np.float64)
     cw = np.array([per_word[w] for w in words], dtype=np.float64)
     cl = np.array([label_totals.get(l, 0) for l in labels], dtype=np.float64)

@@ -52,7 +52,7 @@ def estimate(counts: dict, measured: dict) -> dict:
     pairs in the splits}}; `measured`: a lexicon's `measured_precision`. Returns {label:
     {precision, low, high, pairs, pairs_measured_by_own_phrase}} (precision None when nothing of
     that label was measured)."""
-    out = {}
+    out: dict[str, dict] = {}
     for label, groups in sorted(counts.items()):
         total = sum(groups.values())
         acc = {"precision": 0.0, "low": 0.0, "high": 0.0}

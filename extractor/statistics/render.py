@@ -119,7 +119,8 @@ def leakage_markdown(result: dict) -> str:
         lines = ["| splits | shared pairs | shared sentence pairs (either order) | shared hypotheses |",
                  "|---|---:|---:|---:|"]
         for key, v in leak.items():
-            lines.append(f"| {key.replace('|', ' / ')} | {v['pairs']:,} | {v['sentence_pairs']:,} | {v['hypotheses']:,} |")
+            lines.append(f"| {key.replace('|', ' / ')} | {v['pairs']:,} | {v['sentence_pairs']:,} "
+                         f"| {v['hypotheses']:,} |")
         text += "\n\nCross-split leakage:\n\n" + "\n".join(lines)
     return text
 

@@ -216,9 +216,11 @@ def _main(args, argv) -> int:
         run = out.Run.open(output, command_line, fingerprint=fingerprint(args, lexicon, corpora), resume=args.resume)
     except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
         message = out.environment_failure_message(exc, output)
-        if message is None and not isinstance(exc, UserError):
-            raise
-        return _fail(message or exc.one_line())
+        if message is None:
+            if not isinstance(exc, UserError):
+                raise
+            message = exc.one_line()
+        return _fail(message)
     gateway.keep_user_stderr()  # under spark-submit: a way to the user that outlives the JVM
     try:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)

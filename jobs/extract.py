@@ -236,7 +236,7 @@ def _main(args, argv) -> int:
         run.release()
         where = f"run {run.run_id} is kept under {output}/{out.RUNS}/"
         # on a line of its own: Spark's progress bar may have been cut off mid-line
-        if not gateway.jvm_alive():  # the driver's messages went through the dead JVM: say it past it
+        if not gateway.jvm_alive(settle=2.0):  # the driver's messages went through the dead JVM: say it past it
             gateway.say(f"\n[extract] the Spark JVM died (killed, or out of memory?): {where}; "
                         f"continue it with: {_resume_command(argv)}")
             return 1

@@ -10,7 +10,13 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from extractor.documents.plan import DocumentsPlan
+from extractor.documents.process import process_unit
 from extractor.documents.readers import open_binary, parse_page_record, stream_page_records
+from extractor.documents.segment import load_params, params_to_dict
+from extractor.documents.units import list_units
+from extractor.job.inputs import CorpusSpec
+from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main
 from tests.conftest import REPO, shared_file
 
@@ -127,13 +133,6 @@ def test_uri_output_gives_the_same_bytes_as_a_local_one(enwiki, tmp_path):
 def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     """The job's files against the same units written by one process, outside Spark, in
     reverse order: the bytes are a function of the dump and the unit size alone."""
-    from extractor.documents.segment import load_params, params_to_dict
-    from extractor.documents.units import list_units
-    from extractor.job import CorpusSpec
-    from extractor.lexicon import load_lexicon
-    from extractor.documents.plan import DocumentsPlan
-    from extractor.documents.process import process_unit
-
     dump, out, _, stats = enwiki
     spec = CorpusSpec("enwiki-sample-206pages", "wikipedia", "mediawiki", [str(dump)])
     listing = list_units([spec], 1 << 20, lambda s: {"text_field": "text"})

@@ -21,7 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
 import sys
+import time
 
 _user_stderr: int | None = None  # the JVM's stderr, opened while it lived (spark-submit only)
 _jvm_pid: int | None = None       # the parent JVM under spark-submit
@@ -95,7 +97,7 @@ class _LostGatewayFilter(logging.Filter):
     """Drops Py4J's record of a failed call when the JVM is gone (see quiet_lost_gateway)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (str(record.msg).startswith("Exception while sending command") and not jvm_alive())
+        return not (str(record.msg).startswith("Exception while sending command") and not jvm_alive(settle=2.0))
 
 
 def say(line: str) -> None:
@@ -116,10 +118,12 @@ def say(line: str) -> None:
         pass
 
 
-def jvm_alive(spark=None) -> bool:
+def jvm_alive(spark=None, settle: float = 0.0) -> bool:
     """Whether the driver's JVM still lives: the child process PySpark started, or (under
     spark-submit, no child) a connection to the gateway's port. True when there is no
-    gateway to ask about (no session was started)."""
+    gateway to ask about (no session was started). `settle`: seconds to wait for a JVM
+    that looks alive to finish dying (a killed JVM closes its sockets, which is how the
+    driver notices, a moment before its process is gone)."""
     try:
         from pyspark import SparkContext
     except ImportError:
@@ -131,14 +135,27 @@ def jvm_alive(spark=None) -> bool:
         return True
     proc = getattr(gateway, "proc", None)
     if proc is not None:
-        return proc.poll() is None
+        if proc.poll() is not None:
+            return False
+        if not settle:
+            return True
+        try:
+            proc.wait(timeout=settle)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
     if _jvm_pid is not None and os.getppid() != _jvm_pid:  # the parent JVM died: we were re-parented
         return False
     params = getattr(gateway, "gateway_parameters", None)
     if params is None:
         return True
-    try:
-        with socket.create_connection((params.address, params.port), timeout=5):
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            with socket.create_connection((params.address, params.port), timeout=5):
+                pass
+        except OSError:
+            return False
+        if time.monotonic() >= deadline:
             return True
-    except OSError:
-        return False
+        time.sleep(0.1)

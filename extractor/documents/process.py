@@ -431,6 +431,7 @@ def file_schema():
 
 def process_unit(unit: WorkUnit, plan: DocumentsPlan) -> list[tuple]:
     """Read, clean, segment and write one work unit into `plan.table_dir`; its count rows."""
+    assert plan.table_dir is not None, "the units round runs with the sentences table's folder set"
     corpus = plan.corpora[unit.corpus]
     proc = DocumentProcessor(corpus, plan.lexicon, plan.punkt, plan.min_chars, plan.namespaces.get(unit.path),
                              plan.punkt_key)

@@ -127,7 +127,7 @@ def run(ctx, runner) -> None:
         raise
     for msg in warnings + dropped_lines_warnings(by_file, located):
         ctx.warn(msg)
-    for path, (offset, message) in sorted(first_bad.items()):
+    for path, (_, message) in sorted(first_bad.items()):
         ctx.warn(f"{path}: documents that are not valid UTF-8 were skipped (counted as documents_dropped.invalid_utf8);"
                  f" the first: {message}")
     stats["first_invalid_utf8"] = {p: {"offset": o, "detail": m} for p, (o, m) in sorted(first_bad.items())}
@@ -146,7 +146,8 @@ def run(ctx, runner) -> None:
     stats["min_chars"] = int(options.min_chars)
     ctx.stats[NAME] = stats
     for row in errors[:5]:
-        print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}", file=sys.stderr)
+        print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}",
+              file=sys.stderr)
 
 
 def _log(msg: str) -> None:

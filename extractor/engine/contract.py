@@ -41,7 +41,9 @@ def default(cls, name: str):
         if f.name == name:
             if f.default is not dataclasses.MISSING:
                 return f.default
-            return f.default_factory()
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            raise TypeError(f"{cls.__name__}.{name} has no default")
     raise KeyError(name)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+from typing import Any
 
 
 def task_done() -> None:
@@ -56,7 +57,8 @@ def quiet_idle_exit() -> None:
     is written, the worker exits as before (the exception of any task is reported as before)."""
     import sys
 
-    w = sys.modules.get("pyspark.worker")
+    # pyspark.worker's attributes are replaced at run time: typed as Any, not as a module.
+    w: Any = sys.modules.get("pyspark.worker")
     if w is None or getattr(w.handle_worker_exception, "idle_exit_quiet", False):
         return
     report = w.handle_worker_exception
@@ -70,5 +72,6 @@ def quiet_idle_exit() -> None:
                 tb = tb.tb_next
         return report(e, outfile, *args, **kwargs)
 
-    handle_worker_exception.idle_exit_quiet = True
+    # A marker on the function (read back by getattr above) so a second call wraps nothing.
+    handle_worker_exception.idle_exit_quiet = True  # type: ignore[attr-defined]
     w.handle_worker_exception = handle_worker_exception

@@ -13,6 +13,7 @@ that bin's rows (`boundary_rows`, `last_taken`, `drawn`).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -179,7 +180,7 @@ def text_keys(table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(table.column("premise"), table.column("hypothesis"), "\x1f")
 
 
-def lowest_selects(cands: pa.Table, wanted: dict) -> list[list]:
+def lowest_selects(cands: pa.Table, wanted: Mapping) -> list[list]:
     """[[corpus, source, hashes]]: per (corpus, strategy) the `wanted` + 1 lowest selection
     hashes of a bucket's neutral candidates (all of them where it has fewer), from which
     the driver finds the exact limit of the POS check (`corpus.check_limits`; one more than
@@ -202,7 +203,7 @@ def _equal(column, value):
     return pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
 
 
-def under_limits(table: pa.Table, limits: dict | None) -> pa.Table:
+def under_limits(table: pa.Table, limits: Mapping | None) -> pa.Table:
     """The rows whose selection hash is at most the limit of their (corpus, source)
     (`corpus.check_limits`; None or a missing key: no limit)."""
     if not limits or not table.num_rows:
@@ -215,7 +216,7 @@ def under_limits(table: pa.Table, limits: dict | None) -> pa.Table:
 
 
 def neutral_round(cands: pa.Table, marked: pa.Table, model: str | None, lexicon, known: dict | None = None,
-                  limits: dict | None = None) -> tuple[list[tuple], pa.Table]:
+                  limits: Mapping | None = None) -> tuple[list[tuple], pa.Table]:
     """One bucket's neutral candidates: ranked among identical texts, those under the limits
     of their (corpus, strategy) (`limits`, `under_limits`) POS-checked; those identical to a
     kept marked pair of the bucket (`marked`) or to a lower pair_id, or rejected by the
@@ -241,14 +242,14 @@ def cut_points(bins: dict, wanted: dict) -> dict:
             for key in sorted(set(bins) | set(wanted))}
 
 
-def _cut_of(pool: pa.Table, cuts: dict) -> tuple[list, np.ndarray, np.ndarray]:
+def _cut_of(pool: pa.Table, cuts: Mapping) -> tuple[list, np.ndarray, np.ndarray]:
     keys = list(zip(pool.column("corpus").to_pylist(), pool.column("source").to_pylist()))
     cut = np.array([cuts.get(k, (-1, 0))[0] for k in keys], dtype=np.int64)
     bins = pool.column("select").to_numpy() >> (63 - neutral.BIN_BITS)
     return keys, cut, bins
 
 
-def boundary_rows(pool: pa.Table, cuts: dict) -> list[list]:
+def boundary_rows(pool: pa.Table, cuts: Mapping) -> list[list]:
     """[corpus, source, select, pair_id] of the candidates in the bin where their group's
     draw ends part-way."""
     if not pool.num_rows:
@@ -259,7 +260,7 @@ def boundary_rows(pool: pa.Table, cuts: dict) -> list[list]:
             if cuts.get(keys[i], (-1, 0))[1] > 0 and keys[i][0] is not None]
 
 
-def last_taken(rows: list[list], cuts: dict) -> dict:
+def last_taken(rows: list[list], cuts: Mapping) -> dict:
     """{(corpus, source): (select, pair_id) of the last candidate drawn from the cut bin}."""
     per: dict = {}
     for corpus, source, select, pair_id in rows:
@@ -272,7 +273,7 @@ def last_taken(rows: list[list], cuts: dict) -> dict:
     return out
 
 
-def drawn(pool: pa.Table, cuts: dict, last: dict) -> pa.Table:
+def drawn(pool: pa.Table, cuts: Mapping, last: Mapping) -> pa.Table:
     """The candidates of a bucket the exact draw takes."""
     if not pool.num_rows:
         return pool

@@ -22,6 +22,7 @@ Python process with the same functions; the Spark stage does the same steps with
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 import pyarrow as pa
 
@@ -66,7 +67,7 @@ def _planned(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float
     return targets, {c: dict(v) for c, v in available.items()}, wanted
 
 
-def check_limits(lowest: dict, wanted: dict) -> dict:
+def check_limits(lowest: dict, wanted: Mapping) -> dict:
     """{(corpus, strategy): the highest selection hash the neutral round POS-checks, or
     None for every candidate under the cut}: the `wanted`-th lowest of the candidates'
     hashes (`lowest`: {(corpus, strategy): the lowest hashes, at least `wanted` + 1 of them
@@ -79,7 +80,7 @@ def check_limits(lowest: dict, wanted: dict) -> dict:
     return limits
 
 
-def limits_hold(limits: dict | None, available: dict, allocated: dict) -> bool:
+def limits_hold(limits: Mapping | None, available: dict, allocated: dict) -> bool:
     """Whether the draw over the candidates under `limits` (`check_limits`) is the draw over
     every candidate under the cuts: true when each (corpus, strategy) with a limit keeps,
     after the POS filter and identical pairs (`available`), more candidates than its final

@@ -96,6 +96,7 @@ def near_bands(plan: PairsPlan, b: int) -> dict:
     """Near-duplicate pairs, per bucket of kept marked pairs: their hypotheses (with their
     premises and pair_ids) to `PairsScratch.near_texts`, the hypotheses' band rows to the
     folders of the bands' buckets (ids: bucket << 32 | row)."""
+    assert plan.near is not None, "the near-duplicate rounds run only with near-duplicates on"
     kept = scratch.read_one(plan.scratch.kept(b))
     ids = nd.gids(b, np.arange(kept.num_rows))
     texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": kept.column("corpus").cast(pa.string()),
@@ -114,6 +115,7 @@ def near_pairs(plan: PairsPlan, k: int) -> NearPairsResult:
     (hypotheses and premises at Jaccard >= the threshold); of each such two pairs the one
     with the higher seed hash of its pair_id goes (`rejected.near_duplicate_pair`): its id to
     the rejected folder of its bucket."""
+    assert plan.near is not None, "the near-duplicate rounds run only with near-duplicates on"
     bands = scratch.read_arrow(plan.scratch.near_bands(k), nd.BAND_SCHEMA)
     fetch = nd.fetch_from(plan.scratch.near_texts, scratch.read_one)
     candidates, verified, _ = nd.verify_bucket(bands, fetch, plan.near, k, plan.buckets)
@@ -207,6 +209,7 @@ def table_file(plan: PairsPlan, p: int) -> FilesResult:
     def mine(rows):
         return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
 
+    assert plan.target is not None, "the files round runs with the pairs table's folder set"
     kept = scratch.read_arrow(plan.scratch.kept(near=plan.near_applied), None)
     parts = [mine(kept)]
     if plan.draw is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Mapping
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -586,7 +587,7 @@ def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | N
                                 without_torch, needed)
 
 
-def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
+def pass_two_streams(streams, matcher, seed: int, strategies, cuts: Mapping, model: str | None, lexicon,
                      min_chars: int = 50, without_torch: bool = False, needed: set | None = None
                      ) -> Iterator[pa.RecordBatch]:
     """Neutral candidates at or below the cut bin of their (corpus, strategy) (`cuts`), with

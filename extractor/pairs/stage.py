@@ -1,7 +1,7 @@
-"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/contract.py; the logic is per document in
-extractor.pairs.pairing, run over Arrow batches by extractor.pairs.sentence_passes; the global
-steps are pure functions over buckets of pair rows in extractor.pairs.buckets and over
-aggregates in extractor.pairs.corpus). See docs/pairs.md.
+"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/contract.py;
+the logic is per document in extractor.pairs.pairing, run over Arrow batches by
+extractor.pairs.sentence_passes; the global steps are pure functions over buckets of pair rows
+in extractor.pairs.buckets and over aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
 The plan (`plan.PairsPlan`, made by `make_plan`) and the rounds (`rounds.py`: functions of
 (plan, task)) are apart; this module holds the driver: `decide` runs rounds 1-4 and advances
@@ -90,8 +90,9 @@ def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
             for kind, corpus, label, reject, b, edge, a in counts if kind != "hist"]
     rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
              for corpus, label, phrase, ps, reject, n, dup, a, c in tallies]
-    marked_counts = Counter()
-    groups, edges = [], Counter()
+    marked_counts: Counter = Counter()
+    groups: list[tuple] = []
+    edges: Counter = Counter()
     for kind, corpus, label, phrase, ps, reject, b, edge_doc, a, c in sorted(rows, key=repr):
         if kind == "marked":
             marked_counts[corpus, label, reject] += a
@@ -124,6 +125,8 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
     the table with (the kept marked pairs, the neutral draw) and the stage's stats block.
     Values shared with the tasks are appended to `released` (destroyed by the cleanup)."""
     model = plan.model
+    mix = options.neutral_mix
+    assert isinstance(mix, dict), "Options.__post_init__ turns the flag's text into weights"
     buckets = list(range(plan.buckets))
     # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ----------
     one = rounds.PASS_ONE.run(runner, plan, range(len(plan.units)))
@@ -153,13 +156,15 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                        "verified_pairs": sum(f["pairs"] for f in found)}
     checked = sum(pos.values())
     pass_rate = pos.get(None, 0) / checked if model and checked else None
-    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
+    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, mix, pass_rate)
 
     # 3. pass 2 (when pass 1's early bins do not hold every candidate under the cuts); 4.
     # neutral candidates against the marked pairs and each other, the POS filter; the exact
     # draw ------------------------------------------------------------------------------------
-    neutral_rejected, pos_neutral, dropped_identical = Counter(), Counter(), 0
-    allocated = final_allocation(targets, options.neutral_mix, {})
+    neutral_rejected: Counter = Counter()
+    pos_neutral: Counter = Counter()
+    dropped_identical = 0
+    allocated = final_allocation(targets, mix, {})
     plan = replace(plan, cuts=cuts, draw=None)
     if any(b >= 0 for b in cuts.values()):
         plan = replace(plan, early=bt.early_covers(cuts))
@@ -172,17 +177,17 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                 released.append(needed)
             rounds.PASS_TWO.run(runner, replace(plan, needed=needed), [u[0] for u in two_units])
         plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(buckets)) if model else None,
-                       wanted=check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate))
+                       wanted=check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
         lowest: dict = {}
-        for out in rounds.NEUTRAL_LIMITS.run(runner, plan, buckets):
-            for corpus, source, values in out["lowest"]:
+        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, plan, buckets):
+            for corpus, source, values in limits_out["lowest"]:
                 lowest.setdefault((corpus, source), []).extend(values)
         plan = replace(plan, limits=check_limits(lowest, plan.wanted))
         del lowest
         for neutral_round in (rounds.NEUTRAL, rounds.NEUTRAL_WHOLE_CUTS):
             neutral = [tuple(r) for out in neutral_round.run(runner, plan, buckets) for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
-            allocated = final_allocation(targets, options.neutral_mix, avail2)
+            allocated = final_allocation(targets, mix, avail2)
             if limits_hold(plan.pos_limits(), avail2, allocated):
                 break
             plan = replace(plan, whole_cuts=True)  # a strategy ran short under its limit
@@ -193,6 +198,7 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
     if near_rejected is not None:  # with "off" stats.json stays as it was (same bytes)
+        assert options.near is not None and near_counts is not None  # set with near_rejected
         stats["rejected"]["near_duplicate_pair"] = near_rejected
         stats["near_duplicates"] = {"settings": options.near.as_dict(), **near_counts}
     return plan, stats
@@ -302,7 +308,8 @@ def run(ctx, runner) -> None:
     ctx.stats[STAGE] = stats
 
 
-def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options, files: int = 4) -> tuple[list[dict], dict]:
+def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,
+                         files: int = 4) -> tuple[list[dict], dict]:
     """Stage 2 in one plain Python process (no Spark): the same rounds with each round's
     tasks run one after another here (`InProcessRunner`), over the same sentence files, with
     scratch files in a temporary folder and the same writer. For the engine-overhead

@@ -455,5 +455,5 @@ def environment_failure_message(exc: BaseException, output: str) -> str | None:
 
 def environment_message(code: int | None, output: str) -> str | None:
     """The one line of an output filesystem's refusal with errno `code`, or None."""
-    meaning = _ENVIRONMENT.get(code)
+    meaning = None if code is None else _ENVIRONMENT.get(code)
     return None if meaning is None else f"{output}: {meaning} (the previous output is unchanged)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
@@ -131,7 +132,7 @@ def label_names(labels) -> list[str]:
     return [l for l in CANONICAL_LABELS] + sorted(labels - set(CANONICAL_LABELS))
 
 
-def yaml_header(*, lang: str, license: str, sizes: dict[str, int], schema=None, labels=(),
+def yaml_header(*, lang: str, license: str | list[str], sizes: dict[str, int], schema=None, labels=(),
                 num_bytes: dict[str, int] | None = None, pretty_name: str | None = None) -> dict:
     """The Hugging Face card metadata; empty splits are left out (`datasets` cannot read an
     empty Parquet split)."""
@@ -608,7 +609,7 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
     return path
 
 
-def write_chart(counts: dict, folder: str) -> str:
+def write_chart(counts: Mapping, folder: str) -> str:
     """`plot_class_distribution` of ``{split: {label: pairs}}`` (every split, labels with
     pairs) as ``<folder>/class_distribution.png`` through `extractor.io.fs` (a bucket too):
     the stage draws it in a task while the rows are written."""
@@ -719,7 +720,7 @@ def write_charts(charts: dict | None, folder: str | Path) -> list[str]:
 # ---------------------------------------------------------------------------- files
 
 def write_card_files(folder: Path, *, dataset: dict, stage_stats: dict, build: dict, schema, lang: str,
-                     license: str, leakage: dict, pairs_stats: dict | None = None,
+                     license: str | list[str], leakage: dict, pairs_stats: dict | None = None,
                      sentences_stats: dict | None = None, num_bytes: dict | None = None,
                      chart: bool = True, examples: list | None = None, charts: dict | None = None) -> list[Path]:
     """README.md, class_distribution.png and the other charts of ``charts`` (`chart_data`;

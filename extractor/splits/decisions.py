@@ -25,6 +25,7 @@ The results do not depend on the number of buckets, tasks or cores (tested).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -86,7 +87,7 @@ def document_weights(rows: pa.Table) -> pa.Table:
                     schema=WEIGHTS_SCHEMA)
 
 
-def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Table:
+def assign_corpus(weights: pa.Table, labels: Sequence[str], ratios, seed: int) -> pa.Table:
     """Every document of one corpus (its `document_weights` rows from all units) -> its
     split (`ASSIGNED_SCHEMA`), in the order `assign.assign_documents` visits them (by the
     hash of (doc_id, seed), then doc_id) and by its greedy (`assign.greedy_splits`): Arrow
@@ -208,7 +209,7 @@ def block_weights(paragraphs: pa.Table, blocks: pa.Table) -> pa.Table:
                      "test_only": grouped.column("test_only_any")}, schema=WEIGHTS_SCHEMA)
 
 
-def short_cells(weights: pa.Table, assigned: pa.Table, labels: list, ratios) -> list[tuple[str, str]]:
+def short_cells(weights: pa.Table, assigned: pa.Table, labels: Sequence[str], ratios) -> list[tuple[str, str]]:
     """(split, label) cells an assignment leaves short of their share (`assign.shortfall`),
     from the units' weights and their splits."""
     keys = _doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
@@ -345,7 +346,7 @@ def cut_points(histograms: list[list], quotas: dict) -> dict[tuple, tuple[int, i
     return cuts
 
 
-def _group_cut(table: pa.Table, cuts: dict) -> tuple[np.ndarray, list[tuple], np.ndarray, np.ndarray]:
+def _group_cut(table: pa.Table, cuts: Mapping) -> tuple[np.ndarray, list[tuple], np.ndarray, np.ndarray]:
     """(group number of each row, the groups, each row's cut bin, each row's need)."""
     number, groups = _groups(table)
     per = [cuts.get(g, (0, 0)) for g in groups]
@@ -353,7 +354,7 @@ def _group_cut(table: pa.Table, cuts: dict) -> tuple[np.ndarray, list[tuple], np
             np.array([n for _, n in per], dtype=np.int64)[number])
 
 
-def boundary_rows(kept: pa.Table, cuts: dict) -> list[list]:
+def boundary_rows(kept: pa.Table, cuts: Mapping) -> list[list]:
     """[split, corpus, label, *ORDER values] of the rows in the bin where their group's
     quota ends part-way."""
     if not kept.num_rows:
@@ -364,7 +365,7 @@ def boundary_rows(kept: pa.Table, cuts: dict) -> list[list]:
     return [[*groups[g], *values] for g, *values in zip(number[idx.to_numpy()].tolist(), *order)]
 
 
-def thresholds(rows: list[list], cuts: dict) -> dict[tuple, list]:
+def thresholds(rows: list[list], cuts: Mapping) -> dict[tuple, list]:
     """Per group cut part-way: the ORDER values of the last row its quota takes."""
     per: dict = {}
     for r in rows:
@@ -372,7 +373,7 @@ def thresholds(rows: list[list], cuts: dict) -> dict[tuple, list]:
     return {g: list(sorted(per[g])[need - 1]) for g, (_, need) in cuts.items() if need}
 
 
-def within_quota(kept: pa.Table, cuts: dict, last: dict) -> pa.Table:
+def within_quota(kept: pa.Table, cuts: Mapping, last: Mapping) -> pa.Table:
     """The rows of `kept` (ranked rows, `_why` null; any subset) that their group's quota takes."""
     if not kept.num_rows:
         return kept

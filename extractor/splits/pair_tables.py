@@ -15,6 +15,8 @@ process) touches the texts of the pairs table only here, in three steps:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -219,7 +221,7 @@ def file_buckets(pair_ids, n_files) -> np.ndarray:
     return crc32s(pair_ids) % np.asarray(n_files, dtype=np.int64)
 
 
-def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: dict[str, int]) -> list[str]:
+def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: Mapping[str, int]) -> list[str]:
     """Write a unit's kept rows as Arrow files ``<folder>/<split>/<bucket>/unit-<unit>.arrow``
     (the rows of each final file, from this unit, in their order). Returns the paths written."""
     split = pc.dictionary_encode(kept.column("_split").combine_chunks())

@@ -63,7 +63,10 @@ class SplitsScratch(Scratch):
     def rows(self, split: str | None = None, bucket: int | None = None) -> str:
         """The kept rows' Arrow files (`pair_tables.shuffle_files`); with `split` and
         `bucket`, the folder of one output file's rows."""
-        return self.kind("rows") if split is None else self.kind("rows", split, numbered(bucket))
+        if split is None:
+            return self.kind("rows")
+        assert bucket is not None, "an output file's rows are named by split and bucket"
+        return self.kind("rows", split, numbered(bucket))
 
     def statistics(self, split: str, unit: int | None = None) -> str:
         """The card statistics of a split's kept rows, one file per unit."""

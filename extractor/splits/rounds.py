@@ -51,8 +51,8 @@ def near_unit(plan: SplitsPlan, u: int, source: pa.Table, rows: pa.Table) -> Non
     at = rows.column("_row")
     ids = nd.gids(u, at.to_numpy())
     bands, shingles, keys = nd.unit_bands_with(source.column("hypothesis").take(at), ids, plan.near)
-    texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"), "doc_id": rows.column("doc_id"),
-                      "text": pa.nulls(len(ids), pa.large_string()),
+    texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"),
+                      "doc_id": rows.column("doc_id"), "text": pa.nulls(len(ids), pa.large_string()),
                       "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
     # the texts' shingles and band keys beside them: the near-duplicates round verifies
     # with these instead of cutting and hashing every candidate's text again
@@ -111,7 +111,8 @@ def near_leakage(plan: SplitsPlan) -> dict:
     keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
     split = {}
     for side in "ab":
-        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")), value_set=keys)
+        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")),
+                            value_set=keys)
         split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
     across = pc.and_(pc.not_equal(split["a"], split["b"]),
                      pc.and_(pc.not_equal(split["a"], ""), pc.not_equal(split["b"], "")))
@@ -304,13 +305,14 @@ def output_file(plan: SplitsPlan, task) -> dict:
     output folder, where the executors have matplotlib (a cluster's packed environment
     leaves it out: then the driver draws it after the round, the same file)."""
     kind, split, bucket = task
+    target = plan.target  # the chart and the output files go there (round 6 runs with it set)
     if kind == "chart":  # drawn here, beside the files, not after them in the driver
         try:
             import matplotlib  # noqa: F401
         except ImportError:  # a cluster's packed environment leaves it out: the driver draws
             return {"chart": None}
-        return {"chart": [card_mod.write_chart(plan.chart, plan.target),
-                          *card_mod.write_charts(plan.charts, plan.target)]}
+        assert target is not None, "round 6 draws the chart into the output folder"
+        return {"chart": [card_mod.write_chart(plan.chart, target), *card_mod.write_charts(plan.charts, target)]}
     if kind == "keys":
         return keys_result(plan, bucket)
     if kind == "near-leakage":
@@ -321,8 +323,9 @@ def output_file(plan: SplitsPlan, task) -> dict:
         aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
         totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
         return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
+    assert target is not None, "round 6 writes the output files into the output folder"
     table = bt.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
-    written = _out.write_sorted(table.to_batches(), fs.join(plan.target, split), [],
+    written = _out.write_sorted(table.to_batches(), fs.join(target, split), [],
                                 f"part-{bucket:05d}.parquet", _out.task_attempt())
     return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
 

@@ -20,6 +20,7 @@ other tables at the end, so a failed run never leaves a half-built dataset.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -148,7 +149,8 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     ranked = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
     counts, dropped = dc.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
-                  **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}), **dropped})  # (round 1's drops: other reasons)
+                  **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}),
+                  **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
     #    the lowest hashes, found through the histograms (and the rows of the bins where a
@@ -250,7 +252,7 @@ def label_precision(lexicon, markers: dict, sources: dict) -> dict:
             "labels": precision.estimate(counts, measured)}
 
 
-def _unit_ranges(units: list, n: int) -> list[int]:
+def _unit_ranges(units: Sequence[dict], n: int) -> list[int]:
     """Range number of each unit: `n` contiguous ranges of about equal rows (a unit goes to
     the range its middle row falls in)."""
     total = sum(u["rows"] for u in units) or 1
@@ -319,8 +321,9 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         if found["near"] is not None:
             near = found["near"]
             stats["near_duplicates"] = {k: v for k, v in near.items() if k != "leakage"}
-            leakage["near_duplicates"] = {"settings": options.near.as_dict(), **near["leakage"],
-                                          "scope": "verified near-duplicate hypotheses of the pairs before the balance cut"}
+            leakage["near_duplicates"] = {
+                "settings": options.near.as_dict(), **near["leakage"],
+                "scope": "verified near-duplicate hypotheses of the pairs before the balance cut"}
         stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
                             for l, m in sorted(markers.items())}
         if "source" in columns:

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor.core.names import STAGES
 from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.io import atomic, fs
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError

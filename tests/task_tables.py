@@ -55,11 +55,11 @@ def writer(rows: list[tuple], columns: list[str], partition_by=(), sort_by=None,
             files_of = np.array([spark_partition(values, files)
                                  for values in zip(*[mine.column(k).to_pylist() for k in key])], dtype=np.int64)
             for f, part in scratch.split_by(mine, files_of).items() if mine.num_rows else ():
-                scratch.write_arrow(part, fs.join(scratch.folder(scatter, "file", f), f"chunk-{c:05d}.arrow"))
+                scratch.write_arrow(part, scratch.Scratch(scatter).cut("file", f, f"chunk-{c:05d}.arrow"))
             return {"rows": mine.num_rows}
 
         def file_task(f: int) -> dict:
-            rows_ = scratch.read_arrow(scratch.folder(scatter, "file", f), schema)
+            rows_ = scratch.read_arrow(scratch.Scratch(scatter).cut("file", f), schema)
             rows_ = rows_.take(pc.sort_indices(rows_, sort_keys=[(c, "ascending") for c in partition_by + sort_by]))
             written = write_sorted(rows_.to_batches(), directory, partition_by, f"part-{f:05d}.parquet",
                                    task_attempt())

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from extractor import statistics as st
 from extractor.core.hashing import byte_buffers
 from extractor.neardup.settings import Settings
-from extractor.statistics import charclasses
+from extractor.statistics import charclasses, kernels
 
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
 # the shingles of a chunk whose (shingle x permutation) hash matrix is built at once
@@ -95,14 +95,6 @@ def _coefficients(settings: Settings) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------------- shingles
 
-def _text_array(texts) -> pa.Array:
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    if isinstance(texts, pa.Array):
-        return texts.cast(pa.large_string())
-    return pa.array(["" if t is None else str(t) for t in texts], pa.large_string())
-
-
 @dataclass
 class Shingles:
     """The distinct shingles of a batch of texts in CSR form: text ``t`` owns
@@ -143,18 +135,11 @@ class Shingles:
         return self._table
 
 
-def _python_norm(token: str) -> str:
-    """`statistics.norm_words` of one token, in Python: case-folded, its edge punctuation
-    stripped where an end is not alphanumeric."""
-    folded = token.casefold()
-    return folded if folded and folded[0].isalnum() and folded[-1].isalnum() else st._EDGE_PUNCT.sub("", folded)
-
-
 def _normalised_vocabulary(vocab: pa.Array) -> pa.Array:
     """`statistics.norm_words` of each distinct whitespace token ("" when nothing is left):
     Arrow lower-cases and trims the tokens whose result is provably Python's (nearly all:
     `statistics.charclasses`), Python the others."""
-    return charclasses.normalised_tokens(vocab, _python_norm)
+    return charclasses.normalised_tokens(vocab, st.norm_token)
 
 
 def _string_hashes(strings: pa.Array) -> np.ndarray:
@@ -186,7 +171,7 @@ def shingle_sets(texts, settings: Settings) -> Shingles:
     """The shingle sets of a batch of texts (list or Arrow array; None is empty). Arrow
     splits at whitespace (Python's ``str.split`` characters); Python normalises each distinct
     token once (`statistics.norm_words`); numpy hashes each distinct normalised word."""
-    arr = _text_array(texts)
+    arr = kernels.text_array(texts)
     n = len(arr)
     lists = charclasses.split_whitespace(arr)
     lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)

@@ -10,13 +10,12 @@ it is complete when at least one tag is in the lexicon's `pos_filter.subject_pos
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import re
 import warnings
 from typing import Iterable, Sequence
 
 from extractor.core.errors import UserError
-from extractor.lexicon.lexicon import LexiconError, load_lexicon
+from extractor.lexicon.lexicon import LexiconError, load_lexicon, model_installed
 from extractor.pairs import rule_pos
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
@@ -45,19 +44,6 @@ def is_complete(tokens_pos: Sequence[str], lexicon) -> tuple[bool, str | None]:
     if not subject and not predicate:
         return False, "pos_no_subject_no_predicate"
     return False, "pos_no_subject" if not subject else "pos_no_predicate"
-
-
-def model_installed(name: str | None) -> bool:
-    """Whether a spaCy model package is importable (without loading it); a rule-based
-    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is always there."""
-    if not name:
-        return False
-    if name.startswith(rule_pos.PREFIX):
-        return rule_pos.is_rule_model(name)
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def install_hint(model: str, lexicon) -> str:

@@ -33,7 +33,7 @@ from extractor.io import fs
 from extractor.io.parquet_writer import partition_values
 from extractor.pairs import pos_filter
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pair_batch, pos_texts, _previous)
+                                     neutral_pools, pair_batch, pos_texts)
 from extractor.core.schemas import PAIRS, REF
 from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
 
@@ -602,7 +602,7 @@ def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model:
                 if needed is not None and (doc.corpus, doc.doc_id) not in needed:
                     continue
                 ann = annotate(doc, matcher)
-                marked = marked_pairs(doc, matcher, ann, _previous(doc))
+                marked = marked_pairs(doc, matcher, ann, doc.previous)
                 pools = neutral_pools(doc, matcher, marked, ann)
                 max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
                 chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))

@@ -40,7 +40,7 @@ from extractor.core.names import STAGES
 from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.io import atomic, fs
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
-from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
+from extractor.runs.locks import LocalLock, RemoteLock, describe_holder, utc_now, new_run_id
 
 RUNS = "_runs"
 LOCK = "_lock"
@@ -176,7 +176,7 @@ class Run:
         self.run_id = new_run_id()
         self.dir = fs.join(self.root, RUNS, self.run_id)
         self.command_line = command_line
-        self.started = _now()
+        self.started = utc_now()
         self.current: dict | None = None     # the published run's manifest when we started
         self.reused: dict = {}               # table name -> manifest entry of an earlier run
         self.lock: LocalLock | RemoteLock | None = None
@@ -207,7 +207,7 @@ class Run:
         try:
             if lock.previous:
                 run.took_over = lock.previous
-                _log(f"the lock of {_describe(lock.previous)} was left by a dead run; taken over")
+                _log(f"the lock of {describe_holder(lock.previous)} was left by a dead run; taken over")
             run.current = read_manifest(run.root)
             if resume:
                 run._resume(fingerprint or {})
@@ -326,7 +326,7 @@ class Run:
                 files[name] = {"path": f"{RUNS}/{self.run_id}/{name}", "bytes": int(info.size)}
         for name, entry in self.reused.items():  # object stores: no link in the run directory
             tables.setdefault(name, entry)
-        manifest = {"format": MANIFEST_FORMAT, "run_id": self.run_id, "started": self.started, "finished": _now(),
+        manifest = {"format": MANIFEST_FORMAT, "run_id": self.run_id, "started": self.started, "finished": utc_now(),
                     "host": socket.gethostname(), "pid": os.getpid(), "command_line": self.command_line,
                     "previous_run": (self.current or {}).get("run_id"), "tables": tables, "files": files}
         manifest.update(extra or {})

@@ -10,7 +10,7 @@ engine-overhead benchmark):
   Python worker, verdicts cached by text), the kept marked pairs as rows, counts by
   reason, and a 4096-bin histogram of the neutral candidates' selection hashes per
   (corpus, strategy): the per-corpus quotas are computed from those aggregates;
-* pass 2 (`pass_two`): per document again, the neutral candidates whose selection hash
+* pass 2 (`pass_two_streams`): per document again, the neutral candidates whose selection hash
   falls at or below the cut of their (corpus, strategy), POS-checked, as rows.
 
 Rows of a document must arrive together and a document must not be split over two
@@ -577,13 +577,6 @@ def needs_document(packed: int, cuts: dict) -> bool:
         if v != top and v <= cuts.get(s, -1):  # top: no candidate of that strategy
             return True
     return False
-
-
-def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
-             min_chars: int = 50, without_torch: bool = False, needed: set | None = None) -> Iterator[pa.RecordBatch]:
-    """`pass_two_streams` over one stream of sentence batches."""
-    yield from pass_two_streams([(None, None, batches)], matcher, seed, strategies, cuts, model, lexicon, min_chars,
-                                without_torch, needed)
 
 
 def pass_two_streams(streams, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -36,7 +35,6 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from extractor.core.names import STAGES
 from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.io import atomic, fs
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
@@ -81,17 +79,10 @@ def _short(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_uri(path: str | Path) -> bool:
-    return bool(_SCHEME.match(str(path)))
-
-
 def path_str(path: str | Path) -> str:
     """A path as Spark/Hadoop wants it: URIs untouched, local paths absolute."""
     text = str(path)
-    return text if is_uri(text) else str(Path(text).resolve())
+    return text if fs.is_uri(text) else str(Path(text).resolve())
 
 
 def _log(msg: str) -> None:
@@ -153,7 +144,7 @@ def published_path(root: str, name: str) -> str | None:
     return fs.join(fs.canonical(root), entry["path"]) if entry else None
 
 
-def fingerprint(path: str) -> dict:
+def input_fingerprint(path: str) -> dict:
     """size and mtime of an input file, or file count, bytes and newest mtime of a directory."""
     filesystem, inner = fs.resolve(path)
     info = filesystem.get_file_info(inner)

@@ -213,7 +213,8 @@ def _main(args, argv) -> int:
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:
-        run = out.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora), resume=args.resume)
+        run = out.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora),
+                           resume=args.resume)
     except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
         message = out.environment_failure_message(exc, output)
         if message is None:

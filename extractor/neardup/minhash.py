@@ -52,8 +52,8 @@ _CHUNK_CANDIDATES = 1 << 16
 # ---------------------------------------------------------------------------- hashing
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is 100x
-    slower on nearly sorted int64 keys, measured)."""
+    """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is far
+    slower on nearly sorted int64 keys)."""
     x = np.sort(x, kind="stable")
     if len(x) > 1:
         x = x[np.concatenate([[True], x[1:] != x[:-1]])]
@@ -117,7 +117,7 @@ class Shingles:
 
     def vocabulary(self) -> tuple[np.ndarray, np.ndarray]:
         """(distinct values, index of each value among them), in order of first appearance
-        (a hash table: 9x faster than sorting and searching, measured; every user needs
+        (a hash table: faster than sorting and searching, and every user needs
         only a one-to-one numbering)."""
         if self.distinct is None or self.dense is None:
             self.dense, self.distinct = pd.factorize(self.values)
@@ -320,9 +320,8 @@ def bucket_pairs(keys: np.ndarray, ids: np.ndarray, max_bucket: int) -> np.ndarr
     if not len(keys):
         return np.zeros((0, 2), dtype=np.int64)
     # only the rows of keys held by several rows can pair: those keys from one sort of the
-    # keys alone, their rows found by a hash table of them (on the 2 M band rows of
-    # benchmarks/splits_throughput.py, 3x faster than a binary search of every key and
-    # 1.3x faster than hashing every key, measured), then sorted by (key, id)
+    # keys alone, their rows found by a hash table of them (faster than a binary search
+    # or a hash of every key: most keys are held by one row), then sorted by (key, id)
     sk = np.sort(keys)
     at = np.nonzero(pd.Series(keys, copy=False).isin(sk[1:][sk[1:] == sk[:-1]]).to_numpy())[0]
     if not len(at):
@@ -358,7 +357,7 @@ def pair_jaccard(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.
         return np.zeros(0)
     # dense shingle ids so that (text, shingle) fits one sorted int64 key; the pairs in
     # order of their right text, so that the searches of the right texts' keys walk the
-    # table in order (3x faster than searching in the candidates' order, measured)
+    # table in order (cache-friendly, unlike searching in the candidates' order)
     lookup = shingles.lookup()
     step = _CHUNK_CANDIDATES
     order = np.argsort(right, kind="stable")
@@ -390,7 +389,7 @@ def components(n: int, pairs: np.ndarray) -> np.ndarray:
     jumping in numpy (Shiloach-Vishkin): every round hooks the larger label of each edge
     whose ends differ onto the smaller, then points every node at its root, so the roots
     fall by at least one a round (a few rounds for the near-duplicate graphs); not
-    scipy's csgraph, whose import costs a stage-3 worker 0.3 CPU-s (measured) for graphs of
+    scipy's csgraph, whose import would cost every stage-3 worker more than graphs of
     a few thousand documents."""
     parent = np.arange(n, dtype=np.int64)
     if not len(pairs):

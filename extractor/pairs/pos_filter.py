@@ -140,8 +140,8 @@ def load_model(name: str, without_torch: bool = False):
 
 def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[list[str]]:
     """Coarse POS tags of each text (nlp.pipe over the batch), with one BLAS thread: the
-    matrices of a batch are small, and more threads only spin (1.6x the CPU measured in
-    English), and a Spark worker must not use more than its task's core."""
+    matrices of a batch are small, and more threads only spin (more CPU for the same
+    tags), and a Spark worker must not use more than its task's core."""
     from threadpoolctl import threadpool_limits
 
     texts = texts if isinstance(texts, Sequence) else list(texts)
@@ -179,10 +179,10 @@ def memory_zone(nlp):
 
 # A batch of the tagger holds at most this many tokens. thinc keeps every layer's
 # activations of a batch until its forward pass ends (the backprop closures hold them, in
-# prediction too): ro_legal_fl's eight-layer window encoder holds about 80 KB per token,
-# so a batch of 256 sentences of 26 tokens peaked at +470 MiB, and the largest batch of a
-# run (the one with the longest sentences) grew with the input. Batches of at most
-# TOKENS_PER_BATCH tokens peak at about 80 MiB whatever the sentences; the tags are the same.
+# prediction too): ro_legal_fl's eight-layer window encoder holds tens of KB per token
+# (docs/DEVELOPING.md), so a batch of sentences grew with its sentences' length, and the
+# largest batch of a run with the input. Batches of at most TOKENS_PER_BATCH tokens have a
+# peak that depends on this number only; the tags are the same.
 TOKENS_PER_BATCH = 1024
 
 

@@ -149,7 +149,7 @@ def _result(i: int, result):
 
 def _prepared(spark, n: int):
     """The DataFrame of `n` packed-round Spark tasks, built once per session: collecting
-    it again reuses its plan (about 0.04 CPU-s and 0.03 s less per job, measured)."""
+    it again reuses its plan instead of planning every round anew."""
     global _PREPARED
     if _PREPARED is None:
         _PREPARED = weakref.WeakKeyDictionary()
@@ -165,9 +165,8 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     each), the results in task order. Tasks run in contiguous ranges, about two per core
     (`over_ids`); one Spark task each with ``spread`` (few tasks of unequal cost); or, given
     each task's estimated ``costs``, in one Spark task per core, packed to equal cost
-    (`pack`: a Spark task costs about 35 ms of CPU and 55 ms of wall time on a local
-    master, more than many small tasks), the round handed to the tasks as a local property
-    of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
+    (`pack`: a Spark task's own cost is more than that of many small tasks), the round
+    handed to the tasks as a local property of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
     exchange their rows through scratch files (`extractor.engine.scratch`), not Spark.
 
     Between two tasks of a Spark task the memory the first freed is handed back
@@ -218,7 +217,7 @@ def executor_python(spark) -> str | None:
     shows whether the packed environment (./environment/bin/python) served the executors.
     The task is a one-row `mapInArrow`, the kind of Python task the stages run, so an idle
     worker of theirs answers it; an RDD task would start a second Python daemon and worker
-    for it (0.6 CPU-s measured at the end of a local job)."""
+    for it."""
     def where(batches):
         import sys
 

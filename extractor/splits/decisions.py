@@ -91,7 +91,7 @@ def assign_corpus(weights: pa.Table, labels: list, ratios, seed: int) -> pa.Tabl
     split (`ASSIGNED_SCHEMA`), in the order `assign.assign_documents` visits them (by the
     hash of (doc_id, seed), then doc_id) and by its greedy (`assign.greedy_splits`): Arrow
     kernels and numpy, no pandas frame (the driver runs this between two rounds, so all of
-    it is serial time: 50,000 documents 0.33 -> 0.2 CPU-s)."""
+    it is serial time)."""
     keyed = weights.filter(pc.and_(pc.is_valid(weights.column("corpus")), pc.is_valid(weights.column("doc_id"))))
     # the rows of all units summed per document and label by numpy over the documents'
     # codes; rows without a label count for the test-only flag only (only documents whose

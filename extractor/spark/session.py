@@ -166,8 +166,9 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     (`over_ids`); one Spark task each with ``spread`` (few tasks of unequal cost); or, given
     each task's estimated ``costs``, in one Spark task per core, packed to equal cost
     (`pack`: a Spark task's own cost is more than that of many small tasks), the round
-    handed to the tasks as a local property of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
-    exchange their rows through scratch files (`extractor.engine.scratch`), not Spark.
+    handed to the tasks as a local property of the job so that one prepared DataFrame runs
+    every round (`_prepared`). The stages exchange their rows through scratch files
+    (`extractor.engine.scratch`), not Spark.
 
     Between two tasks of a Spark task the memory the first freed is handed back
     (`release_memory`), so that the next does not start from its pages, and after the last

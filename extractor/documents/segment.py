@@ -239,8 +239,8 @@ class _MemoPunkt(PunktSentenceTokenizer):
     the same contexts ("1990. The", "etc. În") recur all over a corpus. Re-annotating them
     is most of Punkt's time, so the answers are cached. The cache is bounded: when it holds
     MAX_CACHE contexts, only those asked for again since the last trim stay (`_hot`). A
-    worker's memo then stays flat in the size of its input: with 200,000 contexts, cleared
-    when full, a worker grew by 14 MiB over 35 units of the 4 GB scale dump (docs/scale.md)."""
+    worker's memo then stays flat in the size of its input, where a cache cleared when
+    full still grew with it (docs/scale.md)."""
 
     MAX_CACHE = 20_000
 

@@ -85,7 +85,7 @@ _MODELS: dict[str, object] = {}
 
 def import_spacy_without_torch():
     """Import spaCy in a process that has not imported torch, hiding torch from thinc
-    (which imports it when installed: 1-2 CPU-s per Spark Python worker). For the small
+    (which imports it when installed: a cost every Spark Python worker would pay). For the small
     CNN pipelines the POS filter loads; a transformer pipeline (`*_trf`) needs torch and is
     loaded normally. Spark workers only: the trainer, in the same venv, imports torch."""
     import sys
@@ -121,7 +121,7 @@ def load_model(name: str, without_torch: bool = False):
             warnings.filterwarnings("ignore", message=r".*\[W095\]")
             # The layers keep the ops they are built with: numpy's BLAS for their matrix
             # products instead of thinc's default, blis (docs/pairs.md "POS completeness
-            # filter": the same tags, 1.5x faster in English, 2.2-2.6x with ro_legal_fl).
+            # filter": the same tags, faster).
             nlp = spacy.load(name, exclude=list(_SKIP))
         keep = [p for p in nlp.pipe_names if p in _KEEP]
         # (spaCy types get_pipe as a callable; the attribute ruler has its patterns)
@@ -170,8 +170,8 @@ def memory_zone(nlp):
     """spaCy's `nlp.memory_zone()` (a no-op for a rule tagger): the strings and lexemes that
     tagging a batch of texts adds to the pipeline's vocabulary, and the tokenizer's cache
     entries, are freed when the batch is done. Without it every new word a worker meets stays
-    in its vocabulary: 27,409 lexemes after the 1 GB scale dump's POS step, 45,222 after the
-    4 GB one's, and a whole Wikipedia has millions of distinct words. The Docs made inside
+    in its vocabulary, which grows with the input (a whole Wikipedia has millions of
+    distinct words). The Docs made inside
     must not be used after it: callers return plain tags and verdicts only."""
     zone = getattr(nlp, "memory_zone", None)
     return zone() if zone is not None else contextlib.nullcontext()
@@ -252,8 +252,7 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     of the whole sentence (every layer but the window encoders works token by token), and
     when they hold a subject-like and a predicate tag the verdict is complete. The other
     long sentences are tagged whole. The same verdicts as tagging every sentence whole
-    (tests/test_pos_filter.py); on the 1 GB scale dump's sentences about 18 % fewer
-    tokens through the model."""
+    (tests/test_pos_filter.py), with fewer tokens through the model."""
     if len(texts) > TEXTS_PER_CALL:
         return [v for part in _parts(texts) for v in pos_verdicts(part, model, lexicon, batch_size)]
     nlp = load_model(model)
@@ -288,8 +287,8 @@ def prefix_doc(doc, n: int):
     every token attribute the Doc holds (`Span.as_doc` without the rest): `as_doc` also sets
     the new Doc's vector to the span's, and with floret vectors (ro_legal_fl) each token's
     vector is a sum over the hashes of its character n-grams, computed twice (the vector
-    and its norm), for a vector nothing reads. That was 1.5 of the marked round's 27 CPU-s
-    on the 1 GB scale dump (docs/scale.md). The tags of the prefix are the same
+    and its norm), for a vector nothing reads (a share of the marked round's CPU: docs/pairs.md).
+    The tags of the prefix are the same
     (tests/test_pos_filter.py). `Doc._get_array_attrs` is spaCy's own, what `as_doc` copies
     with: private, so the tests compare with `as_doc` on each model (spaCy is pinned < 3.9)."""
     head = doc._get_array_attrs()

@@ -22,8 +22,8 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
 
     The JVM and its Python workers talk over Unix domain sockets where the platform has
     them (Spark's `spark.python.unix.domain.socket.enabled`, off by default): over local
-    TCP every job of Python tasks waited about 36 ms longer (measured: an empty two-task
-    job 0.087 -> 0.051 s wall on local[2]), the stalls of small writes on a TCP socket.
+    TCP every job of Python tasks waits longer, on the stalls of small writes on a TCP
+    socket.
     A `conf` entry or spark-submit's `--conf` overrides it.
 
     Spark's own console progress bars (`spark.ui.showConsoleProgress`) are off unless
@@ -174,8 +174,7 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     (`release_memory`), so that the next does not start from its pages, and after the last
     by `task_done`; with ``reuse_memory`` only at the end of each Spark task: for rounds
     of short tasks of bounded size (stage 3's), where faulting the pages in again costs
-    more than keeping them (on 100,000 pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0
-    CPU-s under local[1], its peak 490-507 -> 550 MiB in one process: docs/scale.md)."""
+    more than keeping them (CPU against peak memory: docs/scale.md)."""
     if not tasks:
         return []
     if costs is not None:

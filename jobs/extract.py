@@ -159,11 +159,11 @@ def _versions() -> dict:
     return found
 
 
-def fingerprint(args, lexicon, corpora) -> dict:
+def run_fingerprint(args, lexicon, corpora) -> dict:
     """What a resumed run must share with the run it continues: the inputs (path, size,
     mtime), the lexicon's hash, the corpora and every setting that can change a byte."""
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
-    return {"inputs": [out.fingerprint(p) for c in corpora for p in c.paths],
+    return {"inputs": [out.input_fingerprint(p) for c in corpora for p in c.paths],
             "lexicon_sha256": lexicon.sha256,
             "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
                          "options": c.options} for c in corpora],
@@ -213,7 +213,8 @@ def _main(args, argv) -> int:
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:
-        run = out.Run.open(output, command_line, fingerprint=fingerprint(args, lexicon, corpora), resume=args.resume)
+        run = out.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora),
+                           resume=args.resume)
     except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
         message = out.environment_failure_message(exc, output)
         if message is None:
@@ -292,7 +293,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     sizes, mb = [], 0.0
     for c in corpora:
         for path in c.paths:
-            found = out.fingerprint(path)
+            found = out.input_fingerprint(path)
             mb_text = cost_model.text_mb(path, found["bytes"])
             mb += mb_text
             files = f", {found['files']} files" if "files" in found else ""
@@ -342,7 +343,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         print(f"[extract] Spark UI: {spark.sparkContext.uiWebUrl} ({spark.sparkContext.master})", file=sys.stderr,
               flush=True)
     run_dir = fs.local_path(run.dir)
-    local_dir = Path(run_dir) if run_dir is not None and not out.is_uri(output) else None
+    local_dir = Path(run_dir) if run_dir is not None and not fs.is_uri(output) else None
     ctx = JobContext(spark=spark, args=args, lexicon=lexicon, output=local_dir or Path("."),
                      corpora=corpora, stats={}, command_line=run.command_line, warnings=[],
                      output_uri=None if local_dir else run.dir, run=run, options=options)
@@ -385,7 +386,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         }
         run.put_bytes("stats.json", out.stats_bytes(ctx.stats))
         extra = {"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,
-                 "inputs": [out.fingerprint(p) for c in corpora for p in c.paths]}
+                 "inputs": [out.input_fingerprint(p) for c in corpora for p in c.paths]}
         if run.resumed is not None:
             extra["resumed"] = progress.summary()
         manifest = run.publish(extra)

@@ -10,7 +10,6 @@ import pytest
 
 from extractor import statistics as st
 from extractor.statistics import charclasses, kernels
-from extractor.statistics.rows import _norm_tokens
 from tests.conftest import shared_file
 
 CODE_POINTS = [chr(c) for c in range(0x21, 0x30000) if not 0xD800 <= c <= 0xDFFF]
@@ -25,13 +24,13 @@ def forms(chars):
 
 
 def check_vocabulary(texts: list[str]) -> None:
-    tokens = kernels._Tokens(pa.array(texts, pa.large_string()))
+    tokens = kernels.Tokens(pa.array(texts, pa.large_string()))
     norm_id, upper, upper_tail, words = kernels._vocabulary(tokens)
     vocab = tokens.strings.dictionary_encode().dictionary.to_pylist()
     index: dict[str, int] = {}
     for i, tok in enumerate(vocab):  # the per-token definition the Arrow path replaces
-        kept = _norm_tokens([tok.casefold()])
-        assert norm_id[i] == (index.setdefault(kept[0], len(index)) if kept else -1), repr(tok)
+        word = st.norm_token(tok)
+        assert norm_id[i] == (index.setdefault(word, len(index)) if word else -1), repr(tok)
         assert upper[i] == any(ch.isupper() for ch in tok), repr(tok)
         assert upper_tail[i] == any(ch.isupper() for ch in tok[1:]), repr(tok)
     assert words.to_pylist() == list(index)

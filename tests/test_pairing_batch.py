@@ -16,7 +16,7 @@ from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,
-                                     _previous, annotate, batch_candidates, candidate_arrays, marked_pairs,
+                                     annotate, batch_candidates, candidate_arrays, marked_pairs,
                                      _text_numbers, neutral_pools, pair_batch)
 
 
@@ -81,7 +81,7 @@ def reference_arrays(doc: Document, pools, seed: int, strategies) -> dict:
             u = np.asarray(pools.unused, dtype=np.int64)
             if not len(u):
                 continue
-            prev = np.asarray(_previous(doc), dtype=np.int64)
+            prev = np.asarray(doc.previous, dtype=np.int64)
             in_unused = np.zeros(n + 1, dtype=bool)
             in_unused[u] = True
             pi = prev[u]
@@ -152,7 +152,7 @@ def test_batch_candidates_equal_the_per_document_reference_on_romanian_novels(no
     pools = []
     for doc in novel_documents:
         ann = annotate(doc, matcher)
-        pools.append(neutral_pools(doc, matcher, marked_pairs(doc, matcher, ann, _previous(doc)), ann))
+        pools.append(neutral_pools(doc, matcher, marked_pairs(doc, matcher, ann, doc.previous), ann))
     assert sum(len(p.marked_premise) for p in pools) > 200
     for cut in (len(novel_documents), 97):  # one batch, and batches of 97 documents
         got = []
@@ -269,7 +269,7 @@ def test_pair_batch_equals_the_per_document_functions_on_romanian_novels(novel_d
             pools, expected_marked = [], []
             for doc in batch:
                 ann = annotate(doc, matcher)
-                marked = marked_pairs(doc, matcher, ann, _previous(doc))
+                marked = marked_pairs(doc, matcher, ann, doc.previous)
                 expected_marked.append(marked)
                 pools.append(neutral_pools(doc, matcher, marked, ann))
             assert got.marked == expected_marked

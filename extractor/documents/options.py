@@ -19,7 +19,6 @@ class Options:
     id_field: str = "id"
     title_field: str = "title"
     genre_field: str = "genre"
-    dump_reader: str | None = None   # removed flag: a warning when given
 
     @classmethod
     def from_args(cls, args) -> "Options":
@@ -50,7 +49,6 @@ def add_arguments(parser) -> None:
     g.add_argument("--unit-mb", type=_unit_mb, default=d.unit_mb,
                    help="MB per work unit of an input file (one task reads one unit; smaller: more tasks; "
                         "a fraction such as 0.1 is allowed, at least 16 KB)")
-    g.add_argument("--dump-reader", default=None, help=argparse.SUPPRESS)  # removed: one reader
     g.add_argument("--text-field", default=d.text_field, help="JSONL/Parquet: field holding the document text")
     g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
     g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")

@@ -135,9 +135,8 @@ def page_from_bytes(raw: bytes, offset: int, where) -> Page | PageError | None:
     when it is not UTF-8 (`where(offset)` words the position of the first bad byte).
 
     A well-formed UTF-8 page is parsed from its bytes: expat checks the UTF-8 itself, and
-    decoding the page first only for `ET.fromstring` to encode it again cost 15-20 % of the
-    parsing (0.082 against 0.069-0.071 CPU-s for the 1,851 pages of a unit of the 250 MB
-    scale dump). Anything expat refuses takes the path below, which words it as before
+    decoding the page first only for `ET.fromstring` to encode it again would be work
+    thrown away on every page. Anything expat refuses takes the path below, which words it as before
     (invalid_utf8 with its offset, or malformed_xml)."""
     if raw.startswith(b"<page"):
         try:
@@ -540,11 +539,10 @@ _MEMFD_FLAGS = getattr(os, "MFD_CLOEXEC", 0)
 
 def decompress_block(data, start_bit: int, end_bit: int) -> bytes:
     """One whole block's text. indexed_bzip2's decoder (C++, one thread here) reads a block
-    in about 0.82x the CPU of libbz2's (1.29 against 1.58 CPU-s for the first 78 blocks of
-    the 250 MB scale dump, docs/scale.md), and checks the block's CRC as libbz2 does. It
-    reads the block from an anonymous in-memory file (Linux's memfd): given a Python file
-    object, indexed_bzip2 1.7 keeps references to it that it never releases, about 6 KiB
-    a block, so a worker grew with the dump. Without memfd (macOS), and for a block
+    in less CPU than libbz2 (docs/extraction.md) and checks the block's CRC as libbz2 does.
+    It reads the block from an anonymous in-memory file (Linux's memfd): given a Python
+    file object, indexed_bzip2 1.7 keeps references to it that it never releases, so a
+    worker would grow with the dump. Without memfd (macOS), and for a block
     indexed_bzip2 cannot read, the C bz2 module reads it: its errors (OSError, EOFError,
     ValueError) and messages are what the callers turn into `CorruptData` and the
     fallbacks of `_decompress_between`, so a damaged dump is reported exactly as before."""

@@ -26,7 +26,7 @@ from extractor.io import atomic, fs
 
 def _punkt_module():
     """nltk.tokenize.punkt without running nltk/__init__.py and nltk/tokenize/__init__.py,
-    which import scipy, scikit-learn and every corpus reader: 2.2 CPU-s in each process,
+    which import scipy, scikit-learn and every corpus reader: seconds of CPU in each process,
     paid by the driver and by every Spark Python worker, for a module that needs none of
     it. Afterwards the stubs and the modules loaded under them leave sys.modules again, so
     that a later `import nltk` anywhere in the process is the real, complete one."""
@@ -71,7 +71,7 @@ DEFAULT_MAX_TRAIN_CHARS = 8_000_000
 # spans into the original): abbreviations, collocations and casing statistics are shared by
 # both spellings, and the sentences are cut from the text as written.
 # (Four `str.replace` calls: `str.translate` looks every character of a non-ASCII text up
-# in its table, 24x slower on Romanian paragraphs.)
+# in its table, far slower on Romanian paragraphs.)
 _FOLD = (("ş", "ș"), ("ţ", "ț"), ("Ş", "Ș"), ("Ţ", "Ț"))
 
 
@@ -239,8 +239,8 @@ class _MemoPunkt(PunktSentenceTokenizer):
     the same contexts ("1990. The", "etc. În") recur all over a corpus. Re-annotating them
     is most of Punkt's time, so the answers are cached. The cache is bounded: when it holds
     MAX_CACHE contexts, only those asked for again since the last trim stay (`_hot`). A
-    worker's memo then stays flat in the size of its input: with 200,000 contexts, cleared
-    when full, a worker grew by 14 MiB over 35 units of the 4 GB scale dump (docs/scale.md)."""
+    worker's memo then stays flat in the size of its input, where a cache cleared when
+    full still grew with it (docs/scale.md)."""
 
     MAX_CACHE = 20_000
 

@@ -91,8 +91,6 @@ def run(ctx, runner) -> None:
         raise InputError("no input corpora")
     t0 = time.time()
     plan, listing = make_plan(ctx, options)
-    if options.dump_reader:
-        ctx.warn("--dump-reader is gone (one reader for every filesystem); the flag is ignored")
     for msg in listing.warnings:
         ctx.warn(msg)
     units = listing.units

@@ -70,7 +70,7 @@ _EXTENSIONS = {
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     """The files of a file, directory or glob, sorted (the order fixes the order of the work
     units). Local paths and URIs alike (through extractor.io.fs); globs are local only."""
-    if not runs.is_uri(path) and any(ch in path for ch in "*?["):
+    if not fs.is_uri(path) and any(ch in path for ch in "*?["):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:
             raise InputError(f"{path}: the glob matches no file")
@@ -85,13 +85,13 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
             fmt = fmt or "text"
             files = [f for f, _ in fs.list_files(path) if f.lower().endswith(_EXTENSIONS[fmt])]
             if fmt == "text":
-                return [path if runs.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
+                return [path if fs.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
             return files or _empty(path, fmt)
         if fs.size(path) == 0:
             raise InputError(f"{path}: the file is empty")
     except fs.FsError as exc:
         raise InputError(str(exc)) from None
-    return [path if runs.is_uri(path) else str(Path(path))]
+    return [path if fs.is_uri(path) else str(Path(path))]
 
 
 def _empty(p, fmt: str):
@@ -129,7 +129,7 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None,
         raise InputError("--corpus names a single input; for several corpora use --manifest corpora.yaml")
     specs = []
     for raw in inputs:
-        fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or runs.is_uri(raw) else guess_format(raw)
+        fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or fs.is_uri(raw) else guess_format(raw)
         paths = expand_paths(raw, fmt)
         specs.append(CorpusSpec(name=corpus or corpus_name_for(raw),
                                 genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
@@ -159,7 +159,7 @@ def mark_bundled_sample(corpora: list[CorpusSpec], lexicon, *, rename: bool, lic
     if sample is None:
         return
     for spec in corpora:
-        if any(runs.is_uri(p) for p in spec.paths) or sorted(Path(p).resolve() for p in spec.paths) != sample:
+        if any(fs.is_uri(p) for p in spec.paths) or sorted(Path(p).resolve() for p in spec.paths) != sample:
             continue
         if rename:
             spec.name = f"{lexicon.lang}-sample"
@@ -190,7 +190,7 @@ def load_manifest(path: str | Path) -> list[CorpusSpec]:
         if role not in ROLES:
             raise InputError(f"{path}: entry '{entry['name']}' has role '{role}'; use one of {', '.join(ROLES)}")
         raw_paths = entry.get("paths") or [entry["path"]]
-        raw_paths = [p if runs.is_uri(p) or os.path.isabs(p) else str(base / p) for p in
+        raw_paths = [p if fs.is_uri(p) or os.path.isabs(p) else str(base / p) for p in
                      ([raw_paths] if isinstance(raw_paths, str) else raw_paths)]
         fmt = entry.get("format") or _dir_format(raw_paths[0])
         if fmt not in FORMATS:

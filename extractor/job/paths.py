@@ -29,11 +29,11 @@ begins with `--plain-python` and goes on with the job's own command line
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import PurePath
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+from extractor.io.fs import is_uri
+
 
 # The job's flags that name a local file or directory (the argparse dest, the flag).
 JOB_PATH_FLAGS = (("input", "--input"), ("output", "--output"), ("manifest", "--manifest"),
@@ -42,11 +42,6 @@ JOB_PATH_FLAGS = (("input", "--input"), ("output", "--output"), ("manifest", "--
 # spark-submit's options that take no value (SparkSubmitOptionParser's switches); every other
 # option takes one, as `--opt value` or `--opt=value`.
 SUBMIT_SWITCHES = frozenset({"--help", "-h", "--supervise", "--usage-error", "--verbose", "-v", "--version"})
-
-
-def is_uri(path: str) -> bool:
-    """`scheme://...` (gs, s3a, hdfs, file, ...): never resolved locally."""
-    return bool(_SCHEME.match(str(path)))
 
 
 def absolute(path: str, base: str) -> str:

@@ -290,7 +290,7 @@ def documents_from_rows(rows: Iterable[dict]) -> Iterator[list[Sentence]]:
 def read_sentence_documents(path: str | Path, corpus: Sequence[str] = ()):
     """The sentence table (a sentences/ folder partitioned by corpus, or a Parquet file)
     as (number of documents, iterator of documents). Read whole with pyarrow: a run's
-    sentence table is small next to its dumps (5.5 MB of novels -> ~100k rows)."""
+    sentence table is small next to its dumps."""
     path = Path(path)
     if not path.exists():
         raise DiscoveryError(f"{path}: no such sentence table (run jobs/extract.py --stages sentences first)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ import yaml
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
 from extractor.pairs.label_filters import LabelFilters, added_phrases, compile_filters
-from extractor.pairs.rule_pos import is_rule_model
+from extractor.pairs.rule_pos import PREFIX, is_rule_model
 
 CANONICAL_LABELS = LABELS  # extractor.core.names
 
@@ -168,9 +169,12 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
     return tuple(models)
 
 
-def _installed(name: str) -> bool:
-    import importlib.util
-    if name.startswith("rules:"):  # a rule-based tagger of extractor/pairs/rule_pos.py
+def model_installed(name: str | None) -> bool:
+    """Whether a spaCy model package is importable (without loading it); a rule-based
+    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is there when it is one we have."""
+    if not name:
+        return False
+    if name.startswith(PREFIX):
         return is_rule_model(name)
     try:
         return importlib.util.find_spec(name) is not None
@@ -178,7 +182,7 @@ def _installed(name: str) -> bool:
         return False
 
 
-def preferred_model(models: tuple[SpacyModel, ...], installed=_installed) -> SpacyModel | None:
+def preferred_model(models: tuple[SpacyModel, ...], installed=model_installed) -> SpacyModel | None:
     """The first model of the list that is installed, else the first listed (None if none)."""
     for m in models:
         if installed(m.name):

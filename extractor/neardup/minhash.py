@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from extractor import statistics as st
 from extractor.core.hashing import byte_buffers
 from extractor.neardup.settings import Settings
-from extractor.statistics import charclasses
+from extractor.statistics import charclasses, kernels
 
 _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
 # the shingles of a chunk whose (shingle x permutation) hash matrix is built at once
@@ -52,8 +52,8 @@ _CHUNK_CANDIDATES = 1 << 16
 # ---------------------------------------------------------------------------- hashing
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is 100x
-    slower on nearly sorted int64 keys, measured)."""
+    """Sorted distinct values (np.unique through a stable sort: numpy 2's np.unique is far
+    slower on nearly sorted int64 keys)."""
     x = np.sort(x, kind="stable")
     if len(x) > 1:
         x = x[np.concatenate([[True], x[1:] != x[:-1]])]
@@ -95,14 +95,6 @@ def _coefficients(settings: Settings) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------------- shingles
 
-def _text_array(texts) -> pa.Array:
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    if isinstance(texts, pa.Array):
-        return texts.cast(pa.large_string())
-    return pa.array(["" if t is None else str(t) for t in texts], pa.large_string())
-
-
 @dataclass
 class Shingles:
     """The distinct shingles of a batch of texts in CSR form: text ``t`` owns
@@ -125,7 +117,7 @@ class Shingles:
 
     def vocabulary(self) -> tuple[np.ndarray, np.ndarray]:
         """(distinct values, index of each value among them), in order of first appearance
-        (a hash table: 9x faster than sorting and searching, measured; every user needs
+        (a hash table: faster than sorting and searching, and every user needs
         only a one-to-one numbering)."""
         if self.distinct is None or self.dense is None:
             self.dense, self.distinct = pd.factorize(self.values)
@@ -143,18 +135,11 @@ class Shingles:
         return self._table
 
 
-def _python_norm(token: str) -> str:
-    """`statistics.norm_words` of one token, in Python: case-folded, its edge punctuation
-    stripped where an end is not alphanumeric."""
-    folded = token.casefold()
-    return folded if folded and folded[0].isalnum() and folded[-1].isalnum() else st._EDGE_PUNCT.sub("", folded)
-
-
 def _normalised_vocabulary(vocab: pa.Array) -> pa.Array:
     """`statistics.norm_words` of each distinct whitespace token ("" when nothing is left):
     Arrow lower-cases and trims the tokens whose result is provably Python's (nearly all:
     `statistics.charclasses`), Python the others."""
-    return charclasses.normalised_tokens(vocab, _python_norm)
+    return charclasses.normalised_tokens(vocab, st.norm_token)
 
 
 def _string_hashes(strings: pa.Array) -> np.ndarray:
@@ -186,7 +171,7 @@ def shingle_sets(texts, settings: Settings) -> Shingles:
     """The shingle sets of a batch of texts (list or Arrow array; None is empty). Arrow
     splits at whitespace (Python's ``str.split`` characters); Python normalises each distinct
     token once (`statistics.norm_words`); numpy hashes each distinct normalised word."""
-    arr = _text_array(texts)
+    arr = kernels.text_array(texts)
     n = len(arr)
     lists = charclasses.split_whitespace(arr)
     lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -335,9 +320,8 @@ def bucket_pairs(keys: np.ndarray, ids: np.ndarray, max_bucket: int) -> np.ndarr
     if not len(keys):
         return np.zeros((0, 2), dtype=np.int64)
     # only the rows of keys held by several rows can pair: those keys from one sort of the
-    # keys alone, their rows found by a hash table of them (on the 2 M band rows of
-    # benchmarks/splits_throughput.py, 3x faster than a binary search of every key and
-    # 1.3x faster than hashing every key, measured), then sorted by (key, id)
+    # keys alone, their rows found by a hash table of them (faster than a binary search
+    # or a hash of every key: most keys are held by one row), then sorted by (key, id)
     sk = np.sort(keys)
     at = np.nonzero(pd.Series(keys, copy=False).isin(sk[1:][sk[1:] == sk[:-1]]).to_numpy())[0]
     if not len(at):
@@ -373,7 +357,7 @@ def pair_jaccard(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.
         return np.zeros(0)
     # dense shingle ids so that (text, shingle) fits one sorted int64 key; the pairs in
     # order of their right text, so that the searches of the right texts' keys walk the
-    # table in order (3x faster than searching in the candidates' order, measured)
+    # table in order (cache-friendly, unlike searching in the candidates' order)
     lookup = shingles.lookup()
     step = _CHUNK_CANDIDATES
     order = np.argsort(right, kind="stable")
@@ -405,7 +389,7 @@ def components(n: int, pairs: np.ndarray) -> np.ndarray:
     jumping in numpy (Shiloach-Vishkin): every round hooks the larger label of each edge
     whose ends differ onto the smaller, then points every node at its root, so the roots
     fall by at least one a round (a few rounds for the near-duplicate graphs); not
-    scipy's csgraph, whose import costs a stage-3 worker 0.3 CPU-s (measured) for graphs of
+    scipy's csgraph, whose import would cost every stage-3 worker more than graphs of
     a few thousand documents."""
     parent = np.arange(n, dtype=np.int64)
     if not len(pairs):

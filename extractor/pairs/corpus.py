@@ -71,8 +71,8 @@ def check_limits(lowest: dict, wanted: Mapping) -> dict:
     """{(corpus, strategy): the highest selection hash the neutral round POS-checks, or
     None for every candidate under the cut}: the `wanted`-th lowest of the candidates'
     hashes (`lowest`: {(corpus, strategy): the lowest hashes, at least `wanted` + 1 of them
-    where there are that many}). The bins of `plan_cuts` hold more candidates than wanted
-    (on the 1 GB scale dump, a cut bin of both_random holds 944 for 707 wanted)."""
+    where there are that many}). The bins of `plan_cuts` hold more candidates than wanted:
+    these limits keep the POS checks to the candidates that can be kept."""
     limits = {}
     for key, n in wanted.items():
         values = sorted(lowest.get(key, ()))

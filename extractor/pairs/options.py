@@ -71,7 +71,6 @@ class Options:
         return [s for s in neutral.STRATEGIES if mix.get(s, 0) > 0]
 
 
-PairsOptions = Options  # the name the tests and benchmarks know
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

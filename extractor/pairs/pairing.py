@@ -81,8 +81,9 @@ class Document:
 
     @cached_property
     def previous(self) -> list:
-        """`_previous` of the document, computed once (marked pairs and the adjacent
-        strategy both need it)."""
+        """Index of the previous sentence of the same paragraph (same section, para_idx
+        and sent_idx - 1), or -1, per sentence: one dictionary of locations, computed once
+        (marked pairs and the adjacent strategy both need it)."""
         where = {(s, p, k): i for i, (s, p, k) in enumerate(zip(self.section, self.para_idx, self.sent_idx))}
         return [where.get((s, p, k - 1), -1) for s, p, k in zip(self.section, self.para_idx, self.sent_idx)]
 
@@ -129,13 +130,6 @@ def annotate(doc: Document, matcher: Matcher) -> tuple[list, list]:
     return matcher.annotate_all(doc.text)
 
 
-def _previous(doc: Document) -> list:
-    """Index of the previous sentence of the same paragraph (same section, para_idx and
-    sent_idx - 1), or -1: one dictionary of locations, linear (once per document:
-    `Document.previous`)."""
-    return doc.previous
-
-
 # ---------------------------------------------------------------------------- marked pairs
 
 def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = None,
@@ -147,7 +141,7 @@ def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = No
     extractor/pairs/label_filters.py; POS reasons are added by `apply_pos`, `duplicate_pair`
     across documents)."""
     matches, _ = annotations or annotate(doc, matcher)
-    prev = previous if previous is not None else _previous(doc)
+    prev = previous if previous is not None else doc.previous
     filters = matcher.lexicon.label_filters
     out = []
     for i, m in enumerate(matches):
@@ -617,7 +611,7 @@ def pair_document(doc: Document, matcher: Matcher, seed: int = 0, strategies: It
     when `verdict` is given) and every neutral candidate of `strategies` (not yet
     POS-checked or drawn: the draw is per corpus, see the stage)."""
     ann = annotate(doc, matcher)
-    prev = _previous(doc)
+    prev = doc.previous
     marked = marked_pairs(doc, matcher, ann, prev)
     if verdict is not None:
         apply_pos(marked, verdict)

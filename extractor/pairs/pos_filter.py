@@ -10,13 +10,12 @@ it is complete when at least one tag is in the lexicon's `pos_filter.subject_pos
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import re
 import warnings
 from typing import Iterable, Sequence
 
 from extractor.core.errors import UserError
-from extractor.lexicon.lexicon import LexiconError, load_lexicon
+from extractor.lexicon.lexicon import LexiconError, load_lexicon, model_installed
 from extractor.pairs import rule_pos
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
@@ -45,19 +44,6 @@ def is_complete(tokens_pos: Sequence[str], lexicon) -> tuple[bool, str | None]:
     if not subject and not predicate:
         return False, "pos_no_subject_no_predicate"
     return False, "pos_no_subject" if not subject else "pos_no_predicate"
-
-
-def model_installed(name: str | None) -> bool:
-    """Whether a spaCy model package is importable (without loading it); a rule-based
-    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is always there."""
-    if not name:
-        return False
-    if name.startswith(rule_pos.PREFIX):
-        return rule_pos.is_rule_model(name)
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def install_hint(model: str, lexicon) -> str:
@@ -99,7 +85,7 @@ _MODELS: dict[str, object] = {}
 
 def import_spacy_without_torch():
     """Import spaCy in a process that has not imported torch, hiding torch from thinc
-    (which imports it when installed: 1-2 CPU-s per Spark Python worker). For the small
+    (which imports it when installed: a cost every Spark Python worker would pay). For the small
     CNN pipelines the POS filter loads; a transformer pipeline (`*_trf`) needs torch and is
     loaded normally. Spark workers only: the trainer, in the same venv, imports torch."""
     import sys
@@ -135,7 +121,7 @@ def load_model(name: str, without_torch: bool = False):
             warnings.filterwarnings("ignore", message=r".*\[W095\]")
             # The layers keep the ops they are built with: numpy's BLAS for their matrix
             # products instead of thinc's default, blis (docs/pairs.md "POS completeness
-            # filter": the same tags, 1.5x faster in English, 2.2-2.6x with ro_legal_fl).
+            # filter": the same tags, faster).
             nlp = spacy.load(name, exclude=list(_SKIP))
         keep = [p for p in nlp.pipe_names if p in _KEEP]
         # (spaCy types get_pipe as a callable; the attribute ruler has its patterns)
@@ -154,8 +140,8 @@ def load_model(name: str, without_torch: bool = False):
 
 def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[list[str]]:
     """Coarse POS tags of each text (nlp.pipe over the batch), with one BLAS thread: the
-    matrices of a batch are small, and more threads only spin (1.6x the CPU measured in
-    English), and a Spark worker must not use more than its task's core."""
+    matrices of a batch are small, and more threads only spin (more CPU for the same
+    tags), and a Spark worker must not use more than its task's core."""
     from threadpoolctl import threadpool_limits
 
     texts = texts if isinstance(texts, Sequence) else list(texts)
@@ -184,8 +170,8 @@ def memory_zone(nlp):
     """spaCy's `nlp.memory_zone()` (a no-op for a rule tagger): the strings and lexemes that
     tagging a batch of texts adds to the pipeline's vocabulary, and the tokenizer's cache
     entries, are freed when the batch is done. Without it every new word a worker meets stays
-    in its vocabulary: 27,409 lexemes after the 1 GB scale dump's POS step, 45,222 after the
-    4 GB one's, and a whole Wikipedia has millions of distinct words. The Docs made inside
+    in its vocabulary, which grows with the input (a whole Wikipedia has millions of
+    distinct words). The Docs made inside
     must not be used after it: callers return plain tags and verdicts only."""
     zone = getattr(nlp, "memory_zone", None)
     return zone() if zone is not None else contextlib.nullcontext()
@@ -193,10 +179,10 @@ def memory_zone(nlp):
 
 # A batch of the tagger holds at most this many tokens. thinc keeps every layer's
 # activations of a batch until its forward pass ends (the backprop closures hold them, in
-# prediction too): ro_legal_fl's eight-layer window encoder holds about 80 KB per token,
-# so a batch of 256 sentences of 26 tokens peaked at +470 MiB, and the largest batch of a
-# run (the one with the longest sentences) grew with the input. Batches of at most
-# TOKENS_PER_BATCH tokens peak at about 80 MiB whatever the sentences; the tags are the same.
+# prediction too): ro_legal_fl's eight-layer window encoder holds tens of KB per token
+# (docs/DEVELOPING.md), so a batch of sentences grew with its sentences' length, and the
+# largest batch of a run with the input. Batches of at most TOKENS_PER_BATCH tokens have a
+# peak that depends on this number only; the tags are the same.
 TOKENS_PER_BATCH = 1024
 
 
@@ -266,8 +252,7 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     of the whole sentence (every layer but the window encoders works token by token), and
     when they hold a subject-like and a predicate tag the verdict is complete. The other
     long sentences are tagged whole. The same verdicts as tagging every sentence whole
-    (tests/test_pos_filter.py); on the 1 GB scale dump's sentences about 18 % fewer
-    tokens through the model."""
+    (tests/test_pos_filter.py), with fewer tokens through the model."""
     if len(texts) > TEXTS_PER_CALL:
         return [v for part in _parts(texts) for v in pos_verdicts(part, model, lexicon, batch_size)]
     nlp = load_model(model)
@@ -302,8 +287,8 @@ def prefix_doc(doc, n: int):
     every token attribute the Doc holds (`Span.as_doc` without the rest): `as_doc` also sets
     the new Doc's vector to the span's, and with floret vectors (ro_legal_fl) each token's
     vector is a sum over the hashes of its character n-grams, computed twice (the vector
-    and its norm), for a vector nothing reads. That was 1.5 of the marked round's 27 CPU-s
-    on the 1 GB scale dump (docs/scale.md). The tags of the prefix are the same
+    and its norm), for a vector nothing reads (a share of the marked round's CPU: docs/pairs.md).
+    The tags of the prefix are the same
     (tests/test_pos_filter.py). `Doc._get_array_attrs` is spaCy's own, what `as_doc` copies
     with: private, so the tests compare with `as_doc` on each model (spaCy is pinned < 3.9)."""
     head = doc._get_array_attrs()

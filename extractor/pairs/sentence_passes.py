@@ -10,7 +10,7 @@ engine-overhead benchmark):
   Python worker, verdicts cached by text), the kept marked pairs as rows, counts by
   reason, and a 4096-bin histogram of the neutral candidates' selection hashes per
   (corpus, strategy): the per-corpus quotas are computed from those aggregates;
-* pass 2 (`pass_two`): per document again, the neutral candidates whose selection hash
+* pass 2 (`pass_two_streams`): per document again, the neutral candidates whose selection hash
   falls at or below the cut of their (corpus, strategy), POS-checked, as rows.
 
 Rows of a document must arrive together and a document must not be split over two
@@ -34,7 +34,7 @@ from extractor.io import fs
 from extractor.io.parquet_writer import partition_values
 from extractor.pairs import pos_filter
 from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pair_batch, pos_texts, _previous)
+                                     neutral_pools, pair_batch, pos_texts)
 from extractor.core.schemas import PAIRS, REF
 from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
 
@@ -580,13 +580,6 @@ def needs_document(packed: int, cuts: dict) -> bool:
     return False
 
 
-def pass_two(batches, matcher, seed: int, strategies, cuts: dict, model: str | None, lexicon,
-             min_chars: int = 50, without_torch: bool = False, needed: set | None = None) -> Iterator[pa.RecordBatch]:
-    """`pass_two_streams` over one stream of sentence batches."""
-    yield from pass_two_streams([(None, None, batches)], matcher, seed, strategies, cuts, model, lexicon, min_chars,
-                                without_torch, needed)
-
-
 def pass_two_streams(streams, matcher, seed: int, strategies, cuts: Mapping, model: str | None, lexicon,
                      min_chars: int = 50, without_torch: bool = False, needed: set | None = None
                      ) -> Iterator[pa.RecordBatch]:
@@ -603,7 +596,7 @@ def pass_two_streams(streams, matcher, seed: int, strategies, cuts: Mapping, mod
                 if needed is not None and (doc.corpus, doc.doc_id) not in needed:
                     continue
                 ann = annotate(doc, matcher)
-                marked = marked_pairs(doc, matcher, ann, _previous(doc))
+                marked = marked_pairs(doc, matcher, ann, doc.previous)
                 pools = neutral_pools(doc, matcher, marked, ann)
                 max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
                 chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))

@@ -49,7 +49,7 @@ from extractor.pairs.plan import PairsPlan, PairsScratch
 from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
 # the flags and options live apart (no numpy there: the job's --help); one name each
-from extractor.pairs.options import Options, PairsOptions, add_arguments  # noqa: F401
+from extractor.pairs.options import Options, add_arguments  # noqa: F401
 
 NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables

@@ -1,7 +1,7 @@
 """Runs of the job on an output root (docs/deployment.md): one package, four concerns.
 
     extractor.runs.run      Run (staging, manifest, publish, --resume), read_manifest,
-                            published_path, fingerprint, fault_point, environment faults
+                            published_path, input_fingerprint, fault_point, environment faults
     extractor.runs.locks    LocalLock (flock), RemoteLock (heartbeat object)
     extractor.runs.report   stats.json and the summary table
     extractor.runs.errors   OutputExistsError, RunLockedError, OutputError, ResumeError
@@ -15,5 +15,4 @@ from extractor.runs.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
 from extractor.runs.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
 from extractor.runs.run import (CURRENT, LOCK, MANIFEST, RUNS, Run,  # noqa: F401
                                 atomic_directory, environment_failure_message, environment_message, fault_point,
-                                fingerprint,
-                                first_difference, is_uri, path_str, published_path, read_manifest)
+                                first_difference, input_fingerprint, path_str, published_path, read_manifest)

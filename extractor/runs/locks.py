@@ -20,7 +20,7 @@ REMOTE_LOCK_STALE_S = int(os.environ.get("NLI_LOCK_STALE_S", "300"))
 HEARTBEAT_S = 30
 
 
-def _now() -> str:
+def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
@@ -28,7 +28,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _describe(holder: dict) -> str:
+def describe_holder(holder: dict) -> str:
     return (f"run {holder.get('run_id', '?')} (host {holder.get('host', '?')}, pid {holder.get('pid', '?')}, "
             f"started {holder.get('started', '?')})")
 
@@ -55,7 +55,7 @@ class LocalLock:
                 holder = _read_json_fd(fd)
                 os.close(fd)
                 raise RunLockedError(
-                    f"{os.path.dirname(self.path)} is being written by {_describe(holder)}; "
+                    f"{os.path.dirname(self.path)} is being written by {describe_holder(holder)}; "
                     f"wait for it to finish or choose another --output") from None
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
@@ -111,14 +111,14 @@ class RemoteLock:
             except ValueError:
                 holder = {}
             if _alive(holder):
-                raise RunLockedError(f"{fs.parent(self.path)} is being written by {_describe(holder)}; "
+                raise RunLockedError(f"{fs.parent(self.path)} is being written by {describe_holder(holder)}; "
                                      f"wait for it to finish or choose another --output")
             self.previous = holder
         self._write()
         time.sleep(0.5)
         mine = json.loads(fs.read_bytes(self.path))
         if mine.get("run_id") != self.info["run_id"]:
-            raise RunLockedError(f"{fs.parent(self.path)} is being written by {_describe(mine)}; "
+            raise RunLockedError(f"{fs.parent(self.path)} is being written by {describe_holder(mine)}; "
                                  f"wait for it to finish or choose another --output")
         thread = threading.Thread(target=self._beat, daemon=True)
         thread.start()

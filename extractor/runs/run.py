@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -39,7 +38,7 @@ import pyarrow.fs as pafs
 from extractor.engine.records import PROGRESS, RUN_RECORD, put_record, read_record
 from extractor.io import atomic, fs
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError
-from extractor.runs.locks import LocalLock, RemoteLock, _describe, _now, new_run_id
+from extractor.runs.locks import LocalLock, RemoteLock, describe_holder, utc_now, new_run_id
 
 RUNS = "_runs"
 LOCK = "_lock"
@@ -80,17 +79,10 @@ def _short(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_uri(path: str | Path) -> bool:
-    return bool(_SCHEME.match(str(path)))
-
-
 def path_str(path: str | Path) -> str:
     """A path as Spark/Hadoop wants it: URIs untouched, local paths absolute."""
     text = str(path)
-    return text if is_uri(text) else str(Path(text).resolve())
+    return text if fs.is_uri(text) else str(Path(text).resolve())
 
 
 def _log(msg: str) -> None:
@@ -152,7 +144,7 @@ def published_path(root: str, name: str) -> str | None:
     return fs.join(fs.canonical(root), entry["path"]) if entry else None
 
 
-def fingerprint(path: str) -> dict:
+def input_fingerprint(path: str) -> dict:
     """size and mtime of an input file, or file count, bytes and newest mtime of a directory."""
     filesystem, inner = fs.resolve(path)
     info = filesystem.get_file_info(inner)
@@ -175,7 +167,7 @@ class Run:
         self.run_id = new_run_id()
         self.dir = fs.join(self.root, RUNS, self.run_id)
         self.command_line = command_line
-        self.started = _now()
+        self.started = utc_now()
         self.current: dict | None = None     # the published run's manifest when we started
         self.reused: dict = {}               # table name -> manifest entry of an earlier run
         self.lock: LocalLock | RemoteLock | None = None
@@ -206,7 +198,7 @@ class Run:
         try:
             if lock.previous:
                 run.took_over = lock.previous
-                _log(f"the lock of {_describe(lock.previous)} was left by a dead run; taken over")
+                _log(f"the lock of {describe_holder(lock.previous)} was left by a dead run; taken over")
             run.current = read_manifest(run.root)
             if resume:
                 run._resume(fingerprint or {})
@@ -325,7 +317,7 @@ class Run:
                 files[name] = {"path": f"{RUNS}/{self.run_id}/{name}", "bytes": int(info.size)}
         for name, entry in self.reused.items():  # object stores: no link in the run directory
             tables.setdefault(name, entry)
-        manifest = {"format": MANIFEST_FORMAT, "run_id": self.run_id, "started": self.started, "finished": _now(),
+        manifest = {"format": MANIFEST_FORMAT, "run_id": self.run_id, "started": self.started, "finished": utc_now(),
                     "host": socket.gethostname(), "pid": os.getpid(), "command_line": self.command_line,
                     "previous_run": (self.current or {}).get("run_id"), "tables": tables, "files": files}
         manifest.update(extra or {})

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from extractor.io import atomic
-from extractor.lexicon.lexicon import LexiconError, _installed, load_lexicon
+from extractor.lexicon.lexicon import LexiconError, load_lexicon, model_installed
 
 DIST = "nli-corpus-engine"
 EXTRAS = ("extract",)
@@ -77,7 +77,7 @@ def lexicon_models(lang: str | None) -> list[tuple[str, tuple[str, ...]]]:
     except (LexiconError, OSError):
         return []
     model = lexicon.model_info(lexicon.spacy_model)
-    if model is None or not model.pip or not _installed(model.name):
+    if model is None or not model.pip or not model_installed(model.name):
         return []
     return [(model.pip, tuple(model.pip_options))]
 

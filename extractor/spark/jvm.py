@@ -1,16 +1,16 @@
 """JVM options for the driver in local mode, where the driver JVM is also the executor.
 
-A Spark job on a laptop-sized input is short for a JVM: on the 200 MB benchmark dump the
+A Spark job on a laptop-sized input is short for a JVM: on the benchmark dumps the
 JVM spent more CPU starting up (class loading, C2 JIT compiling code that runs a few
 times) than on the data. Two standard HotSpot features cut that:
 
-- `-XX:TieredStopAtLevel=1`: C1 JIT only. Measured here: a trivial job 13.1 -> 7.9 JVM
-  CPU-s; the pairs stage on a 50 MB dump 57.8 -> 28.7 JVM CPU-s. On inputs of many GB
+- `-XX:TieredStopAtLevel=1`: C1 JIT only, about half the JVM's CPU on small inputs
+  (docs/extraction.md). On inputs of many GB
   C2's faster code would win back its compile time: `--jvm-tuning throughput` keeps the
   JVM's defaults.
 - an application class-data archive (AppCDS, JDK >= 13): the classes Spark loads,
-  pre-parsed into a file that the JVM maps instead of reading ~10,000 classes from jars.
-  A trivial job: 9.6 -> 5.1 JVM CPU-s. The archive is written at the exit of a JVM
+  pre-parsed into a file that the JVM maps instead of reading its classes from jars.
+  The archive is written at the exit of a JVM
   started with `-XX:ArchiveClassesAtExit` (spark-submit.sh does that on its first run,
   `python -m extractor.spark.jvm --create-archive` on demand); its name holds the pyspark
   version and the java binary, so an upgrade of either makes a new one. A JVM that

@@ -22,8 +22,8 @@ def get_session(master: str | None = None, app_name: str = "nli-extract",
 
     The JVM and its Python workers talk over Unix domain sockets where the platform has
     them (Spark's `spark.python.unix.domain.socket.enabled`, off by default): over local
-    TCP every job of Python tasks waited about 36 ms longer (measured: an empty two-task
-    job 0.087 -> 0.051 s wall on local[2]), the stalls of small writes on a TCP socket.
+    TCP every job of Python tasks waits longer, on the stalls of small writes on a TCP
+    socket.
     A `conf` entry or spark-submit's `--conf` overrides it.
 
     Spark's own console progress bars (`spark.ui.showConsoleProgress`) are off unless
@@ -149,7 +149,7 @@ def _result(i: int, result):
 
 def _prepared(spark, n: int):
     """The DataFrame of `n` packed-round Spark tasks, built once per session: collecting
-    it again reuses its plan (about 0.04 CPU-s and 0.03 s less per job, measured)."""
+    it again reuses its plan instead of planning every round anew."""
     global _PREPARED
     if _PREPARED is None:
         _PREPARED = weakref.WeakKeyDictionary()
@@ -165,17 +165,16 @@ def run_tasks(spark, fn, tasks: list, spread: bool = False, costs: list[float] |
     each), the results in task order. Tasks run in contiguous ranges, about two per core
     (`over_ids`); one Spark task each with ``spread`` (few tasks of unequal cost); or, given
     each task's estimated ``costs``, in one Spark task per core, packed to equal cost
-    (`pack`: a Spark task costs about 35 ms of CPU and 55 ms of wall time on a local
-    master, more than many small tasks), the round handed to the tasks as a local property
-    of the job so that one prepared DataFrame runs every round (`_prepared`). The stages
-    exchange their rows through scratch files (`extractor.engine.scratch`), not Spark.
+    (`pack`: a Spark task's own cost is more than that of many small tasks), the round
+    handed to the tasks as a local property of the job so that one prepared DataFrame runs
+    every round (`_prepared`). The stages exchange their rows through scratch files
+    (`extractor.engine.scratch`), not Spark.
 
     Between two tasks of a Spark task the memory the first freed is handed back
     (`release_memory`), so that the next does not start from its pages, and after the last
     by `task_done`; with ``reuse_memory`` only at the end of each Spark task: for rounds
     of short tasks of bounded size (stage 3's), where faulting the pages in again costs
-    more than keeping them (on 100,000 pairs, stage 3's Python worker 6.3-6.5 -> 5.8-6.0
-    CPU-s under local[1], its peak 490-507 -> 550 MiB in one process: docs/scale.md)."""
+    more than keeping them (CPU against peak memory: docs/scale.md)."""
     if not tasks:
         return []
     if costs is not None:
@@ -218,7 +217,7 @@ def executor_python(spark) -> str | None:
     shows whether the packed environment (./environment/bin/python) served the executors.
     The task is a one-row `mapInArrow`, the kind of Python task the stages run, so an idle
     worker of theirs answers it; an RDD task would start a second Python daemon and worker
-    for it (0.6 CPU-s measured at the end of a local job)."""
+    for it."""
     def where(batches):
         import sys
 

@@ -92,12 +92,12 @@ def assign_corpus(weights: pa.Table, labels: Sequence[str], ratios, seed: int) -
     split (`ASSIGNED_SCHEMA`), in the order `assign.assign_documents` visits them (by the
     hash of (doc_id, seed), then doc_id) and by its greedy (`assign.greedy_splits`): Arrow
     kernels and numpy, no pandas frame (the driver runs this between two rounds, so all of
-    it is serial time: 50,000 documents 0.33 -> 0.2 CPU-s)."""
+    it is serial time)."""
     keyed = weights.filter(pc.and_(pc.is_valid(weights.column("corpus")), pc.is_valid(weights.column("doc_id"))))
     # the rows of all units summed per document and label by numpy over the documents'
     # codes; rows without a label count for the test-only flag only (only documents whose
     # pairs have a label are assigned)
-    encoded = pc.dictionary_encode(_doc_keys(keyed.column("corpus"), keyed.column("doc_id"))).combine_chunks()
+    encoded = pc.dictionary_encode(doc_keys(keyed.column("corpus"), keyed.column("doc_id"))).combine_chunks()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     labelled = keyed.column("label").is_valid().to_numpy(zero_copy_only=False)
     docs = np.unique(code[labelled])
@@ -212,7 +212,7 @@ def block_weights(paragraphs: pa.Table, blocks: pa.Table) -> pa.Table:
 def short_cells(weights: pa.Table, assigned: pa.Table, labels: Sequence[str], ratios) -> list[tuple[str, str]]:
     """(split, label) cells an assignment leaves short of their share (`assign.shortfall`),
     from the units' weights and their splits."""
-    keys = _doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    keys = doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
     split = _split_of(weights, "doc_id", assigned, keys).to_pylist()
     units = sorted(set(zip(weights.column("doc_id").to_pylist(), split)), key=lambda u: (str(u[0]), u[1]))
     at = {u: i for i, u in enumerate(units)}
@@ -225,12 +225,14 @@ def short_cells(weights: pa.Table, assigned: pa.Table, labels: Sequence[str], ra
     return [(s, labels[j]) for s, j in assign.shortfall(matrix, [u[1] for u in units], ratios)]
 
 
-def _doc_keys(corpus, docs) -> pa.Array:
+def doc_keys(corpus, docs) -> pa.Array:
+    """One string key per document, ``corpus \x1f doc_id``: what split assignments are
+    looked up by."""
     return pc.binary_join_element_wise(pc.cast(corpus, pa.string()), pc.cast(docs, pa.string()), "\x1f")
 
 
 def _split_of(rows: pa.Table, column: str, assigned: pa.Table, assigned_keys: pa.Array) -> pa.Array:
-    where = pc.index_in(_doc_keys(rows.column("corpus"), rows.column(column)), value_set=assigned_keys)
+    where = pc.index_in(doc_keys(rows.column("corpus"), rows.column(column)), value_set=assigned_keys)
     return pc.fill_null(pc.take(assigned.column("split"), where), "")
 
 
@@ -243,7 +245,7 @@ def rank_identical(rows: pa.Table, assigned: pa.Table, blocked=frozenset()) -> p
     `identical_pair_in_other_split` / `..._same_split` for every copy of a sentence pair
     but one: the copy in test, else validation, else train, then the lowest `_h` (then
     pair_id, unit, row); copies spanning two splits sort last. Kept rows have `_why` null."""
-    keys = _doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    keys = doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
     split = _split_of(rows, "doc_id", assigned, keys)
     cross = pc.invert(pc.and_(pc.equal(_split_of(rows, "_pdoc", assigned, keys), split),
                               pc.equal(_split_of(rows, "_hdoc", assigned, keys), split)))

@@ -155,8 +155,8 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
     (`not_pos_ok`, `not_keep`), else null."""
     n = table.num_rows
     pair_ids = pc.fill_null(table.column("pair_id").cast(pa.string()).combine_chunks(), "None")  # str(None)
-    # (the columns' chunks: pa.chunked_array of ChunkedArrays converts them through Python,
-    # 24 ms per 25,000 pairs)
+    # (the columns' chunks: pa.chunked_array of ChunkedArrays would convert them through
+    # Python)
     folded = st.fold_texts(pa.chunked_array(table.column("premise").cast(pa.large_string()).chunks
                                             + table.column("hypothesis").cast(pa.large_string()).chunks,
                                             pa.large_string()))

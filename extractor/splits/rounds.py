@@ -108,10 +108,10 @@ def near_leakage(plan: SplitsPlan) -> dict:
     assigned = scratch.read_arrow(plan.scratch.assigned(), dc.ASSIGNED_SCHEMA)
     if not edges.num_rows or not assigned.num_rows:
         return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
-    keys = dc._doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    keys = dc.doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
     split = {}
     for side in "ab":
-        where = pc.index_in(dc._doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")),
+        where = pc.index_in(dc.doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")),
                             value_set=keys)
         split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
     across = pc.and_(pc.not_equal(split["a"], split["b"]),

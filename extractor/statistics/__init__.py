@@ -53,7 +53,7 @@ from extractor.statistics.render import (
     pmi_markdown, ronli_table,
 )
 from extractor.statistics.rows import (
-    ROW_COLUMNS, ROW_DTYPES, _EDGE_PUNCT, inner_capital, lcs_length, lcs_ratio, new_token_rate, norm_words,
+    ROW_COLUMNS, ROW_DTYPES, inner_capital, lcs_length, lcs_ratio, new_token_rate, norm_token, norm_words,
     overlap_jaccard, overlap_jaccard_raw, word_count, words,
 )
 
@@ -63,9 +63,8 @@ __all__ = [
     "artefact_table", "assemble_split_statistics", "batch_columns", "batch_statistics", "blocks_from_rows",
     "class_distribution_table", "dataset_statistics", "duplicate_counts", "fold_text", "fold_texts",
     "folded_pair_key", "hypothesis_word_set", "inner_capital", "key_sums", "lcs_length", "lcs_ratio", "leakage_counts",
-    "leakage_markdown", "markdown_report", "new_token_rate", "norm_words", "overlap_jaccard",
+    "leakage_markdown", "markdown_report", "new_token_rate", "norm_token", "norm_words", "overlap_jaccard",
     "overlap_jaccard_raw", "pair_text_key", "pmi", "pmi_markdown", "pmi_table", "row_statistics",
     "ronli_table", "sample_std", "split_statistics", "top_pmi", "top_pmi_from_counts", "word_count",
     "word_counts", "word_set", "words",
-    "_EDGE_PUNCT",  # extractor.neardup strips edge punctuation with the same pattern
 ]

@@ -51,7 +51,7 @@ def sample_std(values) -> float | None:
     return round(float(np.std(arr, ddof=1)), DIGITS)
 
 
-def _missing(labels) -> np.ndarray:
+def missing_labels(labels) -> np.ndarray:
     """True where a label is missing (None or NaN)."""
     return np.fromiter((v is None or (isinstance(v, float) and v != v) for v in labels), bool, len(labels))
 
@@ -82,7 +82,7 @@ def aggregate_columns(columns: dict, labels=None) -> dict:
             result["labels"][names[code]] = block(np.nonzero(codes == code)[0])
     elif labels is not None:
         labels = np.array(list(labels), dtype=object)
-        known = ~_missing(labels)
+        known = ~missing_labels(labels)
         for label in sorted(set(labels[known].tolist()), key=str):
             result["labels"][str(label)] = block(np.nonzero(known & (labels == label))[0])
     return result

@@ -15,7 +15,7 @@ lower-casing of each character:
 Case folding maps each character on its own, and Arrow's lower-casing does too, so on a
 string of core and edge characters and " " ``utf8_lower`` is ``str.casefold``. Stage 2's
 near-duplicate shingles (`extractor.neardup`) use `normalised_tokens` too. Built once per
-process (about 50 ms).
+process.
 """
 from __future__ import annotations
 

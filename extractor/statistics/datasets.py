@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from extractor.statistics.aggregate import _missing, aggregate_pandas
+from extractor.statistics.aggregate import missing_labels, aggregate_pandas
 from extractor.statistics.keys import duplicate_counts, leakage_counts
 from extractor.statistics.kernels import batch_statistics
 from extractor.statistics.pmi import PMI_MIN_COUNT, top_pmi_from_counts
@@ -14,7 +14,7 @@ def split_statistics(df: pd.DataFrame, top_k: int = 10, min_count: int = PMI_MIN
     labels = df["label"].reset_index(drop=True) if "label" in df.columns else None
     stats, counts = batch_statistics(list(df["premise"]), list(df["hypothesis"]),
                                      list(labels) if labels is not None else [None] * len(df))
-    unlabeled = int(_missing(list(labels)).sum()) if labels is not None else 0
+    unlabeled = int(missing_labels(list(labels)).sum()) if labels is not None else 0
     pmi = {side: top_pmi_from_counts(counts[side], k=top_k, min_count=min_count) for side in ("hypothesis", "premise")}
     return assemble_split_statistics(aggregate_pandas(stats, labels), pmi if labels is not None else None,
                                      unlabeled, duplicate_counts(list(df["premise"]), list(df["hypothesis"])))

@@ -14,7 +14,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import LCSseq
 
 from extractor.statistics import charclasses
-from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs_length
+from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, lcs_length, norm_token
 
 
 # `batch_statistics` computes the per-row functions of `rows` for a whole batch at once: the
@@ -25,7 +25,7 @@ from extractor.statistics.rows import ROW_COLUMNS, ROW_DTYPES, _norm_tokens, lcs
 # batch equals them, bit for bit, on real and adversarial texts.
 
 
-def _text_array(values) -> pa.Array:
+def text_array(values) -> pa.Array:
     """A batch of texts as one Arrow string array: an Arrow array or column as it is,
     Python values as the per-row functions take them (None -> "", else ``str``)."""
     if isinstance(values, pa.ChunkedArray):
@@ -39,7 +39,7 @@ def _text_array(values) -> pa.Array:
         return pa.array(["" if v is None else str(v) for v in values], pa.large_string())
 
 
-class _Tokens:
+class Tokens:
     """The whitespace tokens of a batch of texts, in order (empty tokens dropped): ``row``
     of each token and whether it opens its text (``first``). `charclasses.split_whitespace`
     splits at exactly the characters Python's ``str.split()`` does (checked over every code
@@ -61,7 +61,7 @@ class _Tokens:
         self.raw = np.zeros(0, dtype=np.int64)
 
 
-def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
+def _vocabulary(*sides: Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
     """Number the distinct tokens of `sides` (sets each side's ``raw``) and return per raw
     id: its normalised word's id (`norm_words`; -1 when nothing is left), whether it holds
     a capital letter, whether it does after its first character; and the normalised words
@@ -76,20 +76,14 @@ def _vocabulary(*sides: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa
     # Python's answer (`charclasses`), Python the rest; the words are numbered in order of
     # first appearance among the tokens (tokens that leave no word get -1)
     vocab = encoded.dictionary
-    normal = charclasses.normalised_tokens(vocab, _python_norm)
+    normal = charclasses.normalised_tokens(vocab, norm_token)
     normal = pc.if_else(pc.equal(normal, ""), pa.scalar(None, normal.type), normal).dictionary_encode()
     norm_id = normal.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     upper, upper_tail = charclasses.has_upper(vocab)
     return norm_id, upper, upper_tail, normal.dictionary
 
 
-def _python_norm(token: str) -> str:
-    """`norm_words` of one whitespace token ("" when nothing is left): the definition."""
-    kept = _norm_tokens([token.casefold()])
-    return kept[0] if kept else ""
-
-
-def _normalised(side: _Tokens, norm_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _normalised(side: Tokens, norm_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A side's `norm_words`: (row, word id, position in the row's words) per word, and the
     words per row."""
     ids = norm_id[side.raw]
@@ -185,7 +179,7 @@ def _label_codes(labels, n: int) -> tuple[np.ndarray, list[str]]:
     """Each row's label number (-1: no label, None or NaN), labels as ``str`` in order of
     first appearance."""
     if isinstance(labels, (pa.Array, pa.ChunkedArray)):
-        labels = _text_array(labels).cast(pa.string())
+        labels = text_array(labels).cast(pa.string())
         encoded = pc.dictionary_encode(labels)
         codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         return codes, encoded.dictionary.to_pylist()
@@ -276,11 +270,11 @@ def batch_statistics(premises, hypotheses, labels, word_table: bool = False) -> 
 def batch_columns(premises, hypotheses, labels, word_table: bool = False) -> tuple[dict, dict | pa.Table]:
     """`batch_statistics` as numpy columns (:data:`ROW_COLUMNS`, in order, with the
     :data:`ROW_DTYPES`) and the word counts: for callers that go on column-wise."""
-    p_text, h_text = _text_array(premises), _text_array(hypotheses)
+    p_text, h_text = text_array(premises), text_array(hypotheses)
     if len(p_text) != len(h_text):
         raise ValueError(f"batch_statistics: {len(p_text)} premises but {len(h_text)} hypotheses")
     n = len(p_text)
-    prem, hyp = _Tokens(p_text), _Tokens(h_text)
+    prem, hyp = Tokens(p_text), Tokens(h_text)
     norm_id, upper, upper_tail, words_ = _vocabulary(prem, hyp)
     width = max(len(norm_id), 1) + 1
     pn, hn = _normalised(prem, norm_id), _normalised(hyp, norm_id)

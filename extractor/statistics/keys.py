@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.statistics import charclasses
-from extractor.statistics.kernels import _Tokens, _text_array
+from extractor.statistics.kernels import Tokens, text_array
 
 
 def fold_text(text: str) -> str:
@@ -23,13 +23,13 @@ def fold_texts(texts) -> pa.Array:
     it (`charclasses`, nearly all) are folded by Arrow alone; the others token by token:
     Arrow splits and joins, Python case-folds each distinct token once (case folding never
     makes or takes away whitespace, so folding token by token is folding the text)."""
-    arr = pc.fill_null(_text_array(texts), "")
+    arr = pc.fill_null(text_array(texts), "")
     return charclasses.fold_texts(arr, _fold_tokens)
 
 
 def _fold_tokens(texts) -> pa.Array:
     """`fold_texts` token by token (any texts)."""
-    tokens = _Tokens(_text_array(texts))
+    tokens = Tokens(text_array(texts))
     encoded = tokens.strings.dictionary_encode()
     folded = pa.array([t.casefold() for t in encoded.dictionary.to_pylist()], pa.large_string())
     offsets = np.zeros(tokens.n + 1, dtype=np.int64)

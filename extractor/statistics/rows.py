@@ -39,6 +39,13 @@ def _norm_tokens(folded: list[str]) -> list[str]:
     return out
 
 
+def norm_token(token: str) -> str:
+    """`norm_words` of one whitespace token ("" when nothing is left): what the batch
+    kernels run in Python for the tokens Arrow cannot normalise as Python does."""
+    folded = token.casefold()
+    return folded if folded and folded[0].isalnum() and folded[-1].isalnum() else _EDGE_PUNCT.sub("", folded)
+
+
 def overlap_jaccard(premise: str, hypothesis: str) -> float:
     """Jaccard index of the two sentences' normalised word sets (0 when both are empty)."""
     p, h = set(norm_words(premise)), set(norm_words(hypothesis))

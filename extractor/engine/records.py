@@ -25,7 +25,7 @@ import os
 import signal
 from collections import Counter
 
-from extractor.io import fs
+from extractor.io import atomic, fs
 from extractor.engine.runner import Runner, SharedValue
 
 PROGRESS = "_progress"
@@ -38,13 +38,9 @@ def _dumps(value) -> bytes:
 
 def put_record(path: str, value) -> None:
     """One whole record: a temporary name renamed on a local disk, one PUT on a store."""
-    data = _dumps(value)
-    if fs.is_local(path):
-        tmp = fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{os.getpid()}")
-        fs.write_bytes(tmp, data)
-        fs.move(tmp, path)
-    else:
-        fs.write_bytes(path, data)
+    pending = atomic.PendingFile(path, fs.join(fs.parent(path), f".{fs.basename(path)}.tmp-{os.getpid()}"))
+    fs.write_bytes(pending.tmp, _dumps(value))
+    pending.finish()
 
 
 def read_record(path: str):

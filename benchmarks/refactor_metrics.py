@@ -399,6 +399,17 @@ def command_modules(root: Path, modules: list[Module]) -> set[str]:
     return out
 
 
+
+def imported_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a `from ... import` names (relative ones resolved
+    against `package`)."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+        base = ".".join(parts + ([node.module] if node.module else []))
+    return base
+
 def imported_modules(mod: Module, known: set[str]) -> list[tuple[ast.AST, str]]:
     """The project modules one module imports (absolute or relative; `from pkg import mod`
     names the module)."""
@@ -410,11 +421,7 @@ def imported_modules(mod: Module, known: set[str]) -> list[tuple[ast.AST, str]]:
                 if a.name in known:
                     out.append((node, a.name))
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                base = ".".join(parts + ([node.module] if node.module else []))
+            base = imported_module(node, package)
             for a in node.names:
                 full = f"{base}.{a.name}"
                 if full in known:
@@ -584,11 +591,7 @@ class References:
                     elif a.name.split(".")[0] in ("extractor", "trainer", "jobs"):
                         aliases[a.name.split(".")[0]] = a.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                    base = ".".join(parts + ([node.module] if node.module else []))
+                base = imported_module(node, package)
                 for a in node.names:
                     local = a.asname or a.name
                     if f"{base}.{a.name}" in known:

@@ -6,6 +6,7 @@ assignment, its blocks). The driver's decisions between rounds are in `stage.py`
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +24,74 @@ from extractor.splits import pair_tables as bt
 from extractor.splits.plan import SplitsPlan
 
 
-def summaries(plan: SplitsPlan, u: int) -> dict:
+class SummariesResult(TypedDict):
+    counts: list        # [label, reject reason, n]
+    corpora: list       # the corpora of the unit's data rows
+
+
+class NearDuplicatesResult(TypedDict):
+    candidates: int
+    hypotheses: int
+    pairs: int
+
+
+class NearGroupsResult(TypedDict):
+    documents_joined: int
+    groups: int
+    hypotheses_across_corpora: int
+
+
+class NearLeakageResult(TypedDict):
+    hypotheses_in_two_splits: int
+    pairs_in_two_splits: int
+
+
+class NoResult(TypedDict):
+    """A round whose tasks only write scratch files."""
+
+
+class AssignResult(TypedDict):
+    documents: list     # [split, n]
+    short: list         # the (split, label) cells left short of their share
+
+
+class RankResult(TypedDict):
+    counts: list        # [why, *decisions.GROUP, n]
+    histogram: list
+
+
+class BoundaryResult(TypedDict):
+    rows: list
+
+
+class QuotaRowsResult(TypedDict):
+    rows: int
+    corpora: list
+    markers: list
+    sources: list
+    examples: list
+    lengths: list
+
+
+class KeysResult(TypedDict):
+    leakage: list
+    documents: list
+
+
+class OutputFileResult(TypedDict, total=False):
+    """Round 6's result: one of its kinds of task."""
+    chart: list | None
+    leakage: list
+    documents: list
+    near_leakage: NearLeakageResult
+    aggregates: list
+    pmi: dict[str, Any]
+    path: str
+    rows: int
+    bytes: int
+
+
+def summaries(plan: SplitsPlan, u: int) -> SummariesResult:
     """Round 1, per work unit: its slim rows (`pair_tables.summaries`), those that are data cut
     into buckets of sentence-pair keys, and its documents' weights per corpus; returns
     the rows per (label, reject reason) and the corpora."""
@@ -73,7 +141,7 @@ NEAR_EDGES = pa.schema([("corpus_a", pa.string()), ("doc_id_a", pa.string()), ("
                          ("gid_b", pa.int64())])
 
 
-def near_duplicates(plan: SplitsPlan, b: int) -> dict:
+def near_duplicates(plan: SplitsPlan, b: int) -> NearDuplicatesResult:
     """Near-duplicates, per bucket of band keys: the candidates of its keys verified with the
     exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
     pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
@@ -86,7 +154,7 @@ def near_duplicates(plan: SplitsPlan, b: int) -> dict:
             "pairs": int(pc.sum(verified.column("both")).as_py() or 0) if verified.num_rows else 0}
 
 
-def near_groups(plan: SplitsPlan, _: int) -> dict:
+def near_groups(plan: SplitsPlan, _: int) -> NearGroupsResult:
     """Near-duplicates, one task (run by the driver where the verified pairs are at most
     NEAR_GROUPS_IN_DRIVER): the documents joined by the verified pairs (connected
     components over document ids within each corpus) to `near-groups/<corpus>.arrow`."""
@@ -101,7 +169,7 @@ def near_groups(plan: SplitsPlan, _: int) -> dict:
             "hypotheses_across_corpora": int(across or 0)}
 
 
-def near_leakage(plan: SplitsPlan) -> dict:
+def near_leakage(plan: SplitsPlan) -> NearLeakageResult:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
     edges = edge_units(plan, scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES))
@@ -141,7 +209,7 @@ def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
     return edges
 
 
-def paragraphs(plan: SplitsPlan, b: int) -> dict:
+def paragraphs(plan: SplitsPlan, b: int) -> NoResult:
     """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
     of the corpora short of a label (`plan.short`), one file per corpus."""
     corpora = list(plan.short)
@@ -198,7 +266,7 @@ def groups_of(edges: pa.Table) -> pa.Table:
                                         "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
 
 
-def assign_documents(plan: SplitsPlan, corpus: str) -> dict:
+def assign_documents(plan: SplitsPlan, corpus: str) -> AssignResult:
     """Round 2, per corpus: every document to its split; returns documents per split. Run
     by the driver, not as a Spark job: the rows are few (one per document and label) and
     a job costs about 0.1 CPU-s and 0.15 s on a local master, all of it serial."""
@@ -230,7 +298,7 @@ def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.T
     return pa.concat_tables([assigned, extra])
 
 
-def rank(plan: SplitsPlan, b: int) -> dict:
+def rank(plan: SplitsPlan, b: int) -> RankResult:
     """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
     the rows kept so far, with their split, written to the folder of their unit range;
     their histograms."""
@@ -245,7 +313,7 @@ def rank(plan: SplitsPlan, b: int) -> dict:
     return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
 
 
-def boundary(plan: SplitsPlan, b: int) -> dict:
+def boundary(plan: SplitsPlan, b: int) -> BoundaryResult:
     """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
     parts = [plan.scratch.ranked(r, b)
              for r in range(plan.n_ranges)]
@@ -253,7 +321,7 @@ def boundary(plan: SplitsPlan, b: int) -> dict:
     return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan.cuts)]}
 
 
-def quota_rows(plan: SplitsPlan, r: int) -> dict:
+def quota_rows(plan: SplitsPlan, r: int) -> QuotaRowsResult:
     """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
     over its rows from every bucket); their document, hypothesis, pair and sentence-pair
     keys to the folders of the keys' buckets; their texts to the Arrow files of their
@@ -285,7 +353,7 @@ def quota_rows(plan: SplitsPlan, r: int) -> dict:
             "examples": card_mod.merge_examples(examples), "lengths": card_mod.merge_histograms(lengths)}
 
 
-def keys_result(plan: SplitsPlan, k: int) -> dict:
+def keys_result(plan: SplitsPlan, k: int) -> KeysResult:
     """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
     documents per corpus."""
     keys = scratch.read_arrow(plan.scratch.keys(k), dc.KEYS_SCHEMA)
@@ -296,7 +364,7 @@ def keys_result(plan: SplitsPlan, k: int) -> dict:
     return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
 
 
-def output_file(plan: SplitsPlan, task) -> dict:
+def output_file(plan: SplitsPlan, task) -> OutputFileResult:
     """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
     as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
     (`pair_tables.split_pmi`); or a keys bucket's leakage (`keys_result`); or the
@@ -314,7 +382,8 @@ def output_file(plan: SplitsPlan, task) -> dict:
         assert target is not None, "round 6 draws the chart into the output folder"
         return {"chart": [card_mod.write_chart(plan.chart, target), *card_mod.write_charts(plan.charts, target)]}
     if kind == "keys":
-        return keys_result(plan, bucket)
+        keys = keys_result(plan, bucket)
+        return {"leakage": keys["leakage"], "documents": keys["documents"]}
     if kind == "near-leakage":
         return {"near_leakage": near_leakage(plan)}
     if kind == "statistics":
@@ -327,7 +396,10 @@ def output_file(plan: SplitsPlan, task) -> dict:
     table = bt.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
     written = _out.write_sorted(table.to_batches(), fs.join(target, split), [],
                                 f"part-{bucket:05d}.parquet", _out.task_attempt())
-    return dict(zip(("path", "rows", "bytes"), written[0])) if written else {}
+    if not written:
+        return {}
+    path, rows_written, size = written[0]
+    return {"path": path, "rows": rows_written, "bytes": size}
 
 
 # ---------------------------------------------------------------------------- stage

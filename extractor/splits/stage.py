@@ -22,6 +22,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 from pathlib import Path
 
 from extractor.io import fs
@@ -109,15 +110,18 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     if plan.near and found:
         # near-duplicates: candidates per bucket of band keys, verified; documents joined
         near = {"candidates": 0, "hypotheses": 0, "pairs": 0}
-        for r in rounds.NEAR_DUPLICATES.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets):
-            for k in near:
-                near[k] += r[k]
+        for nr in rounds.NEAR_DUPLICATES.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets):
+            near["candidates"] += nr["candidates"]
+            near["hypotheses"] += nr["hypotheses"]
+            near["pairs"] += nr["pairs"]
         # the components over few verified pairs are cheaper here than a Spark job (about
         # 0.03 CPU-s and 0.03 s of serial wall time); over many, one task holds them
-        near.update(rounds.near_groups(plan, 0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
-                    else rounds.NEAR_GROUPS.run(runner, plan, [0])[0])
+        grouped = (rounds.near_groups(plan, 0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
+                   else rounds.NEAR_GROUPS.run(runner, plan, [0])[0])
+        near.update(documents_joined=grouped["documents_joined"], groups=grouped["groups"],
+                    hypotheses_across_corpora=grouped["hypotheses_across_corpora"])
     # run by the driver, not as a Spark job: the rows are few (one per document and label)
-    per_corpus = {corpus: rounds.assign_documents(plan, corpus) for corpus in corpora}
+    per_corpus: dict[str, Any] = {corpus: rounds.assign_documents(plan, corpus) for corpus in corpora}
     unit_of = {corpus: {"unit": "document"} for corpus in corpora}
     # documents too large or too few for every split to get its share of every label:
     # contiguous blocks of paragraphs instead, where they do better (docs/splits.md "Blocks")
@@ -135,8 +139,8 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
                 block_corpora.append(corpus)
     plan = replace(plan, block_corpora=block_corpora)
     documents: dict = {}
-    for r in per_corpus.values():
-        for split, count in r["documents"]:
+    for assigned in per_corpus.values():
+        for split, count in assigned["documents"]:
             documents[split] = documents.get(split, 0) + count
 
     # 3. pairs spanning two splits and all copies of a sentence pair but one; the counts per
@@ -146,7 +150,7 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     n_ranges = max(1, min(len(units), 2 * slots))
     plan = replace(plan, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
     even = [1.0] * len(buckets)
-    ranked = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
+    ranked: list[Any] = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
     counts, dropped = dc.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
                   **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}),
@@ -174,7 +178,7 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
     rows_of = [sum(u["rows"] for u, r in zip(units, plan.range_of) if r == i) for i in range(n_ranges)]
-    kept = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
+    kept: list[Any] = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
     plan = replace(plan, charts=card_mod.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
     return plan, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
                   "sizes": sizes, "near": near, "units": unit_of, "kept": kept}

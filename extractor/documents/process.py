@@ -199,8 +199,8 @@ _SEGMENTERS: dict = {}
 
 def punkt_key(punkt: dict) -> str:
     """The identity of a Punkt parameter set (sha256 of its JSON): computed once by the
-    stage and handed to the tasks in their plan (`punkt_key`): hashing the ~1 MB of
-    parameters cost about 3 % of a work unit's CPU when every task did it."""
+    stage and handed to the tasks in their plan (`punkt_key`), so that no task hashes the
+    whole parameter set again."""
     return hashlib.sha256(json.dumps(punkt, sort_keys=True, default=list).encode()).hexdigest()
 
 

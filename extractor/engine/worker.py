@@ -14,8 +14,8 @@ def task_done() -> None:
     behind, then freezes the objects alive in the worker (its imports, loaded models,
     caches) out of the garbage collector's walk. PySpark's daemon runs a full
     `gc.collect()` in a reused worker after every task, which walks every object the
-    worker holds: 15 ms of CPU with pyarrow imported, 35-45 ms with pandas and matplotlib,
-    160 ms with spaCy (measured), between one task and the next. Collected first, no
+    worker holds, a cost that grows with the libraries and models loaded (docs/pairs.md
+    has the figures). Collected first, no
     garbage is frozen; this collection and the daemon's then walk only the objects made
     since the last task (a frozen object is still freed when its last reference goes).
     It also makes the worker's exit quiet when Spark stops it idle (`quiet_idle_exit`),
@@ -33,10 +33,8 @@ _MALLOC_TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc only (not macOS, not
 def release_memory() -> None:
     """Free pages back to the system after a task: Arrow's memory pool (mimalloc keeps the
     pages of freed buffers for reuse) and, with glibc, the C heap's free top and holes
-    (`malloc_trim`). Without it a reused worker's resident memory grew with the tasks it had
-    run, not with what it held: over 60 pass-one tasks of the 4 GB scale dump, 336 -> 388
-    MiB with nothing left allocated by Arrow; with it 237 -> 249 MiB, for about 7 ms of CPU
-    a task (docs/scale.md)."""
+    (`malloc_trim`). Without it a reused worker's resident memory grows with the tasks it has
+    run, not with what it holds (docs/scale.md has the figures)."""
     # imported here: the stages' options import this module, and the job's --help must not
     # wait for pyarrow (its workers have it loaded by then)
     import pyarrow as pa
@@ -49,7 +47,7 @@ def release_memory() -> None:
 def quiet_idle_exit() -> None:
     """In a PySpark worker (no-op elsewhere): Spark stops an idle reused worker by closing
     its socket (PythonWorkerFactory, at the session's stop). The worker reads EOF where the
-    next task's first message would be, writes an exception report (about 1 KB) into the
+    next task's first message would be, writes a short exception report into the
     buffer of that closed socket and exits; the daemon's flush of the buffer then fails,
     and a `BrokenPipeError` traceback reaches the console after a successful job whenever
     the worker gets there before the daemon's SIGHUP (workers holding spaCy: more often).

@@ -268,8 +268,8 @@ def groups_of(edges: pa.Table) -> pa.Table:
 
 def assign_documents(plan: SplitsPlan, corpus: str) -> AssignResult:
     """Round 2, per corpus: every document to its split; returns documents per split. Run
-    by the driver, not as a Spark job: the rows are few (one per document and label) and
-    a job costs about 0.1 CPU-s and 0.15 s on a local master, all of it serial."""
+    by the driver, not as a Spark job: the rows are few (one per document and label), and a
+    Spark job's fixed serial cost would exceed the work."""
     weights = scratch.read_arrow(plan.scratch.weights(corpus), dc.WEIGHTS_SCHEMA)
     weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
     groups = plan.scratch.near_groups(corpus)

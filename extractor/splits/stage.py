@@ -114,8 +114,8 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
             near["candidates"] += nr["candidates"]
             near["hypotheses"] += nr["hypotheses"]
             near["pairs"] += nr["pairs"]
-        # the components over few verified pairs are cheaper here than a Spark job (about
-        # 0.03 CPU-s and 0.03 s of serial wall time); over many, one task holds them
+        # the components over few verified pairs are cheaper here than a Spark job's fixed
+        # serial cost; over many, one task holds them
         grouped = (rounds.near_groups(plan, 0) if near["hypotheses"] <= NEAR_GROUPS_IN_DRIVER
                    else rounds.NEAR_GROUPS.run(runner, plan, [0])[0])
         near.update(documents_joined=grouped["documents_joined"], groups=grouped["groups"],
@@ -187,7 +187,8 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
 def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
     """Round 6 into `plan.target`: the output files; the card's aggregates and PMI words per
     split; the leakage of every kind of key and the documents per corpus; the near-duplicates
-    across splits (one task here, not a Spark job of its own: about 0.1 CPU-s less); the
+    across splits (one task here, not a Spark job of its own, which would cost more than it
+    does); the
     chart. Returns what the card and stats need (`decide`'s, with the figures, leakage,
     blocks and files written)."""
     sizes, near, kept = found["sizes"], found["near"], found["kept"]

@@ -55,24 +55,28 @@ def split_by(table: pa.Table, buckets: np.ndarray) -> dict[int, pa.Table]:
     return {int(v): table.take(pa.array(order[s:e])) for v, s, e in zip(values, starts, ends)}
 
 
+def _numbered_file(kind: str, i: int, width: int = 5) -> str:
+    return f"{kind}-{i:0{width}d}.arrow"
+
+
 def unit_name(k: int) -> str:
     """The file a task of unit `k` writes into a folder."""
-    return f"unit-{k:06d}.arrow"
+    return _numbered_file("unit", k, 6)
 
 
 def bucket_name(b: int) -> str:
     """The file a task of bucket `b` writes into a folder."""
-    return f"bucket-{b:05d}.arrow"
+    return _numbered_file("bucket", b)
 
 
 def band_name(k: int) -> str:
     """The file a task of band bucket `k` writes into a folder."""
-    return f"band-{k:05d}.arrow"
+    return _numbered_file("band", k)
 
 
 def range_name(r: int) -> str:
     """The file a task of unit range `r` writes into a folder."""
-    return f"range-{r:05d}.arrow"
+    return _numbered_file("range", r)
 
 
 def corpus_dir(corpus: str) -> str:

@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Iterator
 
 from extractor.io import fs
 
@@ -179,21 +177,6 @@ class WorkFile:
 # store's upload appears whole when its stream closes, so a file is written in place there.
 
 
-@contextmanager
-def file_beside(path: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
-    """``with file_beside(path) as tmp:`` write the local file `tmp` (``<path><suffix>``);
-    when the block ends it is renamed over `path` in one step; on an exception it is
-    removed and `path` is left as it was."""
-    path = Path(path)
-    tmp = path.with_name(path.name + suffix)
-    try:
-        yield tmp
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-
-
 def write_file(path: Path | str, data: bytes) -> None:
     """Write `data` as the file `path` (local or a URI, through extractor.io.fs): a reader
     sees the old file or the new one, never part of one. Local parent folders are made."""
@@ -202,7 +185,7 @@ def write_file(path: Path | str, data: bytes) -> None:
         fs.write_bytes(str(path), data)
         return
     Path(local).parent.mkdir(parents=True, exist_ok=True)
-    with file_beside(local) as tmp:
+    with WorkFile(local) as tmp:
         tmp.write_bytes(data)
 
 

@@ -112,7 +112,7 @@ def build(directory: str | Path, reqs: list[str] | None = None, force: bool = Fa
             log(f"[setup] adding the spaCy model {spec} to the executors' environment")
             subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
                             "--disable-pip-version-check", *opts, spec], check=True, stdout=sys.stderr)
-        with atomic.file_beside(archive, ".partial") as partial:
+        with atomic.WorkFile(archive) as partial:
             venv_pack.pack(prefix=str(env), output=str(partial), format="tar.gz", compress_level=1, force=True)
             os.chmod(partial, 0o644)
     for old in directory.glob("nli-env-*.tar.gz"):  # archives of earlier requirements

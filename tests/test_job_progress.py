@@ -117,6 +117,9 @@ def test_progress_line_rate_and_eta():
     assert progress_line("[pairs] round 2 marked", 12, 16, 4.0) == \
         "[pairs] round 2 marked: 12/16 tasks, 3.0 tasks/s, ETA 0:00:01"
     assert progress_line("[splits] round 1", 0, 2, 1.0, units=16) == "[splits] round 1: 0/2 tasks (16 units), 0.0 tasks/s, ETA ?"
+    # a slow round (a task a minute on a large input) shows tasks per minute, not "0.0 tasks/s"
+    assert progress_line("[sentences] round 1 units", 2, 32, 120.0) == \
+        "[sentences] round 1 units: 2/32 tasks, 1.0 tasks/min, ETA 0:30:00"
     assert eta_text(3725) == "1:02:05"
 
 
@@ -159,7 +162,7 @@ def test_round_status_prints_updates_then_a_closing_line():
             status._stop.wait(0.01)
         sc.tracker.done = 4
     lines = stream.getvalue().splitlines()
-    assert any(re.fullmatch(r"\[pairs\] round 1 pass-one: 2/4 tasks, [\d.]+ tasks/s, ETA \S+", l) for l in lines)
+    assert any(re.fullmatch(r"\[pairs\] round 1 pass-one: 2/4 tasks, [\d.]+ tasks/(s|min), ETA \S+", l) for l in lines)
     assert re.fullmatch(r"\[pairs\] round 1 pass-one: 4/4 tasks in [\d.]+ s", lines[-1])
     assert sc.props["spark.jobGroup.id"] is None
 

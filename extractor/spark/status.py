@@ -35,11 +35,12 @@ def eta_text(seconds: float | None) -> str:
 
 def progress_line(label: str, done: int, total: int, elapsed: float, units: int | None = None) -> str:
     """One progress line: tasks done of total, rate (tasks per second since the round
-    started) and ETA at that rate."""
+    started, per minute below 0.1 a second) and ETA at that rate."""
     rate = done / elapsed if elapsed > 0 else 0.0
     eta = (total - done) / rate if rate > 0 else None
     of_units = f" ({units} units)" if units is not None and units != total else ""
-    return f"{label}: {done}/{total} tasks{of_units}, {rate:.1f} tasks/s, ETA {eta_text(eta)}"
+    speed = f"{rate:.1f} tasks/s" if rate >= 0.1 or not done else f"{rate * 60:.1f} tasks/min"
+    return f"{label}: {done}/{total} tasks{of_units}, {speed}, ETA {eta_text(eta)}"
 
 
 class RoundStatus:

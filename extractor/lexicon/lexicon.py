@@ -62,6 +62,26 @@ class SpacyModel:
         return self.install or f"python -m spacy download {self.name}"
 
 
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*", re.U)
+
+
+@dataclass(frozen=True)
+class CompleteWords:
+    """`pos_filter.complete_words`: word forms the language's tagger tags subject-like
+    (NOUN, PRON, PROPN) or as a predicate (VERB, AUX) wherever they stand, derived from its
+    own tags by benchmarks/pos_word_lists.py. A sentence holding a word of each list is
+    complete (the POS filter's verdict) without tagging; the others are tagged."""
+    subject: frozenset[str] = frozenset()
+    predicate: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.subject and self.predicate)
+
+    def complete(self, text: str) -> bool:
+        words = set(_WORD.findall(text.lower()))
+        return not words.isdisjoint(self.predicate) and not words.isdisjoint(self.subject)
+
+
 @dataclass(frozen=True)
 class Lexicon:
     lang: str
@@ -84,6 +104,7 @@ class Lexicon:
     abbreviations: tuple[str, ...] = ()
     subject_pos: tuple[str, ...] = ("NOUN", "PRON", "PROPN")
     predicate_pos: tuple[str, ...] = ("VERB", "AUX")
+    complete_words: CompleteWords = field(default_factory=CompleteWords)
     stress_tests: dict = field(default_factory=dict)
     # Every model of `spacy_models`, in order of preference; `spacy_model` above is the
     # first of them that is installed (else the first listed), `spacy_install` its command.
@@ -277,10 +298,22 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
         abbreviations=_strings(seg.get("abbreviations"), "segmentation.abbreviations", path),
         subject_pos=_strings(pos.get("subject_pos"), "pos_filter.subject_pos", path) or ("NOUN", "PRON", "PROPN"),
         predicate_pos=_strings(pos.get("predicate_pos"), "pos_filter.predicate_pos", path) or ("VERB", "AUX"),
+        complete_words=_complete_words(pos.get("complete_words"), path),
         stress_tests=raw.get("stress_tests") or {},
         spacy_models=models, phrase_set=chosen, phrase_sets_available=tuple(sorted(sets)),
         label_filters=filters, measured_precision=measured,
     )
+
+
+def _complete_words(raw, path: Path) -> CompleteWords:
+    if raw is None:
+        return CompleteWords()
+    if not isinstance(raw, dict) or set(raw) - {"subject", "predicate"}:
+        raise LexiconError(f"{path}: pos_filter.complete_words must map 'subject' and 'predicate' to word lists")
+    subject = _strings(raw.get("subject"), "pos_filter.complete_words.subject", path)
+    predicate = _strings(raw.get("predicate"), "pos_filter.complete_words.predicate", path)
+    return CompleteWords(subject=frozenset(w.lower() for w in subject),
+                         predicate=frozenset(w.lower() for w in predicate))
 
 
 def _sample_input(path: Path, sample: str | None) -> Path | None:

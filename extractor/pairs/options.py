@@ -39,6 +39,7 @@ class Options:
     seed: int = contract.SEED
     spacy_model: str | None = None
     pos_filter: str = "auto"
+    pos_words: str = "on"
     neutral_ratio: float = 1.0
     neutral_mix: dict | str | None = neutral.DEFAULT_MIX
     # near-duplicate pairs (docs/neardup.md; the flags are stage 3's, read by both stages).
@@ -80,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--pos-filter", choices=pos_filter.POS_FILTER_MODES, default=contract.default(Options, "pos_filter"),
                    help="auto: filter when the model is installed, else skip with a warning; "
                         "on: a missing model is an error; off: no filter (default auto)")
+    g.add_argument("--pos-words", choices=("on", "off"), default=contract.default(Options, "pos_words"),
+                   help="on: a sentence holding a word of each of the lexicon's pos_filter.complete_words lists "
+                        "is complete without tagging; off: the tagger judges every sentence (default on)")
     g.add_argument("--neutral-ratio", type=_neutral_ratio, default=contract.default(Options, "neutral_ratio"),
                    help="neutral pairs per corpus, relative to its largest marked class (default 1.0)")
     g.add_argument("--neutral-mix", type=_neutral_mix, default=None,

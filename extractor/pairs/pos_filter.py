@@ -246,6 +246,20 @@ def receptive_field(nlp) -> int | None:
 
 
 def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 256) -> list[tuple[bool, str | None]]:
+    """`is_complete` of each text's POS tags; a text holding a word of each of the lexicon's
+    `complete_words` lists is complete without tagging (`CompleteWords`), the rest are
+    tagged (`tagged_verdicts`)."""
+    words = getattr(lexicon, "complete_words", None)
+    if not words:
+        return tagged_verdicts(texts, model, lexicon, batch_size)
+    out: list = [(True, None) if words.complete(t) else None for t in texts]
+    rest = [i for i, v in enumerate(out) if v is None]
+    for i, verdict in zip(rest, tagged_verdicts([texts[i] for i in rest], model, lexicon, batch_size)):
+        out[i] = verdict
+    return out
+
+
+def tagged_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 256) -> list[tuple[bool, str | None]]:
     """`is_complete` of each text's POS tags, with less tagging: a sentence longer than
     the model's receptive field (`receptive_field`) + PREFIX_EXACT tokens is tagged on its
     first that many tokens first; the tags of its first PREFIX_EXACT tokens are then those
@@ -254,7 +268,9 @@ def pos_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int = 25
     long sentences are tagged whole. The same verdicts as tagging every sentence whole
     (tests/test_pos_filter.py), with fewer tokens through the model."""
     if len(texts) > TEXTS_PER_CALL:
-        return [v for part in _parts(texts) for v in pos_verdicts(part, model, lexicon, batch_size)]
+        return [v for part in _parts(texts) for v in tagged_verdicts(part, model, lexicon, batch_size)]
+    if not texts:
+        return []
     nlp = load_model(model)
     field = receptive_field(nlp) if not model.startswith(rule_pos.PREFIX) else None
     if field is None:

@@ -48,6 +48,7 @@ from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported f
 from extractor.pairs.plan import PairsPlan, PairsScratch
 from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
+from extractor.lexicon.lexicon import CompleteWords
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.pairs.options import Options, add_arguments  # noqa: F401
 
@@ -62,8 +63,11 @@ def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
     enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
     if warning and warn:
         warn(warning)
+    words = lexicon.complete_words if enabled and options.pos_words == "on" else None
     return (model if enabled else None), {"status": status, "mode": options.pos_filter,
-                                          "model": model if enabled else None, "model_requested": model}
+                                          "model": model if enabled else None, "model_requested": model,
+                                          "complete_words": {"subject": len(words.subject),
+                                                             "predicate": len(words.predicate)} if words else None}
 
 
 def _pos_tasks(slots: int, units: int) -> int:
@@ -222,6 +226,8 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
     scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
     (`extractor.engine.runner.Runner`: Spark tasks in the job, `InProcessRunner` in one process)."""
     model, status = pos_status(options, lexicon, warn)
+    if options.pos_words == "off":  # the tagger judges every sentence
+        lexicon = replace(lexicon, complete_words=CompleteWords())
     plan = make_plan(runner, table, lexicon, options, model, work, files)
     released: list = []
 

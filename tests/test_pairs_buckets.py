@@ -202,7 +202,7 @@ def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_sam
     verdicts = pb.judged(ranked)
     assert verdicts.num_rows == len(set(verdicts.column("text").to_pylist())) >= 6
     assert set(verdicts.column("reason").to_pylist()) >= {None, "pos_no_predicate"}
-    expected = dict(zip(UK_SENTENCES, pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)))
+    expected = dict(zip(UK_SENTENCES, pf.pos_verdicts(UK_SENTENCES, "rules:uk", lexicon)))
     for text, reason in zip(verdicts.column("text").to_pylist(), verdicts.column("reason").to_pylist()):
         assert expected[text] == (reason is None, reason)
 
@@ -241,7 +241,7 @@ def test_verdict_cache_keeps_a_tasks_texts_and_a_bounded_tail_of_earlier_ones(mo
     first.prepare(UK_SENTENCES[5:])
     cache = bt._CACHE["rules:uk"]
     assert len(cache) == 1 + len(UK_SENTENCES) > 4  # the running task's texts all stay
-    expected = pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)
+    expected = pf.pos_verdicts(UK_SENTENCES, "rules:uk", lexicon)
     assert [first(t) for t in UK_SENTENCES] == expected and first("Знайдене раніше речення.") == (True, None)
     second = bt.Verdicts("rules:uk", lexicon)  # the next task: the 4 last texts of the first
     assert list(cache) == UK_SENTENCES[-4:]

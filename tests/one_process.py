@@ -1,8 +1,8 @@
 """Each stage's rounds run one after another in one plain Python process (no Spark): the
 stage's own functions handed to an `InProcessRunner`, over the same files, with scratch
 files in a temporary folder and the same writer. The tests check that they write the
-Spark stage's files; the engine-overhead benchmark (benchmarks/splits_throughput.py)
-measures them against Spark.
+Spark stage's files; the engine-overhead benchmarks (benchmarks/pairs_throughput.py,
+benchmarks/splits_throughput.py, benchmarks/stage2_*.py) measure them against Spark.
 """
 from __future__ import annotations
 
@@ -11,10 +11,31 @@ import tempfile
 from extractor.engine.runner import InProcessRunner
 from extractor.io import fs
 from extractor.neardup.settings import Settings
+from extractor.pairs.options import Options
+from extractor.pairs.stage import build_pairs
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits.plan import SplitsPlan, SplitsScratch
 from extractor.splits import stage as splits_stage
+
+
+def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,
+                         files: int = 4) -> tuple[list[dict], dict]:
+    """Stage 2 in one plain Python process (no Spark): the same rounds with each round's
+    tasks run one after another here (`InProcessRunner`), over the same sentence files, with
+    scratch files in a temporary folder and the same writer. For the engine-overhead
+    benchmark (benchmarks/pairs_throughput.py): Spark's CPU against the CPU of exactly the
+    same functions. The tests also compare the stage with `reference_pairs`
+    (tests/pairs_reference.py), an independent implementation over Python rows. Returns
+    (the files written, the stage's `stats.json` block)."""
+    with tempfile.TemporaryDirectory() as work:
+        write, stats, cleanup = build_pairs(InProcessRunner(), table, lexicon, options,
+                                            work=f"{work}/scratch", files=files)
+        try:
+            written = write(out_dir)
+        finally:
+            cleanup()
+    return written, stats
 
 
 def run_rounds(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,

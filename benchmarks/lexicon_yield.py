@@ -73,7 +73,7 @@ def count_set(docs: list, lexicon, pos_model: str | None) -> dict:
     if pos_model:
         from extractor.pairs import pos_filter as pf
         texts = pos_texts(pairs)
-        verdicts = dict(zip(texts, pf.check_texts(texts, pos_model, lexicon)))
+        verdicts = dict(zip(texts, pf.pos_verdicts(texts, pos_model, lexicon)))
         after: Counter = Counter()
         for p in pairs:
             if verdicts[p.hypothesis][0] and verdicts[p.premise][0]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from extractor.runs import report  # noqa: E402
+from tests import run_hashes  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work"
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -36,7 +36,7 @@ BASE = "a12f089"  # the commit whose bundled samples the sample configurations r
 SAMPLES = {"ro": "samples/ro/rowiki-sample-pages-articles.xml",
            "es": "samples/es/eswiki-sample-pages-articles.xml",
            "en": "samples/en/en-sample-pages-articles.xml"}
-VOLATILE_JOB = (*report.VOLATILE_JOB, "command_line", "corpora", "versions", "spark_master")
+VOLATILE_JOB = (*run_hashes.VOLATILE_JOB, "command_line", "corpora", "versions", "spark_master")
 
 
 def sample_input(lang: str) -> Path:
@@ -81,7 +81,7 @@ def hash_run(root: Path) -> dict[str, str]:
     root's path (the card and splits/stats.json quote the command line) is replaced by
     `<OUTPUT>` first, so runs written to different folders compare equal."""
     run = root if not (root / "current").exists() else root / "current"
-    hashes = report.published_hashes(run, VOLATILE_JOB, (str(root.absolute()).encode(), b"<OUTPUT>"), TEXT_SUFFIXES)
+    hashes = run_hashes.published_hashes(run, VOLATILE_JOB, (str(root.absolute()).encode(), b"<OUTPUT>"), TEXT_SUFFIXES)
     if "stats.json" in hashes:
         hashes["stats.json (normalised)"] = hashes.pop("stats.json")  # the name the recorded files use
     return hashes

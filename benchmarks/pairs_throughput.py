@@ -19,7 +19,7 @@ Parts:
 2. engine: stage 2 alone under local[1] (CPU sampled around stage 2's `run(ctx, runner)`, as
    benchmarks/splits_throughput.py does for stage 3: the session start-up is not the
    stage's), against `--plain`: one Python process that runs the stage's rounds one after
-   another over the same sentence files (`extractor.pairs.stage.pairs_in_one_process`: the same
+   another over the same sentence files (`pairs_in_one_process`, tests/one_process.py: the same
    functions, scratch files and writer, no Spark), its CPU sampled around that work; its
    files are compared byte for byte with the stage's. Target: Spark <= 1.5x the plain
    process's CPU.
@@ -201,11 +201,12 @@ def engine(size: int) -> dict:
 
 def plain(table: str, dest: str) -> None:
     """One plain Python process: the stage's rounds run one after another
-    (`extractor.pairs.stage.pairs_in_one_process`: the same functions, scratch files and writer, no
+    (`pairs_in_one_process`, tests/one_process.py: the same functions, scratch files and writer, no
     Spark) over the same sentence files; CPU sampled around that work (not the
     interpreter's start-up), as for the Spark run."""
     from extractor.lexicon.lexicon import load_lexicon
-    from extractor.pairs.stage import Options, pairs_in_one_process
+    from extractor.pairs.stage import Options
+    from tests.one_process import pairs_in_one_process
 
     shutil.rmtree(dest, ignore_errors=True)
     lexicon = load_lexicon("en")

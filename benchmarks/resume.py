@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 from extract_throughput import TreeMonitor, build_dump  # noqa: E402  (the benchmark's own helpers)
 
-from extractor.runs.report import published_hashes  # noqa: E402
+from tests.run_hashes import published_hashes  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "resume"
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-250mb.xml.bz2"
@@ -101,7 +101,7 @@ def stage_seconds(log: Path) -> dict:
 
 def published(out: Path) -> dict:
     """sha256 of every published file; stats.json without timings and run id, the output
-    folder's path masked (`report.published_hashes`)."""
+    folder's path masked (`published_hashes`, tests/run_hashes.py)."""
     return published_hashes(out / "current", replace=(str(out).encode(), b"<OUT>"))
 
 

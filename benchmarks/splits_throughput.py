@@ -32,7 +32,7 @@ job, stage 3's workers are the ones that ran stage 2 (Spark reuses them) and hol
 imports (numpy, pyarrow, pandas, extractor.neardup, extractor.statistics: seen in a real
 job). Until 2026-11-27 the workers imported them inside the measured stage, about 0.45
 CPU-s per worker that the job spends in stage 2. The plain run (`--plain`) runs
-`extractor.splits.stage.splits_in_one_process` on the pairs table the local[1] run read: the stage's
+`splits_in_one_process` (tests/one_process.py) on the pairs table the local[1] run read: the stage's
 six rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
 way around the work, and its split files are compared byte for byte with the stage's.
@@ -235,7 +235,7 @@ def run_plain_child(src: Path) -> dict:
 def plain(src: str, out: str) -> None:
     sys.path.insert(0, str(REPO))
     from extractor.neardup.settings import Settings
-    from extractor.splits.stage import splits_in_one_process
+    from tests.one_process import splits_in_one_process
 
     shutil.rmtree(out, ignore_errors=True)
     c, t = tree_cpu(), time.time()

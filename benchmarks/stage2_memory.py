@@ -4,7 +4,7 @@ peak comes from, and whether it grows with the input.
     .venv/bin/python benchmarks/stage2_memory.py --size 1000            # the 1 GB scale run's sentences
     .venv/bin/python benchmarks/stage2_memory.py --size 4000 --release  # hand memory back after each task
 
-Runs `extractor.pairs.stage.pairs_in_one_process` (`ro_legal_fl`, POS filter on,
+Runs `pairs_in_one_process` of tests/one_process.py (`ro_legal_fl`, POS filter on,
 near-duplicates on, as the job) over the `sentences/` table a `benchmarks/scale.py` run left
 in `benchmarks/_work/scale/out-<size>mb/current/`, every round's tasks one after another
 in this process. Before each task the kernel's peak-RSS mark is reset
@@ -31,6 +31,7 @@ from extractor.engine import worker  # noqa: E402  (after the repository is on t
 from extractor.engine.runner import InProcessRunner  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
+from tests.one_process import pairs_in_one_process  # noqa: E402
 
 
 def _status(key: str) -> int:
@@ -66,8 +67,8 @@ def main() -> None:
     dest = Path(tempfile.mkdtemp(prefix="stage2-memory-"))
     try:
         cpu = time.process_time()
-        ps.pairs_in_one_process(str(table), str(dest / "pairs"), load_lexicon("ro"),
-                                ps.Options(pos_filter="on", near_duplicates="on"))
+        pairs_in_one_process(str(table), str(dest / "pairs"), load_lexicon("ro"),
+                             ps.Options(pos_filter="on", near_duplicates="on"))
         cpu = time.process_time() - cpu
     finally:
         shutil.rmtree(dest, ignore_errors=True)

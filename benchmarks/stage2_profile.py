@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/stage2_profile.py --run out-250mb-default --profile  # and cProfile
     .venv/bin/python benchmarks/stage2_profile.py --run out-250mb-compare --no-label-filter all
 
-Runs `extractor.pairs.stage.pairs_in_one_process` over the `sentences/` table the run left in
+Runs `pairs_in_one_process` (tests/one_process.py) over the `sentences/` table the run left in
 `benchmarks/_work/scale/<run>/current/` (or, while
 the run goes on past its stage 1, its newest `_runs/*/`), with the job's defaults for `--lang ro`: the
 lexicon's label filters (less those `--no-label-filter` turns off), its neutral mix
@@ -37,6 +37,7 @@ from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral as nt  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
+from tests.one_process import pairs_in_one_process  # noqa: E402
 
 
 def main() -> None:
@@ -76,7 +77,7 @@ def main() -> None:
         cpu = time.process_time()
         if prof:
             prof.enable()
-        _, stats = ps.pairs_in_one_process(str(table), str(dest / "pairs"), lexicon, options)
+        _, stats = pairs_in_one_process(str(table), str(dest / "pairs"), lexicon, options)
         if prof:
             prof.disable()
         cpu = time.process_time() - cpu

@@ -82,7 +82,7 @@ def load_pairs(n: int) -> tuple[pd.DataFrame, str]:
 
 
 def build_model_dir(folder: Path, texts: list[str], size: str, max_len: int) -> Path:
-    from trainer.models.transformer import build_untrained_bert
+    from tests.trainer_fixtures import build_untrained_bert
 
     hidden, layers, heads, inter = SIZES[size]
     return build_untrained_bert(folder, list(dict.fromkeys(texts)), tokenizer_vocab=30522, config_vocab=30522,

@@ -6,13 +6,43 @@ stage's tests compare its splits and drop counts with this reference.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor import statistics as st
+from extractor.core.hashing import stable_hashes
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
+
+
+def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> pd.DataFrame:
+    """Assign whole documents of ONE corpus to splits, stratified by label: the pandas
+    definition of what the stage computes with Arrow kernels (`decisions.assign_corpus`).
+
+    ``docs`` has columns ``corpus, doc_id, test_only`` and one count column per label
+    (``n_<label>``; a plain ``n_pairs`` column is one label). Documents are visited in
+    the order of the hash of (doc_id, seed); each goes to the split with the largest
+    remaining deficit for the labels it holds: sum over labels of
+    count x (target - assigned) / label total, targets being ratio x label total. This is
+    the greedy of scikit-learn's StratifiedGroupKFold in a deterministic order: the ratios
+    hold in pairs, every split gets every label as far as the documents allow, even for
+    small corpora. ``test_only`` corpora go to test whole. Returns ``corpus, doc_id, split``.
+    """
+    if docs.empty:
+        return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
+                             "split": pd.Series(dtype=str)})
+    count_cols = sorted(c for c in docs.columns if c.startswith("n_"))
+    docs = docs.copy()
+    docs["_h"] = stable_hashes([str(d) for d in docs["doc_id"]], seed=seed)
+    docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
+    out = sp.greedy_splits(docs[count_cols].fillna(0).to_numpy(dtype="float64"),
+                           docs["test_only"].astype(bool).tolist(), ratios)
+    return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
+                         "split": pd.Series(out, dtype=object).astype(str)})
+
 
 
 def run_reference(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balance: str = "downsample",
@@ -30,7 +60,7 @@ def run_reference(pairs: pa.Table, seed: int = 0, ratios=(0.8, 0.1, 0.1), balanc
     docs.columns = [f"n_{labels.index(c):03d}" for c in docs.columns]
     docs["test_only"] = weights.groupby(["corpus", "doc_id"])["_test_only"].max()
     docs = docs.reset_index()
-    doc_split = pd.concat([sp.assign_documents(g, ratios, seed) for _, g in docs.groupby("corpus", sort=True)])
+    doc_split = pd.concat([assign_documents(g, ratios, seed) for _, g in docs.groupby("corpus", sort=True)])
     where = dict(zip(doc_split["doc_id"], doc_split["split"]))
     df = df.assign(_split=df["doc_id"].map(where))
     cross = (df["_pdoc"].map(where) != df["_split"]) | (df["_hdoc"].map(where) != df["_split"])

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests import logic_formulas as formulas
 from trainer.analysis import logic
 from trainer.cli import UserError, main
 
@@ -18,9 +19,9 @@ def classify(text: str, reading: str) -> tuple[str, np.ndarray]:
     """Status of a (meta-)inference under a reading, as the paper's Table 2 writes it, and its
     truth vector: ``valid`` (✓), ``contradictory`` (⊥), ``vacuous`` (∅: the antecedent of the
     top-level implication is unsatisfiable) or ``contingent`` (equivalent to the returned vector)."""
-    node = logic.parse(text)
-    truth = logic.evaluate(node, reading)
-    if node[0] == "imp" and not logic.evaluate(node[1], reading).any():
+    node = formulas.parse(text)
+    truth = formulas.evaluate(node, reading)
+    if node[0] == "imp" and not formulas.evaluate(node[1], reading).any():
         return "vacuous", truth
     if truth.all():
         return "valid", truth
@@ -31,7 +32,7 @@ def classify(text: str, reading: str) -> tuple[str, np.ndarray]:
 
 def equivalent(f: str, g: str, reading: str | None = None) -> bool:
     """Whether two formulas are equivalent over K (true at the same models)."""
-    return bool(np.array_equal(logic.evaluate(f, reading), logic.evaluate(g, reading)))
+    return bool(np.array_equal(formulas.evaluate(f, reading), formulas.evaluate(g, reading)))
 
 # ---------------------------------------------------------------------------- the dataset
 # An SNLI-like 3-label dataset with shared premises: every premise (a photo-caption-like
@@ -272,7 +273,7 @@ def _matches(formula: str, reading: str, expected: str) -> bool:
     status, truth = classify(formula, reading)
     if expected in STATUS:
         return status == STATUS[expected]
-    return status == "contingent" and np.array_equal(truth, logic.evaluate(expected))
+    return status == "contingent" and np.array_equal(truth, formulas.evaluate(expected))
 
 
 @pytest.mark.parametrize("row", TABLE_2, ids=[r[0] for r in TABLE_2])
@@ -308,9 +309,9 @@ def test_formula_parser_precedence_and_errors():
     assert equivalent("[](a -> b)", "¬◇(a ∧ ¬b)")
     assert not equivalent("□a", "a")  # K is not reflexive
     with pytest.raises(ValueError):
-        logic.evaluate("□□a")
+        formulas.evaluate("□□a")
     with pytest.raises(ValueError):
-        logic.parse("a ∧")
+        formulas.parse("a ∧")
 
 
 # ---------------------------------------------------------------------------- Table 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import sys
 
@@ -11,7 +12,7 @@ import pytest
 
 from extractor.core.errors import InputError
 from extractor.job.context import JobContext
-from extractor.runs import OutputExistsError, read_stats, summary_table, write_stats
+from extractor.runs import OutputExistsError, stats_bytes, summary_table
 from extractor.spark.runner import SparkRunner
 from tests.task_tables import write_rows, writer
 
@@ -128,8 +129,8 @@ def test_existing_table_needs_overwrite_and_missing_table_is_named(spark, tmp_pa
 def test_stats_json_round_trip_and_summary(tmp_path):
     stats = {"sentences": {"documents": {"read": 206, "kept": 96}, "documents_dropped": {"redirect": 99},
                            "seconds": {"write": 1.5}, "inputs": {"x": {"partitions": 2}}}}
-    write_stats(tmp_path / "stats.json", stats)
-    assert read_stats(tmp_path / "stats.json") == stats
+    (tmp_path / "stats.json").write_bytes(stats_bytes(stats))
+    assert json.loads((tmp_path / "stats.json").read_text(encoding="utf-8")) == stats
     table = summary_table(stats)
     assert "documents.read" in table and "206" in table and "documents_dropped.redirect" in table
     assert "seconds" not in table and "partitions" not in table
@@ -148,8 +149,6 @@ def _parquet_digests(root):
 
 def test_file_uri_output_twice_gives_the_same_bytes_with_stats_and_punkt_params(spark, tmp_path):
     """--output file:///... (the stand-in for gs://, s3a://): the same writer, the same files."""
-    import json
-
     from jobs.extract import main
 
     for name in ("a", "b"):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractor.lexicon.lexicon import MARKED_LABELS, load_lexicon
-from extractor.pairs.matching import Matcher, match_marker, matcher_for, recase_first_letter
+from extractor.pairs.matching import Matcher, matcher_for, recase_first_letter
 from tests.conftest import shared_file
 
 
@@ -28,16 +28,16 @@ def en():
 
 
 def test_marker_only_at_the_start(ro, en):
-    assert match_marker("Armata s-a retras; prin urmare, orașul a căzut în mâinile lor.", ro) is None
-    assert match_marker("The town fell; however, the castle held out for a week.", en) is None
-    m = match_marker("Prin urmare, orașul a căzut în mâinile asediatorilor.", ro)
+    assert ro.match("Armata s-a retras; prin urmare, orașul a căzut în mâinile lor.") is None
+    assert en.match("The town fell; however, the castle held out for a week.") is None
+    m = ro.match("Prin urmare, orașul a căzut în mâinile asediatorilor.")
     assert (m.label, m.marker, m.hypothesis) == ("reasoning", "Prin urmare", "Orașul a căzut în mâinile asediatorilor.")
 
 
 def test_case_insensitive_and_marker_as_written(ro, en):
-    m = match_marker("PRIN URMARE, orașul a căzut.", ro)
+    m = ro.match("PRIN URMARE, orașul a căzut.")
     assert m.marker == "PRIN URMARE" and m.phrase == "Prin urmare"
-    assert match_marker("however, the castle held out for a week.", en).hypothesis == "The castle held out for a week."
+    assert en.match("however, the castle held out for a week.").hypothesis == "The castle held out for a week."
 
 
 @pytest.mark.parametrize("text", [
@@ -47,51 +47,51 @@ def test_case_insensitive_and_marker_as_written(ro, en):
     "ÎN CONSECINŢĂ, prețurile au crescut brusc.",        # upper case with cedilla
 ])
 def test_romanian_spellings(ro, text):
-    m = match_marker(text, ro)
+    m = ro.match(text)
     assert m.phrase == "În consecință" and m.label == "reasoning"
     assert m.hypothesis == "Prețurile au crescut brusc."
     assert m.marker == text[:len(m.marker)] and len(m.marker) == len("În consecință")
 
 
 def test_longest_phrase_first(ro, es, en):
-    assert match_marker("Astfel, rezultă că prețurile au crescut.", ro).phrase == "Astfel, rezultă că"
-    assert match_marker("Astfel, prețurile au crescut.", ro).phrase == "Astfel"
-    assert match_marker("Por lo tanto, el ejército se retiró.", es).phrase == "por lo tanto"
-    assert match_marker("Por tanto, el ejército se retiró.", es).phrase == "por tanto"
-    assert match_marker("That is to say, the river froze.", en).phrase == "That is to say"
-    assert match_marker("Într-o opoziție radicală, partidul a votat contra.", ro).phrase == "Într-o opoziție radicală"
+    assert ro.match("Astfel, rezultă că prețurile au crescut.").phrase == "Astfel, rezultă că"
+    assert ro.match("Astfel, prețurile au crescut.").phrase == "Astfel"
+    assert es.match("Por lo tanto, el ejército se retiró.").phrase == "por lo tanto"
+    assert es.match("Por tanto, el ejército se retiró.").phrase == "por tanto"
+    assert en.match("That is to say, the river froze.").phrase == "That is to say"
+    assert ro.match("Într-o opoziție radicală, partidul a votat contra.").phrase == "Într-o opoziție radicală"
 
 
 def test_word_boundary_and_separator(ro, en):
-    assert match_marker("Astfelul de lucruri este rar întâlnit.", ro) is None
-    assert match_marker("Astfel de situații apar rar în practică.", ro) is None   # no separator
-    assert match_marker("However hard they tried, the door stayed shut.", en) is None
-    assert match_marker("Thusly the army retreated to the north.", en) is None
-    assert match_marker("So-called experts disagreed about it.", en) is None
+    assert ro.match("Astfelul de lucruri este rar întâlnit.") is None
+    assert ro.match("Astfel de situații apar rar în practică.") is None   # no separator
+    assert en.match("However hard they tried, the door stayed shut.") is None
+    assert en.match("Thusly the army retreated to the north.") is None
+    assert en.match("So-called experts disagreed about it.") is None
     for sep in (",", ":", ";", " —", "—", " –", " ,"):
-        m = match_marker(f"However{sep} the castle held out.", en)
+        m = en.match(f"However{sep} the castle held out.")
         assert m is not None and m.hypothesis == "The castle held out.", sep
 
 
 def test_open_endings_need_no_separator(ro, es, en):
-    assert match_marker("Astfel că prețurile au crescut brusc.", ro).hypothesis == "Prețurile au crescut brusc."
-    assert match_marker("Ceea ce duce la o criză economică.", ro).hypothesis == "O criză economică."
-    assert match_marker("Rezultatul este o creștere a prețurilor.", ro).phrase == "Rezultatul este"
-    assert match_marker("De ahí que el agua hierva antes.", es).hypothesis == "El agua hierva antes."
-    assert match_marker("It follows that the series converges.", en).hypothesis == "The series converges."
+    assert ro.match("Astfel că prețurile au crescut brusc.").hypothesis == "Prețurile au crescut brusc."
+    assert ro.match("Ceea ce duce la o criză economică.").hypothesis == "O criză economică."
+    assert ro.match("Rezultatul este o creștere a prețurilor.").phrase == "Rezultatul este"
+    assert es.match("De ahí que el agua hierva antes.").hypothesis == "El agua hierva antes."
+    assert en.match("It follows that the series converges.").hypothesis == "The series converges."
     # a separator after an open phrase is stripped too
-    assert match_marker("Astfel că, prețurile au crescut.", ro).hypothesis == "Prețurile au crescut."
+    assert ro.match("Astfel că, prețurile au crescut.").hypothesis == "Prețurile au crescut."
 
 
 def test_spanish_accents_either_way(es):
     for text in ("Específicamente, el agua hierve.", "Especificamente, el agua hierve.",
                  "Por esa razón, el agua hierve.", "Por esa razon, el agua hierve."):
-        assert match_marker(text, es) is not None, text
+        assert es.match(text) is not None, text
 
 
 def test_nothing_left_is_no_match(en):
-    assert match_marker("However.", en) is None
-    assert match_marker("However, ...", en) is None
+    assert en.match("However.") is None
+    assert en.match("However, ...") is None
 
 
 @pytest.mark.parametrize("lang", ["ro", "es", "en"])
@@ -137,7 +137,7 @@ def test_recase_keeps_everything_after_the_first_letter():
 
 # Property: casing after the first letter never depends on the label. Sentences are
 # built from the same word pool for every label (so their casing does not depend on the
-# label); the hypotheses of the marked labels come out of match_marker, the neutral ones
+# label); the hypotheses of the marked labels come out of Matcher.match, the neutral ones
 # out of recase_first_letter, and the share with an inner capital must be identical.
 WORDS = st.sampled_from(["the", "river", "NATO", "Paris", "iPhone", "army", "UN", "valley", "of", "Bucharest",
                          "data", "McDonald", "x", "Ötzi", "élan"])
@@ -156,21 +156,21 @@ def test_inner_capital_share_does_not_depend_on_label(bodies):
     first = {label: lexicon.phrases[label][0] for label in MARKED_LABELS}
     shares = {}
     for label in MARKED_LABELS:
-        hyps = [match_marker(f"{first[label]}, {body}", matcher).hypothesis for body in bodies]
+        hyps = [matcher.match(f"{first[label]}, {body}").hypothesis for body in bodies]
         shares[label] = sum(map(_inner_capital, hyps)) / len(hyps)
     neutral = [recase_first_letter(body) for body in bodies]
     shares["neutral"] = sum(map(_inner_capital, neutral)) / len(neutral)
     assert len(set(shares.values())) == 1, shares
     # and the hypotheses themselves are the same text whatever the label
-    assert {match_marker(f"{first['reasoning']}, {b}", matcher).hypothesis for b in bodies} == set(neutral)
+    assert {matcher.match(f"{first['reasoning']}, {b}").hypothesis for b in bodies} == set(neutral)
 
 
 def test_english_open_ending_why_keeps_that_is_apart(en):
-    assert match_marker("That is why the army retreated to the north.", en).label == "reasoning"
-    assert match_marker("That is, the army retreated to the north.", en).label == "entailment"
-    assert match_marker("That is the largest city of the region.", en) is None
-    assert match_marker("Rather than fight, the army retreated.", en) is None
-    assert match_marker("For example, the city has a deep harbour.", en).label == "entailment"
+    assert en.match("That is why the army retreated to the north.").label == "reasoning"
+    assert en.match("That is, the army retreated to the north.").label == "entailment"
+    assert en.match("That is the largest city of the region.") is None
+    assert en.match("Rather than fight, the army retreated.") is None
+    assert en.match("For example, the city has a deep harbour.").label == "entailment"
 
 
 @pytest.mark.parametrize("lang,novel", [("ro", "text/eltec-rom-20/ROM001.txt"), ("es", "text/eltec-spa-20/SPA1001.txt"),

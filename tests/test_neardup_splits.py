@@ -22,6 +22,7 @@ from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
 from extractor.splits import stage as splits_stage
 from extractor.splits.plan import SplitsPlan, SplitsScratch
+from tests.one_process import run_rounds
 from test_neardup import _other_split_max_jaccard, planted_corpus, word_set_jaccard
 
 LABELS = ["contrasting", "entailment", "reasoning", "neutral"]
@@ -50,7 +51,7 @@ def split_files(pairs_dir, out, near):
     schema, units = bt.list_units(str(pairs_dir))
     plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=3,
                       target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
-    found = splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
     return found, {s: pd.read_parquet(out / "splits" / s) for s in sp.SPLITS if (out / "splits" / s).exists()}
 
 
@@ -111,7 +112,7 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
         out = tmp_path / f"b{buckets}-{in_driver}"
         plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=buckets,
                           target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=settings)
-        found = splits_stage.run_rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
+        found = run_rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
         files = {p.relative_to(out / "splits").as_posix(): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))}
         outs[in_driver, buckets] = (files, found["near"])
         assert ("near-groups" in rounds_run) is not in_driver, rounds_run

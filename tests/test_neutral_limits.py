@@ -2,7 +2,7 @@
 tags only as many neutral candidates as the allocation with its margin, not every
 candidate of the cut bins, and draws the same pairs. On Romanian novels with the real
 Romanian pipeline (ro_legal_fl), through the stage's own rounds in one process
-(`InProcessRunner`) and through `corpus.reference_pairs`."""
+(`InProcessRunner`) and through `reference_pairs` (tests/pairs_reference.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,6 +18,7 @@ from extractor.pairs import rounds as pair_rounds
 from extractor.pairs import stage as ps
 from extractor.pairs.options import Options
 from extractor.engine.runner import InProcessRunner
+from tests.pairs_reference import reference_pairs
 from tests.test_pairing_batch import novel_docs
 from tests.test_pairs_stage import write_sentences
 
@@ -79,7 +80,7 @@ def test_the_limits_tag_fewer_candidates_and_draw_the_same_pairs(novels_table, t
     assert stats["labels"]["neutral"] > 50 and limited == whole
     assert _without(stats) == _without(whole_stats)
 
-    reference, reference_stats = corpus.reference_pairs(novels_table, load_lexicon("ro"), Options(
+    reference, reference_stats = reference_pairs(novels_table, load_lexicon("ro"), Options(
         min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5), "ro_legal_fl", {"status": "on"}, without_torch=True)
     assert sorted(reference.to_pylist(), key=lambda r: (r["label"], r["pair_id"])) == limited
     assert reference_stats["pos_filter"]["neutral_sentences_checked"] == checked

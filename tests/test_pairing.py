@@ -8,13 +8,14 @@ import time
 import pyarrow as pa
 import pytest
 
-from extractor.core.hashing import mix_hash, mix_hash_array, pair_id, stable_hex
+from extractor.core.hashing import mix_hash_array, pair_id, stable_hex
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import sentence_passes as bt
 from extractor.pairs import neutral as nt
 from extractor.pairs.matching import matcher_for, recase_first_letter
-from extractor.pairs.pairing import (MARKED_REASONS, Document, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pair_batch, pair_document, premise_text, select_bin)
+from extractor.pairs.pairing import (MARKED_REASONS, Document, apply_pos, marked_pairs, neutral_pools, pair_batch,
+                                     pair_document, premise_text, select_bin)
+from tests.pairs_reference import mix_hash, reference_pairs
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +219,8 @@ def test_pass_one_rows_and_counts_do_not_depend_on_batch_size(en):
             for k in range(5)]
     outs = []
     for size in (3, 1000):
-        table = pa.Table.from_batches(list(bt.pass_one(_batches(docs, size), en, 0, nt.STRATEGIES, None, None)),
+        streams = [(None, None, _batches(docs, size))]  # one stream of sentence batches
+        table = pa.Table.from_batches(list(bt.pass_one_streams(streams, en, 0, nt.STRATEGIES, None, None)),
                                       schema=bt.WORK)
         outs.append(sorted(map(repr, table.to_pylist())))
     assert outs[0] == outs[1]
@@ -232,7 +234,6 @@ def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio
     falls below, they replace pass 2. Both ways give the same pairs and stats."""
     from extractor.lexicon.lexicon import load_lexicon
     from extractor.pairs import stage as ps
-    from extractor.pairs.corpus import reference_pairs
     from tests.test_pairs_stage import sentence_rows, write_sentences
 
     rows = []

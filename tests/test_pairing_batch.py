@@ -18,6 +18,7 @@ from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import (_HIGH63, _ORDER_SALT, _SELECT_SALT, NEIGHBOURS, POOLS, Document,
                                      annotate, batch_candidates, candidate_arrays, marked_pairs,
                                      _text_numbers, neutral_pools, pair_batch)
+from tests.pairs_reference import reference_pairs
 
 
 # ---------------------------------------------------------------------------- the reference: one document at a time
@@ -206,7 +207,7 @@ def test_bounded_strategies_come_early_so_pass_two_is_left_out(tmp_path, monkeyp
     for early in (0, bt.EARLY_BINS):
         monkeypatch.setattr(bt, "EARLY_BINS", early)
         calls.clear()
-        out.append((*corpus.reference_pairs(table, lexicon, options, model, status), len(calls)))
+        out.append((*reference_pairs(table, lexicon, options, model, status), len(calls)))
     (a, sa, two_a), (b, sb, two_b) = out
     bounded = {s: b for (_, s), b in cuts[-1].items() if s in bt.BOUNDED}
     assert max(bounded.values()) > bt.EARLY_BINS and max(b for (_, s), b in cuts[-1].items()

@@ -17,6 +17,7 @@ from extractor.pairs import neutral as nt
 from extractor.pairs import stage as ps
 from extractor.pairs.plan import PairsScratch
 from extractor.engine.scratch import split_by
+from tests.pairs_reference import needed_documents, needs_document, pack_lowest_bins
 
 
 def _rows(rows: list[dict]) -> pa.Table:
@@ -125,13 +126,14 @@ def test_dense_histograms_sum_to_the_rows_they_replace():
 
 def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
     """The driver's list of documents for pass 2 (`stage._needed`, vectorised per unit
-    file) is `sentence_passes.needed_documents` over the same rows, and None above the limit."""
+    file) is `needed_documents` (tests/pairs_reference.py) over the same rows, and None
+    above the limit."""
 
     rng = np.random.default_rng(5)
     rows = []
     for unit in range(4):
         n = 500
-        packed = [bt.pack_lowest_bins({s: int(b) for s, b in zip(nt.STRATEGIES, rng.integers(0, 4096, size=5))
+        packed = [pack_lowest_bins({s: int(b) for s, b in zip(nt.STRATEGIES, rng.integers(0, 4096, size=5))
                                        if rng.random() < 0.8}) for _ in range(n)]
         corpus = ["ro" if i % 3 else "es" for i in range(n)]
         docs = pa.table({"corpus": corpus, "doc_id": [f"{c}:{unit}:{i}" for i, c in enumerate(corpus)],
@@ -140,7 +142,7 @@ def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
         rows += list(zip(corpus, docs.column("doc_id").to_pylist(), packed, [unit] * n))
     cuts = {("ro", "both_random"): 40, ("ro", "adjacent_unmarked"): 200, ("es", "first_random"): 100,
             ("es", "second_random"): -1}
-    by_file, keys = bt.needed_documents(rows, cuts)
+    by_file, keys = needed_documents(rows, cuts)
     got = ps._needed(PairsScratch(str(tmp_path)), cuts)
     assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in by_file.items()}
     assert 0 < sum(map(len, got.values())) < len(rows)
@@ -152,7 +154,7 @@ def test_the_needed_documents_are_those_a_cut_reaches(tmp_path):
     top = (1 << nt.BIN_BITS) - 1
     k = nt.STRATEGIES.index("both_random")
     having = {d for c, d, n, _ in rows if c == "ro" and (n >> (nt.BIN_BITS * k)) & top != top}
-    assert {d for v in got.values() for d in v} == having == {d for _, d in bt.needed_documents(rows, every)[1]} and \
+    assert {d for v in got.values() for d in v} == having == {d for _, d in needed_documents(rows, every)[1]} and \
         0 < len(having) < len(rows)
 
 
@@ -160,11 +162,16 @@ def test_a_lowest_bin_of_4095_is_not_taken_for_no_candidate():
     """4095 in a "doc" row means no candidate of that strategy; a document whose lowest bin is
     4095 is packed as 4094, so the cut that takes every candidate still reads it."""
     top = (1 << nt.BIN_BITS) - 1
-    only_last = bt.pack_lowest_bins({"both_random": top})
-    none = bt.pack_lowest_bins({})
-    assert bt.needs_document(only_last, {"both_random": top}) and not bt.needs_document(none, {"both_random": top})
-    assert not bt.needs_document(only_last, {"both_random": top - 2})
-    assert bt.needs_document(bt.pack_lowest_bins({"first_random": 7}), {"first_random": 7, "both_random": top})
+    only_last = pack_lowest_bins({"both_random": top})
+    none = pack_lowest_bins({})
+    assert needs_document(only_last, {"both_random": top}) and not needs_document(none, {"both_random": top})
+    assert not needs_document(only_last, {"both_random": top - 2})
+    assert needs_document(pack_lowest_bins({"first_random": 7}), {"first_random": 7, "both_random": top})
+    # pass 1 packs its documents' rows the same way (numpy; 4095: no candidate, else at most 4094)
+    lowest = {"both_random": top - 1, "first_random": 0, "second_random": 7}
+    row = [lowest.get(s, top) for s in nt.STRATEGIES]
+    assert bt._packed(np.array([[top] * len(row), row], dtype=np.int64)) == [pack_lowest_bins({}),
+                                                                               pack_lowest_bins(lowest)]
 
 
 def test_the_plan_sums_dense_histograms_and_rows_recorded_before_them_alike():
@@ -202,7 +209,7 @@ def test_the_marked_rounds_verdicts_spare_the_neutral_round_tagging_with_the_sam
     verdicts = pb.judged(ranked)
     assert verdicts.num_rows == len(set(verdicts.column("text").to_pylist())) >= 6
     assert set(verdicts.column("reason").to_pylist()) >= {None, "pos_no_predicate"}
-    expected = dict(zip(UK_SENTENCES, pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)))
+    expected = dict(zip(UK_SENTENCES, pf.pos_verdicts(UK_SENTENCES, "rules:uk", lexicon)))
     for text, reason in zip(verdicts.column("text").to_pylist(), verdicts.column("reason").to_pylist()):
         assert expected[text] == (reason is None, reason)
 
@@ -241,7 +248,7 @@ def test_verdict_cache_keeps_a_tasks_texts_and_a_bounded_tail_of_earlier_ones(mo
     first.prepare(UK_SENTENCES[5:])
     cache = bt._CACHE["rules:uk"]
     assert len(cache) == 1 + len(UK_SENTENCES) > 4  # the running task's texts all stay
-    expected = pf.check_texts(UK_SENTENCES, "rules:uk", lexicon)
+    expected = pf.pos_verdicts(UK_SENTENCES, "rules:uk", lexicon)
     assert [first(t) for t in UK_SENTENCES] == expected and first("Знайдене раніше речення.") == (True, None)
     second = bt.Verdicts("rules:uk", lexicon)  # the next task: the 4 last texts of the first
     assert list(cache) == UK_SENTENCES[-4:]

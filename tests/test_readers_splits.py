@@ -10,7 +10,7 @@ import pytest
 
 from extractor.io import fs
 from extractor.documents.readers import (PAGE_DELIMITER, Page, PageError, open_binary, parse_page_record,
-                                         stream_page_records, unit_records, wiki_unit_pages)
+                                         stream_page_records, wiki_unit_pages)
 from tests.conftest import shared_file
 
 
@@ -51,8 +51,7 @@ def test_work_units_lose_and_duplicate_no_page(dumps, kind, unit_bytes):
     size = os.path.getsize(path)
     ids = []
     for lo in range(0, size, unit_bytes):
-        for record in unit_records(path, lo, min(size, lo + unit_bytes)):
-            page = parse_page_record(record)
+        for page in wiki_unit_pages(path, lo, min(size, lo + unit_bytes)):
             ids.append(page.page_id if isinstance(page, Page) else "error")
     assert ids == dumps["expected"] if unit_bytes > size else sorted(ids) == sorted(dumps["expected"])
     assert len(ids) == 206

@@ -222,6 +222,13 @@ def test_dead_and_test_only_names(metrics):
     assert "flatmod.TESTED_ONLY" in test_only and "USED_CONSTANT" not in test_only
 
 
+def test_a_name_kept_for_users_is_listed_not_counted(tree, metrics, monkeypatch):
+    monkeypatch.setitem(rm.KEPT_FOR_USERS, "extractor.flatmod.TESTED_ONLY", "planted: a documented API")
+    kept = {m.key: m for m in rm.measure(tree)}["names_only_tests_use"]
+    assert kept.value == metrics["names_only_tests_use"].value - 1
+    assert any("flatmod.TESTED_ONLY (kept, not counted: planted: a documented API)" in h for h in kept.hits)
+
+
 def test_private_names(metrics):
     assert metrics["private_names_across_modules"].value == 1
     assert "from extractor.flatmod import _helper" in hits(metrics, "private_names_across_modules")

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor.runs.report import published_hashes
 from tests.conftest import REPO
+from tests.run_hashes import published_hashes
 
 pytest.importorskip("pyspark")
 

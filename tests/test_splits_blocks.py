@@ -18,8 +18,8 @@ from extractor.splits import assign as sp
 from extractor.splits import card as card_mod
 from extractor.splits import decisions as dc
 from extractor.splits import pair_tables as bt
-from extractor.splits import stage as splits_stage
 from extractor.splits.plan import SplitsPlan, SplitsScratch
+from tests.one_process import run_rounds
 
 LABELS = ["contrasting", "entailment", "reasoning", "neutral"]
 
@@ -169,7 +169,7 @@ def _run(tmp_path, rows, near, buckets=3):
     schema, units = bt.list_units(str(pairs))
     plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(tmp_path / "work")), buckets=buckets,
                       target=str(tmp_path / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
-    found = splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
+    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
     return found, {s: pd.read_parquet(tmp_path / "splits" / s) for s in sp.SPLITS if (tmp_path / "splits" / s).exists()}
 
 

@@ -16,6 +16,7 @@ from extractor.engine.scratch import split_by
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits import decisions as dc
+from tests.splits_reference import assign_documents
 
 
 def _slim(rows: list[dict]) -> pa.Table:
@@ -64,7 +65,7 @@ def test_documents_get_weights_and_splits_per_corpus():
 
 def test_assign_corpus_gives_the_assignment_of_assign_documents():
     """The stage's column-wise assignment (one group-by, numpy) visits the documents in the
-    order of `assign.assign_documents`, the pandas definition, and gives each the same
+    order of `assign_documents` (tests/splits_reference.py), the pandas definition, and gives each the same
     split: documents spread over several units, lenders (weight 0), a label outside the
     list (counts 0), rows without a label (not assigned unless labelled elsewhere),
     test-only documents, hash ties broken by doc_id."""
@@ -93,7 +94,7 @@ def test_assign_corpus_gives_the_assignment_of_assign_documents():
             flags = frame.groupby(["corpus", "doc_id"])["test_only"].any().rename("test_only").reset_index()
             docs = (held.merge(counts.reset_index(), on=["corpus", "doc_id"], how="left").fillna(0)
                     .merge(flags, on=["corpus", "doc_id"]).sort_values(["corpus", "doc_id"]))
-            want = sp.assign_documents(docs, (0.7, 0.2, 0.1), seed)
+            want = assign_documents(docs, (0.7, 0.2, 0.1), seed)
             assert got.to_pandas().equals(want.reset_index(drop=True)), (seed, corpus)
             assert got.num_rows == len(held) > 0
 

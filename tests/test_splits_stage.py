@@ -16,6 +16,7 @@ from extractor.core.hashing import stable_hex, stable_unit
 from extractor.job.context import JobContext
 from extractor.job.inputs import CorpusSpec
 from extractor.lexicon.lexicon import load_lexicon
+from tests.one_process import splits_in_one_process
 
 pytestmark = pytest.mark.spark
 
@@ -283,12 +284,12 @@ def test_nothing_to_split_gives_a_card_and_warnings_not_a_crash(spark, tmp_path,
 
 @pytest.mark.parametrize("buckets", [1, 5])
 def test_plain_process_writes_the_bytes_of_the_spark_stage(built, tmp_path, buckets):
-    """splits.stage.splits_in_one_process (the stage's rounds run in one process, no Spark; the
+    """`splits_in_one_process` (tests/one_process.py: the stage's rounds run in one process, no Spark; the
     benchmark's engine-overhead reference) writes the stage's split files byte for byte,
     whatever its number of buckets, with the same drops and figures."""
     out, pdf, ctx = built
-    result = splits_stage.splits_in_one_process(str(out / "pairs"), str(tmp_path), seed=0, max_eval_per_corpus=200, test_only={"talks"},
-                       files_per_table=2, buckets=buckets)
+    result = splits_in_one_process(str(out / "pairs"), str(tmp_path), seed=0, max_eval_per_corpus=200,
+                                   test_only={"talks"}, files_per_table=2, buckets=buckets)
     ours = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in sorted(tmp_path.glob("*/*.parquet"))}
     stage = {p.relative_to(out / "splits").as_posix(): p.read_bytes()
              for p in sorted((out / "splits").glob("*/*.parquet"))}

@@ -55,8 +55,8 @@ def test_rule_based_completeness_on_hand_labelled_sentences():
     assert pf.model_installed("rules:uk") and not pf.model_installed("rules:xx")
     enabled, status, warning = pf.resolve("on", "rules:uk", uk)
     assert enabled and status == "on" and warning is None
-    assert [ok for ok, _ in pf.check_texts(COMPLETE, "rules:uk", uk)] == [True] * len(COMPLETE)
-    assert pf.check_texts(FRAGMENTS, "rules:uk", uk) == [(False, "pos_no_predicate")] * len(FRAGMENTS)
+    assert [ok for ok, _ in pf.pos_verdicts(COMPLETE, "rules:uk", uk)] == [True] * len(COMPLETE)
+    assert pf.pos_verdicts(FRAGMENTS, "rules:uk", uk) == [(False, "pos_no_predicate")] * len(FRAGMENTS)
     assert uk.model_info("rules:uk").license.startswith("Apache-2.0")
 
 

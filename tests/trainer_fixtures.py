@@ -42,10 +42,40 @@ def write_jsonl(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def build_untrained_bert(folder: Path, texts: list[str], *, tokenizer_vocab: int, hidden: int, layers: int,
+                         heads: int, intermediate: int, max_positions: int = 512, config_vocab: int | None = None,
+                         seed: int | None = None) -> Path:
+    """A BERT built from a config (random weights) with a WordPiece tokenizer trained on `texts`,
+    saved with save_pretrained: for tests and benchmarks where nothing can be downloaded."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    # transformers 5 exports BertTokenizerFast (an alias of BertTokenizer) lazily, and its typed
+    # top level does not list it
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=tokenizer_vocab, special_tokens=specials))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                             sep_token="[SEP]", mask_token="[MASK]")
+    config = BertConfig(vocab_size=config_vocab or tok.get_vocab_size(), hidden_size=hidden,
+                        num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=intermediate,
+                        max_position_embeddings=max_positions)
+    if seed is not None:
+        torch.manual_seed(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    BertModel(config).save_pretrained(str(folder))
+    fast.save_pretrained(str(folder))
+    return folder
+
+
 def make_tiny_bert(folder: Path, texts: list[str]) -> Path:
     """A 2-layer, hidden-32 BERT and a WordPiece tokenizer trained here, saved with save_pretrained."""
-    from trainer.models.transformer import build_untrained_bert
-
     return build_untrained_bert(folder, texts, tokenizer_vocab=400, hidden=32, layers=2, heads=2,
                                 intermediate=64, max_positions=128)
 

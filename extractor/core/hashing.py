@@ -101,19 +101,12 @@ def pair_id(premise_ref, hypothesis_ref, premise: str, hypothesis: str, label: s
 _M64 = (1 << 64) - 1
 
 
-def mix_hash(value: int, salt: int) -> int:
-    """A 63-bit hash of an integer (a `stable_hash`) and a salt: the splitmix64 finalizer.
-    Derives many hash orders from one `stable_hash` per item without another blake2b call
-    (the neutral draw orders every sentence once per strategy and role)."""
-    z = (value + (salt + 1) * 0x9E3779B97F4A7C15) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return (z ^ (z >> 31)) >> 1
-
-
 def mix_hash_array(values, salt):
-    """`mix_hash` over a numpy uint64 array (element-wise, same results); `salt` an int or
-    an array of the same length."""
+    """A 63-bit hash of each integer (a `stable_hash`) of a numpy uint64 array and a salt:
+    the splitmix64 finalizer, element-wise. Derives many hash orders from one `stable_hash`
+    per item without another blake2b call (the neutral draw orders every sentence once per
+    strategy and role). `salt` an int or an array of the same length; the scalar
+    definition: `tests/pairs_reference.py` `mix_hash`."""
     with np.errstate(over="ignore"):
         salt = np.asarray(salt, dtype=np.uint64) if not isinstance(salt, int) else np.uint64(salt & _M64)
         z = values.astype(np.uint64) + (salt + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)

@@ -258,11 +258,6 @@ def open_binary(path: str | Path):
     return fs.open_stream(str(path))
 
 
-def local_encoding(path: str | Path) -> str:
-    with open_binary(path) as fh:
-        return encoding_from_head(fh.read(4))
-
-
 _BZ2_EOS = 0x177245385090  # bzip2 end-of-stream magic (48 bits, not byte-aligned)
 
 
@@ -368,15 +363,6 @@ def plain_paragraphs(text: str) -> list[str]:
         if para:
             out.append(para)
     return out
-
-
-def decode_utf8(data: bytes, name: str) -> str:
-    """Strict UTF-8 (a BOM is dropped); the error names the file and the byte offset."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UnicodeError(f"{name}: not valid UTF-8 at byte {exc.start} ({data[exc.start:exc.start + 4]!r}); "
-                           f"convert it, e.g. iconv -f LATIN1 -t UTF-8") from None
 
 
 def json_document(line: str, fields: dict):
@@ -761,13 +747,3 @@ def wiki_unit_pages(path: str, lo: int, hi: int, state: dict | None = None):
         if state.get("open_page") is not None:
             state["open_page"] += base
             yield _truncated(state, where)
-
-
-def unit_records(path: str, lo: int, hi: int):
-    """Page records (str) of work unit [lo, hi) of a UTF-8 dump, for tests and tools."""
-    with fs.FileBytes(str(path)) as data:
-        if len(data) == 0:
-            return
-        owned, following = (_bz2_blocks if str(path).endswith(".bz2") else _plain_chunks)(data, lo, hi)
-        for _, raw in records_from_chunks(owned, following):
-            yield raw.decode("utf-8", errors="replace")

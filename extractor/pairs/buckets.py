@@ -141,10 +141,11 @@ def sum_histograms(per_task) -> dict:
 
 
 def needed_in(docs: pa.Table, cuts: dict) -> pa.Table:
-    """The rows of pass 1's "doc" table (corpus, doc_id, n: the packed lowest bins of
-    `sentence_passes.pack_lowest_bins`, bin: the unit key) whose document has a neutral candidate at
-    or below the cut of its (corpus, strategy) (`cuts`): `sentence_passes.needs_document` over
-    numpy arrays, so only the needed documents become Python objects."""
+    """The rows of pass 1's "doc" table (corpus, doc_id, n: the document's lowest selection
+    bin per strategy, packed by pass 1 (`sentence_passes`), bin: the unit key) whose
+    document has a neutral candidate at or below the cut of its (corpus, strategy)
+    (`cuts`), over numpy arrays, so only the needed documents become Python objects (the
+    definition, one document at a time: `needs_document` in tests/pairs_reference.py)."""
     if not docs.num_rows:
         return docs
     top = (1 << neutral.BIN_BITS) - 1

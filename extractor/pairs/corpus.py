@@ -1,5 +1,4 @@
-"""What stage 2 decides over a whole corpus, from aggregates only, and a plain
-single-process run of the whole stage.
+"""What stage 2 decides over a whole corpus, from aggregates only.
 
 The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
 `extractor.pairs.sentence_passes`). What is global is small and lives here as pure functions:
@@ -15,24 +14,19 @@ The per-document work is in `extractor.pairs.pairing` (run over Arrow batches by
 * `final_allocation`: the exact draw over what pass 2 kept;
 * `build_stats`: `stats.json` -> `pairs` from the aggregate rows.
 
-`reference_pairs(table, ...)` chains pass 1, the plan, pass 2 and the exact draw in one
-Python process with the same functions; the Spark stage does the same steps with
-`mapInArrow` and Spark SQL, and a test checks both give the same rows.
+`tests/pairs_reference.py` (`reference_pairs`) chains pass 1, the plan, pass 2 and the
+exact draw in one Python process with the same functions, over Python rows; the tests
+check that the stage gives the same rows.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 
-import pyarrow as pa
-
 from extractor.lexicon.lexicon import MARKED_LABELS
-from extractor.pairs import sentence_passes
 from extractor.pairs import neutral
-from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import MARKED_REASONS
 from extractor.pairs.pos_filter import REASONS
-from extractor.core.schemas import PAIRS
 
 
 def plan_cuts(marked: dict, hist: dict, ratio: float, mix: dict, pass_rate: float | None):
@@ -170,22 +164,7 @@ def build_stats(*, status: dict, options, marked_counts: dict, duplicates: dict,
     }
 
 
-# ---------------------------------------------------------------------------- one process
-
-def _aggregates(rows: pa.Table):
-    marked_counts: Counter = Counter()
-    pos: Counter = Counter()
-    hist: defaultdict = defaultdict(Counter)
-    d = rows.filter(pa.compute.not_equal(rows["kind"], "pair")).to_pydict()
-    for kind, corpus, label, reject, n, b in zip(d["kind"], d["corpus"], d["label"], d["reject"], d["n"], d["bin"]):
-        if kind == "marked":
-            marked_counts[corpus, label, reject] += n
-        elif kind in ("pos", "pos_neutral"):
-            pos[reject] += n
-        elif kind == "hist":
-            hist[corpus, label][b] += n
-    return marked_counts, pos, hist
-
+# ---------------------------------------------------------------------------- tallies
 
 def tally_marked(groups, marked_counts: Counter, model: str | None):
     """The counts of the marked pairs after identical pairs are grouped and the POS filter
@@ -247,104 +226,3 @@ def tally_neutral(groups):
             available[corpus][source] += n
             bins[corpus, source][int(b)] += n
     return pos_neutral, neutral_rejected, dropped, available, bins
-
-
-def _ranked(rows: list) -> list:
-    """Rows sorted by (premise, hypothesis, pair_id), each with its rank among identical
-    pairs in `bin` (1: the lowest pair_id), as the stage's window function gives it."""
-    rows = sorted(rows, key=lambda r: (r["premise"], r["hypothesis"], r["pair_id"]))
-    for k, r in enumerate(rows):
-        same = k and (rows[k - 1]["premise"], rows[k - 1]["hypothesis"]) == (r["premise"], r["hypothesis"])
-        r["bin"] = rows[k - 1]["bin"] + 1 if same else 1
-    return rows
-
-
-def _pos_checked(rows: list, model, lexicon, without_torch: bool) -> list:
-    if not rows:
-        return rows
-    table = pa.Table.from_pylist(rows, schema=pa.schema([f for f in sentence_passes.WORK if f.name in rows[0]]))
-    out = pa.Table.from_batches(list(sentence_passes.pos_rows(table.to_batches(), model, lexicon, without_torch)),
-                                schema=table.schema)
-    return [dict(r, **extra) for r, extra in zip(out.to_pylist(), [{k: v for k, v in r.items() if k not in
-                                                                   table.schema.names} for r in rows])]
-
-
-def reference_pairs(table: str, lexicon, options, model: str | None, status: dict, without_torch: bool = False):
-    """The whole stage in this process over the `sentences/` table at `table` (its files
-    read with pyarrow, as the Spark tasks read them), in the stage's order: pass 1, identical
-    marked pairs grouped, the POS filter over them, the plan, pass 2, the POS filter over its
-    candidates, the draw. Returns (pyarrow Table of `PAIRS` rows sorted by (label,
-    pair_id), stats)."""
-    matcher = matcher_for(lexicon)
-    strategies = [s for s in neutral.STRATEGIES if options.neutral_mix.get(s, 0) > 0]
-    units = sentence_passes.file_units(sentence_passes.sentence_files(table), 1)
-    one = pa.Table.from_batches(list(sentence_passes.pass_one_streams(sentence_passes.file_streams(units), matcher,
-                                                                      options.seed, strategies, None, lexicon,
-                                                                      options.min_chars)),
-                                schema=sentence_passes.WORK)
-    marked_counts, _, hist = _aggregates(one)
-    edges = Counter(zip(*[one.filter(pa.compute.equal(one["kind"], "edge"))[c].to_pylist()
-                          for c in ("corpus", "doc_id")]))
-    split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
-    if split:
-        raise sentence_passes.DocumentOrderError(sentence_passes.split_document_error(*split))
-    pairs = one.filter(pa.compute.equal(one["kind"], "pair")).to_pylist()
-    rows = _pos_checked(_ranked([r for r in pairs if r["source"] == "marker"]), model, lexicon, without_torch)
-    groups: dict = defaultdict(lambda: [0, 0])
-    for r in rows:
-        g = groups[r["corpus"], r["label"], r["phrase"], r["premise_stripped"], r["reject"], r["n"], r["bin"] > 1]
-        g[0] += 1
-        g[1] += r["copies"]
-    duplicates, kept, pos, per_corpus = tally_marked([(*k, *v) for k, v in groups.items()], marked_counts, model)
-    marked = [r for r in rows if r["reject"] is None and r["bin"] == 1]
-    checked = sum(pos.values())
-    pass_rate = pos.get(None, 0) / checked if model and checked else None
-    targets, available, cuts = plan_cuts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    if sentence_passes.early_covers(cuts):  # pass 1 gave every candidate under the cuts
-        two = [r for r in pairs if r["source"] != "marker" and r["bin"] <= cuts.get((r["corpus"], r["source"]), -1)]
-    else:
-        docs = one.filter(pa.compute.equal(one["kind"], "doc")).select(["corpus", "doc_id", "n", "bin"]).to_pydict()
-        by_file, needed = sentence_passes.needed_documents(zip(docs["corpus"], docs["doc_id"], docs["n"], docs["bin"]),
-                                                           cuts)
-        units = [u for u in units if u[0] in by_file]
-        streams = sentence_passes.file_streams(units, by_file)
-        two = pa.Table.from_batches(list(sentence_passes.pass_two_streams(streams, matcher, options.seed,
-                                                                          strategies, cuts, None, lexicon,
-                                                                          options.min_chars, needed=needed)),
-                                    schema=sentence_passes.WORK)
-        two = two.filter(pa.compute.equal(two["kind"], "pair")).to_pylist()
-    seen = {(r["premise"], r["hypothesis"]) for r in marked}
-    ranked = [dict(r, _seen=(r["premise"], r["hypothesis"]) in seen) for r in _ranked(two)]
-    wanted = check_counts(per_corpus, hist, options.neutral_ratio, options.neutral_mix, pass_rate)
-    by_key: dict = defaultdict(list)
-    for r in ranked:
-        by_key[r["corpus"], r["source"]].append(r["select"])
-    limits: dict | None = check_limits(by_key, wanted)
-    while True:
-        cands = _pos_checked([dict(r) for r in ranked
-                              if limits is None or limits.get((r["corpus"], r["source"])) is None
-                              or r["select"] <= limits[r["corpus"], r["source"]]], model, lexicon, without_torch)
-        groups = Counter((r["corpus"], r["source"], r["reject"],
-                          r["bin"] if r["reject"] is None and not r["_seen"] else None,
-                          r["select"] >> (63 - neutral.BIN_BITS), r["n"]) for r in cands)
-        pos_neutral, neutral_rejected, n_dropped, avail2, _ = tally_neutral(
-            [(c, s, rej, rn, b, n, n * asked) for (c, s, rej, rn, b, asked), n in groups.items()])
-        allocated = final_allocation(targets, options.neutral_mix, avail2)
-        if limits_hold(limits, avail2, allocated):
-            break
-        limits = None
-    cands = [r for r in cands if r["reject"] is None and not r["_seen"] and r["bin"] == 1]
-    groups = defaultdict(list)
-    for r in cands:
-        groups[r["corpus"], r["source"]].append(r)
-    chosen = []
-    for (corpus, source), rows in groups.items():
-        rows.sort(key=lambda r: (r["select"], r["pair_id"]))
-        chosen.extend(rows[: allocated.get(corpus, {}).get(source, 0)])
-    out = sorted(marked + chosen, key=lambda r: (r["label"], r["pair_id"]))
-    table = pa.Table.from_pylist([{f.name: r[f.name] for f in PAIRS} for r in out], schema=PAIRS)
-    stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
-                        kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
-                        available=available, allocated=allocated, neutral_rejected=neutral_rejected,
-                        neutral_duplicates=n_dropped)
-    return table, stats

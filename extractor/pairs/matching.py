@@ -208,6 +208,7 @@ class Matcher:
         return self._match_key(sentence, key), True
 
     def match(self, sentence: str) -> Match | None:
+        """The linking phrase that opens `sentence`, its label, and the stripped hypothesis."""
         if not sentence or self._strict is None or not self.may_open(sentence):
             return None
         return self._match_key(sentence, self.key(sentence))
@@ -267,8 +268,3 @@ def matcher_for(lexicon) -> Matcher:
     if matcher is None:
         matcher = _CACHE[key] = Matcher(lexicon)
     return matcher
-
-
-def match_marker(sentence: str, matcher: Matcher) -> Match | None:
-    """The linking phrase that opens `sentence`, its label, and the stripped hypothesis."""
-    return matcher.match(sentence)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter, not_
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -584,7 +584,7 @@ def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Itera
         arrays = candidate_arrays(doc, pools, seed, strategies, hashes)
     for strategy, (p_idx, h_idx, sel) in arrays.items():
         if max_bin is not None:
-            keep = (sel >> (63 - BIN_BITS)).astype("int64") <= max_bin.get(strategy, -1)
+            keep = select_bin(sel).astype("int64") <= max_bin.get(strategy, -1)
             p_idx, h_idx, sel = p_idx[keep], h_idx[keep], sel[keep]
         for i, j, v in zip(p_idx.tolist(), h_idx.tolist(), sel.tolist()):
             out.append(Pair(premise=pools.premise_text[i], hypothesis=pools.hypothesis_text[j], label="neutral",
@@ -592,8 +592,12 @@ def neutral_candidates(doc: Document, pools: Pools, seed: int, strategies: Itera
     return out
 
 
-def select_bin(select: int) -> int:
-    """The 4096-bin slice of a selection hash (histograms and cuts of the neutral draw)."""
+SelectHash = TypeVar("SelectHash", int, np.ndarray)
+
+
+def select_bin(select: SelectHash) -> SelectHash:
+    """The 4096-bin slice of a selection hash, or of each of a numpy array of them
+    (histograms and cuts of the neutral draw)."""
     return select >> (63 - BIN_BITS)
 
 
@@ -606,14 +610,15 @@ class DocumentPairs:
 
 
 def pair_document(doc: Document, matcher: Matcher, seed: int = 0, strategies: Iterable[str] = STRATEGIES,
-                  verdict: Callable[[str], tuple] | None = None) -> DocumentPairs:
+                  verdict: Callable[[str], tuple] | None = None, max_bin: dict | None = None) -> DocumentPairs:
     """All of a document's pairing: marked candidates with their rejections (POS included
     when `verdict` is given) and every neutral candidate of `strategies` (not yet
-    POS-checked or drawn: the draw is per corpus, see the stage)."""
+    POS-checked or drawn: the draw is per corpus, see the stage); with `max_bin`
+    ({strategy: bin}), only the neutral candidates at or below their strategy's bin (pass 2)."""
     ann = annotate(doc, matcher)
     prev = doc.previous
     marked = marked_pairs(doc, matcher, ann, prev)
     if verdict is not None:
         apply_pos(marked, verdict)
     pools = neutral_pools(doc, matcher, marked, ann)
-    return DocumentPairs(marked=marked, neutral=neutral_candidates(doc, pools, seed, strategies))
+    return DocumentPairs(marked=marked, neutral=neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))

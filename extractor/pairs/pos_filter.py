@@ -314,17 +314,6 @@ def prefix_doc(doc, n: int):
     return out
 
 
-def check_texts(texts: Sequence[str], model: str, lexicon) -> list[tuple[bool, str | None]]:
-    """is_complete for each text."""
-    return pos_verdicts(texts, model, lexicon)
-
-
-def pip_requirement(lexicon) -> str | None:
-    """The pip requirement of the lexicon's first pip-installable model (None if none)."""
-    cands = install_candidates(lexicon, only_missing=False)
-    return cands[0]["pip"] if cands else None
-
-
 def install_candidates(lexicon, only_missing: bool = True) -> list[dict]:
     """The lexicon's `spacy_models` that pip can install, in order of preference, as
     ``{name, pip, options, license}``; empty when ``only_missing`` and one listed model is

@@ -2,10 +2,10 @@
 sentences in, pair rows and counts out (pure Python + pyarrow).
 
 The two passes the stage's pass-one and pass-two tasks run (`extractor.pairs.stage`; the
-same functions in one process in `pairs_in_one_process`, for tests and the
-engine-overhead benchmark):
+same functions in one process in `tests/one_process.py` `pairs_in_one_process`, for tests
+and the engine-overhead benchmark):
 
-* pass 1 (`pass_one`): per document, the marked candidates with their rejections and the
+* pass 1 (`pass_one_streams`): per document, the marked candidates with their rejections and the
   POS filter (spaCy through `nlp.pipe` over each batch's texts, the model loaded once per
   Python worker, verdicts cached by text), the kept marked pairs as rows, counts by
   reason, and a 4096-bin histogram of the neutral candidates' selection hashes per
@@ -33,8 +33,8 @@ from extractor.core.errors import ERROR_MARK, UserError
 from extractor.io import fs
 from extractor.io.parquet_writer import partition_values
 from extractor.pairs import pos_filter
-from extractor.pairs.pairing import (BIN_BITS, Document, Pair, annotate, apply_pos, marked_pairs, neutral_candidates,
-                                     neutral_pools, pair_batch, pos_texts)
+from extractor.pairs.pairing import (BIN_BITS, Document, Pair, apply_pos, pair_batch, pair_document, pos_texts,
+                                     select_bin)
 from extractor.core.schemas import PAIRS, REF
 from extractor.pairs.neutral import POOLS, STRATEGIES, hist_keys
 
@@ -385,7 +385,7 @@ def _emit_neutral(rows, chosen: list, verdicts) -> None:
     for doc, cand in chosen:
         before = sum(verdicts.counts.values())
         apply_pos([cand], verdicts)
-        rows.pair(doc, cand, n=sum(verdicts.counts.values()) - before, bin_=cand.select >> (63 - BIN_BITS))
+        rows.pair(doc, cand, n=sum(verdicts.counts.values()) - before, bin_=select_bin(cand.select))
 
 
 def pos_rows(batches: Iterable[pa.RecordBatch], model: str | None, lexicon, without_torch: bool = False,
@@ -422,13 +422,6 @@ def pos_rows(batches: Iterable[pa.RecordBatch], model: str | None, lexicon, with
         arrays[names.index("reject")] = pa.array(reject, batch.schema.field("reject").type)
         arrays[names.index("n")] = pa.array(n, batch.schema.field("n").type)
         yield pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
-
-
-def pass_one(batches, matcher, seed: int, strategies, model: str | None, lexicon,
-             min_chars: int = 50, without_torch: bool = False) -> Iterator[pa.RecordBatch]:
-    """`pass_one_streams` over one stream of sentence batches."""
-    yield from pass_one_streams([(None, None, batches)], matcher, seed, strategies, model, lexicon, min_chars,
-                                without_torch)
 
 
 # Pass 1 also emits the neutral candidates of the lowest EARLY_BINS selection-hash bins
@@ -523,28 +516,22 @@ def pass_one_streams(streams, matcher, seed: int, strategies, model: str | None,
         yield rows.batch()
 
 
-def pack_lowest_bins(lowest: dict) -> int:
-    """The lowest selection-hash bin of a document's candidates per strategy, 12 bits each
-    in `neutral.STRATEGIES` order, in one int64 ("doc" rows): 4095 for a strategy with no
-    candidate in the document, a lowest bin of 4095 kept as 4094 (so a cut of 4094 may
-    read that document for nothing, never miss it). Pass 2 reads only the documents with a
-    candidate under a cut (`needs_document`), also when a cut takes every candidate of a
-    strategy (a strategy with few candidates in the whole corpus)."""
-    top = (1 << BIN_BITS) - 1
-    return _packed(np.asarray([[min(lowest[s], top - 1) if s in lowest else top for s in STRATEGIES]],
-                              dtype=np.int64))[0]
-
-
 def _packed(lowest: np.ndarray) -> list[int]:
-    """`pack_lowest_bins` of each row of a (documents x STRATEGIES) array of lowest bins
-    (already at most 4094; 4095: no candidate)."""
+    """The "doc" row value of each row of a (documents x STRATEGIES) array of lowest
+    selection-hash bins (already at most 4094; 4095: no candidate): the lowest bin of a
+    document's candidates per strategy, 12 bits each in `neutral.STRATEGIES` order, in one
+    int64; 4095 for a strategy with no candidate in the document, a lowest bin of 4095 kept
+    as 4094 (so a cut of 4094 may read that document for nothing, never miss it). Pass 2
+    reads only the documents with a candidate under a cut (`buckets.needed_in`), also when
+    a cut takes every candidate of a strategy (a strategy with few candidates in the whole
+    corpus)."""
     return (lowest << (BIN_BITS * np.arange(len(STRATEGIES), dtype=np.int64))).sum(axis=1).tolist()
 
 
 def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
     """Pass 1's aggregates of a batch's neutral candidates (`pairing.Candidates`): their
     selection-hash bins added to `hist` ({(corpus, strategy): counts per bin}), and per
-    document its `pack_lowest_bins` value, for the whole batch in a few numpy steps."""
+    document its packed lowest bins (`_packed`), for the whole batch in a few numpy steps."""
     top = (1 << BIN_BITS) - 1
     names = cands.strategies
     lowest = np.full((len(docs), len(STRATEGIES)), top, dtype=np.int64)
@@ -570,16 +557,6 @@ def _neutral_aggregates(docs: list, cands, hist: dict) -> list:
     return _packed(lowest)
 
 
-def needs_document(packed: int, cuts: dict) -> bool:
-    """Whether a document ("doc" row value) has a candidate at or below a cut ({strategy: bin})."""
-    top = (1 << BIN_BITS) - 1
-    for k, s in enumerate(STRATEGIES):
-        v = (packed >> (BIN_BITS * k)) & top
-        if v != top and v <= cuts.get(s, -1):  # top: no candidate of that strategy
-            return True
-    return False
-
-
 def pass_two_streams(streams, matcher, seed: int, strategies, cuts: Mapping, model: str | None, lexicon,
                      min_chars: int = 50, without_torch: bool = False, needed: set | None = None
                      ) -> Iterator[pa.RecordBatch]:
@@ -595,28 +572,10 @@ def pass_two_streams(streams, matcher, seed: int, strategies, cuts: Mapping, mod
                     continue
                 if needed is not None and (doc.corpus, doc.doc_id) not in needed:
                     continue
-                ann = annotate(doc, matcher)
-                marked = marked_pairs(doc, matcher, ann, doc.previous)
-                pools = neutral_pools(doc, matcher, marked, ann)
                 max_bin = {s: cuts.get((doc.corpus, s), -1) for s in strategies}
-                chosen.extend((doc, c) for c in neutral_candidates(doc, pools, seed, strategies, max_bin=max_bin))
+                chosen.extend((doc, c) for c in pair_document(doc, matcher, seed, strategies, max_bin=max_bin).neutral)
             if not chosen:
                 continue
             rows = Rows()
             _emit_neutral(rows, chosen, verdicts)
             yield rows.batch()
-
-
-def needed_documents(doc_rows, cuts: dict) -> tuple[dict, set]:
-    """From pass 1's "doc" rows (corpus, doc_id, packed lowest bins, file key): the
-    documents pass 2 must pair again, as ({file key: doc_ids}, {(corpus, doc_id)})."""
-    per_corpus: dict = {}
-    for (c, s), b in cuts.items():
-        per_corpus.setdefault(c, {})[s] = b
-    by_file: dict = {}
-    keys: set = set()
-    for corpus, doc_id, packed, key in doc_rows:
-        if needs_document(packed, per_corpus.get(corpus, {})):
-            by_file.setdefault(key, set()).add(doc_id)
-            keys.add((corpus, doc_id))
-    return by_file, keys

@@ -29,13 +29,11 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections import Counter
 from dataclasses import replace
 
 from extractor.io import fs
 from extractor.engine import scratch
-from extractor.engine.runner import InProcessRunner
 from extractor.core.errors import UserError
 from extractor.pairs import buckets as pb
 from extractor.pairs import pos_filter as pf
@@ -54,7 +52,6 @@ from extractor.pairs.options import Options, add_arguments  # noqa: F401
 
 NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
-OUTPUT_COLUMNS = rounds.OUTPUT_COLUMNS
 
 
 def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
@@ -312,22 +309,3 @@ def run(ctx, runner) -> None:
     cleanup()
     stats["label_filters"] = ctx.lexicon.label_filters.describe()
     ctx.stats[STAGE] = stats
-
-
-def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,
-                         files: int = 4) -> tuple[list[dict], dict]:
-    """Stage 2 in one plain Python process (no Spark): the same rounds with each round's
-    tasks run one after another here (`InProcessRunner`), over the same sentence files, with
-    scratch files in a temporary folder and the same writer. For the engine-overhead
-    benchmark (benchmarks/pairs_throughput.py): Spark's CPU against the CPU of exactly the
-    same functions. The tests compare the stage with `corpus.reference_pairs`, an
-    independent implementation over Python rows, instead. Returns (the files written, the
-    stage's `stats.json` block)."""
-    with tempfile.TemporaryDirectory() as work:
-        write, stats, cleanup = build_pairs(InProcessRunner(), table, lexicon, options,
-                                            work=f"{work}/scratch", files=files)
-        try:
-            written = write(out_dir)
-        finally:
-            cleanup()
-    return written, stats

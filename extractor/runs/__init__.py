@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from extractor.runs.errors import OutputError, OutputExistsError, ResumeError, RunLockedError  # noqa: F401
 from extractor.runs.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
-from extractor.runs.report import end_summary, read_stats, stats_bytes, summary_table, write_stats  # noqa: F401
+from extractor.runs.report import end_summary, stats_bytes, summary_table  # noqa: F401
 from extractor.runs.run import (CURRENT, LOCK, MANIFEST, RUNS, Run,  # noqa: F401
                                 atomic_directory, environment_failure_message, environment_message, fault_point,
                                 first_difference, input_fingerprint, path_str, published_path, read_manifest)

@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from extractor.core.names import SPLITS
-from extractor.core.hashing import stable_hashes
 # the settings parsers live apart (no numpy there: the job's --help); one name each
 from extractor.splits.options import (DEFAULT_MAX_EVAL_PER_CORPUS, Balance,  # noqa: F401
                                      SplitsError, parse_balance, parse_ratios)
@@ -32,37 +30,17 @@ KEEP_PRIORITY = {"test": 0, "validation": 1, "train": 2}
 
 # ---------------------------------------------------------------------------- documents
 
-def assign_documents(docs: pd.DataFrame, ratios: Sequence[float], seed: int) -> pd.DataFrame:
-    """Assign whole documents of ONE corpus to splits, stratified by label.
-
-    ``docs`` has columns ``corpus, doc_id, test_only`` and one count column per label
-    (``n_<label>``; a plain ``n_pairs`` column is one label). Documents are visited in
-    the order of the hash of (doc_id, seed); each goes to the split with the largest
-    remaining deficit for the labels it holds: sum over labels of
-    count x (target - assigned) / label total, targets being ratio x label total. This is
-    the greedy of scikit-learn's StratifiedGroupKFold in a deterministic order: the ratios
-    hold in pairs, every split gets every label as far as the documents allow, even for
-    small corpora. ``test_only`` corpora go to test whole. Returns ``corpus, doc_id, split``.
-    """
-    if docs.empty:
-        return pd.DataFrame({"corpus": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
-                             "split": pd.Series(dtype=str)})
-    count_cols = sorted(c for c in docs.columns if c.startswith("n_"))
-    docs = docs.copy()
-    docs["_h"] = stable_hashes([str(d) for d in docs["doc_id"]], seed=seed)
-    docs = docs.sort_values(["_h", "doc_id"], kind="mergesort").reset_index(drop=True)
-    out = greedy_splits(docs[count_cols].fillna(0).to_numpy(dtype="float64"), docs["test_only"].astype(bool).tolist(),
-                        ratios)
-    return pd.DataFrame({"corpus": docs["corpus"].astype(str), "doc_id": docs["doc_id"].astype(str),
-                         "split": pd.Series(out, dtype=object).astype(str)})
-
-
 def greedy_splits(counts, test_only: Sequence[bool], ratios: Sequence[float]) -> list[str]:
-    """The split of each document, visited in the given order (`assign_documents`: by the
-    hash of (doc_id, seed)): ``counts`` holds each document's pairs per label (a float64
-    array, documents x labels), ``test_only`` whether it belongs to a test-only corpus.
-    Each goes to the split with the largest remaining deficit for the labels it holds (see
-    `assign_documents`)."""
+    """Whole documents of ONE corpus assigned to splits, stratified by label: the split of
+    each document, visited in the given order (`decisions.assign_corpus`: by the hash of
+    (doc_id, seed), then doc_id). ``counts`` holds each document's pairs per label (a
+    float64 array, documents x labels), ``test_only`` whether it belongs to a test-only
+    corpus (those go to test whole). Each document goes to the split with the largest
+    remaining deficit for the labels it holds: sum over labels of count x (target -
+    assigned) / label total, targets being ratio x label total. This is the greedy of
+    scikit-learn's StratifiedGroupKFold in a deterministic order: the ratios hold in pairs,
+    every split gets every label as far as the documents allow, even for small corpora.
+    The pandas definition: `assign_documents` in tests/splits_reference.py."""
     matrix = np.asarray(counts, dtype="float64")
     label_totals = matrix.sum(axis=0)
     # plain Python floats in the loop (the same doubles as numpy's, without a numpy scalar

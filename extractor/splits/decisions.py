@@ -6,8 +6,8 @@ in a task; only small aggregates (counts, histograms, a few boundary rows) reach
 driver, which turns them into decisions (quotas, cut points) for the next round:
 
 1. `document_weights` (per unit) -> `assign_corpus` (per corpus): every document of a
-   corpus goes, whole, to one split (in the order and by the greedy of
-   `assign.assign_documents`: `assign.greedy_splits`);
+   corpus goes, whole, to one split (by the hash of (doc_id, seed), with the greedy of
+   `assign.greedy_splits`);
 2. `rank_identical` (per bucket of sentence-pair keys: every copy of a sentence pair is in
    one bucket): pairs spanning two splits and all but one copy of each sentence pair are
    marked with their drop reason; `histogram` gives, per (split, corpus, label), how
@@ -89,10 +89,10 @@ def document_weights(rows: pa.Table) -> pa.Table:
 
 def assign_corpus(weights: pa.Table, labels: Sequence[str], ratios, seed: int) -> pa.Table:
     """Every document of one corpus (its `document_weights` rows from all units) -> its
-    split (`ASSIGNED_SCHEMA`), in the order `assign.assign_documents` visits them (by the
-    hash of (doc_id, seed), then doc_id) and by its greedy (`assign.greedy_splits`): Arrow
-    kernels and numpy, no pandas frame (the driver runs this between two rounds, so all of
-    it is serial time)."""
+    split (`ASSIGNED_SCHEMA`), visited in the order of the hash of (doc_id, seed), then
+    doc_id, by the greedy of `assign.greedy_splits` (the pandas definition:
+    `assign_documents` in tests/splits_reference.py): Arrow kernels and numpy, no pandas
+    frame (the driver runs this between two rounds, so all of it is serial time)."""
     keyed = weights.filter(pc.and_(pc.is_valid(weights.column("corpus")), pc.is_valid(weights.column("doc_id"))))
     # the rows of all units summed per document and label by numpy over the documents'
     # codes; rows without a label count for the test-only flag only (only documents whose

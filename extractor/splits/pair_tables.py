@@ -1,7 +1,7 @@
 """Stage 3 per work unit: pure functions over pyarrow tables of pairs, no Spark.
 
-The stage (`extractor.splits.stage`'s rounds; `splits_in_one_process` runs them in one
-process) touches the texts of the pairs table only here, in three steps:
+The stage (`extractor.splits.stage`'s rounds; `splits_in_one_process` of
+`tests/one_process.py` runs them in one process) touches the texts of the pairs table only here, in three steps:
 
 1. `read_unit` + `summaries`: each work unit (row groups of one Parquet file of `pairs/`)
    becomes one slim row per pair: ids, documents, label, hash order and the comparison

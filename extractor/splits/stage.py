@@ -26,9 +26,7 @@ from typing import Any
 from pathlib import Path
 
 from extractor.io import fs
-from extractor.neardup.settings import Settings
 from extractor import statistics as st
-from extractor.engine.runner import InProcessRunner
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
@@ -75,14 +73,6 @@ def run(ctx, runner) -> None:
     n = sum(u["rows"] for u in units)
     wanted = max(runner.slots, n // PAIRS_PER_PARTITION + 1)
     _run(ctx, runner, schema, units, n, max(1, min(runner.max_buckets or wanted, wanted)))
-
-
-def run_rounds(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
-           earlier_stats: dict | None = None) -> dict:
-    """Rounds 1-6 of the stage (docs/splits.md): `decide` (rounds 1-5), then `write_output`
-    (round 6 into `plan.target`). Returns what the card and stats need."""
-    plan, found = decide(runner, plan, balance, max_eval, files_per_table, earlier_stats)
-    return write_output(runner, plan, found)
 
 
 def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
@@ -372,29 +362,3 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
-
-
-def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1),
-                          balance: str = "downsample", max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS,
-                          test_only: set | None = None, files_per_table: int = 4, buckets: int = 1,
-                          near: Settings | None = None) -> dict:
-    """Stage 3 in one plain Python process (no Spark): the six rounds (`rounds`) with each
-    round's tasks run one after another here (`InProcessRunner`), over the same Parquet files
-    and scratch files in a temporary folder. For the engine-overhead benchmark
-    (benchmarks/splits_throughput.py): Spark's CPU against the CPU of exactly the same
-    functions (the tests compare the stage with an independent pandas reference,
-    tests/splits_reference.py). The pairs table in `pairs_dir` -> the split files under
-    `out_dir/<split>/`, as the stage writes them (no card). Returns the rounds' results with
-    the pairs per split. `near`: the near-duplicate settings (`Settings()` for the
-    stage's default, `--near-duplicates on`); None: off."""
-    schema, units = bt.list_units(pairs_dir)
-    with tempfile.TemporaryDirectory() as work:
-        plan = SplitsPlan(units=units, schema=schema, seed=seed, scratch=SplitsScratch(work), buckets=buckets,
-                          ratios=tuple(ratios), test_only=frozenset(test_only or ()), near=near, target=out_dir)
-        result = run_rounds(InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
-                        files_per_table)
-    result["splits"] = {}
-    for w in result["written"]:
-        split = fs.basename(fs.parent(w["path"]))
-        result["splits"][split] = result["splits"].get(split, 0) + int(w["rows"])
-    return result

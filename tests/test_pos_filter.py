@@ -169,7 +169,7 @@ def test_romanian_model_tags_without_its_tagger_as_with_it():
     (EN_MODEL, "en", None, 5),  # 4, and the attribute ruler's patterns of two tokens
 ])
 def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sentence(model, lang, text, field):
-    """`pos_verdicts` tags a long sentence's first receptive field + PREFIX_EXACT tokens
+    """`tagged_verdicts` tags a long sentence's first receptive field + PREFIX_EXACT tokens
     first and stops there when their exact tags hold a subject and a predicate: on real
     prose (sentences and fragments of a novel's lines, cut at '. ', and dialogue lines),
     the same verdicts as tagging every sentence whole, with fewer tokens through the model."""
@@ -188,7 +188,7 @@ def test_verdicts_from_a_long_sentences_first_tokens_are_those_of_the_whole_sent
     real_pipe = type(nlp).pipe
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(type(nlp), "pipe", lambda self, docs, **k: real_pipe(self, _counted(docs, asked), **k))
-        got = pf.pos_verdicts(texts, model, lexicon)
+        got = pf.tagged_verdicts(texts, model, lexicon)
     assert got == expected
     cut = field + pf.PREFIX_EXACT
     long = sum(len(d) > cut for d in nlp.tokenizer.pipe(texts))
@@ -253,7 +253,7 @@ def test_token_batches_keep_order_and_bound_the_tokens():
 
 
 def test_verdicts_leave_no_new_words_in_the_vocabulary():
-    """`pos_verdicts` and `pos_tags` tag inside spaCy's memory zone: the words of real
+    """`tagged_verdicts` and `pos_tags` tag inside spaCy's memory zone: the words of real
     Romanian prose the pipeline had not seen leave its vocabulary (strings) and tokenizer
     cache when the call returns, so a worker's memory does not grow with the words of its
     input; the verdicts and tags are those of tagging outside the zone."""
@@ -266,11 +266,11 @@ def test_verdicts_leave_no_new_words_in_the_vocabulary():
     lines += [line[: len(line) // 3] for line in lines[:100]]  # fragments: some without a predicate
     nlp = pf.load_model("ro_legal_fl")
     strings = len(nlp.vocab.strings)
-    zoned, tags = pf.pos_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(lines[:100], "ro_legal_fl")
+    zoned, tags = pf.tagged_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(lines[:100], "ro_legal_fl")
     assert len(nlp.vocab.strings) == strings
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pf, "memory_zone", lambda nlp: contextlib.nullcontext())
-        assert pf.pos_verdicts(lines, "ro_legal_fl", lexicon) == zoned
+        assert pf.tagged_verdicts(lines, "ro_legal_fl", lexicon) == zoned
         assert pf.pos_tags(lines[:100], "ro_legal_fl") == tags
     grown = len(nlp.vocab.strings) - strings  # outside the zone the new words stay
     assert grown > 300, grown
@@ -278,7 +278,7 @@ def test_verdicts_leave_no_new_words_in_the_vocabulary():
 
 
 def test_a_long_list_of_texts_is_tagged_in_parts_with_the_same_verdicts(monkeypatch):
-    """`pos_verdicts` and `pos_tags` tokenize and tag TEXTS_PER_CALL texts at a time, each
+    """`tagged_verdicts` (the tagger's part of `pos_verdicts`) and `pos_tags` tokenize and tag TEXTS_PER_CALL texts at a time, each
     part in a memory zone of its own (a task's Docs and new words are a part's, whatever
     the number of texts); the verdicts and tags are those of one call over all of them."""
     pytest.importorskip("ro_legal_fl")
@@ -288,11 +288,11 @@ def test_a_long_list_of_texts_is_tagged_in_parts_with_the_same_verdicts(monkeypa
     lines = [line.strip() for line in shared_file("text/eltec-rom-20/ROM005.txt").read_text(encoding="utf-8")
              .splitlines() if len(line.strip()) > 40][:300]
     lines += [line[: len(line) // 3] for line in lines[:60]]
-    whole, tags = pf.pos_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(iter(lines), "ro_legal_fl")
+    whole, tags = pf.tagged_verdicts(lines, "ro_legal_fl", lexicon), pf.pos_tags(iter(lines), "ro_legal_fl")
     zones = []
     real = pf.memory_zone
     monkeypatch.setattr(pf, "memory_zone", lambda nlp: zones.append(1) or real(nlp))
     monkeypatch.setattr(pf, "TEXTS_PER_CALL", 100)
-    assert pf.pos_verdicts(lines, "ro_legal_fl", lexicon) == whole and len(zones) == 4
+    assert pf.tagged_verdicts(lines, "ro_legal_fl", lexicon) == whole and len(zones) == 4
     assert pf.pos_tags(iter(lines), "ro_legal_fl") == tags and len(zones) == 8
     assert len(lines) == 360 and sum(not ok for ok, _ in whole) > 10

@@ -736,7 +736,7 @@ def _used_in_own_module(loads: dict[str, list[int]], d: Definition) -> bool:
 def private_across(library: list[Module]) -> Metric:
     """A `_name` of one library module imported by another (`from m import _x`) or reached
     as `m._x` through an imported module; the number is the distinct (module, name) pairs
-    (every site listed). A private module imported under a private alias (`as _out`) is
+    (every site listed). A private module imported under a private alias (`as _m`) is
     not counted; the names it reaches through it are."""
     m = Metric("private_names_across_modules", "distinct _names of a library module used by another library "
                "module (from m import _x, m._x)")

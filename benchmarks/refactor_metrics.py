@@ -736,7 +736,7 @@ def _used_in_own_module(loads: dict[str, list[int]], d: Definition) -> bool:
 def private_across(library: list[Module]) -> Metric:
     """A `_name` of one library module imported by another (`from m import _x`) or reached
     as `m._x` through an imported module; the number is the distinct (module, name) pairs
-    (every site listed). A private module imported under a private alias (`as _out`) is
+    (every site listed). A private module imported under a private alias (`as _m`) is
     not counted; the names it reaches through it are."""
     m = Metric("private_names_across_modules", "distinct _names of a library module used by another library "
                "module (from m import _x, m._x)")
@@ -822,7 +822,61 @@ def measurements(library: list[Module]) -> Metric:
     return m
 
 
-# --- 10. commit subjects ----------------------------------------------------------------
+# --- 10. module aliases -----------------------------------------------------------------
+
+# Third-party modules under their community's short names: not counted.
+ALIAS_CONVENTIONS = {
+    "np": "numpy", "pd": "pandas", "pl": "polars", "pa": "pyarrow", "pc": "pyarrow.compute",
+    "pq": "pyarrow.parquet", "ds": "pyarrow.dataset", "pafs": "pyarrow.fs", "plt": "matplotlib.pyplot",
+    "ET": "xml.etree.ElementTree",
+}
+# Two modules of the same name in one file: the alias says which. Listed ("path: alias")
+# with the reason, not counted (--verbose lists them as kept).
+SAME_NAME_ALIASES = {
+    "jobs/extract.py: sentences_options": "the three stages' `options` modules, side by side in the parser",
+    "jobs/extract.py: pairs_options": "the three stages' `options` modules, side by side in the parser",
+    "jobs/extract.py: splits_options": "the three stages' `options` modules, side by side in the parser",
+    "jobs/extract.py: sentences_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
+    "jobs/extract.py: pairs_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
+    "jobs/extract.py: splits_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
+}
+
+
+def module_aliases(library: list[Module]) -> Metric:
+    """In extractor/, trainer/, jobs/: a module imported under a name other than its own
+    (`import a.b as c`, `from a import b as c` where `a.b` is a library module, c not b),
+    but a third-party module under its convention (`ALIAS_CONVENTIONS`: np, pa, pc, pd, ...)
+    and a same-name disambiguation listed with its reason (`SAME_NAME_ALIASES`, listed as
+    kept). `from m import name as other` of a function or constant is no module alias."""
+    m = Metric("module_aliases", "modules imported under another name (import a.b as c, from a import b as c), "
+               "library; third-party conventions (np, pa, pc, pd, ...) and listed same-name aliases excepted")
+    known = {x.name for x in library}
+    kept = []
+    for mod in library:
+        package = mod.name if mod.rel.endswith("__init__.py") else mod.name.rpartition(".")[0]
+        for node in mod.nodes:
+            found: list[tuple[str, str]] = []  # (module, alias)
+            if isinstance(node, ast.Import):
+                found = [(a.name, a.asname) for a in node.names
+                         if a.asname and a.asname != a.name.rpartition(".")[2]]
+            elif isinstance(node, ast.ImportFrom):
+                base = imported_module(node, package)
+                found = [(f"{base}.{a.name}", a.asname) for a in node.names
+                         if a.asname and a.asname != a.name and f"{base}.{a.name}" in known]
+            for module, alias in found:
+                if ALIAS_CONVENTIONS.get(alias) == module:
+                    continue
+                reason = SAME_NAME_ALIASES.get(f"{mod.rel}: {alias}")
+                if reason is None:
+                    m.hits.append(where(mod, node, f"{module} as {alias}"))
+                else:
+                    kept.append(where(mod, node, f"{module} as {alias} (kept, not counted: {reason})"))
+    m.count = len(m.hits)
+    m.hits += kept
+    return m
+
+
+# --- 11. commit subjects ----------------------------------------------------------------
 
 def commit_subjects(root: Path, since: str | None, last: int) -> Metric:
     """Commit subjects longer than 72 characters in `since..HEAD` (default: the last
@@ -868,6 +922,7 @@ def measure(root: Path, since: str | None = None, last: int = 20) -> list[Metric
         test_only,
         private_across(library),
         measurements(library),
+        module_aliases(library),
         commit_subjects(root, since, last),
     ]
 

@@ -47,7 +47,7 @@ from extractor.splits import options as splits_options  # noqa: E402
 if TYPE_CHECKING:  # imported at run time by `_import_run_modules`, once the flags are parsed
     from types import ModuleType
 
-    from extractor import runs as out
+    from extractor import runs
     from extractor.io import fs
     from extractor.job.context import JobContext
     from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
@@ -131,9 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_run_modules() -> None:
     """Import what a run needs beyond its flags, as the module's names: these modules import
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
-    global fs, out, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
+    global fs, runs, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
     global STAGE_MODULES
-    from extractor import runs as out
+    from extractor import runs
     from extractor.documents import stage as sentences_stage
     from extractor.io import fs
     from extractor.job.context import JobContext
@@ -163,7 +163,7 @@ def run_fingerprint(args, lexicon, corpora) -> dict:
     """What a resumed run must share with the run it continues: the inputs (path, size,
     mtime), the lexicon's hash, the corpora and every setting that can change a byte."""
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
-    return {"inputs": [out.input_fingerprint(p) for c in corpora for p in c.paths],
+    return {"inputs": [runs.input_fingerprint(p) for c in corpora for p in c.paths],
             "lexicon_sha256": lexicon.sha256,
             "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
                          "options": c.options} for c in corpora],
@@ -213,10 +213,10 @@ def _main(args, argv) -> int:
     command_line = " ".join(shlex.quote(a) for a in ["jobs/extract.py", *(sys.argv[1:] if argv is None else argv)])
     # The lock first: a second job on this output is refused before Spark starts.
     try:
-        run = out.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora),
-                           resume=args.resume)
+        run = runs.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora),
+                            resume=args.resume)
     except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
-        message = out.environment_failure_message(exc, output)
+        message = runs.environment_failure_message(exc, output)
         if message is None:
             if not isinstance(exc, UserError):
                 raise
@@ -227,7 +227,7 @@ def _main(args, argv) -> int:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)
     except KeyboardInterrupt:  # the staged work stays for --resume; the lock is released
         run.release()
-        print(f"[extract] interrupted: run {run.run_id} is kept under {output}/{out.RUNS}/; run the same command "
+        print(f"[extract] interrupted: run {run.run_id} is kept under {output}/{runs.RUNS}/; run the same command "
               f"with --resume to continue it", file=sys.stderr)
         return 130
     except BaseException:
@@ -235,7 +235,7 @@ def _main(args, argv) -> int:
         # whatever else happened (a dead JVM or executor, a bug), what it finished stays
         # staged for --resume and the lock is released. The published output is untouched.
         run.release()
-        where = f"run {run.run_id} is kept under {output}/{out.RUNS}/"
+        where = f"run {run.run_id} is kept under {output}/{runs.RUNS}/"
         # on a line of its own: Spark's progress bar may have been cut off mid-line
         if not gateway.jvm_alive(settle=2.0):  # the driver's messages went through the dead JVM: say it past it
             gateway.say(f"\n[extract] the Spark JVM died (killed, or out of memory?): {where}; "
@@ -273,11 +273,11 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
                      command_line="", warnings=[], options=options)
     for stage in to_run:
         STAGE_MODULES[stage].check(ctx)
-    manifest = out.read_manifest(output)
+    manifest = runs.read_manifest(output)
     published = sorted((manifest or {}).get("tables", {}))
     for stage in to_run:
         if TABLES[stage] in published and not args.overwrite:
-            raise out.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
+            raise runs.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
     first = STAGES.index(to_run[0])
     if first and STAGES[first - 1] not in published:
         raise InputError(f"{output}/{STAGES[first - 1]}: no such table in the published output; run the stage "
@@ -293,7 +293,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     sizes, mb = [], 0.0
     for c in corpora:
         for path in c.paths:
-            found = out.input_fingerprint(path)
+            found = runs.input_fingerprint(path)
             mb_text = cost_model.text_mb(path, found["bytes"])
             mb += mb_text
             files = f", {found['files']} files" if "files" in found else ""
@@ -329,7 +329,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
                                  f"that writes '{name}' first (--start-at {STAGES[first - 1]})")
         for stage in to_run:  # fail before hours of work, not after
             if run.published(TABLES[stage]) and not args.overwrite:
-                raise out.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
+                raise runs.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
     except UserError as exc:
         run.abort()
         return _fail(exc.one_line())
@@ -373,7 +373,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
                 run_stage(STAGE_MODULES[stage], ctx, progress)
                 progress.finish_stage(stage, {"stats": ctx.stats[stage], "warnings": ctx.warnings[seen:]})
             timings[stage] = round(time.time() - t0, 3)
-            out.fault_point(f"after:{stage}")
+            runs.fault_point(f"after:{stage}")
         ctx.stats["job"] = {
             "command_line": run.command_line, "run_id": run.run_id, "lang": lexicon.lang,
             "lexicon": str(Path(str(lexicon.path)).name), "lexicon_sha256": lexicon.sha256, "seed": args.seed,
@@ -384,9 +384,9 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             "versions": _versions(), "spark_master": spark.sparkContext.master,
             "executor_python": executor_python(spark),
         }
-        run.put_bytes("stats.json", out.stats_bytes(ctx.stats))
+        run.put_bytes("stats.json", runs.stats_bytes(ctx.stats))
         extra = {"stages_run": to_run, "lang": lexicon.lang, "lexicon_sha256": lexicon.sha256,
-                 "inputs": [out.input_fingerprint(p) for c in corpora for p in c.paths]}
+                 "inputs": [runs.input_fingerprint(p) for c in corpora for p in c.paths]}
         if run.resumed is not None:
             extra["resumed"] = progress.summary()
         manifest = run.publish(extra)
@@ -394,9 +394,9 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         if not gateway.jvm_alive(spark):  # not the user's: kept for --resume (_main)
             raise
         run.abort()
-        return _fail(out.environment_failure_message(exc, output) or exc.one_line())  # an OutputError: by errno
+        return _fail(runs.environment_failure_message(exc, output) or exc.one_line())  # an OutputError: by errno
     except OSError as exc:  # by its errno: the output's filesystem (full disk, read-only, permissions); else a bug
-        message = out.environment_failure_message(exc, output)
+        message = runs.environment_failure_message(exc, output)
         if message is None or not gateway.jvm_alive(spark):
             raise
         run.abort()
@@ -410,8 +410,8 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         run.abort()
         return _fail(message)
     if args.verbose:
-        print(out.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats], max_rows=None))
-    print(out.end_summary(ctx.stats, output, [t for t in TABLES.values() if t in manifest.get("tables", {})]))
+        print(runs.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats], max_rows=None))
+    print(runs.end_summary(ctx.stats, output, [t for t in TABLES.values() if t in manifest.get("tables", {})]))
     for msg in ctx.warnings:
         print(f"warning: {msg}", file=sys.stderr)
     if run.resumed is not None:

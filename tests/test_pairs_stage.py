@@ -170,7 +170,7 @@ def test_marked_pairs_are_the_expected_ones(handmade):
 
 def test_every_rejection_is_counted_with_its_reason(handmade):
     rejected = {k: v for k, v in handmade[1]["rejected"].items() if v}
-    assert set(handmade[1]["rejected"]) == set(ps.MARKED_REASONS) | set(ps.pf.REASONS)
+    assert set(handmade[1]["rejected"]) == set(ps.MARKED_REASONS) | set(ps.pos_filter.REASONS)
     assert handmade[1]["rejected"]["premise_starts_with_phrase"] == 0
     assert rejected == {"no_premise": 1, "premise_short": 1, "hypothesis_starts_with_phrase": 1,
                         "hypothesis_short": 1, "pos_no_predicate": 1, "duplicate_pair": 1}

@@ -257,3 +257,29 @@ def test_the_command_line(tree):
     table = subprocess.run([sys.executable, str(SCRIPT), "--root", str(tree), "--verbose"], capture_output=True,
                            text=True, check=True).stdout
     assert "substring_classifiers" in table and '"permission denied" in str(exc)' in table
+
+
+def test_module_aliases(tmp_path, monkeypatch):
+    write(tmp_path, "extractor/__init__.py", "")
+    write(tmp_path, "extractor/pkg/__init__.py", "")
+    write(tmp_path, "extractor/pkg/helpers.py", "def one():\n    return 1\n")
+    write(tmp_path, "extractor/pkg/aliased.py", '''
+        import glob as _glob                             # planted: a module under another name
+        import numpy as np                               # clean: a third-party convention
+        import numpy as numbers                          # planted: not the convention
+        import os.path as path                           # clean: its own name
+        import xml.etree.ElementTree as ET               # clean: a convention
+        from extractor.pkg import helpers as hp          # planted
+        from extractor.pkg import helpers                # clean
+        from extractor.pkg.helpers import one as first   # clean: a function, not a module
+        from . import helpers as rel                     # planted: relative
+        ''')
+    library = rm.load_modules(tmp_path, rm.LIBRARY)
+    found = rm.module_aliases(library)
+    assert found.value == 4
+    assert sorted(h.split(": ", 1)[1] for h in found.hits) == [
+        "extractor.pkg.helpers as hp", "extractor.pkg.helpers as rel", "glob as _glob", "numpy as numbers"]
+    monkeypatch.setitem(rm.SAME_NAME_ALIASES, "extractor/pkg/aliased.py: hp", "planted: two helpers modules")
+    kept = rm.module_aliases(library)
+    assert kept.value == 3
+    assert any("helpers as hp (kept, not counted: planted: two helpers modules)" in h for h in kept.hits)

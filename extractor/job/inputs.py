@@ -2,7 +2,7 @@
 checked on the driver, and the one-line message of a Spark failure caused by them."""
 from __future__ import annotations
 
-import glob as _glob
+import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +71,7 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     """The files of a file, directory or glob, sorted (the order fixes the order of the work
     units). Local paths and URIs alike (through extractor.io.fs); globs are local only."""
     if not fs.is_uri(path) and any(ch in path for ch in "*?["):
-        matches = sorted(_glob.glob(path, recursive=True))
+        matches = sorted(glob.glob(path, recursive=True))
         if not matches:
             raise InputError(f"{path}: the glob matches no file")
         out: list[str] = []

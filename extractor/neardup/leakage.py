@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from extractor import statistics as st
+from extractor import statistics
 from extractor.neardup.minhash import (Shingles, band_keys, band_rows, bucket_pairs, pair_jaccard,
                                        shingle_sets, signatures, sorted_unique)
 from extractor.neardup.settings import Settings, settings_line
@@ -23,8 +23,8 @@ def near_duplicate_leakage(splits: dict, settings: Settings) -> dict:
     rows = {}
     for name in names:
         prem, hyp = splits[name]
-        p = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in prem], dtype=np.int64)
-        h = np.array([texts.setdefault(st.fold_text(t or ""), len(texts)) for t in hyp], dtype=np.int64)
+        p = np.array([texts.setdefault(statistics.fold_text(t or ""), len(texts)) for t in prem], dtype=np.int64)
+        h = np.array([texts.setdefault(statistics.fold_text(t or ""), len(texts)) for t in hyp], dtype=np.int64)
         rows[name] = (p, h)
     node_text = list(texts)
     sh = shingle_sets(node_text, settings)

@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor import statistics as st
+from extractor import statistics
 from extractor.core.hashing import byte_buffers
 from extractor.neardup.settings import Settings
 from extractor.statistics import charclasses, kernels
@@ -139,7 +139,7 @@ def _normalised_vocabulary(vocab: pa.Array) -> pa.Array:
     """`statistics.norm_words` of each distinct whitespace token ("" when nothing is left):
     Arrow lower-cases and trims the tokens whose result is provably Python's (nearly all:
     `statistics.charclasses`), Python the others."""
-    return charclasses.normalised_tokens(vocab, st.norm_token)
+    return charclasses.normalised_tokens(vocab, statistics.norm_token)
 
 
 def _string_hashes(strings: pa.Array) -> np.ndarray:

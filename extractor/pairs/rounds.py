@@ -10,12 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractor.neardup import distributed as nd
+from extractor.neardup import distributed
 from extractor.engine import scratch
 from extractor.engine.rounds import Round
 from extractor.core.hashing import stable_hashes
-from extractor.pairs import buckets as pb
-from extractor.pairs import sentence_passes as bt
+from extractor.pairs import buckets
+from extractor.pairs import sentence_passes
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.plan import EARLY, LATE, MARKED, PairsPlan
 from extractor.io.parquet_writer import spark_partition, task_attempt, write_sorted
@@ -58,7 +58,7 @@ class FilesResult(TypedDict):
 def _write_pairs(plan: PairsPlan, rows, kind: str, unit: int) -> None:
     """Pair rows cut into buckets of their texts: unit `unit`'s file in each bucket of `kind`."""
     if rows.num_rows:
-        for b, part in scratch.split_by(rows, pb.text_buckets(rows, plan.buckets)).items():
+        for b, part in scratch.split_by(rows, buckets.text_buckets(rows, plan.buckets)).items():
             scratch.write_arrow(part, plan.scratch.pairs(kind, b, unit))
 
 
@@ -67,9 +67,9 @@ def pass_one(plan: PairsPlan, k: int) -> PassOneResult:
     candidates to the buckets of their texts, the documents' lowest bins to a scratch file;
     returns pass 1's aggregate rows, its histograms and its number of "doc" rows."""
     unit = plan.units[k]
-    table = pa.Table.from_batches(list(bt.pass_one_streams(
-        bt.file_streams([unit]), matcher_for(plan.lexicon), plan.seed, plan.strategies, model=None,
-        lexicon=plan.lexicon, min_chars=plan.min_chars)), schema=bt.WORK)
+    table = pa.Table.from_batches(list(sentence_passes.pass_one_streams(
+        sentence_passes.file_streams([unit]), matcher_for(plan.lexicon), plan.seed, plan.strategies, model=None,
+        lexicon=plan.lexicon, min_chars=plan.min_chars)), schema=sentence_passes.WORK)
     pairs = table.filter(pc.equal(table.column("kind"), "pair"))
     marker = pc.equal(pairs.column("source"), "marker")
     _write_pairs(plan, pairs.filter(marker), MARKED, k)
@@ -77,19 +77,19 @@ def pass_one(plan: PairsPlan, k: int) -> PassOneResult:
     docs = table.filter(pc.equal(table.column("kind"), "doc")).select(["corpus", "doc_id", "n", "bin"])
     if docs.num_rows:
         scratch.write_arrow(docs, plan.scratch.documents(k))
-    return {"counts": pb.pass_counts(table), "hist": pb.pass_histograms(table), "documents": docs.num_rows}
+    return {"counts": buckets.pass_counts(table), "hist": buckets.pass_histograms(table), "documents": docs.num_rows}
 
 
 def marked(plan: PairsPlan, b: int) -> MarkedResult:
     """Per bucket: identical marked pairs ranked, POS-checked; the kept ones (the lowest
     pair_id of each text pair, not rejected) to a scratch file; returns the tallies."""
-    rows = scratch.read_arrow(plan.scratch.pairs(MARKED, b), bt.WORK)
-    ranked = pb.pos_checked(pb.rank_identical(rows), plan.model, plan.lexicon)
+    rows = scratch.read_arrow(plan.scratch.pairs(MARKED, b), sentence_passes.WORK)
+    ranked = buckets.pos_checked(buckets.rank_identical(rows), plan.model, plan.lexicon)
     if plan.model:  # the verdicts, for the neutral round's candidates of the same texts
-        scratch.write_arrow(pb.judged(ranked), plan.scratch.verdicts(b))
+        scratch.write_arrow(buckets.judged(ranked), plan.scratch.verdicts(b))
     kept = ranked.filter(pc.and_(pc.is_null(ranked.column("reject")), pc.equal(ranked.column("bin"), 1)))
     scratch.write_arrow(_with_file(kept, plan.files), plan.scratch.kept(b))
-    return {"tallies": pb.marked_tallies(ranked)}
+    return {"tallies": buckets.marked_tallies(ranked)}
 
 
 def near_bands(plan: PairsPlan, b: int) -> dict:
@@ -98,14 +98,14 @@ def near_bands(plan: PairsPlan, b: int) -> dict:
     folders of the bands' buckets (ids: bucket << 32 | row)."""
     assert plan.near is not None, "the near-duplicate rounds run only with near-duplicates on"
     kept = scratch.read_one(plan.scratch.kept(b))
-    ids = nd.gids(b, np.arange(kept.num_rows))
+    ids = distributed.gids(b, np.arange(kept.num_rows))
     texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": kept.column("corpus").cast(pa.string()),
                       "doc_id": kept.column("pair_id").cast(pa.string()),  # the pair's id: the choice's key
                       "text": kept.column("hypothesis").cast(pa.large_string()),
-                      "other": kept.column("premise").cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+                      "other": kept.column("premise").cast(pa.large_string())}, schema=distributed.TEXT_SCHEMA)
     scratch.write_arrow(texts, plan.scratch.near_texts(b))
-    bands = nd.unit_bands(texts.column("text"), ids, plan.near)
-    for k, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan.buckets)).items():
+    bands = distributed.unit_bands(texts.column("text"), ids, plan.near)
+    for k, part in scratch.split_by(bands, distributed.band_buckets(bands.column("key"), plan.buckets)).items():
         scratch.write_arrow(part, plan.scratch.near_bands(k, b))
     return {}
 
@@ -116,9 +116,9 @@ def near_pairs(plan: PairsPlan, k: int) -> NearPairsResult:
     with the higher seed hash of its pair_id goes (`rejected.near_duplicate_pair`): its id to
     the rejected folder of its bucket."""
     assert plan.near is not None, "the near-duplicate rounds run only with near-duplicates on"
-    bands = scratch.read_arrow(plan.scratch.near_bands(k), nd.BAND_SCHEMA)
-    fetch = nd.fetch_from(plan.scratch.near_texts, scratch.read_one)
-    candidates, verified, _ = nd.verify_bucket(bands, fetch, plan.near, k, plan.buckets)
+    bands = scratch.read_arrow(plan.scratch.near_bands(k), distributed.BAND_SCHEMA)
+    fetch = distributed.fetch_from(plan.scratch.near_texts, scratch.read_one)
+    candidates, verified, _ = distributed.verify_bucket(bands, fetch, plan.near, k, plan.buckets)
     both = verified.filter(verified.column("both"))
     ha = stable_hashes(both.column("doc_id_a"), seed=plan.seed)
     hb = stable_hashes(both.column("doc_id_b"), seed=plan.seed)
@@ -153,9 +153,9 @@ def pass_two(plan: PairsPlan, k: int) -> dict:
     under the cuts to the buckets of their texts (of the documents `plan.needed` lists)."""
     by_file = plan.needed.value if plan.needed is not None else None
     unit = plan.units[k]
-    table = pa.Table.from_batches(list(bt.pass_two_streams(
-        bt.file_streams([unit], by_file), matcher_for(plan.lexicon), plan.seed, plan.strategies,
-        plan.cuts, None, plan.lexicon, plan.min_chars)), schema=bt.WORK)
+    table = pa.Table.from_batches(list(sentence_passes.pass_two_streams(
+        sentence_passes.file_streams([unit], by_file), matcher_for(plan.lexicon), plan.seed, plan.strategies,
+        plan.cuts, None, plan.lexicon, plan.min_chars)), schema=sentence_passes.WORK)
     _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), LATE, k)
     return {}
 
@@ -164,8 +164,8 @@ def _bucket_candidates(plan: PairsPlan, b: int) -> pa.Table:
     """A bucket's neutral candidates under the cuts: pass 1's early rows under the cut bins,
     or pass 2's rows."""
     if not plan.early:
-        return scratch.read_arrow(plan.scratch.pairs(LATE, b), bt.WORK)
-    cands = scratch.read_arrow(plan.scratch.pairs(EARLY, b), bt.WORK)
+        return scratch.read_arrow(plan.scratch.pairs(LATE, b), sentence_passes.WORK)
+    cands = scratch.read_arrow(plan.scratch.pairs(EARLY, b), sentence_passes.WORK)
     cut = [plan.cuts.get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
                                                     cands.column("source").to_pylist())]
     return cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
@@ -174,7 +174,7 @@ def _bucket_candidates(plan: PairsPlan, b: int) -> pa.Table:
 def neutral_limits(plan: PairsPlan, b: int) -> LimitsResult:
     """Per bucket: the lowest selection hashes of its neutral candidates under the cuts, as
     many per (corpus, strategy) as the neutral round checks in all (`buckets.lowest_selects`)."""
-    return {"lowest": pb.lowest_selects(_bucket_candidates(plan, b), plan.wanted)}
+    return {"lowest": buckets.lowest_selects(_bucket_candidates(plan, b), plan.wanted)}
 
 
 def neutral(plan: PairsPlan, b: int) -> NeutralResult:
@@ -186,8 +186,8 @@ def neutral(plan: PairsPlan, b: int) -> NeutralResult:
     known = None
     if plan.verdicts and cands.num_rows:  # texts the marked round judged (first_random's premises...)
         texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
-        known = pb.known_verdicts((scratch.read_one(path) for path in plan.verdicts), pa.concat_arrays(texts))
-    tallies, pool = pb.neutral_round(cands, kept, plan.model, plan.lexicon, known, plan.pos_limits())
+        known = buckets.known_verdicts((scratch.read_one(path) for path in plan.verdicts), pa.concat_arrays(texts))
+    tallies, pool = buckets.neutral_round(cands, kept, plan.model, plan.lexicon, known, plan.pos_limits())
     scratch.write_arrow(_with_file(pool, plan.files), plan.scratch.pool(b))
     return {"tallies": tallies}
 
@@ -214,8 +214,8 @@ def table_file(plan: PairsPlan, p: int) -> FilesResult:
     parts = [mine(kept)]
     if plan.draw is not None:
         pool = scratch.read_arrow(plan.scratch.pool(), None)
-        last = pb.last_taken(pb.boundary_rows(pool, plan.draw), plan.draw)
-        parts.append(pb.drawn(mine(pool), plan.draw, last))
+        last = buckets.last_taken(buckets.boundary_rows(pool, plan.draw), plan.draw)
+        parts.append(buckets.drawn(mine(pool), plan.draw, last))
     rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
     rows = rows.take(pc.sort_indices(rows, sort_keys=[("label", "ascending"), ("pair_id", "ascending")]))
     written = write_sorted(rows.to_batches(), plan.target, ["label"], f"part-{p:05d}.parquet", task_attempt())

@@ -35,10 +35,10 @@ from dataclasses import replace
 from extractor.io import fs
 from extractor.engine import scratch
 from extractor.core.errors import UserError
-from extractor.pairs import buckets as pb
-from extractor.pairs import pos_filter as pf
+from extractor.pairs import buckets
+from extractor.pairs import pos_filter
 from extractor.pairs import rounds
-from extractor.pairs import sentence_passes as bt
+from extractor.pairs import sentence_passes
 from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
                                    tally_marked, tally_neutral)
@@ -57,7 +57,7 @@ WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the ta
 def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
     """(model to run or None, stats block) for the POS filter."""
     model = options.spacy_model or lexicon.spacy_model
-    enabled, status, warning = pf.resolve(options.pos_filter, model, lexicon)
+    enabled, status, warning = pos_filter.resolve(options.pos_filter, model, lexicon)
     if warning and warn:
         warn(warning)
     words = lexicon.complete_words if enabled and options.pos_words == "on" else None
@@ -86,7 +86,7 @@ def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
     edge rows each), never with the documents."""
     old = [(corpus, label, b, a) for kind, corpus, label, reject, b, edge, a in counts if kind == "hist"]
     # ("hist" count rows: results recorded for --resume by the code before dense histograms)
-    hist = pb.sum_histograms([*histograms, pb.dense_histograms(old)] if old else histograms)
+    hist = buckets.sum_histograms([*histograms, buckets.dense_histograms(old)] if old else histograms)
     rows = [(kind, corpus, label, None, None, reject, b, edge, a, None)
             for kind, corpus, label, reject, b, edge, a in counts if kind != "hist"]
     rows += [("tally", corpus, label, phrase, ps, reject, n, "true" if dup else "false", a, c)
@@ -110,13 +110,13 @@ def make_plan(runner, table: str, lexicon, options: Options, model: str | None, 
     settings, recorded for `--resume` (`runner.plan`); a fresh start removes what an earlier
     attempt left in the scratch folder `work` (default: beside `table`)."""
     slots = max(1, runner.slots)
-    units = bt.file_units(bt.sentence_files(table), 2 * slots)
+    units = sentence_passes.file_units(sentence_passes.sentence_files(table), 2 * slots)
     work_folder = PairsScratch(work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME))
-    buckets = _pos_tasks(slots, len(units))
-    if not runner.plan({"units": units, "buckets": buckets, "files": files, "model": model}) \
+    bucket_count = _pos_tasks(slots, len(units))
+    if not runner.plan({"units": units, "buckets": bucket_count, "files": files, "model": model}) \
             and work_folder.exists():
         work_folder.delete()  # what an earlier attempt of this stage left
-    return PairsPlan(lexicon=lexicon, units=units, model=model, scratch=work_folder, buckets=buckets,
+    return PairsPlan(lexicon=lexicon, units=units, model=model, scratch=work_folder, buckets=bucket_count,
                      seed=options.seed, strategies=options.strategies, min_chars=options.min_chars, files=files,
                      near=options.near)
 
@@ -128,25 +128,25 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
     model = plan.model
     mix = options.neutral_mix
     assert isinstance(mix, dict), "Options.__post_init__ turns the flag's text into weights"
-    buckets = list(range(plan.buckets))
+    bucket_ids = list(range(plan.buckets))
     # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ----------
     one = rounds.PASS_ONE.run(runner, plan, range(len(plan.units)))
     counts = [tuple(r) for out in one for r in out["counts"]]
     histograms = [out.get("hist", []) for out in one]
     del one
-    tallies = [tuple(r) for out in rounds.MARKED_ROUND.run(runner, plan, buckets) for r in out["tallies"]]
+    tallies = [tuple(r) for out in rounds.MARKED_ROUND.run(runner, plan, bucket_ids) for r in out["tallies"]]
     marked_counts, hist, groups, edges = reduce_pass_one(counts, tallies, histograms)
     split = next((key for key, n in sorted(edges.items(), key=repr) if n > 1), None)
     if split:
-        raise bt.DocumentOrderError(bt.split_document_error(*split))
+        raise sentence_passes.DocumentOrderError(sentence_passes.split_document_error(*split))
     duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
     near_rejected, near_counts = None, None
     if plan.near is not None:
         # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
-        rounds.NEAR_BANDS.run(runner, plan, buckets)
-        found = rounds.NEAR_PAIRS.run(runner, plan, buckets)
+        rounds.NEAR_BANDS.run(runner, plan, bucket_ids)
+        found = rounds.NEAR_PAIRS.run(runner, plan, bucket_ids)
         near_rejected = 0
-        for out in rounds.NEAR_APPLY.run(runner, plan, buckets):
+        for out in rounds.NEAR_APPLY.run(runner, plan, bucket_ids):
             for corpus, label, phrase, stripped in out["rejected"]:
                 kept[corpus, label, phrase, stripped] -= 1
                 per_corpus[corpus][label] -= 1
@@ -168,7 +168,7 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
     allocated = final_allocation(targets, mix, {})
     plan = replace(plan, cuts=cuts, draw=None)
     if any(b >= 0 for b in cuts.values()):
-        plan = replace(plan, early=bt.early_covers(cuts))
+        plan = replace(plan, early=sentence_passes.early_covers(cuts))
         if not plan.early:
             by_file = _needed(plan.scratch, cuts)
             needed, two_units = None, plan.units
@@ -177,16 +177,16 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                 needed = runner.share(by_file)
                 released.append(needed)
             rounds.PASS_TWO.run(runner, replace(plan, needed=needed), [u[0] for u in two_units])
-        plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(buckets)) if model else None,
+        plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(bucket_ids)) if model else None,
                        wanted=check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
         lowest: dict = {}
-        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, plan, buckets):
+        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, plan, bucket_ids):
             for corpus, source, values in limits_out["lowest"]:
                 lowest.setdefault((corpus, source), []).extend(values)
         plan = replace(plan, limits=check_limits(lowest, plan.wanted))
         del lowest
         for neutral_round in (rounds.NEUTRAL, rounds.NEUTRAL_WHOLE_CUTS):
-            neutral = [tuple(r) for out in neutral_round.run(runner, plan, buckets) for r in out["tallies"]]
+            neutral = [tuple(r) for out in neutral_round.run(runner, plan, bucket_ids) for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, mix, avail2)
             if limits_hold(plan.pos_limits(), avail2, allocated):
@@ -278,7 +278,7 @@ def _needed(work: PairsScratch, cuts: dict, limit: int | None = None) -> dict | 
     by_file: dict = {}
     found = 0
     for path, _ in sorted(fs.list_files(folder) if fs.exists(folder) else []):
-        picked = pb.needed_in(scratch.read_one(path), cuts)
+        picked = buckets.needed_in(scratch.read_one(path), cuts)
         found += picked.num_rows
         if found > limit:
             return None
@@ -291,7 +291,7 @@ def check(ctx) -> None:
     """Before any stage runs: flag values, and `--pos-filter on` with a missing model
     (a one-line error now rather than after stage 1)."""
     options = ctx.stage_options(NAME, Options)
-    pf.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
+    pos_filter.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
 
 
 def run(ctx, runner) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import yaml
 
-from extractor import statistics as st
+from extractor import statistics
 from extractor.core.names import SPLITS
 from extractor.io import fs
 from extractor.lexicon.lexicon import CANONICAL_LABELS
@@ -455,25 +455,25 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
         lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} | {c.get('license', '-')} |"
                   for c in build["corpora"]]
         lines.append("")
-    lines += ["## Class distribution", "", st.class_distribution_table(dataset), ""]
+    lines += ["## Class distribution", "", statistics.class_distribution_table(dataset), ""]
     if chart:
         lines += [f"![class distribution per split]({chart})", ""]
     lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision")), ""]
     lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
               "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
-              + st.RONLI_NOTE, "",
-              st.ronli_table(dataset), "",
+              + statistics.RONLI_NOTE, "",
+              statistics.ronli_table(dataset), "",
               *_chart_lines(drawn, "lengths", "premise and hypothesis lengths per label"),
               "## Annotation-artefact indicators", "",
               "A hypothesis-only model exploits differences between labels in these numbers; "
               "`hypothesis inner-capital share` is the casing leak (a capital letter after the first character).", "",
-              st.artefact_table(dataset), "", artefact_warnings_text(dataset), "",
+              statistics.artefact_table(dataset), "", artefact_warnings_text(dataset), "",
               "## Most frequent markers", "", _markers_table(stage_stats.get("markers", {})), "",
               *_chart_lines(drawn, "phrases", "most frequent linking phrases per label"),
-              "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", st.pmi_markdown(dataset), "",
+              "## Top PMI words of hypotheses per label (IndoNLI Table 9)", "", statistics.pmi_markdown(dataset), "",
               "## Top PMI words of premises per label", "",
               "The same PMI over the premises: a premise whose words announce the label is an artefact too.", "",
-              st.pmi_markdown(dataset, side="premise"), "",
+              statistics.pmi_markdown(dataset, side="premise"), "",
               "## Corpora per split", "", _corpora_table(stage_stats.get("corpora", {})), "",
               "## Leakage report", "", _leakage_text(leakage), "",
               "## Drop counts", "", *_chart_lines(drawn, "funnel", "what each step kept"),

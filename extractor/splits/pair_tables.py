@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from extractor.io import fs
 from extractor.engine import scratch
-from extractor import statistics as st
+from extractor import statistics
 from extractor.core.errors import UserError
 from extractor.core.hashing import crc32s
 from extractor.core.hashing import digests as hash_texts
@@ -157,9 +157,9 @@ def summaries(table: pa.Table, seed: int, test_only=frozenset(), unit: int = 0) 
     pair_ids = pc.fill_null(table.column("pair_id").cast(pa.string()).combine_chunks(), "None")  # str(None)
     # (the columns' chunks: pa.chunked_array of ChunkedArrays would convert them through
     # Python)
-    folded = st.fold_texts(pa.chunked_array(table.column("premise").cast(pa.large_string()).chunks
-                                            + table.column("hypothesis").cast(pa.large_string()).chunks,
-                                            pa.large_string()))
+    folded = statistics.fold_texts(pa.chunked_array(table.column("premise").cast(pa.large_string()).chunks
+                                                    + table.column("hypothesis").cast(pa.large_string()).chunks,
+                                                    pa.large_string()))
     # the texts never hold None (fold_texts gives ""); each distinct text hashed once (a
     # sentence is the premise of one pair and the hypothesis of another, or of several)
     distinct = folded.dictionary_encode()
@@ -242,8 +242,9 @@ def shuffle_files(kept: pa.Table, folder: str, unit: int, n_files: Mapping[str, 
 
 STATS_SCHEMA = pa.schema([("kind", pa.string()), ("split", pa.string()), ("label", pa.string()),
                           ("side", pa.string()), ("word", pa.string()), ("n", pa.int64())]
-                         + [(c, {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}[st.ROW_DTYPES[c]])
-                            for c in st.ROW_COLUMNS])
+                         + [(c, {"int64": pa.int64(), "float64": pa.float64(),
+                                 "bool": pa.bool_()}[statistics.ROW_DTYPES[c]])
+                            for c in statistics.ROW_COLUMNS])
 SIDES = ("hypothesis", "premise")
 
 
@@ -257,13 +258,13 @@ def unit_statistics(kept: pa.Table) -> pa.Table:
         return STATS_SCHEMA.empty_table()
     splits = kept.column("_split").cast(pa.string())
     labels = kept.column("label").cast(pa.string())
-    rows, words = st.batch_columns(kept.column("premise"), kept.column("hypothesis"),
-                                   pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
+    rows, words = statistics.batch_columns(kept.column("premise"), kept.column("hypothesis"),
+                                           pc.binary_join_element_wise(splits, labels, "\x1f"), word_table=True)
     assert not isinstance(words, dict)  # word_table=True: an Arrow table
     n = kept.num_rows
     arrays = {"kind": pa.repeat(pa.scalar("row", pa.string()), n), "split": splits.combine_chunks(),
               "label": labels.combine_chunks()}
-    for c in st.ROW_COLUMNS:
+    for c in statistics.ROW_COLUMNS:
         arrays[c] = pa.array(rows[c], STATS_SCHEMA.field(c).type)
     m = words.num_rows
     out = [_stats_table(arrays, n)]
@@ -293,19 +294,19 @@ def split_aggregates(rows: pa.Table) -> list[dict]:
     uses; None where there is no value). The rows are put in one canonical order first,
     so that sums do not depend on the order in which the tasks delivered them."""
     split = rows.column("split")[0].as_py() if rows.num_rows else None
-    keys = [("label", "ascending"), *((c, "ascending") for c in st.ROW_COLUMNS)]
+    keys = [("label", "ascending"), *((c, "ascending") for c in statistics.ROW_COLUMNS)]
     frame = rows.take(pc.sort_indices(rows, sort_keys=keys, null_placement="at_start"))
     labels = frame.column("label")
-    blocks = st.aggregate_columns({c: frame.column(c).to_numpy() for c in st.ROW_COLUMNS}, labels)
+    blocks = statistics.aggregate_columns({c: frame.column(c).to_numpy() for c in statistics.ROW_COLUMNS}, labels)
     out = [dict(split=split, label=label, label_all=False, **block) for label, block in blocks["labels"].items()]
     missing = labels.null_count
     if missing:
         out.append(dict(split=split, label=None, label_all=False, count=missing))
     out.append(dict(split=split, label=None, label_all=True, **blocks["all"]))
-    return [{c: r.get(c) for c in ("split", "label", "label_all", "count", *st.AGGREGATES)} for r in out]
+    return [{c: r.get(c) for c in ("split", "label", "label_all", "count", *statistics.AGGREGATES)} for r in out]
 
 
-def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: int = st.PMI_MIN_COUNT) -> dict:
+def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: int = statistics.PMI_MIN_COUNT) -> dict:
     """The top PMI words of one split per side (``{"hypothesis": {label: [...]}, "premise":
     ...}``, as `statistics.top_pmi_from_counts` gives them) from the ``word`` rows of the
     split's statistics (all units; ``n`` summed per side, label and word) and the pairs
@@ -316,8 +317,8 @@ def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: i
     (sides, labels, vocabulary), (side_at, label_at, word_at) = zip(
         *((c.dictionary, c.indices.to_numpy(zero_copy_only=False).astype(np.int64)) for c in coded))
     n_labels, n_words = len(labels), len(vocabulary)
-    keys, sums = st.key_sums((side_at * n_labels + label_at) * n_words + word_at, len(sides) * n_labels * n_words,
-                             words.column("n").to_numpy())
+    keys, sums = statistics.key_sums((side_at * n_labels + label_at) * n_words + word_at,
+                                     len(sides) * n_labels * n_words, words.column("n").to_numpy())
     side_of, label_of, word_of = keys // (n_labels * n_words), keys // n_words % n_labels, keys % n_words
     names = labels.to_pylist()
     out = {}
@@ -325,9 +326,9 @@ def split_pmi(stats: pa.Table, label_totals: dict, top_k: int = 10, min_count: i
         at = sides.to_pylist().index(side) if side in sides.to_pylist() else -1
         mine = np.nonzero(side_of == at)[0]
         keep = mine[_pmi_contenders(word_of[mine], label_of[mine], names, sums[mine], label_totals, top_k, min_count)]
-        out[side] = st.pmi_table([names[i] for i in label_of[keep].tolist()],
-                                 vocabulary.take(pa.array(word_of[keep])).to_pylist(), sums[keep].tolist(),
-                                 label_totals, k=top_k, min_count=min_count)
+        out[side] = statistics.pmi_table([names[i] for i in label_of[keep].tolist()],
+                                         vocabulary.take(pa.array(word_of[keep])).to_pylist(), sums[keep].tolist(),
+                                         label_totals, k=top_k, min_count=min_count)
     return out
 
 
@@ -348,7 +349,8 @@ def _pmi_contenders(words_at: np.ndarray, label_at: np.ndarray, labels: list, c:
     n_labels, total = len(totals), sum(totals.values())
     cl = np.array([totals.get(l, 0) for l in labels], dtype=np.float64)[label_at]
     with np.errstate(divide="ignore", invalid="ignore"):
-        rough = np.log(((c + st.PMI_SMOOTHING) / (cw + st.PMI_SMOOTHING * n_labels)) / (cl / total)) if total else c
+        rough = (np.log(((c + statistics.PMI_SMOOTHING) / (cw + statistics.PMI_SMOOTHING * n_labels)) / (cl / total))
+                 if total else c)
     candidate = (cw >= min_count) & (cl > 0) & (rough > -1e-9)
     keep_word = np.zeros(int(words_at.max()) + 1, dtype=bool)
     for code in range(len(labels)):
@@ -376,9 +378,9 @@ def card_statistics(aggregates: list[dict], pmi: dict, duplicates: dict) -> dict
         if total:
             row["label"] = None
         per_split.setdefault(split, []).append(row)
-    return {split: st.assemble_split_statistics(st.blocks_from_rows(rows),
-                                                pmi.get(split) or {side: {} for side in SIDES},
-                                                unlabeled.get(split, 0), duplicates.get(split, {}))
+    return {split: statistics.assemble_split_statistics(statistics.blocks_from_rows(rows),
+                                                        pmi.get(split) or {side: {} for side in SIDES},
+                                                        unlabeled.get(split, 0), duplicates.get(split, {}))
             for split, rows in sorted(per_split.items())}
 
 

@@ -12,15 +12,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from extractor.io import fs
-from extractor.neardup import distributed as nd
-from extractor import statistics as st
+from extractor.neardup import distributed
+from extractor import statistics
 from extractor.engine import scratch
 from extractor.engine.rounds import Round
-from extractor.io import parquet_writer as _out
-from extractor.splits import assign as sp
-from extractor.splits import card as card_mod
-from extractor.splits import decisions as dc
-from extractor.splits import pair_tables as bt
+from extractor.io import parquet_writer
+from extractor.splits import assign
+from extractor.splits import card
+from extractor.splits import decisions
+from extractor.splits import pair_tables
 from extractor.splits.plan import SplitsPlan
 
 
@@ -95,15 +95,15 @@ def summaries(plan: SplitsPlan, u: int) -> SummariesResult:
     """Round 1, per work unit: its slim rows (`pair_tables.summaries`), those that are data cut
     into buckets of sentence-pair keys, and its documents' weights per corpus; returns
     the rows per (label, reject reason) and the corpora."""
-    source = bt.read_unit(plan.units[u], plan.schema)
-    table = bt.summaries(source, plan.seed, plan.test_only, unit=u)
-    counts = dc.tally(table, ["label", "_reject"])
+    source = pair_tables.read_unit(plan.units[u], plan.schema)
+    table = pair_tables.summaries(source, plan.seed, plan.test_only, unit=u)
+    counts = decisions.tally(table, ["label", "_reject"])
     rows = table.filter(pc.is_null(table.column("_reject")))
     if plan.near:
         near_unit(plan, u, source, rows)
-    for b, part in scratch.split_by(rows, dc.key_buckets(rows.column("_skey"), plan.buckets)).items():
+    for b, part in scratch.split_by(rows, decisions.key_buckets(rows.column("_skey"), plan.buckets)).items():
         scratch.write_arrow(part, plan.scratch.summaries(b, u))
-    weights = dc.document_weights(rows)
+    weights = decisions.document_weights(rows)
     corpora = sorted(pc.unique(weights.column("corpus")).to_pylist())
     for corpus in corpora:
         part = weights.filter(pc.equal(weights.column("corpus"), corpus))
@@ -117,18 +117,20 @@ def near_unit(plan: SplitsPlan, u: int, source: pa.Table, rows: pa.Table) -> Non
     near-duplicates round verifies with the shingles), to `near-texts/unit-<u>.arrow`;
     their band rows to the folders of the bands' buckets."""
     at = rows.column("_row")
-    ids = nd.gids(u, at.to_numpy())
-    bands, shingles, keys = nd.unit_bands_with(source.column("hypothesis").take(at), ids, plan.near)
+    ids = distributed.gids(u, at.to_numpy())
+    bands, shingles, keys = distributed.unit_bands_with(source.column("hypothesis").take(at), ids, plan.near)
     texts = pa.table({"gid": pa.array(ids, pa.int64()), "corpus": rows.column("corpus"),
                       "doc_id": rows.column("doc_id"), "text": pa.nulls(len(ids), pa.large_string()),
-                      "other": source.column("premise").take(at).cast(pa.large_string())}, schema=nd.TEXT_SCHEMA)
+                      "other": source.column("premise").take(at).cast(pa.large_string())},
+                     schema=distributed.TEXT_SCHEMA)
     # the texts' shingles and band keys beside them: the near-duplicates round verifies
     # with these instead of cutting and hashing every candidate's text again
-    texts = texts.append_column("shingles", nd.shingles_column(shingles)).append_column("bands", nd.keys_column(keys))
+    texts = (texts.append_column("shingles", distributed.shingles_column(shingles))
+             .append_column("bands", distributed.keys_column(keys)))
     scratch.write_arrow(texts, near_text_path(plan, u))
     scratch.write_arrow(pa.table({"gid": pa.array(ids, pa.int64()), "para": rows.column("_hpara")}),
                         plan.scratch.near_paras(u))  # for blocks
-    for b, part in scratch.split_by(bands, nd.band_buckets(bands.column("key"), plan.buckets)).items():
+    for b, part in scratch.split_by(bands, distributed.band_buckets(bands.column("key"), plan.buckets)).items():
         scratch.write_arrow(part, plan.scratch.near_bands(b, u))
 
 
@@ -145,9 +147,9 @@ def near_duplicates(plan: SplitsPlan, b: int) -> NearDuplicatesResult:
     """Near-duplicates, per bucket of band keys: the candidates of its keys verified with the
     exact Jaccard of their hypotheses (texts fetched from the units' files); the verified
     pairs' corpora and documents to `near-edges/bucket-<b>.arrow`. Returns the counts."""
-    bands = scratch.read_arrow(plan.scratch.near_bands(b), nd.BAND_SCHEMA)
-    fetch = nd.fetch_from(lambda unit: near_text_path(plan, unit), scratch.read_one)
-    candidates, verified, _ = nd.verify_bucket(bands, fetch, plan.near, b, plan.buckets)
+    bands = scratch.read_arrow(plan.scratch.near_bands(b), distributed.BAND_SCHEMA)
+    fetch = distributed.fetch_from(lambda unit: near_text_path(plan, unit), scratch.read_one)
+    candidates, verified, _ = distributed.verify_bucket(bands, fetch, plan.near, b, plan.buckets)
     edges = verified.select(list(NEAR_EDGES.names)).cast(NEAR_EDGES)
     scratch.write_arrow(edges, plan.scratch.near_edges(b))
     return {"candidates": candidates, "hypotheses": verified.num_rows,
@@ -173,13 +175,13 @@ def near_leakage(plan: SplitsPlan) -> NearLeakageResult:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
     edges = edge_units(plan, scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES))
-    assigned = scratch.read_arrow(plan.scratch.assigned(), dc.ASSIGNED_SCHEMA)
+    assigned = scratch.read_arrow(plan.scratch.assigned(), decisions.ASSIGNED_SCHEMA)
     if not edges.num_rows or not assigned.num_rows:
         return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
-    keys = dc.doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
+    keys = decisions.doc_keys(assigned.column("corpus"), assigned.column("doc_id"))
     split = {}
     for side in "ab":
-        where = pc.index_in(dc.doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")),
+        where = pc.index_in(decisions.doc_keys(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}")),
                             value_set=keys)
         split[side] = pc.fill_null(pc.take(assigned.column("split"), where), "")
     across = pc.and_(pc.not_equal(split["a"], split["b"]),
@@ -191,8 +193,8 @@ def near_leakage(plan: SplitsPlan) -> NearLeakageResult:
 def block_table(plan: SplitsPlan) -> pa.Table:
     """The blocks of the corpora assigned by blocks (empty when none is)."""
     if not plan.block_corpora:
-        return dc.BLOCKS_SCHEMA.empty_table()
-    return scratch.read_arrow(plan.scratch.blocks(), dc.BLOCKS_SCHEMA)
+        return decisions.BLOCKS_SCHEMA.empty_table()
+    return scratch.read_arrow(plan.scratch.blocks(), decisions.BLOCKS_SCHEMA)
 
 
 def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
@@ -204,7 +206,7 @@ def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
     paras = scratch.read_arrow(plan.scratch.near_paras(), None)
     for side in "ab":
         para = pc.take(paras.column("para"), pc.index_in(edges.column(f"gid_{side}"), value_set=paras.column("gid")))
-        ids = dc.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
+        ids = decisions.block_ids(edges.column(f"corpus_{side}"), edges.column(f"doc_id_{side}"), para, blocks)
         edges = edges.set_column(edges.schema.get_field_index(f"doc_id_{side}"), f"doc_id_{side}", ids)
     return edges
 
@@ -213,9 +215,9 @@ def paragraphs(plan: SplitsPlan, b: int) -> NoResult:
     """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
     of the corpora short of a label (`plan.short`), one file per corpus."""
     corpora = list(plan.short)
-    rows = scratch.read_arrow(plan.scratch.summaries(b), bt.SUMMARY_SCHEMA)
+    rows = scratch.read_arrow(plan.scratch.summaries(b), pair_tables.SUMMARY_SCHEMA)
     rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
-    weights = dc.paragraph_weights(rows)
+    weights = decisions.paragraph_weights(rows)
     for corpus in corpora:
         part = weights.filter(pc.equal(weights.column("corpus"), corpus))
         scratch.write_arrow(part, plan.scratch.paragraphs(corpus, b))
@@ -226,25 +228,25 @@ def assign_blocks(plan: SplitsPlan, corpus: str, short: list) -> dict | None:
     """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
     (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
     None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
-    paragraphs = scratch.read_arrow(plan.scratch.paragraphs(corpus), dc.PARAGRAPHS_SCHEMA)
-    size = sp.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan.ratios)
-    blocks = dc.cut_blocks(paragraphs, size)
+    paragraphs = scratch.read_arrow(plan.scratch.paragraphs(corpus), decisions.PARAGRAPHS_SCHEMA)
+    size = assign.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan.ratios)
+    blocks = decisions.cut_blocks(paragraphs, size)
     if blocks.num_rows == len(set(blocks.column("doc_id").to_pylist())):
         return None  # no document was cut (no paragraphs in the refs, or small documents)
-    weights = dc.block_weights(paragraphs, blocks)
+    weights = decisions.block_weights(paragraphs, blocks)
     if plan.near:
         edges = edge_units(replace(plan, block_corpora=(corpus,)), block_edges(plan, corpus, blocks))
         groups = groups_of(edges)
         assigned = assign_groups(weights, groups, plan) if groups.num_rows else \
-            dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+            decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
     else:
-        assigned = dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
-    left = dc.short_cells(weights, assigned, plan.labels, plan.ratios)
+        assigned = decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+    left = decisions.short_cells(weights, assigned, plan.labels, plan.ratios)
     if len(left) >= len(short):
         return None
     scratch.write_arrow(blocks, plan.scratch.blocks(corpus))
     scratch.write_arrow(assigned, plan.scratch.assigned(corpus))
-    return {"documents": dc.tally(assigned, ["split"]), "short": left,
+    return {"documents": decisions.tally(assigned, ["split"]), "short": left,
             "unit": {"unit": "block", "pairs_per_block": size, "blocks": blocks.num_rows,
                      "documents": len(set(blocks.column("doc_id").to_pylist()))}}
 
@@ -262,25 +264,26 @@ def groups_of(edges: pa.Table) -> pa.Table:
     same = pc.and_(pc.equal(edges.column("corpus_a"), edges.column("corpus_b")),
                    pc.not_equal(edges.column("doc_id_a"), edges.column("doc_id_b")))
     linked = edges.filter(same)
-    return nd.document_groups(pa.table({"corpus": linked.column("corpus_a"), "doc_a": linked.column("doc_id_a"),
-                                        "doc_b": linked.column("doc_id_b")}, schema=nd.EDGE_SCHEMA))
+    return distributed.document_groups(pa.table({"corpus": linked.column("corpus_a"),
+                                                 "doc_a": linked.column("doc_id_a"),
+                                                 "doc_b": linked.column("doc_id_b")}, schema=distributed.EDGE_SCHEMA))
 
 
 def assign_documents(plan: SplitsPlan, corpus: str) -> AssignResult:
     """Round 2, per corpus: every document to its split; returns documents per split. Run
     by the driver, not as a Spark job: the rows are few (one per document and label), and a
     Spark job's fixed serial cost would exceed the work."""
-    weights = scratch.read_arrow(plan.scratch.weights(corpus), dc.WEIGHTS_SCHEMA)
+    weights = scratch.read_arrow(plan.scratch.weights(corpus), decisions.WEIGHTS_SCHEMA)
     weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
     groups = plan.scratch.near_groups(corpus)
     if plan.near and fs.exists(groups):
         assigned = assign_groups(weights, scratch.read_one(groups), plan)
     else:
-        assigned = dc.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+        assigned = decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
     scratch.write_arrow(assigned, plan.scratch.assigned(corpus))
     test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
-    short = [] if test_only else dc.short_cells(weights, assigned, plan.labels, plan.ratios)
-    return {"documents": dc.tally(assigned, ["split"]), "short": short}
+    short = [] if test_only else decisions.short_cells(weights, assigned, plan.labels, plan.ratios)
+    return {"documents": decisions.tally(assigned, ["split"]), "short": short}
 
 
 def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.Table:
@@ -289,12 +292,12 @@ def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.T
     at = pc.index_in(weights.column("doc_id"), value_set=groups.column("doc_id"))
     merged = weights.set_column(weights.schema.get_field_index("doc_id"), "doc_id",
                                 pc.coalesce(pc.take(groups.column("group"), at), weights.column("doc_id")))
-    assigned = dc.assign_corpus(merged, plan.labels, plan.ratios, plan.seed)
+    assigned = decisions.assign_corpus(merged, plan.labels, plan.ratios, plan.seed)
     members = groups.filter(pc.not_equal(groups.column("doc_id"), groups.column("group")))
     where = pc.index_in(members.column("group"), value_set=assigned.column("doc_id"))
     members, where = members.filter(pc.is_valid(where)), where.filter(pc.is_valid(where))
     extra = pa.table({"corpus": members.column("corpus"), "doc_id": members.column("doc_id"),
-                      "split": pc.take(assigned.column("split"), where)}, schema=dc.ASSIGNED_SCHEMA)
+                      "split": pc.take(assigned.column("split"), where)}, schema=decisions.ASSIGNED_SCHEMA)
     return pa.concat_tables([assigned, extra])
 
 
@@ -302,15 +305,15 @@ def rank(plan: SplitsPlan, b: int) -> RankResult:
     """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
     the rows kept so far, with their split, written to the folder of their unit range;
     their histograms."""
-    rows = scratch.read_arrow(plan.scratch.summaries(b), bt.SUMMARY_SCHEMA)
-    assigned = scratch.read_arrow(plan.scratch.assigned(), dc.ASSIGNED_SCHEMA)
-    rows = dc.with_blocks(rows, block_table(plan), plan.private_premises)
-    ranked = dc.rank_identical(rows, assigned, frozenset(plan.block_corpora))
+    rows = scratch.read_arrow(plan.scratch.summaries(b), pair_tables.SUMMARY_SCHEMA)
+    assigned = scratch.read_arrow(plan.scratch.assigned(), decisions.ASSIGNED_SCHEMA)
+    rows = decisions.with_blocks(rows, block_table(plan), plan.private_premises)
+    ranked = decisions.rank_identical(rows, assigned, frozenset(plan.block_corpora))
     kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
     where = pa.array(plan.range_of, pa.int64()).take(kept.column("_unit")).to_numpy()
     for r, part in scratch.split_by(kept, where).items():
         scratch.write_arrow(part, plan.scratch.ranked(r, b))
-    return {"counts": dc.tally(ranked, ["_why", *dc.GROUP]), "histogram": dc.histogram(kept)}
+    return {"counts": decisions.tally(ranked, ["_why", *decisions.GROUP]), "histogram": decisions.histogram(kept)}
 
 
 def boundary(plan: SplitsPlan, b: int) -> BoundaryResult:
@@ -318,7 +321,7 @@ def boundary(plan: SplitsPlan, b: int) -> BoundaryResult:
     parts = [plan.scratch.ranked(r, b)
              for r in range(plan.n_ranges)]
     tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
-    return {"rows": [row for t in tables for row in dc.boundary_rows(t, plan.cuts)]}
+    return {"rows": [row for t in tables for row in decisions.boundary_rows(t, plan.cuts)]}
 
 
 def quota_rows(plan: SplitsPlan, r: int) -> QuotaRowsResult:
@@ -330,38 +333,38 @@ def quota_rows(plan: SplitsPlan, r: int) -> QuotaRowsResult:
     folder = plan.scratch.ranked(r)
     if not fs.exists(folder):
         return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
-    kept = dc.within_quota(scratch.read_arrow(folder, None), plan.cuts, plan.last)
-    keys = dc.other_keys(kept)
-    for k, part in scratch.split_by(keys, dc.other_key_buckets(keys, plan.buckets)).items():
+    kept = decisions.within_quota(scratch.read_arrow(folder, None), plan.cuts, plan.last)
+    keys = decisions.other_keys(kept)
+    for k, part in scratch.split_by(keys, decisions.other_key_buckets(keys, plan.buckets)).items():
         scratch.write_arrow(part, plan.scratch.keys(k, r))
     n, examples, lengths = 0, [], []
     for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
-        table = bt.kept_rows(bt.read_unit(plan.units[u], plan.schema), part.column("_row").to_numpy(),
-                             part.column("_split"))
-        bt.shuffle_files(table, plan.scratch.rows(), u, plan.n_files)
-        stats = bt.unit_statistics(table)
+        table = pair_tables.kept_rows(pair_tables.read_unit(plan.units[u], plan.schema), part.column("_row").to_numpy(),
+                                      part.column("_split"))
+        pair_tables.shuffle_files(table, plan.scratch.rows(), u, plan.n_files)
+        stats = pair_tables.unit_statistics(table)
         # the card's example pairs and length histograms, from the rows and figures at hand
-        examples += bt.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
-        lengths += bt.length_histograms(stats)
+        examples += pair_tables.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
+        lengths += pair_tables.length_histograms(stats)
         for split in sorted(pc.unique(stats.column("split")).to_pylist()):  # (a set of 370k str: 0.6 s)
             scratch.write_arrow(stats.filter(pc.equal(stats.column("split"), split)),
                                 plan.scratch.statistics(split, u))
         n += table.num_rows
-    return {"rows": n, "corpora": dc.tally(kept, ["_split", "corpus"]),
-            "markers": dc.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
-            "sources": dc.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
-            "examples": card_mod.merge_examples(examples), "lengths": card_mod.merge_histograms(lengths)}
+    return {"rows": n, "corpora": decisions.tally(kept, ["_split", "corpus"]),
+            "markers": decisions.tally(kept.filter(pc.is_valid(kept.column("marker"))), ["label", "marker"]),
+            "sources": decisions.tally(kept.filter(pc.is_valid(kept.column("source"))), ["_split", "source"]),
+            "examples": card.merge_examples(examples), "lengths": card.merge_histograms(lengths)}
 
 
 def keys_result(plan: SplitsPlan, k: int) -> KeysResult:
     """A keys bucket (of every range): the leakage counts of its four kinds of keys and the
     documents per corpus."""
-    keys = scratch.read_arrow(plan.scratch.keys(k), dc.KEYS_SCHEMA)
+    keys = scratch.read_arrow(plan.scratch.keys(k), decisions.KEYS_SCHEMA)
     out = []
-    for kind in dc.LEAKAGE_KINDS:
+    for kind in decisions.LEAKAGE_KINDS:
         part = keys.filter(pc.equal(keys.column("kind"), kind))
-        out += dc.leakage_counts(kind, part.column("key"), part.column("split"))
-    return {"leakage": out, "documents": dc.documents_per_corpus(keys)}
+        out += decisions.leakage_counts(kind, part.column("key"), part.column("split"))
+    return {"leakage": out, "documents": decisions.documents_per_corpus(keys)}
 
 
 def output_file(plan: SplitsPlan, task) -> OutputFileResult:
@@ -380,22 +383,22 @@ def output_file(plan: SplitsPlan, task) -> OutputFileResult:
         except ImportError:  # a cluster's packed environment leaves it out: the driver draws
             return {"chart": None}
         assert target is not None, "round 6 draws the chart into the output folder"
-        return {"chart": [card_mod.write_chart(plan.chart, target), *card_mod.write_charts(plan.charts, target)]}
+        return {"chart": [card.write_chart(plan.chart, target), *card.write_charts(plan.charts, target)]}
     if kind == "keys":
         keys = keys_result(plan, bucket)
         return {"leakage": keys["leakage"], "documents": keys["documents"]}
     if kind == "near-leakage":
         return {"near_leakage": near_leakage(plan)}
     if kind == "statistics":
-        stats = scratch.read_arrow(plan.scratch.statistics(split), bt.STATS_SCHEMA)
+        stats = scratch.read_arrow(plan.scratch.statistics(split), pair_tables.STATS_SCHEMA)
         rows = stats.filter(pc.equal(stats.column("kind"), "row"))
-        aggregates = bt.split_aggregates(rows.select(["split", "label", *st.ROW_COLUMNS]))
+        aggregates = pair_tables.split_aggregates(rows.select(["split", "label", *statistics.ROW_COLUMNS]))
         totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
-        return {"aggregates": aggregates, "pmi": {split: bt.split_pmi(stats, totals)}}
+        return {"aggregates": aggregates, "pmi": {split: pair_tables.split_pmi(stats, totals)}}
     assert target is not None, "round 6 writes the output files into the output folder"
-    table = bt.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
-    written = _out.write_sorted(table.to_batches(), fs.join(target, split), [],
-                                f"part-{bucket:05d}.parquet", _out.task_attempt())
+    table = pair_tables.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
+    written = parquet_writer.write_sorted(table.to_batches(), fs.join(target, split), [],
+                                          f"part-{bucket:05d}.parquet", parquet_writer.task_attempt())
     if not written:
         return {}
     path, rows_written, size = written[0]

@@ -26,14 +26,14 @@ from typing import Any
 from pathlib import Path
 
 from extractor.io import fs
-from extractor import statistics as st
+from extractor import statistics
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS, NEUTRAL
 from extractor.pairs.matching import matcher_for
-from extractor.splits import assign as sp
-from extractor.splits import card as card_mod
-from extractor.splits import decisions as dc
-from extractor.splits import pair_tables as bt
+from extractor.splits import assign
+from extractor.splits import card
+from extractor.splits import decisions
+from extractor.splits import pair_tables
 from extractor.splits import rounds
 from extractor.splits.plan import SplitsPlan, SplitsScratch
 from extractor.statistics import precision
@@ -69,7 +69,7 @@ def run(ctx, runner) -> None:
     path = ctx.table_path("pairs")
     if not fs.exists(path):
         ctx.read_table("pairs")  # the job's one-line "no such table" error
-    schema, units = bt.list_units(path)
+    schema, units = pair_tables.list_units(path)
     n = sum(u["rows"] for u in units)
     wanted = max(runner.slots, n // PAIRS_PER_PARTITION + 1)
     _run(ctx, runner, schema, units, n, max(1, min(runner.max_buckets or wanted, wanted)))
@@ -141,7 +141,7 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     plan = replace(plan, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
     even = [1.0] * len(buckets)
     ranked: list[Any] = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
-    counts, dropped = dc.ranked_counts(ranked)
+    counts, dropped = decisions.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
                   **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}),
                   **dropped})  # (round 1's drops: other reasons)
@@ -150,26 +150,27 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     #    the lowest hashes, found through the histograms (and the rows of the bins where a
     #    quota ends part-way).
     labels = sorted({k[2] for k in counts})
-    quotas = sp.compute_quotas(counts, balance, labels, max_eval)
-    drops["balance"] = sp.quota_drops(counts, quotas)
-    plan = replace(plan, cuts=dc.cut_points([h for r in ranked for h in r["histogram"]], quotas))
+    quotas = assign.compute_quotas(counts, balance, labels, max_eval)
+    drops["balance"] = assign.quota_drops(counts, quotas)
+    plan = replace(plan, cuts=decisions.cut_points([h for r in ranked for h in r["histogram"]], quotas))
     partial = any(need for _, need in plan.cuts.values())
     edges = [row for r in rounds.BOUNDARY.run(runner, plan, buckets, costs=even)
              for row in r["rows"]] if partial else []
-    sizes = {s: 0 for s in sp.SPLITS}
+    sizes = {s: 0 for s in assign.SPLITS}
     for (split, corpus, label), quota in quotas.items():
         sizes[split] += min(quota, counts.get((split, corpus, label), 0))
-    chart: dict = {s: {} for s in sp.SPLITS}
+    chart: dict = {s: {} for s in assign.SPLITS}
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
             chart[split][label] = chart[split].get(label, 0) + min(quota, counts[(split, corpus, label)])
-    plan = replace(plan, last=dc.thresholds(edges, plan.cuts),
-                   n_files={s: bt.files_per_split(sizes[s], files_per_table) for s in sp.SPLITS}, chart=chart)
+    plan = replace(plan, last=decisions.thresholds(edges, plan.cuts),
+                   n_files={s: pair_tables.files_per_split(sizes[s], files_per_table) for s in assign.SPLITS},
+                   chart=chart)
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
     rows_of = [sum(u["rows"] for u, r in zip(units, plan.range_of) if r == i) for i in range(n_ranges)]
     kept: list[Any] = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
-    plan = replace(plan, charts=card_mod.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
+    plan = replace(plan, charts=card.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
     return plan, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
                   "sizes": sizes, "near": near, "units": unit_of, "kept": kept}
 
@@ -184,8 +185,8 @@ def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
     sizes, near, kept = found["sizes"], found["near"], found["kept"]
     buckets = list(range(plan.buckets))
     columns = plan.schema.names
-    files = [("file", s, b) for s in sp.SPLITS if sizes[s] for b in range(plan.n_files[s])]
-    stats_tasks = [("statistics", s, 0) for s in sp.SPLITS if sizes[s]]
+    files = [("file", s, b) for s in assign.SPLITS if sizes[s] for b in range(plan.n_files[s])]
+    stats_tasks = [("statistics", s, 0) for s in assign.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
     near_tasks = [("near-leakage", "", 0)] if near is not None else []
     last = rounds.OUTPUT.run(runner, plan, stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
@@ -211,19 +212,20 @@ def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
     for r in last:
         for split, corpus, count in r.get("documents", []):
             corpora_stats[f"{split}|{corpus}"]["documents"] += count
-    leakage, duplicates = dc.leakage_report([row for r in last for row in r.get("leakage", [])])
+    leakage, duplicates = decisions.leakage_report([row for r in last for row in r.get("leakage", [])])
     aggregates = [a for r in last for a in r.get("aggregates", [])]
     pmi = {split: top for r in last for split, top in r.get("pmi", {}).items()}
-    kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s) for s in sp.SPLITS}
+    kept_sizes = {s: sum(v["pairs"] for k, v in corpora_stats.items() if k.split("|", 1)[0] == s)
+                  for s in assign.SPLITS}
     if kept_sizes != sizes:
         raise RuntimeError(f"splits: kept rows {kept_sizes} differ from the quotas {sizes} (a bug; please report it)")
     return {"drops": found["drops"], "documents": found["documents"], "labels": found["labels"],
             "counts": found["counts"], "quotas": found["quotas"], "sizes": sizes,
             "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
-            "leakage": leakage, "blocks": bt.card_statistics(aggregates, pmi, duplicates),
+            "leakage": leakage, "blocks": pair_tables.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
             "near": near, "units": found["units"], "charts": plan.charts,
-            "examples": card_mod.merge_examples([e for r in kept for e in r.get("examples", [])])}
+            "examples": card.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
 def label_precision(lexicon, markers: dict, sources: dict) -> dict:
@@ -267,7 +269,7 @@ def make_plan(ctx, runner, options: Options, schema, units: list, buckets: int, 
         work.delete()
     return SplitsPlan(units=units, schema=schema, seed=options.seed, scratch=work, buckets=buckets,
                       ratios=options.ratios, test_only=frozenset(_test_only_corpora(ctx)), near=options.near,
-                      private_premises=sp.private_premise_corpora(
+                      private_premises=assign.private_premise_corpora(
                           ((ctx.stats.get("pairs") or {}).get("neutral") or {}).get("allocated")))
 
 
@@ -289,7 +291,7 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         stats["documents"] = found["documents"]
         _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
         stats["unit"] = found["units"]
-        lacking = sp.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
+        lacking = assign.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
         for split, missing in lacking.items():
             ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
                      " documents or blocks for every label")
@@ -302,14 +304,15 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
         for w in written:
             split = fs.basename(fs.parent(w["path"]))
             num_bytes[split] = num_bytes.get(split, 0) + int(w["bytes"])
-        for split in sp.SPLITS:
+        for split in assign.SPLITS:
             if not sizes[split]:  # `datasets` cannot read an empty Parquet split: leave it out, say so
                 ctx.warn(f"splits: the {split} split is empty and is not written")
 
-        result = {"splits": {s: blocks.get(s) or {"labels": {}, "all": {"count": 0, **{k: None for k in st.AGGREGATES}}}
-                             for s in sp.SPLITS}}
-        stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in sp.SPLITS}
-        stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in sp.SPLITS}
+        result = {"splits": {s: blocks.get(s)
+                             or {"labels": {}, "all": {"count": 0, **{k: None for k in statistics.AGGREGATES}}}
+                             for s in assign.SPLITS}}
+        stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in assign.SPLITS}
+        stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in assign.SPLITS}
         stats["corpora"] = found["corpora"]
         stats["dropped"] = drops
         stats["leakage"] = leakage["checks"]
@@ -325,23 +328,23 @@ def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
             stats["sources"] = dict(sorted(sources.items()))
         stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
         dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
-        for line in card_mod.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
+        for line in card.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
             ctx.warn(f"splits: {line}")
-        build = card_mod.build_info(ctx)
+        build = card.build_info(ctx)
         with tempfile.TemporaryDirectory() as local_tmp:
             local = Path(local_tmp)
-            card_mod.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
-                                      schema=schema, lang=ctx.lexicon.lang,
-                                      license=card_mod.corpus_licenses(ctx.corpora, options.license), leakage=leakage,
-                                      pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
-                                      num_bytes=num_bytes, chart=not found["chart"],
-                                      examples=found["examples"], charts=found["charts"])
+            card.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
+                                  schema=schema, lang=ctx.lexicon.lang,
+                                  license=card.corpus_licenses(ctx.corpora, options.license), leakage=leakage,
+                                  pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
+                                  num_bytes=num_bytes, chart=not found["chart"],
+                                  examples=found["examples"], charts=found["charts"])
             for f in sorted(local.iterdir()):
                 fs.write_bytes(fs.join(target, f.name), f.read_bytes())
 
     try:  # round 6 writes the table whole: a resumed run writes it again (keep=False)
         plan, decided = decide(runner, plan, balance, max_eval, options.files_per_table,
-                               card_mod.earlier_stats(ctx.stats))
+                               card.earlier_stats(ctx.stats))
         ctx.write_table_with("splits", write)
     except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
         runner.forget()  # the records first: they speak of the scratch files

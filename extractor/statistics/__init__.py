@@ -1,7 +1,7 @@
 """One implementation of every NLI statistic, for the Spark job and for `trainer stats`.
 
 Layers, each written once, one module each (callers import this package and use the names
-it re-exports: ``from extractor import statistics as st``):
+it re-exports: ``from extractor import statistics``):
 
 - `rows`: per-row functions on plain strings (`words`, `overlap_jaccard`, `lcs_ratio`,
   ...): the definitions, and :data:`ROW_COLUMNS`.

@@ -10,7 +10,7 @@ import json
 import sys
 
 from extractor import statistics
-from extractor.neardup import leakage, settings as neardup_settings
+from extractor.neardup import leakage, settings
 from trainer.data.loading import add_column_arguments, column_mapping, load_nli
 from trainer.flags import add_json, add_output, add_overwrite, output_file, refuse_existing
 
@@ -27,14 +27,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pmi-min-count", type=int, default=statistics.PMI_MIN_COUNT,
                         help="only words in at least this many hypotheses get a PMI "
                              f"(default: {statistics.PMI_MIN_COUNT})")
-    neardup_settings.add_arguments(parser)
+    settings.add_arguments(parser)
 
 
 def compute(args) -> dict:
     data = args.data[0] if len(args.data) == 1 else list(args.data)
     splits = load_nli(data, **column_mapping(args), require_label=False)
     result = statistics.dataset_statistics(splits, top_k=args.top_k, min_count=args.pmi_min_count)
-    near = neardup_settings.settings_from_args(args)
+    near = settings.settings_from_args(args)
     if near is not None and len(splits) > 1:
         result["near_duplicate_leakage"] = leakage.near_duplicate_leakage(
             {n: (list(df["premise"]), list(df["hypothesis"])) for n, df in splits.items()}, near)

@@ -286,7 +286,11 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     model, pos = (STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options
                   else (None, {}))
     if "pairs" in options:
-        print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']})")
+        words = pos["complete_words"]
+        lists = (f"; word lists before the tagger: {words['subject']:,} subject, {words['predicate']:,} predicate words"
+                 if words else "")
+        print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']}"
+              f"{lists})")
     print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
           f"{'; --overwrite replaces them' if published and args.overwrite else ''})")
     print(f"[dry-run] stages: {', '.join(to_run)}")

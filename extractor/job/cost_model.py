@@ -8,8 +8,10 @@ and in docs/scale.md together.
 CPU-s per MB (low - high):
 - stage 1: the range of every quiet 1 GB and 4 GB round (the machine's drift);
 - stage 2: the rounds of the batched stage 2 (low); high: the dense pool (novels, speeches
-  and news: Wikipedia's density of linking phrases) with the label filters' added phrases,
-  at 1 GB, 0.43, taken as 0.46 (docs/scale.md);
+  and news: Wikipedia's density of linking phrases) with the label filters' added phrases
+  and every sentence tagged (`--pos-words off`, or a lexicon without POS word lists), at
+  1 GB, 0.43, taken as 0.46; with the Romanian word lists the same run takes 0.13
+  (docs/scale.md);
 - stage 3: up to 0.013 (the same 1 GB run).
 Scratch: the peak of the stage's work folders and Spark's local dir; output: its table.
 """

@@ -426,7 +426,7 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "python -m trainer consistency RUN_DIR --data splits/ --split test --label-map contrasting=N reasoning=- "
         "--sentences output/ro/sentences":
             Run(needs=("ro-tfidf", "splits"), sub=(("RUN_DIR", "runs/ro-tfidf"),)),
-        "python tests/test_consistency.py /tmp/cons/data":
+        "python -m tests.test_consistency /tmp/cons/data":
             Run(sub=(("/tmp/cons", "cons"),), provides="cons-data",
                 checks=(files("cons/data/train.jsonl", "cons/data/validation.jsonl", "cons/data/test.jsonl",
                               "cons/data/generated.jsonl"),)),

@@ -621,5 +621,5 @@ def test_trained_run_end_to_end(tmp_path, model, capsys):
         assert row["SC_ok"] == round(100.0 * float((swap_c["pred_letter"] == "C").mean()), 1)
 
 
-if __name__ == "__main__":  # write the dataset for a manual run: python tests/test_consistency.py DIR
+if __name__ == "__main__":  # write the dataset for a manual run: python -m tests.test_consistency DIR
     print(write_dataset(sys.argv[1]))

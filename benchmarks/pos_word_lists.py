@@ -28,7 +28,6 @@ import argparse
 import functools
 import json
 import pickle
-import re
 import sys
 import textwrap
 import time
@@ -40,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import scale  # noqa: E402  (after the repository is on the path)
 from extractor.core.hashing import stable_hash  # noqa: E402
-from extractor.lexicon.lexicon import CompleteWords, load_lexicon  # noqa: E402
+from extractor.lexicon.lexicon import WORD, CompleteWords, load_lexicon  # noqa: E402
 from extractor.pairs import pos_filter  # noqa: E402
 
 LEXICON = REPO / "phrase_lexicons" / "ro.yaml"
@@ -95,9 +94,6 @@ def choose(counts: dict[str, Counter], tags: set[str], min_count: int, min_share
     return sorted(out, key=lambda w: (-sum(counts[w].values()), w))
 
 
-WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*", re.U)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--min-count", type=int, default=10)
@@ -105,7 +101,10 @@ def main() -> None:
     ap.add_argument("--grid", action="store_true",
                     help="also print the held-out figures for other --min-count and --min-share values")
     ap.add_argument("--verdicts", type=Path, action="append", default=[],
-                    help="JSONL of {t: sentence, ok: the tagger's verdict} to measure on as well (repeatable)")
+                    help="JSONL of {t: sentence, ok: the tagger's verdict} to measure on as well (repeatable); "
+                         "the log's dense250-verdicts.jsonl: the texts and verdicts `pos_filter.pos_verdicts` "
+                         "returned, recorded by a wrapper around it, during benchmarks/stage2_profile.py "
+                         "--run out-250mb-default before the lists existed")
     ap.add_argument("--write", action="store_true", help="write the lists into phrase_lexicons/ro.yaml")
     args = ap.parse_args()
 
@@ -122,50 +121,47 @@ def main() -> None:
     if args.grid:
         for min_count in (5, 10, 20, 30):
             for min_share in (0.98, 0.99, 0.995, 0.999):
-                pick = functools.partial(choose, counts, min_count=min_count, min_share=min_share)
-                grid = CompleteWords(subject=frozenset(pick(set(plain.subject_pos))),
-                                     predicate=frozenset(pick(set(plain.predicate_pos))))
-                decided = [grid.complete(t) for t in held]
-                wrong = sum(d and not g for d, g in zip(decided, held_verdicts))
+                grid = word_lists(counts, plain, min_count, min_share)
+                decided, wrong = agreement(grid, held, held_verdicts)
                 print(f"   grid --min-count {min_count:3d} --min-share {min_share}: {len(grid.subject):5d} subject, "
                       f"{len(grid.predicate):5d} predicate words; held-out decided "
-                      f"{100 * sum(decided) / len(held):.1f} %, "
-                      f"{wrong} against the tagger")
-    subject = choose(counts, set(plain.subject_pos), args.min_count, args.min_share)
-    predicate = choose(counts, set(plain.predicate_pos), args.min_count, args.min_share)
+                      f"{100 * decided / len(held):.1f} %, {len(wrong)} against the tagger")
+    lists = word_lists(counts, plain, args.min_count, args.min_share)
+    subject = sorted(lists.subject, key=lambda w: (-sum(counts[w].values()), w))
+    predicate = sorted(lists.predicate, key=lambda w: (-sum(counts[w].values()), w))
     print(f"subject words: {len(subject)} (first 40: {' '.join(subject[:40])})")
     print(f"predicate words: {len(predicate)} (first 40: {' '.join(predicate[:40])})")
-
-    lists = CompleteWords(subject=frozenset(subject), predicate=frozenset(predicate))
-    measure("held-out half", held, model, plain, lists, given=held_verdicts)
+    measure("held-out half", held, lists, held_verdicts)
     if t_tagger > 1:
         print(f"   tagger on the held-out half: {1000 * t_tagger / len(held):.2f} CPU-s per 1,000 sentences")
     for path in args.verdicts:
         rows = [json.loads(line) for line in path.open(encoding="utf-8")]
-        measure(path.name, [r["t"] for r in rows], model, plain, lists, given=[bool(r["ok"]) for r in rows])
+        measure(path.name, [r["t"] for r in rows], lists, [bool(r["ok"]) for r in rows])
     if args.write:
         write_lists(LEXICON, subject, predicate, args)
         print(f"wrote pos_filter.complete_words to {LEXICON}")
 
 
-def measure(name: str, texts: list[str], model: str, lexicon, lists, given: list[bool] | None = None) -> None:
-    t0 = time.process_time()
+def word_lists(counts: dict[str, Counter], lexicon, min_count: int, min_share: float) -> CompleteWords:
+    pick = functools.partial(choose, counts, min_count=min_count, min_share=min_share)
+    return CompleteWords(subject=frozenset(pick(set(lexicon.subject_pos))),
+                         predicate=frozenset(pick(set(lexicon.predicate_pos))))
+
+
+def agreement(lists: CompleteWords, texts: list[str], given: list[bool]) -> tuple[int, list[str]]:
+    """(texts the lists call complete, those of them the tagger does not: `given` False)."""
     decided = [lists.complete(t) for t in texts]
+    return sum(decided), [t for t, d, g in zip(texts, decided, given) if d and not g]
+
+
+def measure(name: str, texts: list[str], lists: CompleteWords, given: list[bool]) -> None:
+    t0 = time.process_time()
+    hit, wrong = agreement(lists, texts, given)
     t_lists = time.process_time() - t0
-    if given is None:
-        t0 = time.process_time()
-        given = [ok for ok, _ in pos_filter.tagged_verdicts(texts, model, lexicon)]
-        t_tagger = time.process_time() - t0
-        timing = f"; tagger {1000 * t_tagger / len(texts):.2f} CPU-s per 1,000 sentences"
-    else:
-        timing = ""
     n = len(texts)
-    hit = sum(decided)
-    wrong = [t for t, d, g in zip(texts, decided, given) if d and not g]
-    rejected = n - sum(given)
-    print(f"== {name}: {n:,} sentences, the tagger rejects {rejected:,}; the word lists decide {hit:,} "
+    print(f"== {name}: {n:,} sentences, the tagger rejects {n - sum(given):,}; the word lists decide {hit:,} "
           f"({100 * hit / n:.1f} %), {len(wrong)} of them against the tagger's verdict "
-          f"({100 * len(wrong) / max(hit, 1):.3f} %); lists {1000 * t_lists / n:.3f} CPU-s per 1,000 sentences{timing}")
+          f"({100 * len(wrong) / max(hit, 1):.3f} %); lists {1000 * t_lists / n:.3f} CPU-s per 1,000 sentences")
     for t in wrong[:25]:
         print(f"   complete by the lists, not by the tagger: {t[:160]}")
 
@@ -192,6 +188,7 @@ def write_lists(path: Path, subject: list[str], predicate: list[str], args) -> N
              f"    subject: [{flow(subject)}]\n"
              f"    predicate: [{flow(predicate)}]")
     path.write_text(text[:start] + section + block + text[end:], encoding="utf-8")
+    load_lexicon(str(path))  # still a valid lexicon
 
 
 if __name__ == "__main__":

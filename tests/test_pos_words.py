@@ -9,7 +9,7 @@ import re
 import pytest
 
 from extractor.lexicon.lexicon import CompleteWords, LexiconError, load_lexicon
-from extractor.pairs import pos_filter
+from extractor.pairs import pos_filter, stage
 from tests.conftest import shared_file
 
 
@@ -87,3 +87,13 @@ def test_a_bad_complete_words_block_is_a_lexicon_error(tmp_path):
     path.write_text(bad, encoding="utf-8")
     with pytest.raises(LexiconError, match="complete_words must map 'subject' and 'predicate'"):
         load_lexicon(str(path))
+
+
+def test_pos_words_off_leaves_the_lists_out_of_the_stage(ro):
+    on, off = stage.Options(pos_filter="on"), stage.Options(pos_filter="on", pos_words="off")
+    assert stage.pos_lexicon(on, ro) is ro
+    assert not stage.pos_lexicon(off, ro).complete_words and stage.pos_lexicon(off, ro).phrases == ro.phrases
+    if pos_filter.model_installed(ro.spacy_model):
+        assert stage.pos_status(on, ro)[1]["complete_words"] == {"subject": len(ro.complete_words.subject),
+                                                                 "predicate": len(ro.complete_words.predicate)}
+        assert stage.pos_status(off, ro)[1]["complete_words"] is None

@@ -62,7 +62,8 @@ class SpacyModel:
         return self.install or f"python -m spacy download {self.name}"
 
 
-_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*", re.U)
+# A word as the POS word lists see one: letters, a hyphen only inside (`CompleteWords`).
+WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*", re.U)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class CompleteWords:
         return bool(self.subject and self.predicate)
 
     def complete(self, text: str) -> bool:
-        words = set(_WORD.findall(text.lower()))
+        words = set(WORD.findall(text.lower()))
         return not words.isdisjoint(self.predicate) and not words.isdisjoint(self.subject)
 
 

@@ -54,13 +54,19 @@ NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
 
 
+def pos_lexicon(options: Options, lexicon):
+    """The lexicon the POS filter reads: without its word lists under `--pos-words off`
+    (the tagger judges every sentence)."""
+    return replace(lexicon, complete_words=CompleteWords()) if options.pos_words == "off" else lexicon
+
+
 def pos_status(options: Options, lexicon, warn=None) -> tuple[str | None, dict]:
     """(model to run or None, stats block) for the POS filter."""
     model = options.spacy_model or lexicon.spacy_model
     enabled, status, warning = pos_filter.resolve(options.pos_filter, model, lexicon)
     if warning and warn:
         warn(warning)
-    words = lexicon.complete_words if enabled and options.pos_words == "on" else None
+    words = pos_lexicon(options, lexicon).complete_words if enabled else None
     return (model if enabled else None), {"status": status, "mode": options.pos_filter,
                                           "model": model if enabled else None, "model_requested": model,
                                           "complete_words": {"subject": len(words.subject),
@@ -223,8 +229,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
     scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
     (`extractor.engine.runner.Runner`: Spark tasks in the job, `InProcessRunner` in one process)."""
     model, status = pos_status(options, lexicon, warn)
-    if options.pos_words == "off":  # the tagger judges every sentence
-        lexicon = replace(lexicon, complete_words=CompleteWords())
+    lexicon = pos_lexicon(options, lexicon)
     plan = make_plan(runner, table, lexicon, options, model, work, files)
     released: list = []
 

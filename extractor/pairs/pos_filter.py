@@ -142,7 +142,7 @@ def pos_tags(texts: Iterable[str], model: str, batch_size: int = 256) -> list[li
     """Coarse POS tags of each text (nlp.pipe over the batch), with one BLAS thread: the
     matrices of a batch are small, and more threads only spin (more CPU for the same
     tags), and a Spark worker must not use more than its task's core."""
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # lazy: the job's --help imports this module
 
     texts = texts if isinstance(texts, Sequence) else list(texts)
     if len(texts) > TEXTS_PER_CALL:
@@ -275,7 +275,7 @@ def tagged_verdicts(texts: Sequence[str], model: str, lexicon, batch_size: int =
     field = receptive_field(nlp) if not model.startswith(rule_pos.PREFIX) else None
     if field is None:
         return [is_complete(tags, lexicon) for tags in pos_tags(texts, model, batch_size=batch_size)]
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # lazy: the job's --help imports this module
 
     cut = field + PREFIX_EXACT
     subject, predicate = frozenset(lexicon.subject_pos), frozenset(lexicon.predicate_pos)

@@ -38,7 +38,7 @@ DROP_REASONS = {
     "unbalanced_template": "a {{ without }}: cut to the end of its paragraph",
     "unclosed_link": "a file/category link without ]]: cut to the end of its line",
     "unclosed_comment": "a <!-- without -->: cut to the end of the page",
-    "encoded_comment": "an entity-encoded comment (&lt;!-- ... --&gt;), or a stray <!-- or -->, removed from a paragraph",
+    "encoded_comment": "a comment spelled with entities (&lt;!-- ... --&gt;) or a stray <!-- or -->: removed",
     "markup_residue": "stray markup tokens ({{ }} [[ ]] {| |}) removed from a paragraph",
     "parse_error": "mwparserfromhell failed on a paragraph: the paragraph is dropped",
 }

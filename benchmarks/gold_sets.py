@@ -272,6 +272,10 @@ def reader_protocol() -> str:
 
 def cmd_sample_ext2(args) -> None:
     langs = args.lang or list(EXT2_TARGET)
+    drawn = [EXT2_REFS / f"{lang}-refs.jsonl" for lang in langs if (EXT2_REFS / f"{lang}-refs.jsonl").exists()]
+    if drawn and not args.overwrite:
+        raise SystemExit(f"error: {drawn[0]} exists: the round is drawn (a new draw would leave out the pairs it "
+                         "assembled); --overwrite draws it again")
     sheets: dict[str, list] = {}
     second = []
     for lang in langs:
@@ -465,6 +469,7 @@ def main(argv=None) -> None:
     s.add_argument("--lang", choices=sorted(SOURCES))
     s.add_argument("--size", type=int)
     s.add_argument("--out", default=str(WORK / "gold-sheets"))
+    s.add_argument("--overwrite", action="store_true", help=f"{EXT2}: draw again over the sheets and references")
     a = sub.add_parser("assemble", help="write benchmarks/gold/<lang>.jsonl from the readers' verdict files")
     a.add_argument("--round", default="initial", choices=("initial", EXT2),
                    help=f"{EXT2}: append that round's items to the gold file (from --annotations and --refs)")

@@ -52,7 +52,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from extractor.lexicon.lexicon import lexicon_path, load_lexicon  # noqa: E402
 from extractor.statistics.precision import summary  # noqa: E402
-from gold_sets import GOLD, LABELS, WORK, location, phrase_of, read_pairs, run_job  # noqa: E402
+from gold_sets import LABELS, WORK, gold_location, load_gold, phrase_of, read_pairs, run_job  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 PARTS = ("tune", "test", "all")
@@ -63,15 +63,6 @@ ABLATION = {"without context rules": ["--no-label-filter", "context"],
             "without neutral strategy choice": ["--no-label-filter", "neutral"]}
 BLOCK_START = "# >>> measured_precision: written by benchmarks/label_precision.py --write-lexicon"
 BLOCK_END = "# <<< measured_precision"
-
-
-def load_gold(lang: str) -> list[dict]:
-    path = GOLD / f"{lang}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def gold_location(item: dict) -> str:
-    return location(item["corpus"], item["premise_ref"], item["hypothesis_ref"])
 
 
 def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
@@ -90,7 +81,7 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
                 if g.get("round", "initial") == "initial":
                     right_auto += 1
                     kept_right += hit is not None and hit[0] == g["gold"]
-                else:
+                elif g.get("round") == "extension":  # extension-2 was drawn from the filtered output: no yield
                     added_right += hit is not None and hit[0] == g["gold"]
             if hit is None:
                 continue
@@ -213,6 +204,8 @@ def main(argv=None) -> None:
                          "flags; FRAC: cleanlab's frac_noise, the share of the estimated errors to drop")
     ap.add_argument("--write-lexicon", action="store_true",
                     help="record the default configuration's figures in the lexicon's measured_precision")
+    ap.add_argument("--round", action="append", help="only the gold items of this round (initial, extension, "
+                    "extension-2); repeatable (default: all)")
     ap.add_argument("--json", type=Path, default=RESULTS / "label-precision.json")
     args = ap.parse_args(argv)
     configs = dict(CONFIGS, **(ABLATION if args.ablation else {}))
@@ -221,7 +214,7 @@ def main(argv=None) -> None:
     results = {"commit": commit, "configs": configs, "languages": {}}
     for lang in args.lang or ["ro", "es", "en"]:
         lexicon = load_lexicon(lang)
-        gold = load_gold(lang)
+        gold = [g for g in load_gold(lang) if not args.round or g.get("round", "initial") in args.round]
         per = results["languages"][lang] = {}
         for name, flags in configs.items():
             slug = re.sub(r"[^a-z0-9]+", "-", name)

@@ -156,6 +156,10 @@ def show_groups(result: dict) -> None:
         print(f"  {key:<48}" + "".join(f"{fmt(result[p]['groups'].get(key, summary(0, 0))):>30}" for p in PARTS))
 
 
+# The genres of each gold set's sources (benchmarks/gold_sets.py SOURCES), for the card.
+GOLD_GENRES = {"ro": ("news", "speeches", "novels", "wikipedia"), "es": ("novels",), "en": ("wikipedia",)}
+
+
 def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str = "test") -> str:
     """The YAML text of `measured_precision`, from the gold set's test part: the tuning part
     chose the filters, so its figures are optimistic for the pairs they keep."""
@@ -167,6 +171,8 @@ def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str
              "# the test part is unbiased. The dataset card's \"Estimated label precision\" reads it.",
              "measured_precision:",
              f"  gold_set: {gold_path}",
+             f"  genres: [{', '.join(GOLD_GENRES[lang])}]  # the genres of the gold set's text (the card compares "
+             "the corpus's)",
              f"  about: {json.dumps(about, ensure_ascii=False)}",
              "  labels:"]
     for lab in LABELS:

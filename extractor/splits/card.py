@@ -458,7 +458,8 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += ["## Class distribution", "", statistics.class_distribution_table(dataset), ""]
     if chart:
         lines += [f"![class distribution per split]({chart})", ""]
-    lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision")), ""]
+    genres = [c.get("genre") for c in build.get("corpora") or []]
+    lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision"), genres), ""]
     lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
               "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
               + statistics.RONLI_NOTE, "",
@@ -491,8 +492,12 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
             flat["sentences.short (kept, flagged)"] = sentences_stats["sentences"]["short"]
         if flat:
             lines += ["Stage 1 (sentences):", "", _kv_table(flat, ("reason", "count")), ""]
+    written = [s for s, n in sizes.items() if n]  # an empty split is not written
     lines += ["## Files", "",
-              "- `train/`, `validation/`, `test/`: Parquet (`datasets.load_dataset(\"path/to/splits\")`)",
+              ("- " + ", ".join(f"`{s}/`" for s in written) + ": Parquet (`datasets.load_dataset(\"path/to/splits\")`)"
+               + (f"; not written, being empty: {', '.join(f'`{s}/`' for s in sizes if s not in written)}"
+                  if len(written) < len(sizes) else "")) if written
+              else "- no split: every split is empty (the run's warnings say why and what would fill them)",
               "- `stats.json`: every number of this card; `leakage.json`: the leakage checks",
               "- `class_distribution.png`" + "".join(f", `{CHART_FILES[k]}`" for k in drawn) + ": the charts above",
               "", "## Citation", "", citation_section(build, license), ""]

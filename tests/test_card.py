@@ -84,3 +84,15 @@ def test_the_precision_estimate_names_its_gold_set_genres_and_flags_a_mismatch()
     travel = precision.markdown(block, ["travel guide"])
     assert "**genre mismatch** (travel guide not in the gold set)" in travel and "rough guide" in travel
     assert "genres are not recorded" in precision.markdown({**block, "genres": None}, ["news"])
+
+
+def test_the_citation_has_what_a_bibliography_needs():
+    build = {"lang": "ro", "year": 2026, "output": "/data/out/ro", "corpora": [{"name": "wikitravel"}],
+             "lexicon": "phrase_lexicons/ro.yaml", "lexicon_sha256": "abcdef123456789", "seed": 0}
+    text = card.citation_section(build, "cc-by-sa-3.0")
+    assert "@misc{ro_nli_distant_2026," in text and "  year         = {2026}," in text
+    assert "set --author" in text and "howpublished = {/data/out/ro (set --url" in text
+    assert "NLI corpus engine " in text and "version = {" in text
+    given = card.citation_section({**build, "author": "ACME Lab", "url": "https://example.org/ro-nli"}, "x")
+    assert "  author       = {ACME Lab}," in given and "  url          = {https://example.org/ro-nli}," in given
+    assert "howpublished" not in given

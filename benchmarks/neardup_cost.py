@@ -80,6 +80,7 @@ from extractor.splits import pair_tables as bt  # noqa: E402
 from extractor.splits import rounds as split_rounds  # noqa: E402
 from extractor.splits import stage as splits_stage  # noqa: E402
 from extractor.splits.plan import SplitsPlan, SplitsScratch  # noqa: E402
+from tests import one_process  # noqa: E402
 
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-20mb.xml.bz2"
 SCALE_PUNKT = REPO / "benchmarks" / "_work" / "scale" / "punkt_params-pool.json"
@@ -261,7 +262,7 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
                                           near_duplicate_bands=settings.bands)
             r2 = TimingRunner()
             t0 = time.process_time()
-            write, stats2, cleanup = pairs_stage.build_pairs(r2, str(sentences), lexicon, options, work=f"{tmp}/scratch")
+            write, stats2, cleanup = one_process.build_pairs(r2, str(sentences), lexicon, options, work=f"{tmp}/scratch")
             try:
                 write(f"{tmp}/pairs")
             finally:

@@ -6,17 +6,46 @@ benchmarks/splits_throughput.py, benchmarks/stage2_*.py) measure them against Sp
 """
 from __future__ import annotations
 
+import functools
 import tempfile
 
+from extractor.core.errors import UserError
+from extractor.engine import stage as engine_stage
 from extractor.engine.runner import InProcessRunner
 from extractor.io import fs
 from extractor.neardup.settings import Settings
+from extractor.pairs import stage as pairs_stage
 from extractor.pairs.options import Options
-from extractor.pairs.stage import build_pairs
 from extractor.splits import assign as sp
 from extractor.splits import pair_tables as bt
 from extractor.splits.plan import SplitsPlan, SplitsScratch
 from extractor.splits import stage as splits_stage
+
+
+def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: str | None = None,
+                files: int = 4):
+    """Stage 2's steps as `extractor.engine.stage.run_stage` runs them, without a job
+    context: the `sentences/` table at `table` (as stage 1 wrote it) -> (write, stats dict,
+    cleanup callable): ``write(directory)`` writes the pairs table's `files` files there and
+    returns them. Call the cleanup after writing: it forgets the records and deletes the
+    scratch folder `work` (default: beside `table`)."""
+    model, status = pairs_stage.pos_status(options, lexicon, warn)
+    plan = pairs_stage.make_plan(runner, table, pairs_stage.pos_lexicon(options, lexicon), options, model, work, files)
+    planned = engine_stage.Planned(plan, pairs_stage.plan_key(plan), plan.scratch)
+    engine_stage.start(runner, planned)
+    shared: list = []
+    with engine_stage.discarded_on_user_error(runner, plan.scratch):
+        try:
+            decided, stats = pairs_stage.decide(runner, plan, options, status, shared)
+        except UserError:
+            pairs_stage.release(shared)
+            raise
+
+    def cleanup():
+        pairs_stage.release(shared)
+        engine_stage.forget(runner, plan.scratch)
+
+    return functools.partial(pairs_stage.write_table, runner, decided), stats, cleanup
 
 
 def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,

@@ -28,11 +28,12 @@ from __future__ import annotations
 import dataclasses
 
 
-def options_from_args(cls, args):
-    """A stage's options dataclass from parsed arguments: every field the arguments have;
-    the others keep the dataclass's default (a hand-built namespace in a test)."""
+def options_from_args(cls, args, **given):
+    """A stage's options dataclass from parsed arguments: every field the arguments have
+    (or `given`: values the stage resolved itself); the others keep the dataclass's default
+    (a hand-built namespace in a test)."""
     names = [f.name for f in dataclasses.fields(cls) if f.init]
-    return cls(**{n: getattr(args, n) for n in names if hasattr(args, n)})
+    return cls(**{**{n: getattr(args, n) for n in names if hasattr(args, n)}, **given})
 
 
 def default(cls, name: str):

@@ -150,8 +150,12 @@ def _versions() -> dict:
 
 def run_fingerprint(args, lexicon, corpora) -> dict:
     """What a resumed run must share with the run it continues: the inputs (path, size,
-    mtime), the lexicon's hash, the corpora and every setting that can change a byte."""
-    settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
+    mtime), the lexicon's hash, the corpora and every setting that can change a byte (a flag
+    left out that a stage fills in from the lexicon: its value, `Stage.resolved_flags`)."""
+    given = vars(args)
+    for stage in STAGE.values():
+        given = {**given, **stage.resolved_flags(args, lexicon)}
+    settings = {k: v for k, v in sorted(given.items()) if k not in NOT_IN_FINGERPRINT}
     return {"inputs": [runs.input_fingerprint(p) for c in corpora for p in c.paths],
             "lexicon_sha256": lexicon.sha256,
             "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,

@@ -7,6 +7,8 @@ is `extractor/job/stages.py`. Its steps, the same for every stage:
 
     options(args, lexicon)          its `Options` (a frozen dataclass, `StageSpec.options`)
                                     from the parsed flags, built once before any work
+    resolved_flags(args, lexicon)   the flags it fills in from the lexicon (for the run's
+                                    fingerprint; none by default)
     check(ctx, options)             settings checked before any stage runs (a missing model)
     describe(ctx, options)          what `--dry-run` prints of it (lines; none by default)
     plan(ctx, runner, options)      a `Planned`: the plan (a frozen dataclass of what its
@@ -123,6 +125,11 @@ class Stage(ABC, Generic[O, P, D, W]):
 
     def options(self, args: Any, lexicon: Any) -> O:
         return self.spec.options.from_args(args, lexicon)
+
+    def resolved_flags(self, args: Any, lexicon: Any) -> dict:
+        """The flags this stage fills in from the lexicon where the command line left them
+        out, as the flag would give them: what a run's fingerprint records (`--resume`)."""
+        return {}
 
     def check(self, ctx: Any, options: O) -> None:
         """Settings checked before any stage runs: a one-line `UserError` now, not after hours."""

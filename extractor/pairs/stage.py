@@ -47,7 +47,7 @@ from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
 from extractor.lexicon.lexicon import CompleteWords
 # the flags and options live apart (no numpy there: the job's --help); one name each
-from extractor.pairs.options import SPEC, Options, add_arguments  # noqa: F401
+from extractor.pairs.options import SPEC, Options, add_arguments, resolve_neutral_mix  # noqa: F401
 
 NAME = SPEC.name
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
@@ -280,6 +280,9 @@ class PairsStage(Stage[Options, PairsSetup, PairsDecided, list]):
     """Stage 2 on the stage contract (`extractor.engine.stage.Stage`)."""
 
     spec = SPEC
+
+    def resolved_flags(self, args, lexicon) -> dict:
+        return {"neutral_mix": resolve_neutral_mix(args.neutral_mix, lexicon)}
 
     def check(self, ctx, options: Options) -> None:
         """Flag values, and `--pos-filter on` with a missing model (a one-line error now

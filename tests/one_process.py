@@ -45,7 +45,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
         pairs_stage.release(shared)
         engine_stage.forget(runner, plan.scratch)
 
-    return functools.partial(pairs_stage.write_table, runner, decided), stats, cleanup
+    return functools.partial(pairs_stage.write_table, runner, plan, decided), stats, cleanup
 
 
 def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,
@@ -68,12 +68,12 @@ def pairs_in_one_process(table: str, out_dir: str, lexicon, options: Options,
 
 
 def run_rounds(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
-               earlier_stats: dict | None = None) -> dict:
+               target: str, earlier_stats: dict | None = None) -> dict:
     """Rounds 1-6 of stage 3 (docs/splits.md) with `runner`: `decide` (rounds 1-5), then
-    `write_output` (round 6 into `plan.target`), as the stage's `run` calls them. Returns
-    what the card and stats need."""
-    plan, found = splits_stage.decide(runner, plan, balance, max_eval, files_per_table, earlier_stats)
-    return splits_stage.write_output(runner, plan, found)
+    `write_output` (round 6 into `target`), as the stage calls them. Returns what the card
+    and stats need."""
+    decided, found = splits_stage.decide(runner, plan, balance, max_eval, files_per_table, earlier_stats)
+    return splits_stage.write_output(runner, decided, found, target)
 
 
 def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0.8, 0.1, 0.1),
@@ -92,9 +92,9 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
     schema, units = bt.list_units(pairs_dir)
     with tempfile.TemporaryDirectory() as work:
         plan = SplitsPlan(units=units, schema=schema, seed=seed, scratch=SplitsScratch(work), buckets=buckets,
-                          ratios=tuple(ratios), test_only=frozenset(test_only or ()), near=near, target=out_dir)
+                          ratios=tuple(ratios), test_only=frozenset(test_only or ()), near=near)
         result = run_rounds(InProcessRunner(), plan, sp.parse_balance(balance), max_eval_per_corpus,
-                        files_per_table)
+                            files_per_table, out_dir)
     result["splits"] = {}
     for w in result["written"]:
         split = fs.basename(fs.parent(w["path"]))

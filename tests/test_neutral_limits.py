@@ -82,7 +82,8 @@ def test_the_limits_tag_fewer_candidates_and_draw_the_same_pairs(novels_table, t
     assert _without(stats) == _without(whole_stats)
 
     reference, reference_stats = reference_pairs(novels_table, load_lexicon("ro"), Options(
-        min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5, near_duplicates="off"), "ro_legal_fl", {"status": "on"}, without_torch=True)
+        min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5, near_duplicates="off"), "ro_legal_fl",
+        {"status": "on"}, without_torch=True)
     assert sorted(reference.to_pylist(), key=lambda r: (r["label"], r["pair_id"])) == limited
     assert reference_stats["pos_filter"]["neutral_sentences_checked"] == checked
 
@@ -114,11 +115,11 @@ def test_the_neutral_round_run_directly_checks_more_over_the_whole_cuts(novels_t
     runner = InProcessRunner()
     model, status = ps.pos_status(options, load_lexicon("ro"))
     plan = ps.make_plan(runner, novels_table, load_lexicon("ro"), options, model, str(tmp_path / "scratch"), files=2)
-    plan, _ = ps.decide(runner, plan, options, status, [])
-    assert not plan.whole_cuts and any(v is not None for v in plan.pos_limits().values())
+    check = ps.decide(runner, plan, options, status, [])[0].check
+    assert check is not None and not check.whole_cuts and any(v is not None for v in check.pos_limits().values())
     buckets = range(plan.buckets)
-    limited = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, plan, buckets)]
-    whole = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, replace(plan, whole_cuts=True), buckets)]
+    limited = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, check, buckets)]
+    whole = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, replace(check, whole_cuts=True), buckets)]
     pos_limited = corpus.tally_neutral([tuple(t) for ts in limited for t in ts])
     pos_whole = corpus.tally_neutral([tuple(t) for ts in whole for t in ts])
     assert sum(pos_limited[0].values()) < sum(pos_whole[0].values())  # POS-checked candidates

@@ -42,7 +42,7 @@ from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
                                    tally_marked, tally_neutral)
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
-from extractor.pairs.plan import PairsPlan, PairsScratch
+from extractor.pairs.plan import Candidates, Drawn, NeutralCheck, PairsPlan, PairsScratch, PassTwo, TableFiles, Wanted
 from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
 from extractor.lexicon.lexicon import CompleteWords
@@ -126,10 +126,12 @@ def plan_key(plan: PairsPlan) -> dict:
     return {"units": plan.units, "buckets": plan.buckets, "files": plan.files, "model": plan.model}
 
 
-def decide(runner, plan: PairsPlan, options: Options, status: dict, released: list) -> tuple[PairsPlan, dict]:
-    """Rounds 1-4 and the driver's decisions between them: the plan the files round writes
-    the table with (the kept marked pairs, the neutral draw) and the stage's stats block.
-    Values shared with the tasks are appended to `released` (destroyed by the cleanup)."""
+def decide(runner, plan: PairsPlan, options: Options, status: dict, released: list) -> tuple[Drawn, dict]:
+    """Rounds 1-4 and the driver's decisions between them: what the files round writes the
+    table with (`Drawn`: the kept marked pairs, the neutral draw) and the stage's stats
+    block. Each round reads the plan or an input made once from what the rounds before it
+    learned (`Candidates`, `PassTwo`, `Wanted`, `NeutralCheck`). Values shared with the
+    tasks are appended to `released` (destroyed after the table)."""
     model = plan.model
     mix = options.mix
     bucket_ids = list(range(plan.buckets))
@@ -145,7 +147,8 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
         raise sentence_passes.DocumentOrderError(sentence_passes.split_document_error(*split))
     duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
     near_rejected, near_counts = None, None
-    if plan.near is not None:
+    near_applied = plan.near is not None
+    if near_applied:
         # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
         rounds.NEAR_BANDS.run(runner, plan, bucket_ids)
         found = rounds.NEAR_PAIRS.run(runner, plan, bucket_ids)
@@ -156,7 +159,6 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                 per_corpus[corpus][label] -= 1
                 near_rejected += 1
         kept = Counter({k: v for k, v in kept.items() if v})
-        plan = replace(plan, near_applied=True)
         near_counts = {"candidates": sum(f["candidates"] for f in found),
                        "verified_pairs": sum(f["pairs"] for f in found)}
     checked = sum(pos.values())
@@ -170,33 +172,34 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
     pos_neutral: Counter = Counter()
     dropped_identical = 0
     allocated = final_allocation(targets, mix, {})
-    plan = replace(plan, cuts=cuts, draw=None)
+    drawn = Drawn(near_applied=near_applied, draw=None)
     if any(b >= 0 for b in cuts.values()):
-        plan = replace(plan, early=sentence_passes.early_covers(cuts))
-        if not plan.early:
+        candidates = Candidates(plan, near_applied=near_applied, cuts=cuts, early=sentence_passes.early_covers(cuts))
+        if not candidates.early:
             by_file = _needed(plan.scratch, cuts)
             needed, two_units = None, plan.units
             if by_file is not None:
                 two_units = [u for u in plan.units if u[0] in by_file]
                 needed = runner.share(by_file)
                 released.append(needed)
-            rounds.PASS_TWO.run(runner, replace(plan, needed=needed), [u[0] for u in two_units])
-        plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(bucket_ids)) if model else None,
-                       wanted=check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
+            rounds.PASS_TWO.run(runner, PassTwo(candidates, needed), [u[0] for u in two_units])
+        wanted = Wanted(candidates, check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
         lowest: dict = {}
-        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, plan, bucket_ids):
+        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, wanted, bucket_ids):
             for corpus, source, values in limits_out["lowest"]:
                 lowest.setdefault((corpus, source), []).extend(values)
-        plan = replace(plan, limits=check_limits(lowest, plan.wanted))
+        check = NeutralCheck(candidates, verdicts=_shared_verdicts(plan.scratch, len(bucket_ids)) if model else None,
+                             limits=check_limits(lowest, wanted.wanted))
         del lowest
         for neutral_round in (rounds.NEUTRAL, rounds.NEUTRAL_WHOLE_CUTS):
-            neutral = [tuple(r) for out in neutral_round.run(runner, plan, bucket_ids) for r in out["tallies"]]
+            neutral = [tuple(r) for out in neutral_round.run(runner, check, bucket_ids) for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, mix, avail2)
-            if limits_hold(plan.pos_limits(), avail2, allocated):
+            if limits_hold(check.pos_limits(), avail2, allocated):
                 break
-            plan = replace(plan, whole_cuts=True)  # a strategy ran short under its limit
-        plan = replace(plan, draw=cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()}))
+            check = replace(check, whole_cuts=True)  # a strategy ran short under its limit: the round once more
+        drawn = Drawn(near_applied=near_applied, check=check,
+                      draw=cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()}))
 
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
@@ -206,14 +209,14 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
         assert plan.near is not None and near_counts is not None  # set with near_rejected
         stats["rejected"]["near_duplicate_pair"] = near_rejected
         stats["near_duplicates"] = {"settings": plan.near.as_dict(), **near_counts}
-    return plan, stats
+    return drawn, stats
 
 
-def write_table(runner, plan: PairsPlan, directory: str) -> list[dict]:
+def write_table(runner, plan: PairsPlan, drawn: Drawn, directory: str) -> list[dict]:
     """The files round: the pairs table's files into `directory` (one task per file), after
     the decisions (`decide`); returns them."""
     directory = fs.canonical(directory)
-    written = [f for out in rounds.FILES.run(runner, replace(plan, target=directory), range(plan.files))
+    written = [f for out in rounds.FILES.run(runner, TableFiles(plan, drawn, directory), range(plan.files))
                for f in out["files"]]
     return finish_table_files(written, directory, lambda: PAIRS)
 
@@ -269,9 +272,9 @@ class PairsSetup:
 
 @dataclass(frozen=True)
 class PairsDecided:
-    """What rounds 1-4 decided: the plan the files round writes the table with, the stats
-    block so far, and the values shared with the tasks (released after the table)."""
-    plan: PairsPlan
+    """What rounds 1-4 decided (`Drawn`), the stats block so far, and the values shared with
+    the tasks (released after the table)."""
+    drawn: Drawn
     stats: dict
     shared: tuple
 
@@ -313,7 +316,7 @@ class PairsStage(Stage[Options, PairsSetup, PairsDecided, list]):
         return PairsDecided(decided, stats, tuple(shared))
 
     def write(self, ctx, runner, plan: PairsSetup, decided: PairsDecided, directory: str) -> list:
-        return write_table(runner, decided.plan, directory)
+        return write_table(runner, plan.plan, decided.drawn, directory)
 
     def finish(self, ctx, options: Options, plan: PairsSetup, decided: PairsDecided, written: list) -> dict:
         return {**decided.stats, "label_filters": ctx.lexicon.label_filters.describe()}

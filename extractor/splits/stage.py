@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from extractor.splits import card
 from extractor.splits import decisions
 from extractor.splits import pair_tables
 from extractor.splits import rounds
-from extractor.splits.plan import SplitsPlan, SplitsScratch
+from extractor.splits.plan import Assigned, Cuts, Decided, Labelled, Output, Quotas, Short, SplitsPlan, SplitsScratch
 from extractor.statistics import precision
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.splits.options import SPEC, Options, add_arguments  # noqa: F401
@@ -63,11 +63,13 @@ def bucket_count(runner, units: list) -> int:
 
 
 def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
-           earlier_stats: dict | None = None) -> tuple[SplitsPlan, dict]:
+           earlier_stats: dict | None = None) -> tuple[Decided, dict]:
     """Rounds 1-5 and the driver's decisions between them (`runner` runs a round's tasks,
     with each task's estimated cost: the Spark runner packs them into one Spark task per
-    core): the plan round 6 writes the splits with, and what the card and stats need so far
-    (drops, documents, counts, quotas, sizes, the kept rows' figures)."""
+    core): what round 6 writes the splits with (`Decided`), and what the card and stats
+    need so far (drops, documents, counts, quotas, sizes, the kept rows' figures). Each
+    round reads the plan or an input made once from what the rounds before it learned
+    (`Labelled`, `Short`, `Assigned`, `Cuts`, `Quotas`)."""
     drops: dict = {}
     slots = runner.slots
     units = plan.units
@@ -81,7 +83,7 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
                 labels_seen.add(label)
             else:
                 drops[why] = drops.get(why, 0) + count
-    plan = replace(plan, labels=sorted(labels_seen))
+    labelled = Labelled(plan, sorted(labels_seen))
     corpora = sorted({c for r in found for c in r["corpora"]})
     near = None
     if plan.near and found:
@@ -98,23 +100,21 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
         near.update(documents_joined=grouped["documents_joined"], groups=grouped["groups"],
                     hypotheses_across_corpora=grouped["hypotheses_across_corpora"])
     # run by the driver, not as a Spark job: the rows are few (one per document and label)
-    per_corpus: dict[str, Any] = {corpus: rounds.assign_documents(plan, corpus) for corpus in corpora}
+    per_corpus: dict[str, Any] = {corpus: rounds.assign_documents(labelled, corpus) for corpus in corpora}
     unit_of = {corpus: {"unit": "document"} for corpus in corpora}
     # documents too large or too few for every split to get its share of every label:
     # contiguous blocks of paragraphs instead, where they do better (docs/splits.md "Blocks")
     short = [c for c in corpora if per_corpus[c]["short"]]
     block_corpora: list = []
     if short:
-        plan = replace(plan, short=short)
-        rounds.PARAGRAPHS.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets)
+        rounds.PARAGRAPHS.run(runner, Short(plan, short), range(plan.buckets), costs=[1.0] * plan.buckets)
         for corpus in short:
-            blocked = rounds.assign_blocks(plan, corpus, per_corpus[corpus]["short"])
+            blocked = rounds.assign_blocks(labelled, corpus, per_corpus[corpus]["short"])
             if blocked is None:
                 fs.delete(plan.scratch.blocks(corpus))
             else:
                 per_corpus[corpus], unit_of[corpus] = blocked, blocked["unit"]
                 block_corpora.append(corpus)
-    plan = replace(plan, block_corpora=block_corpora)
     documents: dict = {}
     for assigned in per_corpus.values():
         for split, count in assigned["documents"]:
@@ -125,12 +125,12 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     #    written per range of units, the way round 5 reads them.
     buckets = list(range(plan.buckets))
     n_ranges = max(1, min(len(units), 2 * slots))
-    plan = replace(plan, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
+    assigned = Assigned(plan, block_corpora=block_corpora, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
     even = [1.0] * len(buckets)
-    ranked: list[Any] = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
+    ranked: list[Any] = rounds.RANK.run(runner, assigned, buckets, costs=even) if found else []
     counts, dropped = decisions.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
-                  **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}),
+                  **({"pair_spans_blocks_of_two_splits": 0} if block_corpora else {}),
                   **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
@@ -139,9 +139,9 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     labels = sorted({k[2] for k in counts})
     quotas = assign.compute_quotas(counts, balance, labels, max_eval)
     drops["balance"] = assign.quota_drops(counts, quotas)
-    plan = replace(plan, cuts=decisions.cut_points([h for r in ranked for h in r["histogram"]], quotas))
-    partial = any(need for _, need in plan.cuts.values())
-    edges = [row for r in rounds.BOUNDARY.run(runner, plan, buckets, costs=even)
+    cuts = Cuts(assigned, decisions.cut_points([h for r in ranked for h in r["histogram"]], quotas))
+    partial = any(need for _, need in cuts.cuts.values())
+    edges = [row for r in rounds.BOUNDARY.run(runner, cuts, buckets, costs=even)
              for row in r["rows"]] if partial else []
     sizes = {s: 0 for s in assign.SPLITS}
     for (split, corpus, label), quota in quotas.items():
@@ -150,35 +150,38 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
             chart[split][label] = chart[split].get(label, 0) + min(quota, counts[(split, corpus, label)])
-    plan = replace(plan, last=decisions.thresholds(edges, plan.cuts),
-                   n_files={s: pair_tables.files_per_split(sizes[s], files_per_table) for s in assign.SPLITS},
-                   chart=chart)
+    within = Quotas(assigned, cuts=cuts.cuts, last=decisions.thresholds(edges, cuts.cuts),
+                    n_files={s: pair_tables.files_per_split(sizes[s], files_per_table) for s in assign.SPLITS},
+                    chart=chart)
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
-    rows_of = [sum(u["rows"] for u, r in zip(units, plan.range_of) if r == i) for i in range(n_ranges)]
-    kept: list[Any] = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
-    plan = replace(plan, charts=card.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
-    return plan, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
+    rows_of = [sum(u["rows"] for u, r in zip(units, assigned.range_of) if r == i) for i in range(n_ranges)]
+    kept: list[Any] = (rounds.QUOTA_ROWS.run(runner, within, range(n_ranges), costs=rows_of) if any(sizes.values())
+                       else [])
+    decided = Decided(within, charts=card.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
+    return decided, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
                   "sizes": sizes, "near": near, "units": unit_of, "kept": kept}
 
 
-def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
-    """Round 6 into `plan.target`: the output files; the card's aggregates and PMI words per
+def write_output(runner, decided: Decided, found: dict, target: str) -> dict:
+    """Round 6 into `target`: the output files; the card's aggregates and PMI words per
     split; the leakage of every kind of key and the documents per corpus; the near-duplicates
     across splits (one task here, not a Spark job of its own, which would cost more than it
     does); the
     chart. Returns what the card and stats need (`decide`'s, with the figures, leakage,
     blocks and files written)."""
     sizes, near, kept = found["sizes"], found["near"], found["kept"]
+    plan, n_files = decided.quotas.assigned.plan, decided.quotas.n_files
     buckets = list(range(plan.buckets))
     columns = plan.schema.names
-    files = [("file", s, b) for s in assign.SPLITS if sizes[s] for b in range(plan.n_files[s])]
+    files = [("file", s, b) for s in assign.SPLITS if sizes[s] for b in range(n_files[s])]
     stats_tasks = [("statistics", s, 0) for s in assign.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
     near_tasks = [("near-leakage", "", 0)] if near is not None else []
-    last = rounds.OUTPUT.run(runner, plan, stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
+    tasks = stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)]
+    last = rounds.OUTPUT.run(runner, Output(decided, target), tasks,
                               costs=[float(sizes[s]) for _, s, _ in stats_tasks]
-                              + [0.5 * sizes[s] / plan.n_files[s] for _, s, _ in files]
+                              + [0.5 * sizes[s] / n_files[s] for _, s, _ in files]
                               + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [1.0] * len(near_tasks)
                               + [CHART_COST])
     if near is not None:
@@ -211,7 +214,7 @@ def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
             "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": pair_tables.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
-            "near": near, "units": found["units"], "charts": plan.charts,
+            "near": near, "units": found["units"], "charts": decided.charts,
             "examples": card.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
@@ -266,9 +269,9 @@ def settings_stats(options: Options) -> dict:
 
 @dataclass(frozen=True)
 class SplitsDecided:
-    """What rounds 1-5 decided: the plan round 6 writes the splits with, and what the card
-    and stats need so far (`decide`'s)."""
-    plan: SplitsPlan
+    """What rounds 1-5 decided (`Decided`), and what the card and stats need so far
+    (`decide`'s)."""
+    decided: Decided
     found: dict
 
 
@@ -299,20 +302,20 @@ class SplitsStage(Stage[Options, SplitsPlan, SplitsDecided, dict]):
 
     def write(self, ctx, runner, plan: SplitsPlan, decided: SplitsDecided, directory: str) -> dict:
         """Round 6 (the split files into `directory`), then the card; the stats block."""
-        return write_card(ctx, runner, options=ctx.stage_options(NAME, self), plan=decided.plan,
-                          decided=decided.found, target=directory)
+        return write_card(ctx, runner, options=ctx.stage_options(NAME, self), plan=plan, decided=decided,
+                          target=directory)
 
     def finish(self, ctx, options: Options, plan: SplitsPlan, decided: SplitsDecided, written: dict) -> dict:
         return written
 
 
-def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: dict, target: str) -> dict:
+def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsDecided, target: str) -> dict:
     """Round 6 (the split files into `target`), then the card beside them: the stats block."""
     schema = plan.schema
     ratios, balance = options.ratios, options.balance_mode
     stats: dict = {"settings": settings_stats(options)}
     stats["input_pairs"] = sum(u["rows"] for u in plan.units)
-    found = write_output(runner, replace(plan, target=target), decided)
+    found = write_output(runner, decided.decided, decided.found, target)
     drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
     stats["documents"] = found["documents"]
     _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)

@@ -32,7 +32,7 @@ from extractor.engine import contract  # noqa: E402
 from extractor.engine.stage import run_stage  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
-from extractor.job.stages import BY_NAME, NAMES, STAGES  # noqa: E402
+from extractor.job.stages import BY_NAME, NAMES, STAGES, input_table, writer  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.engine.records import PROGRESS, Progress  # noqa: E402
@@ -270,10 +270,10 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
         if BY_NAME[name].writes in published and not args.overwrite:
             raise runs.OutputExistsError(f"{output}/{BY_NAME[name].writes} already exists; pass --overwrite to "
                                          f"replace it")
-    needed = BY_NAME[to_run[0]].reads
+    needed = input_table(to_run[0])
     if needed is not None and needed not in published:
         raise InputError(f"{output}/{needed}: no such table in the published output; run the stage "
-                         f"that writes '{needed}' first (--start-at {_writer(needed)})")
+                         f"that writes '{needed}' first (--start-at {writer(needed)})")
     print(f"[dry-run] lexicon: {lexicon.path} ({lexicon.lang}; sha256 {lexicon.sha256[:12]})")
     print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
           f"{'; --overwrite replaces them' if published and args.overwrite else ''})")
@@ -302,20 +302,15 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     return 0
 
 
-def _writer(table: str) -> str:
-    """The stage that writes `table`."""
-    return next(s.name for s in STAGES if s.writes == table)
-
-
 def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     output = run.root
     earlier = [s.writes for s in STAGES[:first]]
-    needed = BY_NAME[to_run[0]].reads
+    needed = input_table(to_run[0])
     try:
         for name in earlier:  # --start-at: the published run's earlier tables become part of this run
             if run.reuse(name) is None and name == needed:
                 raise InputError(f"{output}/{name}: no such table in the published output; run the stage "
-                                 f"that writes '{name}' first (--start-at {_writer(name)})")
+                                 f"that writes '{name}' first (--start-at {writer(name)})")
         for name in to_run:  # fail before hours of work, not after
             table = BY_NAME[name].writes
             if run.published(table) and not args.overwrite:

@@ -80,7 +80,7 @@ def splits_in_one_process(pairs_dir: str, out_dir: str, seed: int = 0, ratios=(0
                           balance: str = "downsample", max_eval_per_corpus: int | None = sp.DEFAULT_MAX_EVAL_PER_CORPUS,
                           test_only: set | None = None, files_per_table: int = 4, buckets: int = 1,
                           near: Settings | None = None) -> dict:
-    """Stage 3 in one plain Python process (no Spark): the six rounds (`rounds`) with each
+    """Stage 3 in one plain Python process (no Spark): its rounds (`rounds`) with each
     round's tasks run one after another here (`InProcessRunner`), over the same Parquet files
     and scratch files in a temporary folder. For the engine-overhead benchmark
     (benchmarks/splits_throughput.py): Spark's CPU against the CPU of exactly the same

@@ -70,10 +70,13 @@ class Cost:
 
 @dataclass(frozen=True)
 class StageSpec:
-    """What the job knows of a stage before it runs: its name (`extractor.core.names.STAGES`),
-    the table it reads (None: the job's inputs) and the one it writes, its options class and
-    the function adding their flags to the job's parser, its cost figures, and the module
-    whose `STAGE` is its `Stage` instance."""
+    """What the job knows of a stage before it runs: its name (one of `--stages`), the kind
+    of table it reads (None: the job's inputs; it reads the latest table of that kind that a
+    stage before it writes, `extractor.job.stages.input_table`), the table it writes and
+    that table's kind (None: the table's own name; a stage that writes a table of another
+    stage's schema, e.g. a filter of the pairs, says so: `kind="pairs"`), its options class
+    and the function adding their flags to the job's parser, its cost figures, and the
+    module whose `STAGE` is its `Stage` instance."""
     name: str
     reads: str | None
     writes: str
@@ -81,6 +84,12 @@ class StageSpec:
     add_arguments: Callable[[Any], None]
     cost: Cost
     module: str
+    kind: str | None = None
+
+    @property
+    def writes_kind(self) -> str:
+        """The kind of the table it writes."""
+        return self.kind or self.writes
 
     def stage(self) -> "Stage":
         """The stage's instance. Its module is imported here, not where the spec is declared:

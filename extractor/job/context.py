@@ -10,7 +10,7 @@ from extractor import runs
 from extractor.core.errors import InputError
 from extractor.io import fs
 from extractor.job.inputs import CorpusSpec
-from extractor.job.stages import NAMES
+from extractor.job.stages import NAMES, input_table
 
 
 @dataclass
@@ -55,6 +55,13 @@ class JobContext:
         if self.run is not None:
             return self.run.dir
         return self.output_uri or runs.path_str(self.output)
+
+    def input_table(self, spec) -> str:
+        """The table the stage of `spec` (a `StageSpec` that reads one) reads
+        (`extractor.job.stages.input_table`)."""
+        found = input_table(spec.name)
+        assert found is not None, f"stage {spec.name!r} reads the job's inputs, not a table"
+        return found
 
     def table_path(self, name: str) -> str:
         if self.run is not None:

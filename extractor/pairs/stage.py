@@ -301,10 +301,9 @@ class PairsStage(Stage[Options, PairsSetup, PairsDecided, list]):
                 f"{lists})"]
 
     def plan(self, ctx, runner, options: Options) -> Planned[PairsSetup]:
-        assert SPEC.reads is not None
-        table = ctx.table_path(SPEC.reads)
+        table = ctx.table_path(ctx.input_table(SPEC))
         if not fs.exists(table):
-            ctx.read_table(SPEC.reads)  # its one-line error
+            ctx.read_table(ctx.input_table(SPEC))  # its one-line error
         model, status = pos_status(options, ctx.lexicon, ctx.warn)
         plan = make_plan(runner, table, pos_lexicon(options, ctx.lexicon), options, model,
                          work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())

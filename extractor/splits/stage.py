@@ -285,10 +285,9 @@ class SplitsStage(Stage[Options, SplitsPlan, SplitsDecided, dict]):
         runs), so that a bad --balance fails in a second, not after stages 1 and 2."""
 
     def plan(self, ctx, runner, options: Options) -> Planned[SplitsPlan]:
-        assert SPEC.reads is not None
-        path = ctx.table_path(SPEC.reads)
+        path = ctx.table_path(ctx.input_table(SPEC))
         if not fs.exists(path):
-            ctx.read_table(SPEC.reads)  # the job's one-line "no such table" error
+            ctx.read_table(ctx.input_table(SPEC))  # the job's one-line "no such table" error
         schema, units = pair_tables.list_units(path)
         plan = make_plan(ctx, runner, options, schema, units, bucket_count(runner, units))
         key = {"units": units, "buckets": plan.buckets, "slots": runner.slots, "settings": settings_stats(options),

@@ -33,7 +33,7 @@ imports (numpy, pyarrow, pandas, extractor.neardup, extractor.statistics: seen i
 job). Until 2026-11-27 the workers imported them inside the measured stage, about 0.45
 CPU-s per worker that the job spends in stage 2. The plain run (`--plain`) runs
 `splits_in_one_process` (tests/one_process.py) on the pairs table the local[1] run read: the stage's
-six rounds, each round's tasks one after another in one Python process (the same
+rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
 way around the work, and its split files are compared byte for byte with the stage's.
 Then the stage on 1,000 pairs: its fixed cost, and the speed-up a second core can give at

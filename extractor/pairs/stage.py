@@ -49,7 +49,6 @@ from extractor.lexicon.lexicon import CompleteWords
 # the flags and options live apart (no numpy there: the job's --help); one name each
 from extractor.pairs.options import SPEC, Options, add_arguments, resolve_neutral_mix  # noqa: F401
 
-NAME = SPEC.name
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
 
 

@@ -112,6 +112,21 @@ def test_run_stage_stores_the_stats_or_forgets_and_deletes_on_a_user_error(tmp_p
     else:
         engine_stage.run_stage(stage, ctx, runner)
         assert ctx.stats["toy"] == {"rows": 2} and (tmp_path / "out" / "toy" / "part").exists()
-    # the records and the scratch folder are gone either way; a table refused by the stage's checks too
+    # the records and the scratch folder they speak of are gone either way; a table refused by
+    # the stage's checks too
     assert not (tmp_path / "_progress" / "toy").exists() and not (tmp_path / "work").exists()
     assert (tmp_path / "out" / "toy").exists() == (fail_in == "")
+
+
+def test_a_stage_without_scratch_keeps_its_records_for_the_units_of_its_table(tmp_path):
+    """Stage 1's records speak of its table's files (one per unit): kept after the stage, so
+    a run killed before it is published reuses them."""
+    class NoScratch(_Toy):
+        def plan(self, ctx, runner, options):
+            return engine_stage.Planned("p", {"units": [1, 2]})
+
+    ctx = JobContext(spark=None, args=argparse.Namespace(overwrite=True), lexicon=None, output=tmp_path / "out",
+                     corpora=[])
+    runner = Progress(str(tmp_path / "_progress")).runner("toy", InProcessRunner())
+    engine_stage.run_stage(NoScratch(str(tmp_path / "work")), ctx, runner)
+    assert len(list((tmp_path / "_progress" / "toy" / "rounds" / "round").iterdir())) == 2

@@ -22,11 +22,13 @@ is `extractor/job/stages.py`. Its steps, the same for every stage:
     finish(ctx, options, plan, decided, written)
                                     the stats.json block, from what was decided and written
 
-`run_stage` owns what every stage repeats: it builds nothing itself, records the plan
-(`runner.plan`), clears an earlier attempt's scratch folder, writes the table through
-`ctx.write_table_with`, and on a `UserError` forgets the completion records and deletes the
-scratch folder (and a table it had finished) before re-raising; any other failure keeps them
-for `--resume`. `StageSpec` is what the job's flags need of a stage (its name, the tables it
+`run_stage` owns what every stage repeats: it records the plan (`runner.plan`), clears an
+earlier attempt's scratch folder, writes the table through `ctx.write_table_with`, stores
+the stats block, and deletes the scratch folder with the completion records that speak of
+it once the table is written (a stage without one keeps its records, which speak of its
+table's files, until the run is published); on a `UserError` it forgets the records and
+deletes the scratch folder (and a table it had finished) before re-raising; any other
+failure keeps them for `--resume`. `StageSpec` is what the job's flags need of a stage (its name, the tables it
 reads and writes, its options and their flags): no pyarrow, no numpy, so `--help` answers at
 once; `StageSpec.stage()` imports the stage's module once the flags are parsed.
 """
@@ -215,5 +217,6 @@ def run_stage(stage: Stage[O, P, D, W], ctx: StageContext, runner: "Runner") -> 
         if table is not None:  # a finished table the stage's own checks refused: not left behind
             fs.delete(table)
         raise
-    forget(runner, planned.scratch)
+    if planned.scratch is not None:  # the records speak of the scratch files: they go together
+        forget(runner, planned.scratch)
     ctx.stats[spec.name] = stats

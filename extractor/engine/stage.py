@@ -28,9 +28,11 @@ the stats block, and deletes the scratch folder with the completion records that
 it once the table is written (a stage without one keeps its records, which speak of its
 table's files, until the run is published); on a `UserError` it forgets the records and
 deletes the scratch folder (and a table it had finished) before re-raising; any other
-failure keeps them for `--resume`. `StageSpec` is what the job's flags need of a stage (its name, the tables it
-reads and writes, its options and their flags): no pyarrow, no numpy, so `--help` answers at
-once; `StageSpec.stage()` imports the stage's module once the flags are parsed.
+failure keeps them for `--resume`.
+
+`StageSpec` is what the job's flags need of a stage (its name, the tables it reads and
+writes, its options and their flags): no pyarrow, no numpy, so `--help` answers at once;
+`StageSpec.stage()` imports the stage's module once the flags are parsed.
 """
 from __future__ import annotations
 

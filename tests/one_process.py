@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import tempfile
 
-from extractor.core.errors import UserError
 from extractor.engine import stage as engine_stage
 from extractor.engine.runner import InProcessRunner
 from extractor.io import fs
@@ -37,7 +36,7 @@ def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: 
     with engine_stage.discarded_on_user_error(runner, plan.scratch):
         try:
             decided, stats = pairs_stage.decide(runner, plan, options, status, shared)
-        except UserError:
+        except BaseException:  # what the rounds shared is let go of whatever stops them
             pairs_stage.release(shared)
             raise
 

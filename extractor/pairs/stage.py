@@ -310,7 +310,11 @@ class PairsStage(Stage[Options, PairsSetup, PairsDecided, list]):
 
     def decide(self, ctx, runner, plan: PairsSetup, options: Options) -> PairsDecided:
         shared: list = []
-        decided, stats = decide(runner, plan.plan, options, plan.status, shared)
+        try:
+            decided, stats = decide(runner, plan.plan, options, plan.status, shared)
+        except BaseException:  # what the rounds shared is let go of whatever stops them
+            release(shared)
+            raise
         return PairsDecided(decided, stats, tuple(shared))
 
     def write(self, ctx, runner, plan: PairsSetup, decided: PairsDecided, directory: str) -> list:

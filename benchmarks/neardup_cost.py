@@ -78,8 +78,8 @@ from extractor.pairs import stage as pairs_stage  # noqa: E402
 from extractor.splits import assign as sp  # noqa: E402
 from extractor.splits import pair_tables as bt  # noqa: E402
 from extractor.splits import rounds as split_rounds  # noqa: E402
-from extractor.splits import stage as splits_stage  # noqa: E402
 from extractor.splits.plan import SplitsPlan, SplitsScratch  # noqa: E402
+from tests import one_process  # noqa: E402
 
 SCALE_DUMP = REPO / "benchmarks" / "_work" / "scale" / "ro-unique-20mb.xml.bz2"
 SCALE_PUNKT = REPO / "benchmarks" / "_work" / "scale" / "punkt_params-pool.json"
@@ -204,9 +204,9 @@ def stage3(pairs: Path, settings, repeat: int) -> None:
         for _ in range(repeat):
             with tempfile.TemporaryDirectory() as tmp:
                 plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(f"{tmp}/work"), buckets=2,
-                                  target=f"{tmp}/splits", test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
+                                  test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
                 t0 = time.process_time()
-                splits_stage.run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4)
+                one_process.run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 4, f"{tmp}/splits")
                 best_cpu = min(best_cpu, time.process_time() - t0)
         cpu[name] = best_cpu
     print(f"stage 3 in one process on {n:,} pairs: off {cpu['off']:.2f} CPU-s, on {cpu['on']:.2f} CPU-s; "
@@ -261,7 +261,7 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
                                           near_duplicate_bands=settings.bands)
             r2 = TimingRunner()
             t0 = time.process_time()
-            write, stats2, cleanup = pairs_stage.build_pairs(r2, str(sentences), lexicon, options, work=f"{tmp}/scratch")
+            write, stats2, cleanup = one_process.build_pairs(r2, str(sentences), lexicon, options, work=f"{tmp}/scratch")
             try:
                 write(f"{tmp}/pairs")
             finally:
@@ -269,13 +269,13 @@ def in_process(sentences: Path, lang: str, settings, only_on: bool = False) -> d
             cpu2 = time.process_time() - t0
             schema, units = bt.list_units(f"{tmp}/pairs")
             plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(f"{tmp}/work"), buckets=2,
-                              target=f"{tmp}/splits", test_only=frozenset(), ratios=(0.8, 0.1, 0.1),
+                              test_only=frozenset(), ratios=(0.8, 0.1, 0.1),
                               near=None if mode == "off" else settings)
             r3 = TimingRunner()
             split_rounds.near_unit = timed_unit
             t0 = time.process_time()
             try:
-                found = splits_stage.run_rounds(r3, plan, sp.parse_balance("downsample"), None, 4)
+                found = one_process.run_rounds(r3, plan, sp.parse_balance("downsample"), None, 4, f"{tmp}/splits")
             finally:
                 split_rounds.near_unit = unit_step
             cpu3 = time.process_time() - t0

@@ -113,6 +113,7 @@ from extractor.spark.session import get_session
 from extractor.job.context import JobContext
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import stage as pairs_stage
+from extractor.engine.stage import run_stage
 from extractor.spark.runner import SparkRunner
 out = Path({out!r})
 spark = get_session(master={master!r}, progress=False)
@@ -122,7 +123,7 @@ p = argparse.ArgumentParser(); pairs_stage.add_arguments(p); args = p.parse_args
 args.seed, args.overwrite, args.min_chars = 0, True, 50
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=[], command_line="bench")
 c, t = tree_cpu(), time.time()
-pairs_stage.run(ctx, SparkRunner(spark))
+run_stage(pairs_stage.STAGE, ctx, SparkRunner(spark))
 d = _delta(c, tree_cpu())
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d,
                              "labels": ctx.stats["pairs"]["labels"]}}))
@@ -142,6 +143,7 @@ from extractor.job.context import JobContext
 from extractor.job.inputs import corpora_from_args
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.documents import stage as sentences_stage
+from extractor.engine.stage import run_stage
 from extractor.spark.runner import SparkRunner
 out = Path({out!r})
 spark = get_session(master={master!r}, progress=False)
@@ -151,7 +153,7 @@ args = extract.build_parser().parse_args(["--lang", "en", "--input", {dump!r}, "
 ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out,
                  corpora=corpora_from_args([{dump!r}], None, None), command_line="bench")
 c, t = tree_cpu(), time.time()
-sentences_stage.run(ctx, SparkRunner(spark))
+run_stage(sentences_stage.STAGE, ctx, SparkRunner(spark))
 d = _delta(c, tree_cpu())
 print("RESULT", json.dumps({{"wall": time.time() - t, "cpu": sum(d.values()), "by_kind": d}}))
 """
@@ -210,7 +212,7 @@ def plain(table: str, dest: str) -> None:
 
     shutil.rmtree(dest, ignore_errors=True)
     lexicon = load_lexicon("en")
-    options = Options(pos_filter="on")
+    options = Options(pos_filter="on", near_duplicates="off")
     c, t = tree_cpu(), time.time()
     _, stats = pairs_in_one_process(table, dest, lexicon, options)
     d = _delta(c, tree_cpu())

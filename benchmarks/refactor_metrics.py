@@ -833,12 +833,9 @@ ALIAS_CONVENTIONS = {
 # Two modules of the same name in one file: the alias says which. Listed ("path: alias")
 # with the reason, not counted (--verbose lists them as kept).
 SAME_NAME_ALIASES = {
-    "jobs/extract.py: sentences_options": "the three stages' `options` modules, side by side in the parser",
-    "jobs/extract.py: pairs_options": "the three stages' `options` modules, side by side in the parser",
-    "jobs/extract.py: splits_options": "the three stages' `options` modules, side by side in the parser",
-    "jobs/extract.py: sentences_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
-    "jobs/extract.py: pairs_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
-    "jobs/extract.py: splits_stage": "the three stages' `stage` modules, side by side in STAGE_MODULES",
+    "extractor/job/stages.py: documents_options": "the stages' `options` modules, side by side in the list of stages",
+    "extractor/job/stages.py: pairs_options": "the stages' `options` modules, side by side in the list of stages",
+    "extractor/job/stages.py: splits_options": "the stages' `options` modules, side by side in the list of stages",
 }
 
 

@@ -33,7 +33,7 @@ imports (numpy, pyarrow, pandas, extractor.neardup, extractor.statistics: seen i
 job). Until 2026-11-27 the workers imported them inside the measured stage, about 0.45
 CPU-s per worker that the job spends in stage 2. The plain run (`--plain`) runs
 `splits_in_one_process` (tests/one_process.py) on the pairs table the local[1] run read: the stage's
-six rounds, each round's tasks one after another in one Python process (the same
+rounds, each round's tasks one after another in one Python process (the same
 functions, scratch files and output writer, without Spark); its CPU is measured the same
 way around the work, and its split files are compared byte for byte with the stage's.
 Then the stage on 1,000 pairs: its fixed cost, and the speed-up a second core can give at
@@ -166,6 +166,7 @@ from pairs_throughput import _delta, tree_cpu
 from extractor.spark.session import get_session
 from extractor.job.context import JobContext
 from extractor.lexicon.lexicon import load_lexicon
+from extractor.engine.stage import run_stage
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
 out = Path({out!r})
@@ -196,7 +197,7 @@ def as_after_stage_2(_):
     return 0
 run_tasks(spark, as_after_stage_2, list(range(4)), costs=[1.0] * 4)
 c, t = tree_cpu(), time.time()
-splits_stage.run(ctx, SparkRunner(spark))
+run_stage(splits_stage.STAGE, ctx, SparkRunner(spark))
 wall, kinds = time.time() - t, _delta(c, tree_cpu())
 import psutil
 def worker_peak_mib(p):  # a Python worker's high-water mark of resident memory (Linux); else 0

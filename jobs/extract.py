@@ -3,9 +3,9 @@
     spark-submit jobs/extract.py --lang ro [--input PATH ...] [--output output/ro] [--stages all] [--resume]
 
 CLI and wiring only: flags, the JobContext, the stages in order through the Spark runner,
-the completion records of --resume, stats.json and the summary. Each stage
-(extractor/documents/stage.py, extractor/pairs/stage.py, extractor/splits/stage.py; the
-contract: extractor/engine/contract.py) adds its own flags and does its own work.
+the completion records of --resume, stats.json and the summary. The stages are the job's
+list (extractor/job/stages.py; the contract: extractor/engine/stage.py): each adds its own
+flags, checks its own settings, says what --dry-run prints of it and does its own work.
 """
 from __future__ import annotations
 
@@ -28,35 +28,27 @@ if (_REPO / "extractor").is_dir() and str(_REPO) not in sys.path:
 # flag error answer at once. The run's modules are imported once the flags are parsed
 # (`_import_run_modules`); pyspark when the session starts (extractor/spark/session.py).
 from extractor.core.errors import InputError, UserError  # noqa: E402
-from extractor.core.names import STAGES  # noqa: E402
 from extractor.engine import contract  # noqa: E402
-from extractor.documents import options as sentences_options  # noqa: E402
+from extractor.engine.stage import run_stage  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
+from extractor.job.stages import BY_NAME, NAMES, STAGES, input_table, writer  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
-from extractor.pairs import neutral  # noqa: E402
-from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
 from extractor.engine.records import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
-from extractor.spark.runner import run_stage  # noqa: E402
 from extractor.spark.jvm import archive_pending  # noqa: E402
+from extractor.spark.runner import SparkRunner  # noqa: E402
 from extractor.spark.session import executor_python, get_session  # noqa: E402
-from extractor.splits import options as splits_options  # noqa: E402
 
 if TYPE_CHECKING:  # imported at run time by `_import_run_modules`, once the flags are parsed
-    from types import ModuleType
-
     from extractor import runs
+    from extractor.engine.stage import Stage
     from extractor.io import fs
     from extractor.job.context import JobContext
     from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
 
-    STAGE_MODULES: dict[str, ModuleType]
-
-# each stage's flags and Options (the same classes as its stage module's), for the parser
-STAGE_OPTIONS = {"sentences": sentences_options, "pairs": pairs_options, "splits": splits_options}
-TABLES = {s: s for s in STAGES}  # each stage writes the table of its name
+    STAGE: dict[str, Stage]
 # Flags that do not change a byte of the output: a resumed run may differ in them.
 NOT_IN_FINGERPRINT = ("resume", "overwrite", "master", "jvm_tuning", "output", "dry_run", "verbose",
                       "spark_progress")
@@ -94,8 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--genre", default=None, help="genre of a single --input (default: wikipedia for dumps)")
     g.add_argument("--manifest", default=None, metavar="corpora.yaml",
                    help="several corpora: a YAML list of {name, genre, format, path, role}")
-    g.add_argument("--stages", default="all", choices=(*STAGES, "all"), help="run the stages up to this one")
-    g.add_argument("--start-at", default=STAGES[0], choices=STAGES,
+    g.add_argument("--stages", default="all", choices=(*NAMES, "all"), help="run the stages up to this one")
+    g.add_argument("--start-at", default=NAMES[0], choices=NAMES,
                    help="skip the stages before this one and read their table back from --output")
     g.add_argument("--overwrite", action="store_true", help="replace tables that already exist under --output")
     g.add_argument("--resume", action="store_true",
@@ -123,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spark-progress", action="store_true",
                    help="show Spark's own console progress bars (its internal stage numbers) besides the "
                         "job's line per round")
-    for module in STAGE_OPTIONS.values():
-        module.add_arguments(p)
+    for spec in STAGES:
+        spec.add_arguments(p)
     return p
 
 
@@ -132,15 +124,12 @@ def _import_run_modules() -> None:
     """Import what a run needs beyond its flags, as the module's names: these modules import
     pyarrow, numpy and pandas (1-2 s), which `--help` and a flag error do not wait for."""
     global fs, runs, JobContext, corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
-    global STAGE_MODULES
+    global STAGE
     from extractor import runs
-    from extractor.documents import stage as sentences_stage
     from extractor.io import fs
     from extractor.job.context import JobContext
     from extractor.job.inputs import corpora_from_args, load_manifest, mark_bundled_sample, spark_failure_message
-    from extractor.pairs import stage as pairs_stage
-    from extractor.splits import stage as splits_stage
-    STAGE_MODULES = {"sentences": sentences_stage, "pairs": pairs_stage, "splits": splits_stage}
+    STAGE = {spec.name: spec.stage() for spec in STAGES}  # each stage's module, imported here
 
 
 def _fail(message: str) -> int:
@@ -161,8 +150,12 @@ def _versions() -> dict:
 
 def run_fingerprint(args, lexicon, corpora) -> dict:
     """What a resumed run must share with the run it continues: the inputs (path, size,
-    mtime), the lexicon's hash, the corpora and every setting that can change a byte."""
-    settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
+    mtime), the lexicon's hash, the corpora and every setting that can change a byte (a flag
+    left out that a stage fills in from the lexicon: its value, `Stage.resolved_flags`)."""
+    given = vars(args)
+    for stage in STAGE.values():
+        given = {**given, **stage.resolved_flags(args, lexicon)}
+    settings = {k: v for k, v in sorted(given.items()) if k not in NOT_IN_FINGERPRINT}
     return {"inputs": [runs.input_fingerprint(p) for c in corpora for p in c.paths],
             "lexicon_sha256": lexicon.sha256,
             "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
@@ -177,21 +170,20 @@ def main(argv: list[str] | None = None) -> int:
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
     _import_run_modules()
     try:
-        return _main(args, argv)
+        return _main(args, argv, explicit_license=args.license if args.license != parser.get_default("license")
+                     else None)
     except UserError as exc:
         return _fail(exc.one_line())
 
 
-def _main(args, argv) -> int:
-    last = len(STAGES) - 1 if args.stages == "all" else STAGES.index(args.stages)
-    first = STAGES.index(args.start_at)
+def _main(args, argv, explicit_license: str | None = None) -> int:
+    last = len(NAMES) - 1 if args.stages == "all" else NAMES.index(args.stages)
+    first = NAMES.index(args.start_at)
     if first > last:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
-    to_run = list(STAGES[first:last + 1])
+    to_run = list(NAMES[first:last + 1])
 
     lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter))
-    if args.neutral_mix is None:  # the language's measured choice (label_filters.neutral_mix), else every strategy
-        args.neutral_mix = lexicon.label_filters.neutral_mix or neutral.DEFAULT_MIX
     if args.manifest:
         if args.input or args.corpus:
             raise InputError("--manifest and --input/--corpus exclude each other")
@@ -203,10 +195,9 @@ def _main(args, argv) -> int:
                              f"none); give --input PATH")
         corpora = corpora_from_args(inputs, args.corpus, args.genre)
     # the bundled sample, however given: one corpus name and license (an explicit --license wins)
-    mark_bundled_sample(corpora, lexicon, rename=not (args.manifest or args.corpus),
-                        license=args.license if args.license != splits_options.Options.license else None)
+    mark_bundled_sample(corpora, lexicon, rename=not (args.manifest or args.corpus), license=explicit_license)
 
-    options = stage_options(args, to_run)
+    options = stage_options(args, lexicon, to_run)
     output = args.output or f"output/{lexicon.lang}"
     if args.dry_run:
         return dry_run(args, options, to_run, lexicon, corpora, output)
@@ -257,12 +248,12 @@ def _resume_command(argv) -> str:
     return shlex.join([sys.executable, sys.argv[0] if argv is None else "jobs/extract.py", *words])
 
 
-def stage_options(args, to_run: list) -> dict:
-    """Every stage's options, built once from the flags before any work: a bad value (e.g.
-    --split-ratios) fails now, not after two stages."""
+def stage_options(args, lexicon, to_run: list) -> dict:
+    """Every stage's options, built once from the flags (and the lexicon's choices) before
+    any work: a bad value (e.g. --split-ratios) fails now, not after two stages."""
     if args.files_per_table < 1:
         raise InputError(f"--files-per-table {args.files_per_table}: expected a number >= 1")
-    return {stage: STAGE_OPTIONS[stage].Options.from_args(args) for stage in to_run}
+    return {name: STAGE[name].options(args, lexicon) for name in to_run}
 
 
 def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
@@ -271,26 +262,19 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     one-line error, exit 2); no Spark, nothing written."""
     ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
                      command_line="", warnings=[], options=options)
-    for stage in to_run:
-        STAGE_MODULES[stage].check(ctx)
+    for name in to_run:
+        STAGE[name].check(ctx, options[name])
     manifest = runs.read_manifest(output)
     published = sorted((manifest or {}).get("tables", {}))
-    for stage in to_run:
-        if TABLES[stage] in published and not args.overwrite:
-            raise runs.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
-    first = STAGES.index(to_run[0])
-    if first and STAGES[first - 1] not in published:
-        raise InputError(f"{output}/{STAGES[first - 1]}: no such table in the published output; run the stage "
-                         f"that writes '{STAGES[first - 1]}' first (--start-at {STAGES[first - 1]})")
+    for name in to_run:
+        if BY_NAME[name].writes in published and not args.overwrite:
+            raise runs.OutputExistsError(f"{output}/{BY_NAME[name].writes} already exists; pass --overwrite to "
+                                         f"replace it")
+    needed = input_table(to_run[0])
+    if needed is not None and needed not in published:
+        raise InputError(f"{output}/{needed}: no such table in the published output; run the stage "
+                         f"that writes '{needed}' first (--start-at {writer(needed)})")
     print(f"[dry-run] lexicon: {lexicon.path} ({lexicon.lang}; sha256 {lexicon.sha256[:12]})")
-    model, pos = (STAGE_MODULES["pairs"].pos_status(options["pairs"], lexicon, warn=ctx.warn) if "pairs" in options
-                  else (None, {}))
-    if "pairs" in options:
-        words = pos["complete_words"]
-        lists = (f"; word lists before the tagger: {words['subject']:,} subject, {words['predicate']:,} predicate words"
-                 if words else "")
-        print(f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']}"
-              f"{lists})")
     print(f"[dry-run] output: {output} ({'tables ' + ', '.join(published) + ' published' if published else 'new'}"
           f"{'; --overwrite replaces them' if published and args.overwrite else ''})")
     print(f"[dry-run] stages: {', '.join(to_run)}")
@@ -306,14 +290,9 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
                          f"{files} (~{cost_model.size(mb_text)} of text)")
     print(f"[dry-run] inputs ({len(sizes)}):")
     print("\n".join(sizes))
-    if "sentences" in options:
-        listing = STAGE_MODULES["sentences"].listed_units(corpora, lexicon.lang, options["sentences"])
-        print(f"[dry-run] work units of stage sentences: {len(listing.units)} "
-              f"(--unit-mb {options['sentences'].unit_mb})")
-        for path, how in listing.inputs.items():
-            print(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items()))
-        for msg in listing.warnings:
-            ctx.warn(msg)
+    for name in to_run:
+        for line in STAGE[name].describe(ctx, options[name]):
+            print(line)
     master = args.master or "local[*]"
     print(f"[dry-run] estimate (master {master}):")
     print("\n".join(cost_model.render(cost_model.estimate(mb, to_run), master)))
@@ -325,19 +304,21 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
 
 def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     output = run.root
-    earlier = [TABLES[s] for s in STAGES[:first]]
+    earlier = [s.writes for s in STAGES[:first]]
+    needed = input_table(to_run[0])
     try:
         for name in earlier:  # --start-at: the published run's earlier tables become part of this run
-            if run.reuse(name) is None and name == earlier[-1]:
+            if run.reuse(name) is None and name == needed:
                 raise InputError(f"{output}/{name}: no such table in the published output; run the stage "
-                                 f"that writes '{name}' first (--start-at {STAGES[first - 1]})")
-        for stage in to_run:  # fail before hours of work, not after
-            if run.published(TABLES[stage]) and not args.overwrite:
-                raise runs.OutputExistsError(f"{output}/{TABLES[stage]} already exists; pass --overwrite to replace it")
+                                 f"that writes '{name}' first (--start-at {writer(name)})")
+        for name in to_run:  # fail before hours of work, not after
+            table = BY_NAME[name].writes
+            if run.published(table) and not args.overwrite:
+                raise runs.OutputExistsError(f"{output}/{table} already exists; pass --overwrite to replace it")
     except UserError as exc:
         run.abort()
         return _fail(exc.one_line())
-    dropped = [TABLES[s] for s in STAGES[last + 1:] if run.published(TABLES[s])]
+    dropped = [s.writes for s in STAGES[last + 1:] if run.published(s.writes)]
 
     spark = get_session(master=args.master, app_name=f"nli-extract-{args.lang}", jvm_tuning=args.jvm_tuning,
                         progress=args.spark_progress)
@@ -353,7 +334,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
                      output_uri=None if local_dir else run.dir, run=run, options=options)
     progress = Progress(run.path(PROGRESS), resuming=run.resumed is not None)
     # Earlier stages' counts survive a rerun that starts later.
-    ctx.stats.update({k: v for k, v in run.published_stats().items() if k in STAGES[:first]})
+    ctx.stats.update({k: v for k, v in run.published_stats().items() if k in NAMES[:first]})
     for name in dropped:
         ctx.warn(f"{name}/ of the previous run is not part of this run (it was built from the tables this "
                  f"run replaces); run the later stages to rebuild it")
@@ -361,7 +342,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     timings = {}
     try:
         for stage in to_run:  # settings a stage can check before any stage runs (e.g. a missing model)
-            STAGE_MODULES[stage].check(ctx)
+            STAGE[stage].check(ctx, options[stage])
         for stage in to_run:
             t0 = time.time()
             finished = progress.finished_stage(stage)
@@ -374,7 +355,7 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             else:
                 print(f"[extract] stage {stage} ...", file=sys.stderr, flush=True)
                 seen = len(ctx.warnings)
-                run_stage(STAGE_MODULES[stage], ctx, progress)
+                run_stage(STAGE[stage], ctx, progress.runner(stage, SparkRunner(ctx.spark, stage)))
                 progress.finish_stage(stage, {"stats": ctx.stats[stage], "warnings": ctx.warnings[seen:]})
             timings[stage] = round(time.time() - t0, 3)
             runs.fault_point(f"after:{stage}")
@@ -414,8 +395,8 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
         run.abort()
         return _fail(message)
     if args.verbose:
-        print(runs.summary_table(ctx.stats, sections=[s for s in STAGES if s in ctx.stats], max_rows=None))
-    print(runs.end_summary(ctx.stats, output, [t for t in TABLES.values() if t in manifest.get("tables", {})]))
+        print(runs.summary_table(ctx.stats, sections=[s for s in NAMES if s in ctx.stats], max_rows=None))
+    print(runs.end_summary(ctx.stats, output, [s.writes for s in STAGES if s.writes in manifest.get("tables", {})]))
     for msg in ctx.warnings:
         print(f"warning: {msg}", file=sys.stderr)
     if run.resumed is not None:

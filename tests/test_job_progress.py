@@ -102,11 +102,11 @@ def test_dry_run_refuses_an_existing_output_like_the_run(tmp_path, capsys):
 
 def test_cost_model_estimate_is_the_figures_times_the_size():
     est = cost_model.estimate(1000.0, ["sentences", "pairs", "splits"])
-    low = cost_model.FIXED_CPU_S + 1000 * sum(cost_model.CPU_S_PER_MB[s][0] for s in est.stages)
-    high = cost_model.FIXED_CPU_S + 1000 * sum(cost_model.CPU_S_PER_MB[s][1] for s in est.stages)
+    low = cost_model.FIXED_CPU_S + 1000 * sum(cost_model.COSTS[s].cpu_s_per_mb[0] for s in est.stages)
+    high = cost_model.FIXED_CPU_S + 1000 * sum(cost_model.COSTS[s].cpu_s_per_mb[1] for s in est.stages)
     assert est.cpu_s == pytest.approx((low, high))
-    assert est.scratch_mb == pytest.approx(1000 * cost_model.SCRATCH_MB_PER_MB["pairs"])
-    assert est.output_mb == pytest.approx(1000 * sum(cost_model.OUTPUT_MB_PER_MB.values()))
+    assert est.scratch_mb == pytest.approx(1000 * cost_model.COSTS["pairs"].scratch_mb_per_mb)
+    assert est.output_mb == pytest.approx(1000 * sum(c.output_mb_per_mb for c in cost_model.COSTS.values()))
     assert est.wall_s(4)[0] == pytest.approx(cost_model.FIXED_WALL_S_LOCAL + (low - cost_model.FIXED_CPU_S) / (4 * cost_model.USE))
     assert cost_model.text_mb("d.xml.bz2", 10_000_000) == pytest.approx(40.0)
     assert cost_model.local_cores("local[3]") == 3 and cost_model.local_cores("local") == 1

@@ -9,6 +9,7 @@ import pandas as pd
 from extractor.engine.runner import InProcessRunner
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import stage as ps
+from tests.one_process import build_pairs
 from test_neardup import word_set_jaccard
 from test_pairs_stage import DOCS, write_sentences
 
@@ -37,7 +38,7 @@ def rows_with_copies() -> list[tuple]:
 def run(tmp_path, near: str):
     table = write_sentences(tmp_path / near, files=2, rows=rows_with_copies())
     options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.0, near_duplicates=near)
-    write, stats, cleanup = ps.build_pairs(InProcessRunner(), table, load_lexicon("en"), options,
+    write, stats, cleanup = build_pairs(InProcessRunner(), table, load_lexicon("en"), options,
                                            work=str(tmp_path / near / "work"), files=2)
     try:
         write(str(tmp_path / near / "pairs"))

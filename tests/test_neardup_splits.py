@@ -50,8 +50,8 @@ def pairs_dir(tmp_path_factory):
 def split_files(pairs_dir, out, near):
     schema, units = bt.list_units(str(pairs_dir))
     plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=3,
-                      target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
-    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2)
+                      test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
+    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("none"), None, 2, str(out / "splits"))
     return found, {s: pd.read_parquet(out / "splits" / s) for s in sp.SPLITS if (out / "splits" / s).exists()}
 
 
@@ -111,8 +111,8 @@ def test_same_bytes_whatever_the_buckets(pairs_dir, tmp_path, monkeypatch):
         schema, units = bt.list_units(str(pairs_dir))
         out = tmp_path / f"b{buckets}-{in_driver}"
         plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(out / "work")), buckets=buckets,
-                          target=str(out / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=settings)
-        found = run_rounds(Recording(), plan, sp.parse_balance("none"), None, 2)
+                          test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=settings)
+        found = run_rounds(Recording(), plan, sp.parse_balance("none"), None, 2, str(out / "splits"))
         files = {p.relative_to(out / "splits").as_posix(): p.read_bytes() for p in sorted((out / "splits").rglob("*.parquet"))}
         outs[in_driver, buckets] = (files, found["near"])
         assert ("near-groups" in rounds_run) is not in_driver, rounds_run

@@ -18,6 +18,7 @@ from extractor.pairs import rounds as pair_rounds
 from extractor.pairs import stage as ps
 from extractor.pairs.options import Options
 from extractor.engine.runner import InProcessRunner
+from tests.one_process import build_pairs
 from tests.pairs_reference import reference_pairs
 from tests.test_pairing_batch import novel_docs
 from tests.test_pairs_stage import write_sentences
@@ -48,8 +49,8 @@ class Watching(InProcessRunner):
 def _stage(table, out, checks: list):
     """The stage's rounds in one process: (pair rows, stats), and in `checks` the plan of
     each neutral round."""
-    options = Options(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
-    write, stats, cleanup = ps.build_pairs(Watching(checks), table, load_lexicon("ro"), options,
+    options = Options(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5, near_duplicates="off")
+    write, stats, cleanup = build_pairs(Watching(checks), table, load_lexicon("ro"), options,
                                            work=str(out / "scratch"), files=2)
     try:
         files = write(str(out / "pairs"))
@@ -81,7 +82,8 @@ def test_the_limits_tag_fewer_candidates_and_draw_the_same_pairs(novels_table, t
     assert _without(stats) == _without(whole_stats)
 
     reference, reference_stats = reference_pairs(novels_table, load_lexicon("ro"), Options(
-        min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5), "ro_legal_fl", {"status": "on"}, without_torch=True)
+        min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5, near_duplicates="off"), "ro_legal_fl",
+        {"status": "on"}, without_torch=True)
     assert sorted(reference.to_pylist(), key=lambda r: (r["label"], r["pair_id"])) == limited
     assert reference_stats["pos_filter"]["neutral_sentences_checked"] == checked
 
@@ -109,15 +111,15 @@ def test_the_neutral_round_run_directly_checks_more_over_the_whole_cuts(novels_t
     """One round of the stage run directly with the in-process runner: the neutral round
     over the plan the driver decided (POS check up to the limits), and over the same plan
     with `whole_cuts`: the whole cuts POS-check more candidates."""
-    options = Options(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5)
+    options = Options(min_chars=50, seed=0, pos_filter="on", neutral_ratio=0.5, near_duplicates="off")
     runner = InProcessRunner()
     model, status = ps.pos_status(options, load_lexicon("ro"))
     plan = ps.make_plan(runner, novels_table, load_lexicon("ro"), options, model, str(tmp_path / "scratch"), files=2)
-    plan, _ = ps.decide(runner, plan, options, status, [])
-    assert not plan.whole_cuts and any(v is not None for v in plan.pos_limits().values())
+    check = ps.decide(runner, plan, options, status, [])[0].check
+    assert check is not None and not check.whole_cuts and any(v is not None for v in check.pos_limits().values())
     buckets = range(plan.buckets)
-    limited = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, plan, buckets)]
-    whole = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, replace(plan, whole_cuts=True), buckets)]
+    limited = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, check, buckets)]
+    whole = [r["tallies"] for r in pair_rounds.NEUTRAL.run(runner, replace(check, whole_cuts=True), buckets)]
     pos_limited = corpus.tally_neutral([tuple(t) for ts in limited for t in ts])
     pos_whole = corpus.tally_neutral([tuple(t) for ts in whole for t in ts])
     assert sum(pos_limited[0].values()) < sum(pos_whole[0].values())  # POS-checked candidates

@@ -241,7 +241,7 @@ def test_early_candidates_give_the_rows_of_pass_two(tmp_path, monkeypatch, ratio
         rows += [(c, g, l, f"{d}-{copy}", *rest) for c, g, l, d, *rest in sentence_rows()]
     table = write_sentences(tmp_path, 3, rows=rows)
     lexicon = load_lexicon("en")
-    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=ratio)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=ratio, near_duplicates="off")
     model, status = ps.pos_status(options, lexicon)
     out = {}
     for early in (0, 1 << nt.BIN_BITS):

@@ -197,7 +197,7 @@ def test_bounded_strategies_come_early_so_pass_two_is_left_out(tmp_path, monkeyp
              d.short[i]) for d in novel_docs() for i in range(len(d))]
     table = write_sentences(tmp_path, 3, rows=rows)
     lexicon = load_lexicon("ro", disabled_filters=frozenset({"context", "phrases", "neutral"}))  # RoNLI's list
-    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.25)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=0.25, near_duplicates="off")
     model, status = ps.pos_status(options, lexicon)
     calls, cuts = [], []
     real_two, real_plan = bt.pass_two_streams, corpus.plan_cuts

@@ -17,7 +17,7 @@ from extractor.core.hashing import stable_hex
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs.matching import matcher_for
 from tests.conftest import REPO
-from tests.one_process import pairs_in_one_process
+from tests.one_process import build_pairs, pairs_in_one_process
 from tests.pairs_reference import reference_pairs
 
 pytestmark = pytest.mark.spark
@@ -133,10 +133,10 @@ def run_rows(spark, pos_filter: str, work_dir=None, ratio: float = 3.0, seed: in
 
     import pyarrow.parquet as pq
 
-    options = ps.Options(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio)
+    options = ps.Options(min_chars=50, seed=seed, pos_filter=pos_filter, neutral_ratio=ratio, near_duplicates="off")
     warnings: list = []
     with tempfile.TemporaryDirectory(prefix="pairs-test-") as tmp:
-        write, stats, cleanup = ps.build_pairs(SparkRunner(spark), write_sentences(tmp, files), load_lexicon("en"), options,
+        write, stats, cleanup = build_pairs(SparkRunner(spark), write_sentences(tmp, files), load_lexicon("en"), options,
                                                warn=warnings.append)
         try:
             write(os.path.join(tmp, "pairs"))
@@ -285,7 +285,7 @@ def test_one_core_and_two_cores_give_identical_pairs(spark, without_pos, tmp_pat
 def test_spark_gives_the_rows_of_the_plain_run(spark, without_pos, tmp_path):
     """The stage in Spark and `reference_pairs` (tests/pairs_reference.py: an independent
     implementation over Python rows) agree."""
-    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0)
+    options = ps.Options(min_chars=50, seed=0, pos_filter="off", neutral_ratio=3.0, near_duplicates="off")
     model, status = ps.pos_status(options, load_lexicon("en"))
     plain, stats = reference_pairs(write_sentences(tmp_path, 2), load_lexicon("en"), options, model, status)
     got = sorted(tuple(tuple(v.values()) if isinstance(v, dict) else v for v in r.values()) for r in plain.to_pylist())
@@ -297,9 +297,9 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
     """`pairs_in_one_process` (tests/one_process.py: the stage's rounds run one after another in one process: the
     benchmark's engine-overhead reference) writes the Spark stage's files byte for byte,
     with its stats, whatever the buckets (one core's there, two cores' here)."""
-    options = ps.Options(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0)
+    options = ps.Options(min_chars=50, seed=0, pos_filter=pos_filter, neutral_ratio=3.0, near_duplicates="off")
     table = write_sentences(tmp_path / "in", 2)
-    write, stats, cleanup = ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options, files=3)
+    write, stats, cleanup = build_pairs(SparkRunner(spark), table, load_lexicon("en"), options, files=3)
     try:
         write(str(tmp_path / "spark"))
     finally:
@@ -315,10 +315,10 @@ def test_the_rounds_in_one_process_write_the_bytes_of_the_spark_stage(spark, tmp
 def test_a_document_split_over_two_files_is_an_error(spark, tmp_path):
     """24 rows in two files of 12: document c1:B starts in one file and ends in the other;
     an error, not two half-documents paired on their own (in Spark and in the plain run)."""
-    options = ps.Options(min_chars=50, pos_filter="off")
+    options = ps.Options(min_chars=50, pos_filter="off", near_duplicates="off")
     table = write_sentences(tmp_path, split=[12, 12])
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
-        ps.build_pairs(SparkRunner(spark), table, load_lexicon("en"), options)
+        build_pairs(SparkRunner(spark), table, load_lexicon("en"), options)
     model, status = ps.pos_status(options, load_lexicon("en"))
     with pytest.raises(ValueError, match="c1:B.*read by two tasks"):
         reference_pairs(table, load_lexicon("en"), options, model, status)

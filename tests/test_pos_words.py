@@ -90,7 +90,7 @@ def test_a_bad_complete_words_block_is_a_lexicon_error(tmp_path):
 
 
 def test_pos_words_off_leaves_the_lists_out_of_the_stage(ro):
-    on, off = stage.Options(pos_filter="on"), stage.Options(pos_filter="on", pos_words="off")
+    on, off = stage.Options(pos_filter="on", near_duplicates="off"), stage.Options(pos_filter="on", pos_words="off", near_duplicates="off")
     assert stage.pos_lexicon(on, ro) is ro
     assert not stage.pos_lexicon(off, ro).complete_words and stage.pos_lexicon(off, ro).phrases == ro.phrases
     if pos_filter.model_installed(ro.spacy_model):

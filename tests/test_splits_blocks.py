@@ -168,8 +168,8 @@ def _run(tmp_path, rows, near, buckets=3):
                         partition_cols=["label"])
     schema, units = bt.list_units(str(pairs))
     plan = SplitsPlan(units=units, schema=schema, seed=0, scratch=SplitsScratch(str(tmp_path / "work")), buckets=buckets,
-                      target=str(tmp_path / "splits"), test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
-    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2)
+                      test_only=frozenset(), ratios=(0.8, 0.1, 0.1), near=near)
+    found = run_rounds(InProcessRunner(), plan, sp.parse_balance("downsample"), None, 2, str(tmp_path / "splits"))
     return found, {s: pd.read_parquet(tmp_path / "splits" / s) for s in sp.SPLITS if (tmp_path / "splits" / s).exists()}
 
 

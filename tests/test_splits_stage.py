@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from extractor.engine import stage as engine_stage
 from extractor.spark.runner import SparkRunner
 from extractor.splits import stage as splits_stage
 from extractor.core.hashing import stable_hex, stable_unit
@@ -78,7 +79,7 @@ def run_stage(spark, out: Path, pdf: pd.DataFrame, *flags: str, seed: int = 0, o
                CorpusSpec("talks", "talks", "text", [], role="test-only")]
     ctx = JobContext(spark=spark, args=args, lexicon=load_lexicon("en"), output=out, corpora=corpora,
                      command_line="jobs/extract.py --lang en " + " ".join(flags))
-    splits_stage.run(ctx, SparkRunner(spark))
+    engine_stage.run_stage(splits_stage.STAGE, ctx, SparkRunner(spark))
     return ctx
 
 

@@ -6,9 +6,10 @@ import argparse
 from dataclasses import dataclass
 
 from extractor.engine import contract
+from extractor.engine.stage import Cost, StageSpec
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     """The flags stage 1 reads (defaults declared here once)."""
     min_chars: int = contract.MIN_CHARS
@@ -21,7 +22,7 @@ class Options:
     genre_field: str = "genre"
 
     @classmethod
-    def from_args(cls, args) -> "Options":
+    def from_args(cls, args, lexicon=None) -> "Options":
         return contract.options_from_args(cls, args)
 
     @property
@@ -53,3 +54,8 @@ def add_arguments(parser) -> None:
     g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
     g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")
     g.add_argument("--genre-field", default=d.genre_field, help="JSONL/Parquet: field holding a per-document genre")
+
+
+# the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
+SPEC = StageSpec(name="sentences", reads=None, writes="sentences", options=Options, add_arguments=add_arguments,
+                 cost=Cost((0.21, 0.46), 0.0003, 0.52), module="extractor.documents.stage")

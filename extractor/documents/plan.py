@@ -8,8 +8,9 @@ from typing import Any, Mapping, Sequence
 @dataclass(frozen=True)
 class DocumentsPlan:
     """Everything stage 1's tasks read, shipped with the units round's function (pickled by
-    Spark): made once from the listed inputs (`stage.make_plan`), then advanced by the
-    driver with `dataclasses.replace` (the Punkt parameters, the table's folder)."""
+    Spark): made from the listed inputs (`stage.make_plan`; what the Punkt step samples),
+    and for the units round with the Punkt step's parameters and the table's folder
+    (`stage.write_table`: the fields `process.process_unit` reads)."""
 
     corpora: Sequence[dict]          # per input corpus its settings (`process.corpus_settings`)
     lexicon: Any
@@ -17,7 +18,7 @@ class DocumentsPlan:
     namespaces: Mapping[str, Any]    # per dump, its namespaces (`units.Listing.namespaces`)
     units: Sequence[Any] = ()        # the work units (`units.WorkUnit`)
     # the Punkt parameters (`segment.params_to_dict`) and their key (`process.punkt_key`):
-    # None until the driver's Punkt step
+    # None in the plan the Punkt step samples from
     punkt: dict | None = None
     punkt_key: str | None = None
     table_dir: str | None = None     # the sentences table's folder (the units round)

@@ -1,4 +1,4 @@
-"""Stage 1: documents -> `sentences/` (the stage contract: extractor/engine/contract.py).
+"""Stage 1: documents -> `sentences/` (the stage contract: extractor/engine/stage.py).
 
 1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
    ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
@@ -11,10 +11,10 @@
    settings, and returns only its count rows.
 3. The driver sums the counts into stats["sentences"].
 
-The same shape as stages 2 and 3: the plan (`plan.DocumentsPlan`, made by `make_plan`), the
-round (`rounds.UNITS`: a function of (plan, unit)), the driver's decision before it
-(`decide`: the Punkt step) and the round that writes the table (`write_table`, inside
-`ctx.write_table_with`).
+The same shape as stages 2 and 3 (`SentencesStage`): the plan (`plan.DocumentsPlan`, made
+by `make_plan`), the round (`rounds.UNITS`: a function of (plan, unit)), the driver's
+decision before it (`decide`: the Punkt step, a `Punkt`) and the round that writes the
+table (`write_table`).
 
 Rows never pass through the engine. A file's bytes depend only on its unit's input and the
 settings, so they are the same whatever core, executor or filesystem writes them. Within
@@ -24,25 +24,22 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
-from extractor.core.errors import InputError, UserError
+from extractor.core.errors import InputError
 from extractor.documents import rounds
 from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          punkt_key, punkt_parameters, sum_counts)
-from extractor.documents.units import UnitError, list_units
-from extractor.io import fs
+from extractor.documents.units import Listing, UnitError, list_units
+from extractor.engine.stage import Planned, Stage
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
-from extractor.documents.options import Options, add_arguments  # noqa: F401
+from extractor.documents.options import SPEC, Options, add_arguments  # noqa: F401
 
-NAME = "sentences"
+NAME = SPEC.name
 FIELDS = ("text_field", "id_field", "title_field", "genre_field")
-
-
-def check(ctx) -> None:
-    """Nothing to check before the stages run (the inputs are checked when listed)."""
 
 
 def work_units(corpora, options: Options, corpora_settings: list):
@@ -60,9 +57,9 @@ def listed_units(corpora, lang: str, options: Options):
     return work_units(corpora, options, corpus_settings(corpora, lang, fields))
 
 
-def make_plan(ctx, options: Options):
-    """The stage's plan from the listed inputs (before any work, Punkt training included),
-    recorded for `--resume` (`runner.plan`): (plan, listing)."""
+def make_plan(ctx, options: Options) -> tuple[DocumentsPlan, Listing]:
+    """The stage's plan from the listed inputs (before any work, Punkt training included):
+    (plan, listing)."""
     fields = {k: getattr(options, k) for k in FIELDS}
     corpora = corpus_settings(ctx.corpora, ctx.lexicon.lang, fields)
     listing = work_units(ctx.corpora, options, corpora)
@@ -71,44 +68,84 @@ def make_plan(ctx, options: Options):
     return plan, listing
 
 
-def decide(ctx, runner, plan: DocumentsPlan, options: Options) -> tuple[DocumentsPlan, dict]:
-    """The driver's Punkt step (reused by a resumed run): the plan with the Punkt parameters
-    the units round segments with, and how they were obtained."""
-    punkt, punkt_info = runner.step("punkt", lambda: punkt_parameters(
+@dataclass(frozen=True)
+class Punkt:
+    """What the driver's Punkt step learned: the parameters (`segment.params_to_dict`), their
+    key (`process.punkt_key`) and how they were obtained (`info`: source, seconds)."""
+    params: dict
+    key: str
+    info: dict
+
+
+def decide(ctx, runner, plan: DocumentsPlan, options: Options) -> Punkt:
+    """The driver's Punkt step (reused by a resumed run): the Punkt parameters the units
+    round segments with, and how they were obtained."""
+    params, info = runner.step("punkt", lambda: punkt_parameters(
         ctx.lexicon, plan, list(plan.units), options.punkt_params, options.punkt_sample_mb, ctx.put_bytes))
-    return replace(plan, punkt=punkt, punkt_key=punkt_key(punkt)), punkt_info
+    return Punkt(params, punkt_key(params), info)
 
 
-def write_table(runner, plan: DocumentsPlan, directory: str) -> list:
-    """The units round: one task per unit, its file under `directory`; the count rows."""
-    return [row for out in rounds.UNITS.run(runner, replace(plan, table_dir=directory), range(len(plan.units)))
-            for row in out]
+def write_table(runner, plan: DocumentsPlan, punkt: Punkt, directory: str) -> list:
+    """The units round: one task per unit, its file under `directory`; the count rows. The
+    round's tasks read the plan with the Punkt parameters and the table's folder
+    (`DocumentsPlan.punkt`, `table_dir`: what `process.process_unit` reads)."""
+    units = replace(plan, punkt=punkt.params, punkt_key=punkt.key, table_dir=directory)
+    return [row for out in rounds.UNITS.run(runner, units, range(len(plan.units))) for row in out]
 
 
-def run(ctx, runner) -> None:
-    options = ctx.stage_options(NAME, Options)
-    if not ctx.corpora:
-        raise InputError("no input corpora")
-    t0 = time.time()
-    plan, listing = make_plan(ctx, options)
-    for msg in listing.warnings:
-        ctx.warn(msg)
+@dataclass(frozen=True)
+class SentencesSetup:
+    """Stage 1's plan and what the driver keeps beside it: the listing it was made from
+    (its warnings, counts, inputs) and when the stage started."""
+    plan: DocumentsPlan
+    listing: Listing
+    started: float      # when the stage started (time.time()), for its seconds
+
+
+class SentencesStage(Stage[Options, SentencesSetup, Punkt, list]):
+    """Stage 1 on the stage contract (`extractor.engine.stage.Stage`)."""
+
+    spec = SPEC
+    keeps_table = True  # one file per work unit: a resumed run keeps the finished units' files
+
+    def describe(self, ctx, options: Options) -> list[str]:
+        listing = listed_units(ctx.corpora, ctx.lexicon.lang, options)
+        for msg in listing.warnings:
+            ctx.warn(msg)
+        return [f"[dry-run] work units of stage {NAME}: {len(listing.units)} (--unit-mb {options.unit_mb})",
+                *(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items())
+                  for path, how in listing.inputs.items())]
+
+    def plan(self, ctx, runner, options: Options) -> Planned[SentencesSetup]:
+        if not ctx.corpora:
+            raise InputError("no input corpora")
+        started = time.time()
+        plan, listing = make_plan(ctx, options)
+        for msg in listing.warnings:
+            ctx.warn(msg)
+        fields = {k: getattr(options, k) for k in FIELDS}
+        key = {"units": [repr(u) for u in listing.units], "settings": repr(sorted(fields.items()))}
+        return Planned(SentencesSetup(plan, listing, started), key)
+
+    def decide(self, ctx, runner, plan: SentencesSetup, options: Options) -> Punkt:
+        found = decide(ctx, runner, plan.plan, options)
+        punkt = replace(found, info={**found.info, "seconds": round(time.time() - plan.started, 3)})
+        _log(f"Punkt parameters {punkt.info['source']} in {punkt.info['seconds']:.1f}s; "
+             f"{len(plan.listing.units)} work units")
+        return punkt
+
+    def write(self, ctx, runner, plan: SentencesSetup, decided: Punkt, directory: str) -> list:
+        return write_table(runner, plan.plan, decided, directory)
+
+    def finish(self, ctx, options: Options, plan: SentencesSetup, decided: Punkt, written: list) -> dict:
+        return sentence_stats(ctx, options, plan, decided.info, written)
+
+
+def sentence_stats(ctx, options: Options, planned: SentencesSetup, punkt_info: dict, rows: list) -> dict[str, Any]:
+    """The stats block of stage 1 from the units round's count rows; a file that is mostly
+    not what the flags say, or a corpus without a sentence, is its one-line `InputError`."""
+    plan, listing, t0 = planned.plan, planned.listing, planned.started
     units = listing.units
-    fields = {k: getattr(options, k) for k in FIELDS}
-    reuse = runner.plan({"units": [repr(u) for u in units], "settings": repr(sorted(fields.items()))})
-    plan, punkt_info = decide(ctx, runner, plan, options)
-    punkt_info["seconds"] = round(time.time() - t0, 3)
-    _log(f"Punkt parameters {punkt_info['source']} in {punkt_info['seconds']:.1f}s; {len(units)} work units")
-    rows: list = []
-
-    def write(directory: str) -> None:
-        rows.extend(write_table(runner, plan, directory))
-    try:  # a resumed run keeps the finished units' files (`reuse`)
-        table_dir = ctx.write_table_with(NAME, write, keep=reuse)
-    except UserError:  # the user's failure discards the run; any other (a dead JVM) keeps it for --resume
-        runner.forget()
-        fs.delete(ctx.table_path(NAME))  # no half-written table left behind
-        raise
     counted, errors, first_bad, warnings = sum_counts(rows)
     names = [c["name"] for c in plan.corpora]
     counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
@@ -117,24 +154,15 @@ def run(ctx, runner) -> None:
     by_file, located = dropped_lines(rows)
     stats["dropped_lines"] = located[:MAX_LISTED_LINES]
     stats["dropped_lines_by_file"] = by_file
-    try:  # a file that is mostly not what the flags say: the error, not its warnings
-        check_dropped_lines(by_file, located, {c["name"]: c["fields"]["text_field"] for c in plan.corpora})
-    except InputError:
-        runner.forget()
-        fs.delete(table_dir)
-        raise
+    # a file that is mostly not what the flags say: the error, not its warnings
+    check_dropped_lines(by_file, located, {c["name"]: c["fields"]["text_field"] for c in plan.corpora})
     for msg in warnings + dropped_lines_warnings(by_file, located):
         ctx.warn(msg)
     for path, (_, message) in sorted(first_bad.items()):
         ctx.warn(f"{path}: documents that are not valid UTF-8 were skipped (counted as documents_dropped.invalid_utf8);"
                  f" the first: {message}")
     stats["first_invalid_utf8"] = {p: {"offset": o, "detail": m} for p, (o, m) in sorted(first_bad.items())}
-    try:
-        check_corpora(ctx, stats)
-    except InputError:
-        runner.forget()
-        fs.delete(table_dir)
-        raise
+    check_corpora(ctx, stats)
     stats["seconds"] = {"punkt": punkt_info["seconds"],
                         "read_clean_segment_write": round(time.time() - t0 - punkt_info["seconds"], 3)}
     _log(f"sentences/ read, cleaned, segmented and written in {stats['seconds']['read_clean_segment_write']:.1f}s")
@@ -142,11 +170,14 @@ def run(ctx, runner) -> None:
     stats["inputs"] = listing.inputs
     stats["work_units"] = len(units)
     stats["min_chars"] = int(options.min_chars)
-    ctx.stats[NAME] = stats
     for row in errors[:5]:
         print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}",
               file=sys.stderr)
+    return stats
 
 
 def _log(msg: str) -> None:
     print(f"[sentences] {msg}", file=sys.stderr, flush=True)
+
+
+STAGE = SentencesStage()

@@ -24,6 +24,7 @@ import json
 import os
 import signal
 from collections import Counter
+from typing import Any, Callable, Sequence
 
 from extractor.io import atomic, fs
 from extractor.engine.runner import Runner, SharedValue
@@ -171,8 +172,8 @@ class RecordingRunner:
         put_record(path, result)
         return result
 
-    def map(self, fn, tasks: list, spread: bool = False, costs=None, name: str | None = None,
-            reuse_memory: bool = False) -> list:
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence, spread: bool = False,
+            costs: Sequence[float] | None = None, name: str | None = None, reuse_memory: bool = False) -> list:
         if name is None:
             return self.inner.map(fn, tasks, spread=spread, costs=costs, reuse_memory=reuse_memory)
         rounds = fs.join(self.folder, "rounds", name)

@@ -3,10 +3,11 @@
     ROUND = Round("marked", marked_bucket)           # marked_bucket(plan, b) -> MarkedResult
     results = ROUND.run(runner, plan, buckets)       # [marked_bucket(plan, b) for b in buckets]
 
-A round's function is a module-level function of the stage's `rounds.py`; its plan is a
-frozen dataclass (`plan.py`), shipped with the function to every task (pickled by Spark),
-so it holds only what the tasks read. The driver advances the plan between rounds with
-`dataclasses.replace`. `name` is the round's name in the completion records of `--resume`
+A round's function is a module-level function of the stage's `rounds.py`; its first
+argument is the stage's plan or the input the driver made from what the rounds before it
+learned (frozen dataclasses of the stage's `plan.py`, each made once), shipped with the
+function to every task (pickled by Spark), so it holds only what the tasks read. `name` is
+the round's name in the completion records of `--resume`
 (None: not recorded, a round that writes the table whole). A test runs one round directly:
 ``Round.run(InProcessRunner(), plan, tasks)``.
 """

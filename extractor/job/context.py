@@ -10,6 +10,7 @@ from extractor import runs
 from extractor.core.errors import InputError
 from extractor.io import fs
 from extractor.job.inputs import CorpusSpec
+from extractor.job.stages import NAMES, input_table
 
 
 @dataclass
@@ -40,12 +41,12 @@ class JobContext:
     run: runs.Run | None = None    # the job's run; None: write into `output`
     options: dict = field(default_factory=dict)  # stage name -> its options (built once by the job)
 
-    def stage_options(self, stage: str, cls):
-        """The options of `stage` (a dataclass `cls` with `from_args`): the ones the job built
-        from the flags, else built now from `args` (a context made by hand)."""
-        if stage not in self.options:
-            self.options[stage] = cls.from_args(self.args)
-        return self.options[stage]
+    def stage_options(self, name: str, stage):
+        """The options of stage `name` (its `extractor.engine.stage.Stage`): the ones the job
+        built from the flags, else built now from `args` (a context made by hand)."""
+        if name not in self.options:
+            self.options[name] = stage.options(self.args, self.lexicon)
+        return self.options[name]
 
     @property
     def root(self) -> str:
@@ -54,6 +55,13 @@ class JobContext:
         if self.run is not None:
             return self.run.dir
         return self.output_uri or runs.path_str(self.output)
+
+    def input_table(self, spec) -> str:
+        """The table the stage of `spec` (a `StageSpec` that reads one) reads
+        (`extractor.job.stages.input_table`)."""
+        found = input_table(spec.name)
+        assert found is not None, f"stage {spec.name!r} reads the job's inputs, not a table"
+        return found
 
     def table_path(self, name: str) -> str:
         if self.run is not None:
@@ -94,7 +102,7 @@ class JobContext:
         path = self.table_path(name)
         if not fs.exists(path):
             raise InputError(f"{path}: no such table; run the stage that writes '{name}' first "
-                             f"(--stages {name if name in ('sentences', 'pairs', 'splits') else 'all'})")
+                             f"(--stages {name if name in NAMES else 'all'})")
         return self.spark.read.parquet(path)
 
     def put_bytes(self, data: bytes, relative: str) -> str:

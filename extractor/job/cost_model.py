@@ -2,7 +2,8 @@
 
 The figures are docs/scale.md's "Cost model" (the whole job on dumps of unique pages of
 real Romanian prose, 250 MB to 4 GB, `benchmarks/scale.py`), measured on one machine:
-`MACHINE`. `jobs/extract.py --dry-run` prints `estimate(...)` from them; change them here
+`MACHINE`; each stage declares its own (`StageSpec.cost`, in the job's list of stages,
+extractor/job/stages.py). `jobs/extract.py --dry-run` prints `estimate(...)` from them; change them here
 and in docs/scale.md together.
 
 CPU-s per MB (low - high):
@@ -22,15 +23,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from extractor.engine.stage import Cost
+from extractor.job import stages
+
 SOURCE = "docs/scale.md, \"Cost model\""
 MACHINE = ("2 cores (AMD EPYC, CPU family 26), local[2], unique-page Romanian dumps of 250 MB - 4 GB, "
            "2026-11-26..28")
 
-# stage -> (CPU-s per MB low, high), scratch MB per MB (peak), output MB per MB
-CPU_S_PER_MB = {"sentences": (0.21, 0.46), "pairs": (0.09, 0.46), "splits": (0.003, 0.013)}
-SCRATCH_MB_PER_MB = {"sentences": 0.0003, "pairs": 0.10, "splits": 0.010}
-OUTPUT_MB_PER_MB = {"sentences": 0.52, "pairs": 0.001, "splits": 0.0002}
-TABLE = {"sentences": "sentences/", "pairs": "pairs/", "splits": "splits/"}
+# stage -> its figures (`StageSpec.cost`: CPU-s per MB low and high, scratch MB per MB at
+# its peak, output MB per MB), declared with each stage of the job's list
+COSTS: dict[str, Cost] = {s.name: s.cost for s in stages.STAGES}
 
 # MB of text per MB of file, by how a file is compressed: the benchmark dumps hold 245.6 MB
 # of XML in 61.7 MB of bz2 (3.98; docs/scale.md); gzip is taken the same (not measured).
@@ -83,13 +85,14 @@ class Estimate:
         return tuple(fixed + (cpu - FIXED_CPU_S) / busy for cpu in self.cpu_s)
 
 
-def estimate(mb: float, stages: list) -> Estimate:
-    """The cost of running `stages` over `mb` MB of text."""
-    per_stage: dict[str, dict[str, Any]] = {s: {"cpu_s": tuple(mb * f for f in CPU_S_PER_MB[s]),
-                     "scratch_mb": mb * SCRATCH_MB_PER_MB[s], "output_mb": mb * OUTPUT_MB_PER_MB[s]}
-                 for s in stages}
+def estimate(mb: float, names: list) -> Estimate:
+    """The cost of running the stages `names` over `mb` MB of text."""
+    per_stage: dict[str, dict[str, Any]] = {s: {"cpu_s": tuple(mb * f for f in COSTS[s].cpu_s_per_mb),
+                                                 "scratch_mb": mb * COSTS[s].scratch_mb_per_mb,
+                                                 "output_mb": mb * COSTS[s].output_mb_per_mb}
+                                             for s in names}
     cpu = tuple(FIXED_CPU_S + sum(p["cpu_s"][i] for p in per_stage.values()) for i in (0, 1))
-    return Estimate(mb=mb, stages=list(stages), cpu_s=cpu,
+    return Estimate(mb=mb, stages=list(names), cpu_s=cpu,
                     scratch_mb=max((p["scratch_mb"] for p in per_stage.values()), default=0.0),
                     output_mb=sum(p["output_mb"] for p in per_stage.values()), per_stage=per_stage)
 
@@ -125,11 +128,12 @@ def render(est: Estimate, master: str | None) -> list[str]:
             w = est.wall_s(n, cluster=True)
             lines.append(f"  wall time on {n} cluster cores (at {USE:.0%}, ~2 min start-up): "
                          f"{duration(w[0])} - {duration(w[1])}")
-    tables = ", ".join(f"{TABLE[s]} {size(p['output_mb'])}" for s, p in est.per_stage.items())
+    tables = ", ".join(f"{stages.BY_NAME[s].writes}/ {size(p['output_mb'])}" for s, p in est.per_stage.items())
     lines.append(f"  scratch (peak): {size(est.scratch_mb)}; output: {size(est.output_mb)} ({tables})")
     lines.append(f"  model ({SOURCE}), per MB of text: "
-                 + "; ".join(f"{s} {CPU_S_PER_MB[s][0]}-{CPU_S_PER_MB[s][1]} CPU-s, scratch "
-                             f"{SCRATCH_MB_PER_MB[s]} MB, output {OUTPUT_MB_PER_MB[s]} MB" for s in est.stages)
+                 + "; ".join(f"{s} {COSTS[s].cpu_s_per_mb[0]}-{COSTS[s].cpu_s_per_mb[1]} CPU-s, scratch "
+                             f"{COSTS[s].scratch_mb_per_mb} MB, output {COSTS[s].output_mb_per_mb} MB"
+                             for s in est.stages)
                  + f"; fixed {FIXED_CPU_S:.0f} CPU-s")
     lines.append(f"  measured on: {MACHINE}")
     return lines

@@ -4,6 +4,7 @@ job's `--help`)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from extractor.core.errors import UserError
 
@@ -61,7 +62,27 @@ class Settings:
 
 # ---------------------------------------------------------------------------- flags
 
-def add_arguments(parser, default: str = "on") -> None:
+@dataclass(frozen=True)
+class NearDuplicateOptions:
+    """The near-duplicate flags as options, declared once with their defaults: the options of
+    every stage that reads them derive from it (stages 2 and 3: the job's one flag group;
+    the settings are checked when the options are built)."""
+    near_duplicates: str = "on"
+    near_duplicate_threshold: float = Settings.threshold
+    near_duplicate_shingle: int = Settings.shingle
+    near_duplicate_permutations: int = Settings.num_perm
+    near_duplicate_bands: int = Settings.bands
+
+    def __post_init__(self):
+        settings_from_args(self)  # a bad combination fails here, before any work
+
+    @property
+    def near(self) -> Settings | None:
+        """The settings of the flags; None with ``--near-duplicates off``."""
+        return settings_from_args(self)
+
+
+def add_arguments(parser, default: str = NearDuplicateOptions.near_duplicates) -> None:
     """``--near-duplicates on|off`` and the settings flags (the job and `trainer stats`)."""
     d = Settings()
     parser.add_argument("--near-duplicates", choices=("on", "off"), default=default,
@@ -77,7 +98,7 @@ def add_arguments(parser, default: str = "on") -> None:
                         help=f"LSH bands, dividing the permutations (default: {d.bands})")
 
 
-def settings_from_args(args) -> Settings | None:
+def settings_from_args(args: Any) -> Settings | None:
     """The `Settings` of parsed flags, None with ``--near-duplicates off`` (a bad
     combination raises `NearDupSettingsError`, a one-line user error)."""
     if getattr(args, "near_duplicates", "on") == "off":

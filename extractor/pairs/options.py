@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 
 from extractor.engine import contract
+from extractor.engine.stage import Cost, StageSpec
 from extractor.neardup import settings
 from extractor.pairs import neutral
 from extractor.pairs import pos_filter
@@ -31,47 +32,55 @@ def _neutral_mix(text: str) -> str:
     return text
 
 
-@dataclass
-class Options:
+@dataclass(frozen=True)
+class Options(settings.NearDuplicateOptions):
     """The flags the stage reads, with their defaults (declared here once; tests build one
-    directly). `neutral_mix` is given as text (the flag) or as weights; it is kept as weights."""
+    directly; the near-duplicate flags are `settings.NearDuplicateOptions`', shared with
+    stage 3). `neutral_mix` is given as text (the flag) or as weights; it is kept as weights
+    (None: every strategy, `neutral.DEFAULT_MIX`; the job gives the lexicon's choice,
+    `resolve_neutral_mix`)."""
     min_chars: int = contract.MIN_CHARS
     seed: int = contract.SEED
     spacy_model: str | None = None
     pos_filter: str = "auto"
     pos_words: str = "on"
     neutral_ratio: float = 1.0
-    neutral_mix: dict | str | None = neutral.DEFAULT_MIX
-    # near-duplicate pairs (docs/neardup.md; the flags are stage 3's, read by both stages).
-    # Off when the options are built directly (tests, benchmarks); the job's flag says on.
-    near_duplicates: str = "off"
-    near_duplicate_threshold: float = settings.Settings.threshold
-    near_duplicate_shingle: int = settings.Settings.shingle
-    near_duplicate_permutations: int = settings.Settings.num_perm
-    near_duplicate_bands: int = settings.Settings.bands
+    neutral_mix: dict[str, float] | str | None = neutral.DEFAULT_MIX
 
     def __post_init__(self):
-        self.min_chars = int(self.min_chars)
-        self.seed = int(self.seed)
-        self.neutral_ratio = float(self.neutral_ratio)
-        if self.neutral_mix is None:  # the flag's default when the job did not resolve it from the lexicon
-            self.neutral_mix = neutral.DEFAULT_MIX
-        if isinstance(self.neutral_mix, str):
-            self.neutral_mix = neutral.parse_neutral_mix(self.neutral_mix)
-        neutral.neutral_target({}, self.neutral_ratio)  # validates the ratio
-        self.near = settings.settings_from_args(self)  # None with "off"
+        super().__post_init__()
+        # a frozen dataclass: its values normalised once, here (the flag's text as weights)
+        for name, kind in (("min_chars", int), ("seed", int), ("neutral_ratio", float)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
+        mix = neutral.DEFAULT_MIX if self.neutral_mix is None else self.neutral_mix
+        object.__setattr__(self, "neutral_mix", neutral.parse_neutral_mix(mix) if isinstance(mix, str) else mix)
+        neutral.neutral_target({}, float(self.neutral_ratio))  # validates the ratio
 
     @classmethod
-    def from_args(cls, args) -> "Options":
-        return contract.options_from_args(cls, args)
+    def from_args(cls, args, lexicon=None) -> "Options":
+        """The options of the parsed flags; with `lexicon`, `--neutral-mix` left out is the
+        lexicon's choice (`resolve_neutral_mix`)."""
+        mix = getattr(args, "neutral_mix", None)
+        return contract.options_from_args(cls, args, neutral_mix=resolve_neutral_mix(mix, lexicon))
+
+    @property
+    def mix(self) -> dict[str, float]:
+        """The neutral strategies' weights."""
+        assert not isinstance(self.neutral_mix, str) and self.neutral_mix is not None  # __post_init__
+        return self.neutral_mix
 
     @property
     def strategies(self) -> list[str]:
-        mix = self.neutral_mix
-        assert isinstance(mix, dict)  # __post_init__ turned the flag's text into weights
-        return [s for s in neutral.STRATEGIES if mix.get(s, 0) > 0]
+        return [s for s in neutral.STRATEGIES if self.mix.get(s, 0) > 0]
 
 
+def resolve_neutral_mix(flag: str | None, lexicon=None) -> str | None:
+    """`--neutral-mix` as given, else the lexicon's measured choice (its
+    `label_filters.neutral_mix`), else every strategy (`neutral.DEFAULT_MIX`); None without
+    a lexicon (the options' default then)."""
+    if flag is not None or lexicon is None:
+        return flag
+    return lexicon.label_filters.neutral_mix or neutral.DEFAULT_MIX
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,3 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="weights of the neutral strategies (default: the lexicon's label_filters.neutral_mix, "
                         "else all 1), e.g. both_random=1,first_random=1,second_random=1,"
                         "marked_different_paragraphs=1,adjacent_unmarked=1")
+
+
+# the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
+SPEC = StageSpec(name="pairs", reads="sentences", writes="pairs", options=Options, add_arguments=add_arguments,
+                 cost=Cost((0.09, 0.46), 0.10, 0.001), module="extractor.pairs.stage")

@@ -1,7 +1,7 @@
 """Stage 2's plan (`PairsPlan`: what its tasks read) and its scratch files (`PairsScratch`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from extractor.neardup.settings import Settings
@@ -52,9 +52,10 @@ class PairsScratch(Scratch):
 
 @dataclass(frozen=True)
 class PairsPlan:
-    """Everything stage 2's tasks read, shipped with every round's function (pickled by
-    Spark): made once by `stage.make_plan`, then advanced by the driver between rounds
-    with `dataclasses.replace`, one field group per decision."""
+    """Everything stage 2's tasks read that is known before its first round, shipped with
+    every round's function (pickled by Spark): made once by `stage.make_plan`. What the
+    rounds decide travels in the later rounds' own inputs below (`Candidates`, `PassTwo`,
+    `Wanted`, `NeutralCheck`, `TableFiles`), each made once when it is known."""
 
     lexicon: Any
     units: Sequence[tuple]       # pass one's work units (`sentence_passes.file_units`)
@@ -66,33 +67,78 @@ class PairsPlan:
     min_chars: int
     files: int                   # files of the pairs table
     near: Settings | None = None  # near-duplicate pairs' settings; None: off
-    # after the near-duplicate rounds: the kept marked pairs are those they left
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The neutral candidates the marked rounds leave (rounds 1-2 and the near-duplicate
+    rounds): what every neutral round reads beside the plan."""
+
+    plan: PairsPlan
+    # the kept marked pairs are those the near-duplicate rounds left
     # (`PairsScratch.kept(near=True)`); False: the marked round's
-    near_applied: bool = False
-    # the neutral cuts: per (corpus, strategy) the last selection bin whose candidates are
-    # kept (`corpus.plan_cuts`; -1: none)
-    cuts: Mapping[tuple, int] = field(default_factory=dict)
+    near_applied: bool
+    # per (corpus, strategy) the last selection bin whose candidates are kept
+    # (`corpus.plan_cuts`; -1: none)
+    cuts: Mapping[tuple, int]
     # pass one's early rows hold every candidate under the cuts (no pass two); False: the
     # candidates are pass two's rows
-    early: bool = False
-    # the documents pass two reads, per unit (a shared value, `Runner.share`); None: every
-    # document. Set for the pass-two round only
+    early: bool
+
+
+@dataclass(frozen=True)
+class PassTwo:
+    """The pass-two round's input: the candidates' cuts and the documents it reads."""
+
+    candidates: Candidates
+    # the documents pass two reads, per unit (a shared value, `Runner.share`); None: every document
     needed: Any = None
-    # the marked round's verdict files every neutral task reads; None: each worker tags what
-    # its cache lacks
-    verdicts: Sequence[str] | None = None
-    # per (corpus, strategy), the candidates the neutral round checks in all (`corpus.check_counts`)
-    wanted: Mapping[tuple, int] = field(default_factory=dict)
-    # per (corpus, strategy), the highest selection hash the POS check reaches
-    # (`corpus.check_limits`; a value None: no limit for that strategy)
-    limits: Mapping[tuple, Any] = field(default_factory=dict)
-    # the POS check covers every candidate under the cuts, whatever `limits` says (a strategy
-    # ran short under its limit)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The neutral-limits round's input: per (corpus, strategy), the candidates the neutral
+    round checks in all (`corpus.check_counts`)."""
+
+    candidates: Candidates
+    wanted: Mapping[tuple, int]
+
+
+@dataclass(frozen=True)
+class NeutralCheck:
+    """The neutral round's input: the candidates, the marked round's verdict files every
+    task reads (None: each worker tags what its cache lacks) and the limits of the POS
+    check, per (corpus, strategy) the highest selection hash it reaches (`corpus.check_limits`;
+    a value None: no limit for that strategy)."""
+
+    candidates: Candidates
+    verdicts: Sequence[str] | None
+    limits: Mapping[tuple, Any]
+    # the POS check covers every candidate under the cuts, whatever `limits` says (a
+    # strategy ran short under its limit: the round run once more)
     whole_cuts: bool = False
-    # the exact draw per (corpus, strategy) (`buckets.cut_points`); None: no neutral pair is drawn
-    draw: Mapping[tuple, Any] | None = None
-    target: str | None = None    # the pairs table's folder (the files round)
 
     def pos_limits(self) -> Mapping[tuple, Any] | None:
         """The limits of the neutral round's POS check (None: every candidate under the cuts)."""
         return None if self.whole_cuts else self.limits
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What rounds 1-4 decided for the files round: which kept marked pairs it writes and
+    the exact draw of the neutral ones per (corpus, strategy) (`buckets.cut_points`; None:
+    no neutral pair is drawn); `check`: the input of the neutral round that drew them
+    (None: no neutral round ran)."""
+
+    near_applied: bool
+    draw: Mapping[tuple, Any] | None
+    check: NeutralCheck | None = None
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """The files round's input: the plan, what was drawn, the pairs table's folder."""
+
+    plan: PairsPlan
+    drawn: Drawn
+    target: str

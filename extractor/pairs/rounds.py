@@ -17,7 +17,7 @@ from extractor.core.hashing import stable_hashes
 from extractor.pairs import buckets
 from extractor.pairs import sentence_passes
 from extractor.pairs.matching import matcher_for
-from extractor.pairs.plan import EARLY, LATE, MARKED, PairsPlan
+from extractor.pairs.plan import EARLY, LATE, MARKED, Candidates, NeutralCheck, PairsPlan, PassTwo, TableFiles, Wanted
 from extractor.io.parquet_writer import spark_partition, task_attempt, write_sorted
 from extractor.core.schemas import PAIRS
 
@@ -148,46 +148,49 @@ def near_apply(plan: PairsPlan, b: int) -> NearApplyResult:
     return {"rejected": tallies}
 
 
-def pass_two(plan: PairsPlan, k: int) -> dict:
+def pass_two(step: PassTwo, k: int) -> dict:
     """Per unit (only when a cut goes beyond pass 1's early bins): the neutral candidates
-    under the cuts to the buckets of their texts (of the documents `plan.needed` lists)."""
-    by_file = plan.needed.value if plan.needed is not None else None
+    under the cuts to the buckets of their texts (of the documents `step.needed` lists)."""
+    by_file = step.needed.value if step.needed is not None else None
+    plan = step.candidates.plan
     unit = plan.units[k]
     table = pa.Table.from_batches(list(sentence_passes.pass_two_streams(
         sentence_passes.file_streams([unit], by_file), matcher_for(plan.lexicon), plan.seed, plan.strategies,
-        plan.cuts, None, plan.lexicon, plan.min_chars)), schema=sentence_passes.WORK)
+        step.candidates.cuts, None, plan.lexicon, plan.min_chars)), schema=sentence_passes.WORK)
     _write_pairs(plan, table.filter(pc.equal(table.column("kind"), "pair")), LATE, k)
     return {}
 
 
-def _bucket_candidates(plan: PairsPlan, b: int) -> pa.Table:
+def _bucket_candidates(candidates: Candidates, b: int) -> pa.Table:
     """A bucket's neutral candidates under the cuts: pass 1's early rows under the cut bins,
     or pass 2's rows."""
-    if not plan.early:
-        return scratch.read_arrow(plan.scratch.pairs(LATE, b), sentence_passes.WORK)
-    cands = scratch.read_arrow(plan.scratch.pairs(EARLY, b), sentence_passes.WORK)
-    cut = [plan.cuts.get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
+    work = candidates.plan.scratch
+    if not candidates.early:
+        return scratch.read_arrow(work.pairs(LATE, b), sentence_passes.WORK)
+    cands = scratch.read_arrow(work.pairs(EARLY, b), sentence_passes.WORK)
+    cut = [candidates.cuts.get((c, s), -1) for c, s in zip(cands.column("corpus").to_pylist(),
                                                     cands.column("source").to_pylist())]
     return cands.filter(pc.less_equal(cands.column("bin"), pa.array(cut, pa.int32())))
 
 
-def neutral_limits(plan: PairsPlan, b: int) -> LimitsResult:
+def neutral_limits(step: Wanted, b: int) -> LimitsResult:
     """Per bucket: the lowest selection hashes of its neutral candidates under the cuts, as
     many per (corpus, strategy) as the neutral round checks in all (`buckets.lowest_selects`)."""
-    return {"lowest": buckets.lowest_selects(_bucket_candidates(plan, b), plan.wanted)}
+    return {"lowest": buckets.lowest_selects(_bucket_candidates(step.candidates, b), step.wanted)}
 
 
-def neutral(plan: PairsPlan, b: int) -> NeutralResult:
+def neutral(step: NeutralCheck, b: int) -> NeutralResult:
     """Per bucket: the neutral candidates under the cuts, against the bucket's kept marked
-    pairs and each other, those under the limits POS-checked (`PairsPlan.pos_limits`);
+    pairs and each other, those under the limits POS-checked (`NeutralCheck.pos_limits`);
     those that stay to a scratch file; returns their tallies."""
-    cands = _bucket_candidates(plan, b)
-    kept = scratch.read_one(plan.scratch.kept(b, near=plan.near_applied)).drop_columns(["_file"])
+    plan = step.candidates.plan
+    cands = _bucket_candidates(step.candidates, b)
+    kept = scratch.read_one(plan.scratch.kept(b, near=step.candidates.near_applied)).drop_columns(["_file"])
     known = None
-    if plan.verdicts and cands.num_rows:  # texts the marked round judged (first_random's premises...)
+    if step.verdicts and cands.num_rows:  # texts the marked round judged (first_random's premises...)
         texts = [cands.column(c).combine_chunks().cast(pa.large_string()) for c in ("premise", "hypothesis")]
-        known = buckets.known_verdicts((scratch.read_one(path) for path in plan.verdicts), pa.concat_arrays(texts))
-    tallies, pool = buckets.neutral_round(cands, kept, plan.model, plan.lexicon, known, plan.pos_limits())
+        known = buckets.known_verdicts((scratch.read_one(path) for path in step.verdicts), pa.concat_arrays(texts))
+    tallies, pool = buckets.neutral_round(cands, kept, plan.model, plan.lexicon, known, step.pos_limits())
     scratch.write_arrow(_with_file(pool, plan.files), plan.scratch.pool(b))
     return {"tallies": tallies}
 
@@ -200,25 +203,25 @@ def _with_file(rows, files: int):
     return rows.append_column("_file", pa.array(part, pa.int32()))
 
 
-def table_file(plan: PairsPlan, p: int) -> FilesResult:
+def table_file(step: TableFiles, p: int) -> FilesResult:
     """Per file of the pairs table: the exact draw (every task finds the same last candidate
     taken from every bucket's cut bins), then this file's kept marked pairs and drawn neutral
     ones, sorted by (label, pair_id), written as `label=<l>/part-<file>.parquet` under
-    `plan.target`: the files a Spark `repartition` by (label, pair_id) would give, without a
+    `step.target`: the files a Spark `repartition` by (label, pair_id) would give, without a
     Spark shuffle."""
     def mine(rows):
         return rows.filter(pc.equal(rows.column("_file"), p)).drop_columns(["_file"])
 
-    assert plan.target is not None, "the files round runs with the pairs table's folder set"
-    kept = scratch.read_arrow(plan.scratch.kept(near=plan.near_applied), None)
+    work, draw = step.plan.scratch, step.drawn.draw
+    kept = scratch.read_arrow(work.kept(near=step.drawn.near_applied), None)
     parts = [mine(kept)]
-    if plan.draw is not None:
-        pool = scratch.read_arrow(plan.scratch.pool(), None)
-        last = buckets.last_taken(buckets.boundary_rows(pool, plan.draw), plan.draw)
-        parts.append(buckets.drawn(mine(pool), plan.draw, last))
+    if draw is not None:
+        pool = scratch.read_arrow(work.pool(), None)
+        last = buckets.last_taken(buckets.boundary_rows(pool, draw), draw)
+        parts.append(buckets.drawn(mine(pool), draw, last))
     rows = pa.concat_tables(parts).select(list(OUTPUT_COLUMNS)).cast(PAIRS)
     rows = rows.take(pc.sort_indices(rows, sort_keys=[("label", "ascending"), ("pair_id", "ascending")]))
-    written = write_sorted(rows.to_batches(), plan.target, ["label"], f"part-{p:05d}.parquet", task_attempt())
+    written = write_sorted(rows.to_batches(), step.target, ["label"], f"part-{p:05d}.parquet", task_attempt())
     return {"files": [{"path": path, "rows": n, "bytes": size} for path, n, size in written]}
 
 

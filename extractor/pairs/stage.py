@@ -1,13 +1,13 @@
-"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/contract.py;
+"""Stage 2 of the job: `sentences/` -> `pairs/` (the stage contract: extractor/engine/stage.py;
 the logic is per document in extractor.pairs.pairing, run over Arrow batches by
 extractor.pairs.sentence_passes; the global steps are pure functions over buckets of pair rows
 in extractor.pairs.buckets and over aggregates in extractor.pairs.corpus). See docs/pairs.md.
 
 The plan (`plan.PairsPlan`, made by `make_plan`) and the rounds (`rounds.py`: functions of
-(plan, task)) are apart; this module holds the driver: `decide` runs rounds 1-4 and advances
-the plan between them with `dataclasses.replace`, `write_table` runs round 5 into the
-table's folder. Six rounds of tasks handed to the runner (Spark tasks in the job, one
-process in the tests and benchmarks); the pair rows travel between rounds as Arrow scratch files in
+(plan, task)) are apart; this module holds the driver (`PairsStage`): `decide` runs the
+steps 1-4 below, `write_table` step 5 into the table's folder. The steps' rounds of tasks
+are handed to the runner (Spark tasks in the job, one process in the tests and
+benchmarks); the pair rows travel between rounds as Arrow scratch files in
 the scratch folder, cut into buckets by a hash of their texts, so every copy of a pair is
 in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 1. pass 1, per unit of the sentence files as stage 1 wrote them (a document's sentences
@@ -28,13 +28,12 @@ in one bucket; only counts reach the driver, and the JVM never holds a pair row:
 """
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from extractor.io import fs
 from extractor.engine import scratch
-from extractor.core.errors import UserError
+from extractor.engine.stage import Planned, Stage
 from extractor.pairs import buckets
 from extractor.pairs import pos_filter
 from extractor.pairs import rounds
@@ -43,14 +42,13 @@ from extractor.pairs.buckets import cut_points
 from extractor.pairs.corpus import (build_stats, check_counts, check_limits, final_allocation, limits_hold, plan_cuts,
                                    tally_marked, tally_neutral)
 from extractor.pairs.pairing import MARKED_REASONS  # noqa: F401  (re-exported for callers)
-from extractor.pairs.plan import PairsPlan, PairsScratch
+from extractor.pairs.plan import Candidates, Drawn, NeutralCheck, PairsPlan, PairsScratch, PassTwo, TableFiles, Wanted
 from extractor.io.parquet_writer import finish_table_files
 from extractor.core.schemas import PAIRS
 from extractor.lexicon.lexicon import CompleteWords
 # the flags and options live apart (no numpy there: the job's --help); one name each
-from extractor.pairs.options import Options, add_arguments  # noqa: F401
+from extractor.pairs.options import SPEC, Options, add_arguments, resolve_neutral_mix  # noqa: F401
 
-NAME = STAGE = "pairs"
 WORK_NAME = "_tmp-pairs-work"  # scratch files between the rounds, beside the tables
 
 
@@ -113,27 +111,28 @@ def reduce_pass_one(counts: list[tuple], tallies: list[tuple], histograms=()):
 def make_plan(runner, table: str, lexicon, options: Options, model: str | None, work: str | None = None,
               files: int = 4) -> PairsPlan:
     """The stage's plan over the `sentences/` table at `table`: its units, buckets and
-    settings, recorded for `--resume` (`runner.plan`); a fresh start removes what an earlier
-    attempt left in the scratch folder `work` (default: beside `table`)."""
+    settings, its scratch folder `work` (default: beside `table`)."""
     slots = max(1, runner.slots)
     units = sentence_passes.file_units(sentence_passes.sentence_files(table), 2 * slots)
     work_folder = PairsScratch(work or fs.join(fs.parent(fs.canonical(table)), WORK_NAME))
-    bucket_count = _pos_tasks(slots, len(units))
-    if not runner.plan({"units": units, "buckets": bucket_count, "files": files, "model": model}) \
-            and work_folder.exists():
-        work_folder.delete()  # what an earlier attempt of this stage left
-    return PairsPlan(lexicon=lexicon, units=units, model=model, scratch=work_folder, buckets=bucket_count,
-                     seed=options.seed, strategies=options.strategies, min_chars=options.min_chars, files=files,
-                     near=options.near)
+    return PairsPlan(lexicon=lexicon, units=units, model=model, scratch=work_folder,
+                     buckets=_pos_tasks(slots, len(units)), seed=options.seed, strategies=options.strategies,
+                     min_chars=options.min_chars, files=files, near=options.near)
 
 
-def decide(runner, plan: PairsPlan, options: Options, status: dict, released: list) -> tuple[PairsPlan, dict]:
-    """Rounds 1-4 and the driver's decisions between them: the plan the files round writes
-    the table with (the kept marked pairs, the neutral draw) and the stage's stats block.
-    Values shared with the tasks are appended to `released` (destroyed by the cleanup)."""
+def plan_key(plan: PairsPlan) -> dict:
+    """What `--resume` compares of the plan (`Runner.plan`)."""
+    return {"units": plan.units, "buckets": plan.buckets, "files": plan.files, "model": plan.model}
+
+
+def decide(runner, plan: PairsPlan, options: Options, status: dict, released: list) -> tuple[Drawn, dict]:
+    """Rounds 1-4 and the driver's decisions between them: what the files round writes the
+    table with (`Drawn`: the kept marked pairs, the neutral draw) and the stage's stats
+    block. Each round reads the plan or an input made once from what the rounds before it
+    learned (`Candidates`, `PassTwo`, `Wanted`, `NeutralCheck`). Values shared with the
+    tasks are appended to `released` (destroyed after the table)."""
     model = plan.model
-    mix = options.neutral_mix
-    assert isinstance(mix, dict), "Options.__post_init__ turns the flag's text into weights"
+    mix = options.mix
     bucket_ids = list(range(plan.buckets))
     # 1. pass 1; 2. identical marked pairs together (rank in `bin`), the POS filter ----------
     one = rounds.PASS_ONE.run(runner, plan, range(len(plan.units)))
@@ -147,7 +146,8 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
         raise sentence_passes.DocumentOrderError(sentence_passes.split_document_error(*split))
     duplicates, kept, pos, per_corpus = tally_marked(groups, marked_counts, model)
     near_rejected, near_counts = None, None
-    if plan.near is not None:
+    near_applied = plan.near is not None
+    if near_applied:
         # near-duplicate pairs among the kept marked pairs (docs/neardup.md)
         rounds.NEAR_BANDS.run(runner, plan, bucket_ids)
         found = rounds.NEAR_PAIRS.run(runner, plan, bucket_ids)
@@ -158,7 +158,6 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
                 per_corpus[corpus][label] -= 1
                 near_rejected += 1
         kept = Counter({k: v for k, v in kept.items() if v})
-        plan = replace(plan, near_applied=True)
         near_counts = {"candidates": sum(f["candidates"] for f in found),
                        "verified_pairs": sum(f["pairs"] for f in found)}
     checked = sum(pos.values())
@@ -172,82 +171,53 @@ def decide(runner, plan: PairsPlan, options: Options, status: dict, released: li
     pos_neutral: Counter = Counter()
     dropped_identical = 0
     allocated = final_allocation(targets, mix, {})
-    plan = replace(plan, cuts=cuts, draw=None)
+    drawn = Drawn(near_applied=near_applied, draw=None)
     if any(b >= 0 for b in cuts.values()):
-        plan = replace(plan, early=sentence_passes.early_covers(cuts))
-        if not plan.early:
+        candidates = Candidates(plan, near_applied=near_applied, cuts=cuts, early=sentence_passes.early_covers(cuts))
+        if not candidates.early:
             by_file = _needed(plan.scratch, cuts)
             needed, two_units = None, plan.units
             if by_file is not None:
                 two_units = [u for u in plan.units if u[0] in by_file]
                 needed = runner.share(by_file)
                 released.append(needed)
-            rounds.PASS_TWO.run(runner, replace(plan, needed=needed), [u[0] for u in two_units])
-        plan = replace(plan, verdicts=_shared_verdicts(plan.scratch, len(bucket_ids)) if model else None,
-                       wanted=check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
+            rounds.PASS_TWO.run(runner, PassTwo(candidates, needed), [u[0] for u in two_units])
+        wanted = Wanted(candidates, check_counts(per_corpus, hist, options.neutral_ratio, mix, pass_rate))
         lowest: dict = {}
-        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, plan, bucket_ids):
+        for limits_out in rounds.NEUTRAL_LIMITS.run(runner, wanted, bucket_ids):
             for corpus, source, values in limits_out["lowest"]:
                 lowest.setdefault((corpus, source), []).extend(values)
-        plan = replace(plan, limits=check_limits(lowest, plan.wanted))
+        check = NeutralCheck(candidates, verdicts=_shared_verdicts(plan.scratch, len(bucket_ids)) if model else None,
+                             limits=check_limits(lowest, wanted.wanted))
         del lowest
         for neutral_round in (rounds.NEUTRAL, rounds.NEUTRAL_WHOLE_CUTS):
-            neutral = [tuple(r) for out in neutral_round.run(runner, plan, bucket_ids) for r in out["tallies"]]
+            neutral = [tuple(r) for out in neutral_round.run(runner, check, bucket_ids) for r in out["tallies"]]
             pos_neutral, neutral_rejected, dropped_identical, avail2, bins = tally_neutral(neutral)
             allocated = final_allocation(targets, mix, avail2)
-            if limits_hold(plan.pos_limits(), avail2, allocated):
+            if limits_hold(check.pos_limits(), avail2, allocated):
                 break
-            plan = replace(plan, whole_cuts=True)  # a strategy ran short under its limit
-        plan = replace(plan, draw=cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()}))
+            check = replace(check, whole_cuts=True)  # a strategy ran short under its limit: the round once more
+        drawn = Drawn(near_applied=near_applied, check=check,
+                      draw=cut_points(bins, {(c, s): n for c, per in allocated.items() for s, n in per.items()}))
 
     stats = build_stats(status=status, options=options, marked_counts=marked_counts, duplicates=duplicates,
                         kept=kept, pos=pos, pos_neutral=pos_neutral if model else None, targets=targets,
                         available=available, allocated=allocated, neutral_rejected=neutral_rejected,
                         neutral_duplicates=dropped_identical)
     if near_rejected is not None:  # with "off" stats.json stays as it was (same bytes)
-        assert options.near is not None and near_counts is not None  # set with near_rejected
+        assert plan.near is not None and near_counts is not None  # set with near_rejected
         stats["rejected"]["near_duplicate_pair"] = near_rejected
-        stats["near_duplicates"] = {"settings": options.near.as_dict(), **near_counts}
-    return plan, stats
+        stats["near_duplicates"] = {"settings": plan.near.as_dict(), **near_counts}
+    return drawn, stats
 
 
-def write_table(runner, plan: PairsPlan, directory: str) -> list[dict]:
+def write_table(runner, plan: PairsPlan, drawn: Drawn, directory: str) -> list[dict]:
     """The files round: the pairs table's files into `directory` (one task per file), after
     the decisions (`decide`); returns them."""
     directory = fs.canonical(directory)
-    written = [f for out in rounds.FILES.run(runner, replace(plan, target=directory), range(plan.files))
+    written = [f for out in rounds.FILES.run(runner, TableFiles(plan, drawn, directory), range(plan.files))
                for f in out["files"]]
     return finish_table_files(written, directory, lambda: PAIRS)
-
-
-def build_pairs(runner, table: str, lexicon, options: Options, warn=None, work: str | None = None,
-                files: int = 4):
-    """`sentences/` table (a path, as stage 1 wrote it: a document's sentences contiguous in
-    one file) -> (write, stats dict, cleanup callable): ``write(directory)`` writes the pairs
-    table's `files` files there (a Spark `repartition` by (label, pair_id): partitioned by label,
-    sorted by pair_id) and returns them. Call the cleanup after writing: it deletes the
-    scratch folder `work` (default: beside `table`). `runner` runs the rounds' tasks
-    (`extractor.engine.runner.Runner`: Spark tasks in the job, `InProcessRunner` in one process)."""
-    model, status = pos_status(options, lexicon, warn)
-    lexicon = pos_lexicon(options, lexicon)
-    plan = make_plan(runner, table, lexicon, options, model, work, files)
-    released: list = []
-
-    def cleanup():
-        runner.forget()  # the records first: they speak of the scratch files
-        for item in released:
-            try:
-                item.destroy()
-            except Exception:  # a stopped session: nothing to release
-                pass
-        plan.scratch.delete()
-
-    try:
-        plan, stats = decide(runner, plan, options, status, released)
-    except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
-        cleanup()
-        raise
-    return functools.partial(write_table, runner, plan), stats, cleanup
 
 
 MAX_NEEDED_DOCUMENTS = 2_000_000
@@ -292,25 +262,78 @@ def _needed(work: PairsScratch, cuts: dict, limit: int | None = None) -> dict | 
     return by_file
 
 
-def check(ctx) -> None:
-    """Before any stage runs: flag values, and `--pos-filter on` with a missing model
-    (a one-line error now rather than after stage 1)."""
-    options = ctx.stage_options(NAME, Options)
-    pos_filter.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
+@dataclass(frozen=True)
+class PairsSetup:
+    """Stage 2's plan and what the driver keeps beside it: the POS filter's stats block."""
+    plan: PairsPlan
+    status: dict
 
 
-def run(ctx, runner) -> None:
-    options = ctx.stage_options(NAME, Options)
-    table = ctx.table_path("sentences")
-    if not fs.exists(table):
-        ctx.read_table("sentences")  # its one-line error
-    write, stats, cleanup = build_pairs(runner, table, ctx.lexicon, options, warn=ctx.warn,
-                                        work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())
-    try:
-        ctx.write_table_with("pairs", write)
-    except UserError:  # as above: any other failure keeps the finished rounds for --resume
-        cleanup()
-        raise
-    cleanup()
-    stats["label_filters"] = ctx.lexicon.label_filters.describe()
-    ctx.stats[STAGE] = stats
+@dataclass(frozen=True)
+class PairsDecided:
+    """What rounds 1-4 decided (`Drawn`), the stats block so far, and the values shared with
+    the tasks (released after the table)."""
+    drawn: Drawn
+    stats: dict
+    shared: tuple
+
+
+class PairsStage(Stage[Options, PairsSetup, PairsDecided, list]):
+    """Stage 2 on the stage contract (`extractor.engine.stage.Stage`)."""
+
+    spec = SPEC
+
+    def resolved_flags(self, args, lexicon) -> dict:
+        return {"neutral_mix": resolve_neutral_mix(args.neutral_mix, lexicon)}
+
+    def check(self, ctx, options: Options) -> None:
+        """Flag values, and `--pos-filter on` with a missing model (a one-line error now
+        rather than after stage 1)."""
+        pos_filter.resolve(options.pos_filter, options.spacy_model or ctx.lexicon.spacy_model, ctx.lexicon)
+
+    def describe(self, ctx, options: Options) -> list[str]:
+        _, pos = pos_status(options, ctx.lexicon, warn=ctx.warn)
+        words = pos["complete_words"]
+        lists = (f"; word lists before the tagger: {words['subject']:,} subject, {words['predicate']:,} predicate words"
+                 if words else "")
+        return [f"[dry-run] POS filter: {pos['status']} (--pos-filter {pos['mode']}; model {pos['model_requested']}"
+                f"{lists})"]
+
+    def plan(self, ctx, runner, options: Options) -> Planned[PairsSetup]:
+        table = ctx.table_path(ctx.input_table(SPEC))
+        if not fs.exists(table):
+            ctx.read_table(ctx.input_table(SPEC))  # its one-line error
+        model, status = pos_status(options, ctx.lexicon, ctx.warn)
+        plan = make_plan(runner, table, pos_lexicon(options, ctx.lexicon), options, model,
+                         work=ctx.table_path(WORK_NAME), files=ctx.files_per_table())
+        return Planned(PairsSetup(plan, status), plan_key(plan), plan.scratch)
+
+    def decide(self, ctx, runner, plan: PairsSetup, options: Options) -> PairsDecided:
+        shared: list = []
+        try:
+            decided, stats = decide(runner, plan.plan, options, plan.status, shared)
+        except BaseException:  # what the rounds shared is let go of whatever stops them
+            release(shared)
+            raise
+        return PairsDecided(decided, stats, tuple(shared))
+
+    def write(self, ctx, runner, plan: PairsSetup, decided: PairsDecided, directory: str) -> list:
+        return write_table(runner, plan.plan, decided.drawn, directory)
+
+    def finish(self, ctx, options: Options, plan: PairsSetup, decided: PairsDecided, written: list) -> dict:
+        return {**decided.stats, "label_filters": ctx.lexicon.label_filters.describe()}
+
+    def release(self, decided: PairsDecided) -> None:
+        release(decided.shared)
+
+
+def release(shared) -> None:
+    """Destroy the values shared with the tasks (`Runner.share`)."""
+    for item in shared:
+        try:
+            item.destroy()
+        except Exception:  # a stopped session: nothing to release
+            pass
+
+
+STAGE = PairsStage()

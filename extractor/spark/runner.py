@@ -1,8 +1,8 @@
 """The Spark runner of the stage contract (`extractor.engine.runner.Runner`): each round of a stage is
 one Spark job of Python tasks (`session.run_tasks`); shared values are broadcast variables.
-The job (`jobs/extract.py`) runs every stage through it:
+The job (`jobs/extract.py`) runs every stage on one (`extractor.engine.stage.run_stage`):
 
-    run_stage(stage_module, ctx)   ==   stage_module.run(ctx, SparkRunner(ctx.spark, stage_module.NAME))
+    run_stage(stage, ctx, progress.runner(name, SparkRunner(ctx.spark, name)))
 
 Given a stage name, the runner prints a progress line per round (`extractor.spark.status`).
 """
@@ -41,11 +41,3 @@ class SparkRunner(RunnerBase):
 
     def share(self, value):
         return self.spark.sparkContext.broadcast(value)
-
-
-
-def run_stage(stage, ctx, progress=None) -> None:
-    """Run a stage module on the context's Spark session (with its completion records
-    when `progress`, an extractor.engine.records.Progress, is given)."""
-    runner = SparkRunner(ctx.spark, stage.NAME)
-    stage.run(ctx, progress.runner(stage.NAME, runner) if progress is not None else runner)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from extractor.engine import contract
+from extractor.engine.stage import Cost, StageSpec
 from extractor.core.errors import UserError
 from extractor.neardup import settings
 
@@ -56,31 +57,35 @@ def parse_balance(tokens: str | Sequence[str]) -> Balance:
 
 # ---------------------------------------------------------------------------- flags
 
-@dataclass
-class Options:
-    """The flags stage 3 reads (defaults declared here once). `ratios` and `balance_mode`
-    are the parsed settings: a bad value fails when the options are built, before any work."""
+@dataclass(frozen=True)
+class Options(settings.NearDuplicateOptions):
+    """The flags stage 3 reads (defaults declared here once; the near-duplicate flags are
+    `settings.NearDuplicateOptions`', shared with stage 2). `ratios` and `balance_mode` are
+    the parsed settings: a bad value fails when the options are built, before any work."""
     split_ratios: str = "0.8,0.1,0.1"
-    balance: list = field(default_factory=lambda: ["downsample"])
+    balance: Sequence[str] = ("downsample",)
     max_eval_per_corpus: int = DEFAULT_MAX_EVAL_PER_CORPUS
     license: str = "cc-by-sa-4.0"
     seed: int = contract.SEED
     files_per_table: int = contract.FILES_PER_TABLE
-    near_duplicates: str = "on"
-    near_duplicate_threshold: float = settings.Settings.threshold
-    near_duplicate_shingle: int = settings.Settings.shingle
-    near_duplicate_permutations: int = settings.Settings.num_perm
-    near_duplicate_bands: int = settings.Settings.bands
 
     def __post_init__(self):
-        self.ratios = parse_ratios(self.split_ratios)
-        self.balance_mode = parse_balance(self.balance)
-        self.seed = int(self.seed or 0)
-        self.near = settings.settings_from_args(self)  # None with "off"; a bad setting fails here
+        super().__post_init__()
+        parse_ratios(self.split_ratios)  # a bad value fails here, before any work
+        parse_balance(self.balance)
+        object.__setattr__(self, "seed", int(self.seed or 0))  # frozen: normalised once, here
 
     @classmethod
-    def from_args(cls, args) -> "Options":
+    def from_args(cls, args, lexicon=None) -> "Options":
         return contract.options_from_args(cls, args)
+
+    @property
+    def ratios(self) -> tuple[float, float, float]:
+        return parse_ratios(self.split_ratios)
+
+    @property
+    def balance_mode(self) -> Balance:
+        return parse_balance(self.balance)
 
     @property
     def max_eval(self) -> int | None:
@@ -112,7 +117,7 @@ def add_arguments(parser) -> None:
     g.add_argument("--split-ratios", default=d.split_ratios, type=_ratios,
                    help="train,validation,test shares of each corpus's pairs, assigned by whole documents "
                         "(or blocks of paragraphs where documents are too few or too large: docs/splits.md)")
-    g.add_argument("--balance", nargs="+", default=d.balance, metavar="MODE",
+    g.add_argument("--balance", nargs="+", default=list(d.balance), metavar="MODE",
                    help="downsample (each split and corpus cut to its smallest class, ESNLIR), "
                         "none (natural distribution, stratified, RoNLI) "
                         "or 'cap N' (at most N pairs per label and split)")
@@ -122,4 +127,9 @@ def add_arguments(parser) -> None:
                    help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
                         "sample is apache-2.0): the dataset card's license is the inputs' licenses "
                         "(Wikipedia text is CC BY-SA; set the one of your sources)")
-    settings.add_arguments(g, default=d.near_duplicates)  # docs/neardup.md
+    settings.add_arguments(g)  # docs/neardup.md; stage 2 reads them too (`settings.NearDuplicateOptions`)
+
+
+# the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
+SPEC = StageSpec(name="splits", reads="pairs", writes="splits", options=Options, add_arguments=add_arguments,
+                 cost=Cost((0.003, 0.013), 0.010, 0.0002), module="extractor.splits.stage")

@@ -1,7 +1,7 @@
 """Stage 3's plan (`SplitsPlan`: what its tasks read) and its scratch files (`SplitsScratch`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from extractor.engine.scratch import Scratch, bucket_name, corpus_dir, corpus_name, numbered, range_name, unit_name
@@ -75,9 +75,11 @@ class SplitsScratch(Scratch):
 
 @dataclass(frozen=True)
 class SplitsPlan:
-    """Everything stage 3's tasks read, shipped with every round's function (pickled by
-    Spark): made once from the listed units and the settings, then advanced by the driver
-    between rounds with `dataclasses.replace`."""
+    """Everything stage 3's tasks read that is known before its first round, shipped with
+    every round's function (pickled by Spark): made once from the listed units and the
+    settings. What the rounds decide travels in the later rounds' own inputs below
+    (`Labelled`, `Short`, `Assigned`, `Cuts`, `Quotas`, `Output`), each made once when it
+    is known."""
 
     units: Sequence[dict]         # the pairs table's work units (`pair_tables.list_units`)
     schema: Any                   # the pairs table's Arrow schema
@@ -89,20 +91,69 @@ class SplitsPlan:
     # corpora whose second_random premises are in no other pair (`assign.private_premise_corpora`)
     private_premises: frozenset = frozenset()
     near: Any = None              # near-duplicate settings (`neardup.Settings`); None: off
-    target: str | None = None     # the splits' output folder (round 6)
-    # after round 1: the labels of the data rows
-    labels: Sequence[str] = ()
-    # the corpora whose documents leave a split short of a label (the paragraphs round's)
-    short: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """After round 1: the labels of the data rows, what assigning documents reads."""
+
+    plan: SplitsPlan
+    labels: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Short:
+    """The paragraphs round's input: the corpora whose documents leave a split short of a label."""
+
+    plan: SplitsPlan
+    short: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """After the assignment (round 2, blocks included): what rounds 3-6 read beside the plan."""
+
+    plan: SplitsPlan
     # the corpora assigned by blocks of paragraphs, not by documents (docs/splits.md "Blocks")
-    block_corpora: Sequence[str] = ()
-    # round 3: the ranges of units the kept rows are written per, and each unit's range
-    n_ranges: int = 1
-    range_of: Sequence[int] = ()
-    # round 4: per (split, corpus, label) the quota's cut (`decisions.cut_points`) and the
-    # last row taken where a quota ends inside a bin (`decisions.thresholds`)
-    cuts: Mapping[Any, Any] = field(default_factory=dict)
-    last: Mapping[Any, Any] = field(default_factory=dict)
-    n_files: Mapping[str, int] = field(default_factory=dict)  # output files per split
-    chart: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # pairs per split and label
-    charts: Any = None            # the card's other charts' data (`card.chart_data`)
+    block_corpora: Sequence[str]
+    # the ranges of units the kept rows are written per (round 3), and each unit's range
+    n_ranges: int
+    range_of: Sequence[int]
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """The boundary round's input: per (split, corpus, label) the quota's cut
+    (`decisions.cut_points`)."""
+
+    assigned: Assigned
+    cuts: Mapping[Any, Any]
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """After round 4: the cuts, the last row taken where a quota ends inside a bin
+    (`decisions.thresholds`), the output files per split and the pairs per split and label."""
+
+    assigned: Assigned
+    cuts: Mapping[Any, Any]
+    last: Mapping[Any, Any]
+    n_files: Mapping[str, int]
+    chart: Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What rounds 1-5 decided for round 6: the quotas and the card's other charts' data
+    (`card.chart_data`)."""
+
+    quotas: Quotas
+    charts: Any
+
+
+@dataclass(frozen=True)
+class Output:
+    """Round 6's input: what was decided and the splits' output folder."""
+
+    decided: Decided
+    target: str

@@ -5,8 +5,7 @@ returning only small aggregates; and the driver steps over the same files (a cor
 assignment, its blocks). The driver's decisions between rounds are in `stage.py`."""
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any, Sequence, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,7 +20,7 @@ from extractor.splits import assign
 from extractor.splits import card
 from extractor.splits import decisions
 from extractor.splits import pair_tables
-from extractor.splits.plan import SplitsPlan
+from extractor.splits.plan import Assigned, Cuts, Labelled, Output, Quotas, Short, SplitsPlan
 
 
 class SummariesResult(TypedDict):
@@ -171,10 +170,11 @@ def near_groups(plan: SplitsPlan, _: int) -> NearGroupsResult:
             "hypotheses_across_corpora": int(across or 0)}
 
 
-def near_leakage(plan: SplitsPlan) -> NearLeakageResult:
+def near_leakage(assigned_by: Assigned) -> NearLeakageResult:
     """Verified near-duplicate hypotheses and pairs (premise and hypothesis) whose documents
     went to two splits, over the pairs before the balance cut (the splits hold a subset)."""
-    edges = edge_units(plan, scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES))
+    plan = assigned_by.plan
+    edges = edge_units(plan, assigned_by.block_corpora, scratch.read_arrow(plan.scratch.near_edges(), NEAR_EDGES))
     assigned = scratch.read_arrow(plan.scratch.assigned(), decisions.ASSIGNED_SCHEMA)
     if not edges.num_rows or not assigned.num_rows:
         return {"hypotheses_in_two_splits": 0, "pairs_in_two_splits": 0}
@@ -190,17 +190,17 @@ def near_leakage(plan: SplitsPlan) -> NearLeakageResult:
             "pairs_in_two_splits": int(pc.sum(pc.and_(across, edges.column("both"))).as_py() or 0)}
 
 
-def block_table(plan: SplitsPlan) -> pa.Table:
+def block_table(plan: SplitsPlan, block_corpora: Sequence[str]) -> pa.Table:
     """The blocks of the corpora assigned by blocks (empty when none is)."""
-    if not plan.block_corpora:
+    if not block_corpora:
         return decisions.BLOCKS_SCHEMA.empty_table()
     return scratch.read_arrow(plan.scratch.blocks(), decisions.BLOCKS_SCHEMA)
 
 
-def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
-    """Near-duplicate edges with the documents of corpora assigned by blocks replaced by the
-    blocks of the two hypotheses (their paragraphs from `near-paras/`)."""
-    blocks = block_table(plan)
+def edge_units(plan: SplitsPlan, block_corpora: Sequence[str], edges: pa.Table) -> pa.Table:
+    """Near-duplicate edges with the documents of `block_corpora` (assigned by blocks)
+    replaced by the blocks of the two hypotheses (their paragraphs from `near-paras/`)."""
+    blocks = block_table(plan, block_corpora)
     if not blocks.num_rows or not edges.num_rows:
         return edges
     paras = scratch.read_arrow(plan.scratch.near_paras(), None)
@@ -211,10 +211,10 @@ def edge_units(plan: SplitsPlan, edges: pa.Table) -> pa.Table:
     return edges
 
 
-def paragraphs(plan: SplitsPlan, b: int) -> NoResult:
+def paragraphs(step: Short, b: int) -> NoResult:
     """Blocks, per bucket of slim rows: the pairs per paragraph (`decisions.paragraph_weights`)
-    of the corpora short of a label (`plan.short`), one file per corpus."""
-    corpora = list(plan.short)
+    of the corpora short of a label (`step.short`), one file per corpus."""
+    plan, corpora = step.plan, list(step.short)
     rows = scratch.read_arrow(plan.scratch.summaries(b), pair_tables.SUMMARY_SCHEMA)
     rows = rows.filter(pc.is_in(rows.column("corpus"), value_set=pa.array(corpora, pa.string())))
     weights = decisions.paragraph_weights(rows)
@@ -224,10 +224,11 @@ def paragraphs(plan: SplitsPlan, b: int) -> NoResult:
     return {}
 
 
-def assign_blocks(plan: SplitsPlan, corpus: str, short: list) -> dict | None:
+def assign_blocks(labelled: Labelled, corpus: str, short: list) -> dict | None:
     """A corpus whose documents leave a split short of a label (`short`), assigned by blocks
     (docs/splits.md "Blocks"): its blocks' split to `assigned/`, their bounds to `blocks/`.
     None (documents stay the unit) when no document is cut or blocks leave as many cells short."""
+    plan, labels = labelled.plan, labelled.labels
     paragraphs = scratch.read_arrow(plan.scratch.paragraphs(corpus), decisions.PARAGRAPHS_SCHEMA)
     size = assign.block_size(int(pc.sum(paragraphs.column("w")).as_py() or 0), plan.ratios)
     blocks = decisions.cut_blocks(paragraphs, size)
@@ -235,13 +236,13 @@ def assign_blocks(plan: SplitsPlan, corpus: str, short: list) -> dict | None:
         return None  # no document was cut (no paragraphs in the refs, or small documents)
     weights = decisions.block_weights(paragraphs, blocks)
     if plan.near:
-        edges = edge_units(replace(plan, block_corpora=(corpus,)), block_edges(plan, corpus, blocks))
+        edges = edge_units(plan, (corpus,), block_edges(plan, corpus, blocks))
         groups = groups_of(edges)
-        assigned = assign_groups(weights, groups, plan) if groups.num_rows else \
-            decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+        assigned = assign_groups(weights, groups, labelled) if groups.num_rows else \
+            decisions.assign_corpus(weights, labels, plan.ratios, plan.seed)
     else:
-        assigned = decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
-    left = decisions.short_cells(weights, assigned, plan.labels, plan.ratios)
+        assigned = decisions.assign_corpus(weights, labels, plan.ratios, plan.seed)
+    left = decisions.short_cells(weights, assigned, labels, plan.ratios)
     if len(left) >= len(short):
         return None
     scratch.write_arrow(blocks, plan.scratch.blocks(corpus))
@@ -269,30 +270,32 @@ def groups_of(edges: pa.Table) -> pa.Table:
                                                  "doc_b": linked.column("doc_id_b")}, schema=distributed.EDGE_SCHEMA))
 
 
-def assign_documents(plan: SplitsPlan, corpus: str) -> AssignResult:
+def assign_documents(labelled: Labelled, corpus: str) -> AssignResult:
     """Round 2, per corpus: every document to its split; returns documents per split. Run
     by the driver, not as a Spark job: the rows are few (one per document and label), and a
     Spark job's fixed serial cost would exceed the work."""
+    plan, labels = labelled.plan, labelled.labels
     weights = scratch.read_arrow(plan.scratch.weights(corpus), decisions.WEIGHTS_SCHEMA)
     weights = weights.filter(pc.equal(weights.column("corpus"), corpus))
     groups = plan.scratch.near_groups(corpus)
     if plan.near and fs.exists(groups):
-        assigned = assign_groups(weights, scratch.read_one(groups), plan)
+        assigned = assign_groups(weights, scratch.read_one(groups), labelled)
     else:
-        assigned = decisions.assign_corpus(weights, plan.labels, plan.ratios, plan.seed)
+        assigned = decisions.assign_corpus(weights, labels, plan.ratios, plan.seed)
     scratch.write_arrow(assigned, plan.scratch.assigned(corpus))
     test_only = weights.num_rows and pc.any(weights.column("test_only")).as_py()
-    short = [] if test_only else decisions.short_cells(weights, assigned, plan.labels, plan.ratios)
+    short = [] if test_only else decisions.short_cells(weights, assigned, labels, plan.ratios)
     return {"documents": decisions.tally(assigned, ["split"]), "short": short}
 
 
-def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.Table:
+def assign_groups(weights: pa.Table, groups: pa.Table, labelled: Labelled) -> pa.Table:
     """`decisions.assign_corpus` with the documents joined by near-duplicates assigned as one
     (under their group's id), then every other document of a group given the group's split."""
     at = pc.index_in(weights.column("doc_id"), value_set=groups.column("doc_id"))
     merged = weights.set_column(weights.schema.get_field_index("doc_id"), "doc_id",
                                 pc.coalesce(pc.take(groups.column("group"), at), weights.column("doc_id")))
-    assigned = decisions.assign_corpus(merged, plan.labels, plan.ratios, plan.seed)
+    plan = labelled.plan
+    assigned = decisions.assign_corpus(merged, labelled.labels, plan.ratios, plan.seed)
     members = groups.filter(pc.not_equal(groups.column("doc_id"), groups.column("group")))
     where = pc.index_in(members.column("group"), value_set=assigned.column("doc_id"))
     members, where = members.filter(pc.is_valid(where)), where.filter(pc.is_valid(where))
@@ -301,39 +304,40 @@ def assign_groups(weights: pa.Table, groups: pa.Table, plan: SplitsPlan) -> pa.T
     return pa.concat_tables([assigned, extra])
 
 
-def rank(plan: SplitsPlan, b: int) -> RankResult:
+def rank(assigned_by: Assigned, b: int) -> RankResult:
     """Round 3, per bucket of sentence-pair keys: the drops of `decisions.rank_identical`;
     the rows kept so far, with their split, written to the folder of their unit range;
     their histograms."""
+    plan, block_corpora = assigned_by.plan, assigned_by.block_corpora
     rows = scratch.read_arrow(plan.scratch.summaries(b), pair_tables.SUMMARY_SCHEMA)
     assigned = scratch.read_arrow(plan.scratch.assigned(), decisions.ASSIGNED_SCHEMA)
-    rows = decisions.with_blocks(rows, block_table(plan), plan.private_premises)
-    ranked = decisions.rank_identical(rows, assigned, frozenset(plan.block_corpora))
+    rows = decisions.with_blocks(rows, block_table(plan, block_corpora), plan.private_premises)
+    ranked = decisions.rank_identical(rows, assigned, frozenset(block_corpora))
     kept = ranked.filter(pc.is_null(ranked.column("_why"))).drop_columns(["_why"])
-    where = pa.array(plan.range_of, pa.int64()).take(kept.column("_unit")).to_numpy()
+    where = pa.array(assigned_by.range_of, pa.int64()).take(kept.column("_unit")).to_numpy()
     for r, part in scratch.split_by(kept, where).items():
         scratch.write_arrow(part, plan.scratch.ranked(r, b))
     return {"counts": decisions.tally(ranked, ["_why", *decisions.GROUP]), "histogram": decisions.histogram(kept)}
 
 
-def boundary(plan: SplitsPlan, b: int) -> BoundaryResult:
+def boundary(step: Cuts, b: int) -> BoundaryResult:
     """Round 4 (only when a quota ends inside a bin), per bucket: that bin's rows."""
-    parts = [plan.scratch.ranked(r, b)
-             for r in range(plan.n_ranges)]
+    parts = [step.assigned.plan.scratch.ranked(r, b) for r in range(step.assigned.n_ranges)]
     tables = [scratch.read_one(p) for p in parts if fs.exists(p)]
-    return {"rows": [row for t in tables for row in decisions.boundary_rows(t, plan.cuts)]}
+    return {"rows": [row for t in tables for row in decisions.boundary_rows(t, step.cuts)]}
 
 
-def quota_rows(plan: SplitsPlan, r: int) -> QuotaRowsResult:
+def quota_rows(quotas: Quotas, r: int) -> QuotaRowsResult:
     """Round 5, per unit range: the range's rows within their quota (`decisions.within_quota`
     over its rows from every bucket); their document, hypothesis, pair and sentence-pair
     keys to the folders of the keys' buckets; their texts to the Arrow files of their
     output files and their card statistics (`pair_tables.unit_statistics`) to a scratch file
     per split. Returns the figures."""
+    plan = quotas.assigned.plan
     folder = plan.scratch.ranked(r)
     if not fs.exists(folder):
         return {"rows": 0, "corpora": [], "markers": [], "sources": [], "examples": [], "lengths": []}
-    kept = decisions.within_quota(scratch.read_arrow(folder, None), plan.cuts, plan.last)
+    kept = decisions.within_quota(scratch.read_arrow(folder, None), quotas.cuts, quotas.last)
     keys = decisions.other_keys(kept)
     for k, part in scratch.split_by(keys, decisions.other_key_buckets(keys, plan.buckets)).items():
         scratch.write_arrow(part, plan.scratch.keys(k, r))
@@ -341,7 +345,7 @@ def quota_rows(plan: SplitsPlan, r: int) -> QuotaRowsResult:
     for u, part in scratch.split_by(kept, kept.column("_unit").to_numpy()).items():
         table = pair_tables.kept_rows(pair_tables.read_unit(plan.units[u], plan.schema), part.column("_row").to_numpy(),
                                       part.column("_split"))
-        pair_tables.shuffle_files(table, plan.scratch.rows(), u, plan.n_files)
+        pair_tables.shuffle_files(table, plan.scratch.rows(), u, quotas.n_files)
         stats = pair_tables.unit_statistics(table)
         # the card's example pairs and length histograms, from the rows and figures at hand
         examples += pair_tables.pick_examples(table, part.column("_row").to_numpy(), part.column("_h").to_numpy())
@@ -367,7 +371,7 @@ def keys_result(plan: SplitsPlan, k: int) -> KeysResult:
     return {"leakage": out, "documents": decisions.documents_per_corpus(keys)}
 
 
-def output_file(plan: SplitsPlan, task) -> OutputFileResult:
+def output_file(output: Output, task) -> OutputFileResult:
     """Round 6: an output file merged from its Arrow files (sorted by `pair_id`) and written
     as Parquet; or a split's card aggregates (`pair_tables.split_aggregates`) and top PMI words
     (`pair_tables.split_pmi`); or a keys bucket's leakage (`keys_result`); or the
@@ -376,26 +380,26 @@ def output_file(plan: SplitsPlan, task) -> OutputFileResult:
     output folder, where the executors have matplotlib (a cluster's packed environment
     leaves it out: then the driver draws it after the round, the same file)."""
     kind, split, bucket = task
-    target = plan.target  # the chart and the output files go there (round 6 runs with it set)
+    quotas = output.decided.quotas
+    plan = quotas.assigned.plan
+    target = output.target  # the chart and the output files go there
     if kind == "chart":  # drawn here, beside the files, not after them in the driver
         try:
             import matplotlib  # noqa: F401
         except ImportError:  # a cluster's packed environment leaves it out: the driver draws
             return {"chart": None}
-        assert target is not None, "round 6 draws the chart into the output folder"
-        return {"chart": [card.write_chart(plan.chart, target), *card.write_charts(plan.charts, target)]}
+        return {"chart": [card.write_chart(quotas.chart, target), *card.write_charts(output.decided.charts, target)]}
     if kind == "keys":
         keys = keys_result(plan, bucket)
         return {"leakage": keys["leakage"], "documents": keys["documents"]}
     if kind == "near-leakage":
-        return {"near_leakage": near_leakage(plan)}
+        return {"near_leakage": near_leakage(quotas.assigned)}
     if kind == "statistics":
         stats = scratch.read_arrow(plan.scratch.statistics(split), pair_tables.STATS_SCHEMA)
         rows = stats.filter(pc.equal(stats.column("kind"), "row"))
         aggregates = pair_tables.split_aggregates(rows.select(["split", "label", *statistics.ROW_COLUMNS]))
         totals = {r["label"]: int(r["count"]) for r in aggregates if not r["label_all"] and r["label"] is not None}
         return {"aggregates": aggregates, "pmi": {split: pair_tables.split_pmi(stats, totals)}}
-    assert target is not None, "round 6 writes the output files into the output folder"
     table = pair_tables.merge_bucket(plan.scratch.rows(split, bucket), plan.schema)
     written = parquet_writer.write_sorted(table.to_batches(), fs.join(target, split), [],
                                           f"part-{bucket:05d}.parquet", parquet_writer.task_attempt())

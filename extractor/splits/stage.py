@@ -1,5 +1,5 @@
 """Stage 3: `pairs/` -> `splits/{train,validation,test}` + dataset card, stats, leakage (the
-stage contract: extractor/engine/contract.py).
+stage contract: extractor/engine/stage.py).
 
 Rounds of tasks handed to the runner around pure functions: `extractor.splits.pair_tables` (per work unit of the
 pairs table), `extractor.splits.decisions` (the global decisions, per bucket of slim rows),
@@ -11,8 +11,9 @@ turns them into the next round's decisions. No text crosses a shuffle, and there
 Spark SQL shuffle at all.
 
 The plan (`plan.SplitsPlan`) and the rounds (`rounds.py`: functions of (plan, task)) are
-apart; this module holds the driver: `decide` runs rounds 1-5 and advances the plan between
-them with `dataclasses.replace`, `write_output` runs round 6 into the output folder.
+apart; this module holds the driver (`SplitsStage`): `decide` runs the rounds that decide
+(steps 1-5 below), `write_output` the last one, into the output folder, and `write_card`
+the card beside the splits.
 
 The `splits/` folder is written through the run (`ctx.write_table_with`), published with the
 other tables at the end, so a failed run never leaves a half-built dataset.
@@ -21,26 +22,26 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
 from extractor.io import fs
 from extractor import statistics
-from extractor.core.errors import UserError
 from extractor.core.names import LABELS, NEUTRAL
+from extractor.engine.stage import Planned, Stage
 from extractor.pairs.matching import matcher_for
 from extractor.splits import assign
 from extractor.splits import card
 from extractor.splits import decisions
 from extractor.splits import pair_tables
 from extractor.splits import rounds
-from extractor.splits.plan import SplitsPlan, SplitsScratch
+from extractor.splits.plan import Assigned, Cuts, Decided, Labelled, Output, Quotas, Short, SplitsPlan, SplitsScratch
 from extractor.statistics import precision
 # the flags and options live apart (no numpy there: the job's --help); one name each
-from extractor.splits.options import Options, add_arguments  # noqa: F401
+from extractor.splits.options import SPEC, Options, add_arguments  # noqa: F401
 
-NAME = STAGE = "splits"
+NAME = SPEC.name
 PAIRS_PER_PARTITION = 100_000
 WORK_NAME = "_tmp-splits-work"
 # the most verified near-duplicate hypotheses whose documents the driver joins itself (a
@@ -49,38 +50,26 @@ NEAR_GROUPS_IN_DRIVER = 100_000
 CHART_COST = 140_000  # drawing the chart (importing matplotlib) costs about what the statistics of 140,000 pairs do
 
 
-def check(ctx) -> None:
-    """Before any stage runs (jobs/extract.py): the split settings, so that a bad
-    --balance fails in a second, not after stages 1 and 2."""
-    ctx.stage_options(NAME, Options)
-
-
-# ---------------------------------------------------------------------------- tasks
-
 def _test_only_corpora(ctx) -> set[str]:
     return {c.name for c in (ctx.corpora or []) if getattr(c, "role", "train") == "test-only"}
 
 
-def run(ctx, runner) -> None:
-    """Stage entry point: six rounds, five of them rounds of tasks handed to `runner`
-    (docs/splits.md). The slim rows are cut into about one bucket per 100,000 pairs (never
-    more than the runner's `max_buckets`, Spark's `spark.sql.shuffle.partitions`, never
-    fewer than the cores); results do not depend on it."""
-    path = ctx.table_path("pairs")
-    if not fs.exists(path):
-        ctx.read_table("pairs")  # the job's one-line "no such table" error
-    schema, units = pair_tables.list_units(path)
-    n = sum(u["rows"] for u in units)
-    wanted = max(runner.slots, n // PAIRS_PER_PARTITION + 1)
-    _run(ctx, runner, schema, units, n, max(1, min(runner.max_buckets or wanted, wanted)))
+def bucket_count(runner, units: list) -> int:
+    """The slim rows are cut into about one bucket per 100,000 pairs (never more than the
+    runner's `max_buckets`, Spark's `spark.sql.shuffle.partitions`, never fewer than the
+    cores); results do not depend on it."""
+    wanted = max(runner.slots, sum(u["rows"] for u in units) // PAIRS_PER_PARTITION + 1)
+    return max(1, min(runner.max_buckets or wanted, wanted))
 
 
 def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_table: int,
-           earlier_stats: dict | None = None) -> tuple[SplitsPlan, dict]:
+           earlier_stats: dict | None = None) -> tuple[Decided, dict]:
     """Rounds 1-5 and the driver's decisions between them (`runner` runs a round's tasks,
     with each task's estimated cost: the Spark runner packs them into one Spark task per
-    core): the plan round 6 writes the splits with, and what the card and stats need so far
-    (drops, documents, counts, quotas, sizes, the kept rows' figures)."""
+    core): what round 6 writes the splits with (`Decided`), and what the card and stats
+    need so far (drops, documents, counts, quotas, sizes, the kept rows' figures). Each
+    round reads the plan or an input made once from what the rounds before it learned
+    (`Labelled`, `Short`, `Assigned`, `Cuts`, `Quotas`)."""
     drops: dict = {}
     slots = runner.slots
     units = plan.units
@@ -94,7 +83,7 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
                 labels_seen.add(label)
             else:
                 drops[why] = drops.get(why, 0) + count
-    plan = replace(plan, labels=sorted(labels_seen))
+    labelled = Labelled(plan, sorted(labels_seen))
     corpora = sorted({c for r in found for c in r["corpora"]})
     near = None
     if plan.near and found:
@@ -111,23 +100,21 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
         near.update(documents_joined=grouped["documents_joined"], groups=grouped["groups"],
                     hypotheses_across_corpora=grouped["hypotheses_across_corpora"])
     # run by the driver, not as a Spark job: the rows are few (one per document and label)
-    per_corpus: dict[str, Any] = {corpus: rounds.assign_documents(plan, corpus) for corpus in corpora}
+    per_corpus: dict[str, Any] = {corpus: rounds.assign_documents(labelled, corpus) for corpus in corpora}
     unit_of = {corpus: {"unit": "document"} for corpus in corpora}
     # documents too large or too few for every split to get its share of every label:
     # contiguous blocks of paragraphs instead, where they do better (docs/splits.md "Blocks")
     short = [c for c in corpora if per_corpus[c]["short"]]
     block_corpora: list = []
     if short:
-        plan = replace(plan, short=short)
-        rounds.PARAGRAPHS.run(runner, plan, range(plan.buckets), costs=[1.0] * plan.buckets)
+        rounds.PARAGRAPHS.run(runner, Short(plan, short), range(plan.buckets), costs=[1.0] * plan.buckets)
         for corpus in short:
-            blocked = rounds.assign_blocks(plan, corpus, per_corpus[corpus]["short"])
+            blocked = rounds.assign_blocks(labelled, corpus, per_corpus[corpus]["short"])
             if blocked is None:
                 fs.delete(plan.scratch.blocks(corpus))
             else:
                 per_corpus[corpus], unit_of[corpus] = blocked, blocked["unit"]
                 block_corpora.append(corpus)
-    plan = replace(plan, block_corpora=block_corpora)
     documents: dict = {}
     for assigned in per_corpus.values():
         for split, count in assigned["documents"]:
@@ -138,12 +125,12 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     #    written per range of units, the way round 5 reads them.
     buckets = list(range(plan.buckets))
     n_ranges = max(1, min(len(units), 2 * slots))
-    plan = replace(plan, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
+    assigned = Assigned(plan, block_corpora=block_corpora, n_ranges=n_ranges, range_of=_unit_ranges(units, n_ranges))
     even = [1.0] * len(buckets)
-    ranked: list[Any] = rounds.RANK.run(runner, plan, buckets, costs=even) if found else []
+    ranked: list[Any] = rounds.RANK.run(runner, assigned, buckets, costs=even) if found else []
     counts, dropped = decisions.ranked_counts(ranked)
     drops.update({"pair_spans_documents_of_two_splits": 0,
-                  **({"pair_spans_blocks_of_two_splits": 0} if plan.block_corpora else {}),
+                  **({"pair_spans_blocks_of_two_splits": 0} if block_corpora else {}),
                   **dropped})  # (round 1's drops: other reasons)
 
     # 4. balance: quotas per (split, corpus, label) from the counts; each takes the pairs with
@@ -152,9 +139,9 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     labels = sorted({k[2] for k in counts})
     quotas = assign.compute_quotas(counts, balance, labels, max_eval)
     drops["balance"] = assign.quota_drops(counts, quotas)
-    plan = replace(plan, cuts=decisions.cut_points([h for r in ranked for h in r["histogram"]], quotas))
-    partial = any(need for _, need in plan.cuts.values())
-    edges = [row for r in rounds.BOUNDARY.run(runner, plan, buckets, costs=even)
+    cuts = Cuts(assigned, decisions.cut_points([h for r in ranked for h in r["histogram"]], quotas))
+    partial = any(need for _, need in cuts.cuts.values())
+    edges = [row for r in rounds.BOUNDARY.run(runner, cuts, buckets, costs=even)
              for row in r["rows"]] if partial else []
     sizes = {s: 0 for s in assign.SPLITS}
     for (split, corpus, label), quota in quotas.items():
@@ -163,35 +150,38 @@ def decide(runner, plan: SplitsPlan, balance, max_eval: int | None, files_per_ta
     for (split, corpus, label), quota in sorted(quotas.items()):
         if min(quota, counts.get((split, corpus, label), 0)):
             chart[split][label] = chart[split].get(label, 0) + min(quota, counts[(split, corpus, label)])
-    plan = replace(plan, last=decisions.thresholds(edges, plan.cuts),
-                   n_files={s: pair_tables.files_per_split(sizes[s], files_per_table) for s in assign.SPLITS},
-                   chart=chart)
+    within = Quotas(assigned, cuts=cuts.cuts, last=decisions.thresholds(edges, cuts.cuts),
+                    n_files={s: pair_tables.files_per_split(sizes[s], files_per_table) for s in assign.SPLITS},
+                    chart=chart)
 
     # 5. per range of units: the kept rows, their figures, keys, texts and statistics.
-    rows_of = [sum(u["rows"] for u, r in zip(units, plan.range_of) if r == i) for i in range(n_ranges)]
-    kept: list[Any] = rounds.QUOTA_ROWS.run(runner, plan, range(n_ranges), costs=rows_of) if any(sizes.values()) else []
-    plan = replace(plan, charts=card.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
-    return plan, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
+    rows_of = [sum(u["rows"] for u, r in zip(units, assigned.range_of) if r == i) for i in range(n_ranges)]
+    kept: list[Any] = (rounds.QUOTA_ROWS.run(runner, within, range(n_ranges), costs=rows_of) if any(sizes.values())
+                       else [])
+    decided = Decided(within, charts=card.chart_data(kept, earlier_stats, sum(u["rows"] for u in units), drops, sizes))
+    return decided, {"drops": drops, "documents": documents, "labels": labels, "counts": counts, "quotas": quotas,
                   "sizes": sizes, "near": near, "units": unit_of, "kept": kept}
 
 
-def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
-    """Round 6 into `plan.target`: the output files; the card's aggregates and PMI words per
+def write_output(runner, decided: Decided, found: dict, target: str) -> dict:
+    """Round 6 into `target`: the output files; the card's aggregates and PMI words per
     split; the leakage of every kind of key and the documents per corpus; the near-duplicates
     across splits (one task here, not a Spark job of its own, which would cost more than it
     does); the
     chart. Returns what the card and stats need (`decide`'s, with the figures, leakage,
     blocks and files written)."""
     sizes, near, kept = found["sizes"], found["near"], found["kept"]
+    plan, n_files = decided.quotas.assigned.plan, decided.quotas.n_files
     buckets = list(range(plan.buckets))
     columns = plan.schema.names
-    files = [("file", s, b) for s in assign.SPLITS if sizes[s] for b in range(plan.n_files[s])]
+    files = [("file", s, b) for s in assign.SPLITS if sizes[s] for b in range(n_files[s])]
     stats_tasks = [("statistics", s, 0) for s in assign.SPLITS if sizes[s]]
     keys_tasks = [("keys", "", k) for k in buckets] if kept else []
     near_tasks = [("near-leakage", "", 0)] if near is not None else []
-    last = rounds.OUTPUT.run(runner, plan, stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)],
+    tasks = stats_tasks + files + keys_tasks + near_tasks + [("chart", "", 0)]
+    last = rounds.OUTPUT.run(runner, Output(decided, target), tasks,
                               costs=[float(sizes[s]) for _, s, _ in stats_tasks]
-                              + [0.5 * sizes[s] / plan.n_files[s] for _, s, _ in files]
+                              + [0.5 * sizes[s] / n_files[s] for _, s, _ in files]
                               + [0.1 * sum(sizes.values()) / len(buckets)] * len(keys_tasks) + [1.0] * len(near_tasks)
                               + [CHART_COST])
     if near is not None:
@@ -224,7 +214,7 @@ def write_output(runner, plan: SplitsPlan, found: dict) -> dict:
             "corpora": dict(sorted(corpora_stats.items())), "markers": markers, "sources": sources,
             "leakage": leakage, "blocks": pair_tables.card_statistics(aggregates, pmi, duplicates),
             "written": [r for r in last if "path" in r], "chart": any(r.get("chart") for r in last),
-            "near": near, "units": found["units"], "charts": plan.charts,
+            "near": near, "units": found["units"], "charts": decided.charts,
             "examples": card.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
@@ -260,99 +250,127 @@ def _unit_ranges(units: Sequence[dict], n: int) -> list[int]:
     return out
 
 
-def make_plan(ctx, runner, options: Options, schema, units: list, buckets: int, settings: dict) -> SplitsPlan:
-    """The stage's plan over the pairs table's units, recorded for `--resume`
-    (`runner.plan`); a fresh start removes what an earlier attempt left in the scratch folder."""
-    work = SplitsScratch(ctx.table_path(WORK_NAME))
-    if not runner.plan({"units": units, "buckets": buckets, "slots": runner.slots,
-                        "settings": settings, "files": options.files_per_table}):
-        work.delete()
-    return SplitsPlan(units=units, schema=schema, seed=options.seed, scratch=work, buckets=buckets,
-                      ratios=options.ratios, test_only=frozenset(_test_only_corpora(ctx)), near=options.near,
-                      private_premises=assign.private_premise_corpora(
+def make_plan(ctx, runner, options: Options, schema, units: list, buckets: int) -> SplitsPlan:
+    """The stage's plan over the pairs table's units, its scratch folder beside the tables."""
+    return SplitsPlan(units=units, schema=schema, seed=options.seed, scratch=SplitsScratch(ctx.table_path(WORK_NAME)),
+                      buckets=buckets, ratios=options.ratios, test_only=frozenset(_test_only_corpora(ctx)),
+                      near=options.near, private_premises=assign.private_premise_corpora(
                           ((ctx.stats.get("pairs") or {}).get("neutral") or {}).get("allocated")))
 
 
-def _run(ctx, runner, schema, units: list, n_input: int, buckets: int) -> None:
-    options = ctx.stage_options(NAME, Options)
-    ratios, balance, max_eval, seed = options.ratios, options.balance_mode, options.max_eval, options.seed
-    stats: dict = {"settings": {"split_ratios": list(ratios), "balance": str(balance),
-                                "max_eval_per_corpus": max_eval, "seed": seed}}
+def settings_stats(options: Options) -> dict:
+    """The stats block's `settings` (also part of the plan's key for `--resume`)."""
+    settings: dict[str, Any] = {"split_ratios": list(options.ratios), "balance": str(options.balance_mode),
+                "max_eval_per_corpus": options.max_eval, "seed": options.seed}
     if options.near is not None:  # with "off" stats.json stays as it was (same bytes)
-        stats["settings"]["near_duplicates"] = options.near.as_dict()
-    stats["input_pairs"] = n_input
-    plan = make_plan(ctx, runner, options, schema, units, buckets, stats["settings"])
-    work = plan.scratch
+        settings["near_duplicates"] = options.near.as_dict()
+    return settings
 
-    def write(target: str) -> None:
-        """Round 6 (the split files into `target`), then the card."""
-        found = write_output(runner, replace(plan, target=target), decided)
-        drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
-        stats["documents"] = found["documents"]
-        _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
-        stats["unit"] = found["units"]
-        lacking = assign.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
-        for split, missing in lacking.items():
-            ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
-                     " documents or blocks for every label")
-        if lacking:
-            stats["missing_labels"] = lacking
-        columns = schema.names
-        markers, sources, written = found["markers"], found["sources"], found["written"]
 
-        num_bytes: dict = {}
-        for w in written:
-            split = fs.basename(fs.parent(w["path"]))
-            num_bytes[split] = num_bytes.get(split, 0) + int(w["bytes"])
-        for split in assign.SPLITS:
-            if not sizes[split]:  # `datasets` cannot read an empty Parquet split: leave it out, say so
-                ctx.warn(f"splits: the {split} split is empty and is not written")
+@dataclass(frozen=True)
+class SplitsDecided:
+    """What rounds 1-5 decided (`Decided`), and what the card and stats need so far
+    (`decide`'s)."""
+    decided: Decided
+    found: dict
 
-        result = {"splits": {s: blocks.get(s)
-                             or {"labels": {}, "all": {"count": 0, **{k: None for k in statistics.AGGREGATES}}}
-                             for s in assign.SPLITS}}
-        stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in assign.SPLITS}
-        stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in assign.SPLITS}
-        stats["corpora"] = found["corpora"]
-        stats["dropped"] = drops
-        stats["leakage"] = leakage["checks"]
-        if found["near"] is not None:
-            near = found["near"]
-            stats["near_duplicates"] = {k: v for k, v in near.items() if k != "leakage"}
-            leakage["near_duplicates"] = {
-                "settings": options.near.as_dict(), **near["leakage"],
-                "scope": "verified near-duplicate hypotheses of the pairs before the balance cut"}
-        stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
-                            for l, m in sorted(markers.items())}
-        if "source" in columns:
-            stats["sources"] = dict(sorted(sources.items()))
-        stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
-        dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
-        for line in card.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
-            ctx.warn(f"splits: {line}")
-        build = card.build_info(ctx)
-        with tempfile.TemporaryDirectory() as local_tmp:
-            local = Path(local_tmp)
-            card.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
-                                  schema=schema, lang=ctx.lexicon.lang,
-                                  license=card.corpus_licenses(ctx.corpora, options.license), leakage=leakage,
-                                  pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
-                                  num_bytes=num_bytes, chart=not found["chart"],
-                                  examples=found["examples"], charts=found["charts"])
-            for f in sorted(local.iterdir()):
-                fs.write_bytes(fs.join(target, f.name), f.read_bytes())
 
-    try:  # round 6 writes the table whole: a resumed run writes it again (keep=False)
-        plan, decided = decide(runner, plan, balance, max_eval, options.files_per_table,
-                               card.earlier_stats(ctx.stats))
-        ctx.write_table_with("splits", write)
-    except UserError:  # the user's failure discards the run; any other (Ctrl-C, a dead JVM) keeps it for --resume
-        runner.forget()  # the records first: they speak of the scratch files
-        work.delete()
-        raise
-    runner.forget()
-    work.delete()
-    ctx.stats[STAGE] = stats
+class SplitsStage(Stage[Options, SplitsPlan, SplitsDecided, dict]):
+    """Stage 3 on the stage contract (`extractor.engine.stage.Stage`)."""
+
+    spec = SPEC
+
+    def check(self, ctx, options: Options) -> None:
+        """The split settings are checked when the options are built (before any stage
+        runs), so that a bad --balance fails in a second, not after stages 1 and 2."""
+
+    def plan(self, ctx, runner, options: Options) -> Planned[SplitsPlan]:
+        path = ctx.table_path(ctx.input_table(SPEC))
+        if not fs.exists(path):
+            ctx.read_table(ctx.input_table(SPEC))  # the job's one-line "no such table" error
+        schema, units = pair_tables.list_units(path)
+        plan = make_plan(ctx, runner, options, schema, units, bucket_count(runner, units))
+        key = {"units": units, "buckets": plan.buckets, "slots": runner.slots, "settings": settings_stats(options),
+               "files": options.files_per_table}
+        return Planned(plan, key, plan.scratch)
+
+    def decide(self, ctx, runner, plan: SplitsPlan, options: Options) -> SplitsDecided:
+        decided, found = decide(runner, plan, options.balance_mode, options.max_eval, options.files_per_table,
+                                card.earlier_stats(ctx.stats))
+        return SplitsDecided(decided, found)
+
+    def write(self, ctx, runner, plan: SplitsPlan, decided: SplitsDecided, directory: str) -> dict:
+        """Round 6 (the split files into `directory`), then the card; the stats block."""
+        return write_card(ctx, runner, options=ctx.stage_options(NAME, self), plan=plan, decided=decided,
+                          target=directory)
+
+    def finish(self, ctx, options: Options, plan: SplitsPlan, decided: SplitsDecided, written: dict) -> dict:
+        return written
+
+
+def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsDecided, target: str) -> dict:
+    """Round 6 (the split files into `target`), then the card beside them: the stats block."""
+    schema = plan.schema
+    ratios, balance = options.ratios, options.balance_mode
+    stats: dict = {"settings": settings_stats(options)}
+    stats["input_pairs"] = sum(u["rows"] for u in plan.units)
+    found = write_output(runner, decided.decided, decided.found, target)
+    drops, sizes, blocks, leakage = found["drops"], found["sizes"], found["blocks"], found["leakage"]
+    stats["documents"] = found["documents"]
+    _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
+    stats["unit"] = found["units"]
+    lacking = assign.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
+    for split, missing in lacking.items():
+        ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
+                 " documents or blocks for every label")
+    if lacking:
+        stats["missing_labels"] = lacking
+    columns = schema.names
+    markers, sources, written = found["markers"], found["sources"], found["written"]
+
+    num_bytes: dict = {}
+    for w in written:
+        split = fs.basename(fs.parent(w["path"]))
+        num_bytes[split] = num_bytes.get(split, 0) + int(w["bytes"])
+    for split in assign.SPLITS:
+        if not sizes[split]:  # `datasets` cannot read an empty Parquet split: leave it out, say so
+            ctx.warn(f"splits: the {split} split is empty and is not written")
+
+    result = {"splits": {s: blocks.get(s)
+                         or {"labels": {}, "all": {"count": 0, **{k: None for k in statistics.AGGREGATES}}}
+                         for s in assign.SPLITS}}
+    stats["splits"] = {s: int(result["splits"][s]["all"]["count"]) for s in assign.SPLITS}
+    stats["labels"] = {s: {l: b["count"] for l, b in result["splits"][s]["labels"].items()} for s in assign.SPLITS}
+    stats["corpora"] = found["corpora"]
+    stats["dropped"] = drops
+    stats["leakage"] = leakage["checks"]
+    if found["near"] is not None:
+        assert options.near is not None  # the near-duplicate rounds ran
+        near = found["near"]
+        stats["near_duplicates"] = {k: v for k, v in near.items() if k != "leakage"}
+        leakage["near_duplicates"] = {
+            "settings": options.near.as_dict(), **near["leakage"],
+            "scope": "verified near-duplicate hypotheses of the pairs before the balance cut"}
+    stats["markers"] = {l: dict(sorted(m.items(), key=lambda kv: (-kv[1], kv[0]))[:15])
+                        for l, m in sorted(markers.items())}
+    if "source" in columns:
+        stats["sources"] = dict(sorted(sources.items()))
+    stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
+    dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
+    for line in card.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
+        ctx.warn(f"splits: {line}")
+    build = card.build_info(ctx)
+    with tempfile.TemporaryDirectory() as local_tmp:
+        local = Path(local_tmp)
+        card.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,
+                              schema=schema, lang=ctx.lexicon.lang,
+                              license=card.corpus_licenses(ctx.corpora, options.license), leakage=leakage,
+                              pairs_stats=ctx.stats.get("pairs"), sentences_stats=ctx.stats.get("sentences"),
+                              num_bytes=num_bytes, chart=not found["chart"],
+                              examples=found["examples"], charts=found["charts"])
+        for f in sorted(local.iterdir()):
+            fs.write_bytes(fs.join(target, f.name), f.read_bytes())
+    return stats
 
 
 def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
@@ -365,3 +383,6 @@ def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
             missing = [l for l in labels if not counts.get((split, corpus, l))]
             ctx.warn(f"splits: {split} of corpus {corpus} is empty after --balance {balance}"
                      + (f" (no {', '.join(missing)} pairs there)" if missing else ""))
+
+
+STAGE = SplitsStage()

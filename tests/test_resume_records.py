@@ -1,0 +1,80 @@
+"""The completion records of `--resume` (extractor/engine/records.py, extractor/runs/run.py)
+across versions of the code: a run recorded by the code before the stage contract
+(`extractor/engine/stage.py`) is continued, and records that do not fit are redone or
+refused in one line. No Spark: the records only."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from extractor import runs
+from extractor.engine.records import Progress
+from extractor.engine.runner import InProcessRunner
+from extractor.job.paths import resolve_job_args
+from extractor.lexicon.lexicon import load_lexicon
+from jobs import extract
+
+# The settings of `--lang ro` as the code before the stage contract recorded them in
+# `_progress/run.json` (its `run_fingerprint`: the lexicon's neutral mix filled in).
+PREVIOUS_RO = {
+    "balance": ["downsample"], "corpus": None, "files_per_table": 4, "genre": None, "genre_field": "genre",
+    "id_field": "id", "input": None, "lang": "ro", "license": "cc-by-sa-4.0", "manifest": None,
+    "max_eval_per_corpus": 15000, "min_chars": 50, "near_duplicate_bands": 20, "near_duplicate_permutations": 120,
+    "near_duplicate_shingle": 1, "near_duplicate_threshold": 0.8, "near_duplicates": "on",
+    "neutral_mix": "second_random=1", "neutral_ratio": 1.0, "no_label_filter": None, "phrase_set": None,
+    "pos_filter": "auto", "pos_words": "on", "punkt_params": None, "punkt_sample_mb": 4.0, "seed": 0,
+    "spacy_model": None, "split_ratios": "0.8,0.1,0.1", "stages": "all", "start_at": "sentences",
+    "text_field": "text", "title_field": "title", "unit_mb": 8}
+
+
+def _fingerprint(*argv: str) -> dict:
+    args = resolve_job_args(extract.build_parser().parse_args(["--lang", "ro", *argv]))
+    extract._import_run_modules()
+    return extract.run_fingerprint(args, load_lexicon("ro"), [])
+
+
+def test_the_fingerprint_holds_the_settings_the_previous_code_recorded():
+    assert _fingerprint()["settings"] == PREVIOUS_RO
+    # a flag given wins over the lexicon's choice, as before
+    assert _fingerprint("--neutral-mix", "both_random=1")["settings"]["neutral_mix"] == "both_random=1"
+
+
+def _killed_run(root: str, settings: dict) -> str:
+    """A run started with `settings` and killed before publishing: its run.json is left."""
+    run = runs.Run.open(root, "jobs/extract.py --lang ro", fingerprint={**_fingerprint(), "settings": settings})
+    run.release()
+    return run.run_id
+
+
+def test_a_run_the_previous_code_recorded_is_resumed(tmp_path):
+    killed = _killed_run(str(tmp_path), PREVIOUS_RO)
+    again = runs.Run.open(str(tmp_path), "jobs/extract.py --lang ro --resume", fingerprint=_fingerprint(),
+                          resume=True)
+    try:
+        assert again.resumed == killed
+    finally:
+        again.release()
+
+
+def test_a_run_recorded_with_other_settings_is_refused_in_one_line(tmp_path):
+    _killed_run(str(tmp_path), {**PREVIOUS_RO, "neutral_mix": "both_random=1"})
+    with pytest.raises(runs.ResumeError) as caught:
+        runs.Run.open(str(tmp_path), "jobs/extract.py --lang ro --resume", fingerprint=_fingerprint(), resume=True)
+    message = caught.value.one_line()
+    assert "\n" not in message and "--neutral-mix differs" in message and "without --resume" in message
+
+
+@pytest.mark.parametrize("plan_record", [b"{not json", b'{"units": [], "format": "older"}'])
+def test_a_stage_plan_record_that_does_not_fit_is_redone(tmp_path, plan_record):
+    """A stage's plan record that is unreadable or of another plan: the stage starts over
+    (its round records are cleared), it never reads a result it cannot trust."""
+    progress = Progress(str(tmp_path / "_progress"), resuming=True)
+    folder = tmp_path / "_progress" / "pairs"
+    (folder / "rounds" / "marked").mkdir(parents=True)
+    (folder / "plan.json").write_bytes(plan_record)
+    (folder / "rounds" / "marked" / "000000.json").write_text(json.dumps({"i": 0, "task": 0, "result": {"x": 1}}))
+    runner = progress.runner("pairs", InProcessRunner())
+    assert runner.plan({"units": [["a", 0]], "buckets": 2, "files": 4, "model": None}) is False
+    assert not (folder / "rounds").exists()
+    assert json.loads((folder / "plan.json").read_text())["buckets"] == 2

@@ -37,6 +37,7 @@ from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402
 from extractor.pairs.label_filters import parse_disabled  # noqa: E402
+from extractor.pairs import filters  # noqa: E402
 from extractor.engine.records import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
 from extractor.spark.runner import run_stage  # noqa: E402
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-label-filter", action="append", default=None, metavar="NAME",
                    help="turn off a part of the lexicon's label filters: context, phrases, neutral, or all; "
                         "repeatable (docs/label-quality.md)")
+    filters.add_arguments(g)
     g.add_argument("--input", action="append", default=None, metavar="PATH",
                    help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
     g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
@@ -189,7 +191,8 @@ def _main(args, argv) -> int:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
     to_run = list(STAGES[first:last + 1])
 
-    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter))
+    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter),
+                           pair_filters=filters.parse_enabled(args.pair_filter))
     if args.neutral_mix is None:  # the language's measured choice (label_filters.neutral_mix), else every strategy
         args.neutral_mix = lexicon.label_filters.neutral_mix or neutral.DEFAULT_MIX
     if args.manifest:

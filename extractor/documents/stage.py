@@ -32,7 +32,7 @@ from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          punkt_key, punkt_parameters, sum_counts)
-from extractor.documents.units import UnitError, list_units
+from extractor.documents.formats import UnitError, list_units
 from extractor.io import fs
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import Options, add_arguments  # noqa: F401

@@ -5,6 +5,7 @@
     JSONL                                     byte ranges of lines (.gz/.bz2: one unit)
     a folder of .txt files                    groups of consecutive files
     Parquet                                   groups of consecutive row groups
+    CSV/TSV                                   one unit per file, read as a stream
 
 Each format lists its own units (`extractor/documents/formats/`, one module a format;
 `formats.list_units` lists every input); this module holds what they share. A unit's

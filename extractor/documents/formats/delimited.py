@@ -4,9 +4,10 @@
 hold commas, quotes and line breaks). Comma-separated for `.csv`, tab-separated for `.tsv`
 (each also `.gz`/`.bz2`). A file is one unit, read as a stream: a quoted field may hold a
 line break, so a line of the file is not a row boundary and the file cannot be cut at an
-arbitrary byte (several files are several units). A row with more or fewer fields than
-the header is counted as `documents_dropped.malformed_row`; text that is not UTF-8, or
-quoting the CSV reader refuses, is a one-line error with the file and its line."""
+arbitrary byte (several files are several units). A document without an id column is
+`<file>@<line>`, the line its row starts on. A row with more or fewer fields than the
+header is counted as `documents_dropped.malformed_row`; text that is not UTF-8, or quoting
+the CSV reader refuses, is a one-line error with the file (and its line)."""
 from __future__ import annotations
 
 import csv
@@ -28,13 +29,16 @@ def delimiter(path: str) -> str:
 
 
 def rows(path: str) -> Iterator[tuple[int, list[str]]]:
-    """(line of the file where the row ends, fields) of every row of a CSV/TSV file, the
-    header first; blank lines left out. Quoting the reader refuses is an `InputError`."""
+    """(line of the file where the row starts, fields) of every row of a CSV/TSV file, the
+    header first; blank lines left out. Quoting the reader refuses (strict: a quote inside
+    an unquoted field, a quoted field the file ends in) is an `InputError`: read on, it
+    would run rows together."""
     csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))
     with open_binary(path) as binary:
         text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="")
-        reader = csv.reader(text, delimiter=delimiter(path))
+        reader = csv.reader(text, delimiter=delimiter(path), strict=True)
         while True:
+            start = reader.line_num + 1
             try:
                 row = next(reader)
             except StopIteration:
@@ -43,7 +47,7 @@ def rows(path: str) -> Iterator[tuple[int, list[str]]]:
                 raise InputError(f"{ERROR_MARK}{path}: line {reader.line_num}: not valid CSV ({exc}); "
                                  f"check its quoting") from None
             if row:
-                yield reader.line_num, row
+                yield start, row
 
 
 def header(path: str) -> list[str]:

@@ -36,7 +36,7 @@ from extractor.job.paths import resolve_job_args  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral  # noqa: E402
 from extractor.pairs import options as pairs_options  # noqa: E402
-from extractor.pairs.label_filters import parse_disabled  # noqa: E402
+from extractor.lexicon.label_filters import parse_disabled  # noqa: E402
 from extractor.pairs import filters  # noqa: E402
 from extractor.engine.records import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402

@@ -12,8 +12,8 @@ import yaml
 
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
-from extractor.pairs.label_filters import LabelFilters, added_phrases, compile_filters
-from extractor.pairs.rule_pos import PREFIX, is_rule_model
+from extractor.lexicon.label_filters import LabelFilters, added_phrases, compile_filters
+from extractor.lexicon.rule_pos import PREFIX, is_rule_model
 
 CANONICAL_LABELS = LABELS  # extractor.core.names
 
@@ -56,7 +56,7 @@ class SpacyModel:
     @property
     def install_command(self) -> str:
         if self.name.startswith("rules:"):
-            return "nothing to install (rule-based tagger, extractor/pairs/rule_pos.py)"
+            return "nothing to install (rule-based tagger, extractor/lexicon/rule_pos.py)"
         if self.pip:
             return " ".join(["pip install", *self.pip_options, self.pip])
         return self.install or f"python -m spacy download {self.name}"
@@ -115,7 +115,7 @@ class Lexicon:
     phrase_set: tuple[str, ...] = ()
     phrase_sets_available: tuple[str, ...] = ()
     # `label_filters` compiled, less the parts --no-label-filter turned off
-    # (extractor/pairs/label_filters.py); `measured_precision` as benchmarks/label_precision.py
+    # (extractor/lexicon/label_filters.py); `measured_precision` as benchmarks/label_precision.py
     # wrote it (docs/label-quality.md).
     label_filters: LabelFilters = field(default_factory=LabelFilters)
     measured_precision: dict = field(default_factory=dict)
@@ -196,7 +196,7 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
 
 def model_installed(name: str | None) -> bool:
     """Whether a spaCy model package is importable (without loading it); a rule-based
-    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is there when it is one we have."""
+    tagger ``rules:<lang>`` (extractor/lexicon/rule_pos.py) is there when it is one we have."""
     if not name:
         return False
     if name.startswith(PREFIX):

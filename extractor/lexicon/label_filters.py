@@ -29,7 +29,7 @@ from typing import Callable
 
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS
-from extractor.pairs.matching import phrase_key
+from extractor.lexicon.keys import phrase_key
 
 FILTERS = ("context", "phrases", "neutral")
 REASON_PREFIX = "label_"

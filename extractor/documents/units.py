@@ -25,7 +25,7 @@ from extractor.io import fs
 from extractor.documents.readers import bz2_is_complete
 from extractor.core.errors import UserError
 
-UNITS_WANTED = 32       # a small file is cut into about this many units (of at least 1 MB)
+UNITS_WANTED = 32       # a small file is cut into about this many units (of at least MIN_UNIT bytes)
 MIN_UNIT = 1 << 20
 MAX_FILES_PER_UNIT = 1000
 

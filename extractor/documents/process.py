@@ -17,8 +17,7 @@ import pyarrow.parquet as pq
 from extractor.documents.plan import DocumentsPlan
 from extractor.io import atomic, fs
 from extractor.documents import formats
-from extractor.documents.formats.base import damaged
-from extractor.documents.formats.jsonl import MAX_LISTED_LINES, UnitLines
+from extractor.documents.formats.base import MAX_LISTED_LINES, UnitLines, damaged
 from extractor.documents.readers import PageError, first_line_numbers, plain_paragraphs
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)

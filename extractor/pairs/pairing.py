@@ -136,8 +136,9 @@ def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = No
             if verdict:
                 pair.reject = verdict if isinstance(verdict, str) else rule.name
                 break
-        if candidate.premise_rule is not None and candidate.premise_rule[0] is not None:
-            pair.premise, pair.premise_stripped = candidate.premise_rule
+        made = candidate.premise_rule
+        if made is not None and made[0] is not None:  # the premise rule ran and made a premise
+            pair.premise, pair.premise_stripped = made[0], made[1]
         out.append(pair)
     return out
 

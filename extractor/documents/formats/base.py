@@ -4,6 +4,7 @@ it lists and reads) and what its reader feeds (`DocumentSink`, a
 `extractor.documents.formats` lists them."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, ClassVar, Iterable, Protocol
 
 from extractor.core.errors import ERROR_MARK, InputError
@@ -11,12 +12,46 @@ from extractor.documents.readers import CorruptData
 from extractor.documents.units import Listing, WorkUnit
 from extractor.io import fs
 
+MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json
+
+
+class UnitLines:
+    """The lines of one work unit read line by line (JSONL): how many start in it
+    (numbered from 0 within the unit; the driver adds the lines of the file's units before
+    it, `first_line_numbers`), how many are records (not blank), those dropped by reason,
+    and the first MAX_LISTED_LINES dropped: (line in unit, byte offset, reason, what is
+    wrong)."""
+
+    def __init__(self, unit: WorkUnit):
+        self.unit = unit
+        self.lines = 0
+        self.records = 0
+        self.dropped: Counter = Counter()
+        self.listed: list[tuple[int, int, str, str]] = []
+
+    def drop(self, line: int, offset: int, reason: str, problem) -> None:
+        """Line `line` of the unit, at byte `offset`, dropped; `problem()` says why (called
+        only for the listed lines)."""
+        self.dropped[reason] += 1
+        if len(self.listed) < MAX_LISTED_LINES:
+            self.listed.append((line, offset, reason, problem()))
+
+    def count_rows(self, corpus: str) -> list[tuple]:
+        """Count rows (see `process.sum_counts`): one `jsonl_unit` row, one `dropped_line` per listed line."""
+        u = self.unit
+        rows = [(corpus, "jsonl_unit", u.path, self.lines,
+                 {"source": u.source, "unit": u.index, "records": self.records, "dropped": dict(self.dropped)})]
+        rows += [(corpus, "dropped_line", u.path, offset, {"source": u.source, "unit": u.index, "line": line,
+                                                           "reason": reason, "detail": problem})
+                 for line, offset, reason, problem in self.listed]
+        return rows
+
 
 class DocumentSink(Protocol):
     """What a reader hands the documents of its unit to (`process.DocumentProcessor`)."""
-    counts: dict
+    counts: Counter
     warnings: list
-    unit_lines: object
+    unit_lines: UnitLines | None
 
     def wiki_page(self, page, path: str) -> None: ...
 

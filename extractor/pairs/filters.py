@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from extractor.core.errors import UserError
+from extractor.lexicon.label_filters import flag_names
 from extractor.pairs.matching import Match, Matcher
 from extractor.pairs.pos_filter import REASONS as POS_REASONS
 
@@ -163,16 +164,11 @@ def sentence_rules(enabled: Iterable[str] = ()) -> tuple[Callable[[str], bool], 
 
 def parse_enabled(values) -> frozenset[str]:
     """--pair-filter values (repeatable, comma lists allowed) -> the optional rules turned on."""
-    out: set[str] = set()
-    for value in values or ():
-        for name in str(value).split(","):
-            name = name.strip()
-            if not name:
-                continue
-            if name not in OPTIONAL:
-                raise PairFilterError(f"{FLAG}: unknown filter '{name}'; optional filters: {', '.join(OPTIONAL)}")
-            out.add(name)
-    return frozenset(out)
+    names = flag_names(values)
+    for name in names:
+        if name not in OPTIONAL:
+            raise PairFilterError(f"{FLAG}: unknown filter '{name}'; optional filters: {', '.join(OPTIONAL)}")
+    return frozenset(names)
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:

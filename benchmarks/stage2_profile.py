@@ -36,7 +36,7 @@ from extractor.engine.runner import InProcessRunner  # noqa: E402  (after the re
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs import neutral as nt  # noqa: E402
 from extractor.pairs import stage as ps  # noqa: E402
-from extractor.pairs.label_filters import parse_disabled  # noqa: E402
+from extractor.lexicon.label_filters import parse_disabled  # noqa: E402
 from tests.one_process import pairs_in_one_process  # noqa: E402
 
 

@@ -34,7 +34,8 @@ from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
 from extractor.job.stages import BY_NAME, NAMES, STAGES, input_table, writer  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
-from extractor.pairs.label_filters import parse_disabled  # noqa: E402
+from extractor.lexicon.label_filters import parse_disabled  # noqa: E402
+from extractor.pairs import filters  # noqa: E402
 from extractor.engine.records import PROGRESS, Progress  # noqa: E402
 from extractor.spark import gateway  # noqa: E402
 from extractor.spark.jvm import archive_pending  # noqa: E402
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-label-filter", action="append", default=None, metavar="NAME",
                    help="turn off a part of the lexicon's label filters: context, phrases, neutral, or all; "
                         "repeatable (docs/label-quality.md)")
+    filters.add_arguments(g)
     g.add_argument("--input", action="append", default=None, metavar="PATH",
                    help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
     g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
@@ -183,7 +185,8 @@ def _main(args, argv, explicit_license: str | None = None) -> int:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
     to_run = list(NAMES[first:last + 1])
 
-    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter))
+    lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter),
+                           pair_filters=filters.parse_enabled(args.pair_filter))
     if args.manifest:
         if args.input or args.corpus:
             raise InputError("--manifest and --input/--corpus exclude each other")

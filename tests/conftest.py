@@ -19,6 +19,19 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+SPARK_FIXTURES = {"spark", "spark_cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that takes a Spark fixture is marked `spark` (so `-m "not spark"` starts no
+    Spark): refused at collection otherwise. A test that starts Spark another way (the job
+    in a subprocess) carries the mark by hand."""
+    unmarked = [item.nodeid for item in items
+                if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("spark") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that use a Spark fixture lack @pytest.mark.spark: " + ", ".join(unmarked))
+
+
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")

@@ -1,4 +1,4 @@
-"""Lexicon discovery (extractor/lexicon/discovery.py, `python -m extractor.lexicon.discover`): candidates,
+"""Lexicon discovery (extractor/lexicon/phrase_mining.py, `python -m extractor.lexicon.discover`): candidates,
 scores computed by hand, label pre-filling, the draft and its promotion."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from extractor.lexicon import discovery as dsc
+from extractor.lexicon import phrase_mining as dsc
 from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import REPO
 

@@ -167,6 +167,8 @@ def test_round_status_prints_updates_then_a_closing_line():
     assert sc.props["spark.jobGroup.id"] is None
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_run_prints_progress_lines_and_the_end_summary_and_counters_only_with_verbose(spark, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["--lang", "ro", "--output", str(out)]) == 0

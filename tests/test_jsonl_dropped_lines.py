@@ -15,7 +15,7 @@ from extractor.documents.process import (MAX_LISTED_LINES, check_dropped_lines, 
 from extractor.core.errors import InputError
 from extractor.documents.readers import first_line_numbers, jsonl_lines, line_problem
 from extractor.documents.segment import params_to_dict, save_params, train_punkt
-from extractor.documents.units import list_units
+from extractor.documents.formats import list_units
 from extractor.job.inputs import CorpusSpec
 from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main

@@ -1,4 +1,4 @@
-"""Label filters (extractor/pairs/label_filters.py), the lexicons' measured precision and the
+"""Label filters (extractor/lexicon/label_filters.py), the lexicons' measured precision and the
 card's estimate (extractor/statistics/precision.py). docs/label-quality.md."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import yaml
 from statsmodels.stats.proportion import proportion_confint
 
 from extractor.lexicon.lexicon import load_lexicon
-from extractor.pairs.label_filters import PHRASE_DROPPED, LabelFilterError, parse_disabled
+from extractor.lexicon.label_filters import PHRASE_DROPPED, LabelFilterError, parse_disabled
 from extractor.pairs.matching import matcher_for
 from extractor.pairs.pairing import Document, marked_members, marked_pairs
 from extractor.statistics import precision

@@ -31,6 +31,7 @@ from tests.conftest import REPO
 from tests.run_hashes import published_hashes
 
 pytest.importorskip("pyspark")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # five runs of the job each
 
 FLAGS = ["--lang", "ro", "--master", "local[2]", "--unit-mb", "0.02", "--pos-filter", "off"]
 

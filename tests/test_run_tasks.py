@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from extractor.spark import session
 from extractor.spark.session import pack, run_tasks
@@ -41,6 +42,7 @@ def test_memory_is_handed_back_between_a_spark_tasks_tasks_not_after_the_last(mo
     assert calls == [10, 11, 12]
 
 
+@pytest.mark.spark
 def test_run_tasks_returns_results_in_task_order_however_tasks_are_grouped(spark):
     tasks = [{"n": n} for n in range(11)]
     costs = [float((n * 7) % 5) for n in range(11)]
@@ -52,6 +54,7 @@ def test_run_tasks_returns_results_in_task_order_however_tasks_are_grouped(spark
     assert run_tasks(spark, fn, [], costs=[]) == []
 
 
+@pytest.mark.spark
 def test_packed_rounds_share_one_prepared_frame_and_each_runs_its_own_function(spark):
     """Packed rounds run through one DataFrame per task count (planned once); each job
     carries its own function and tasks, and the local property is cleared afterwards."""
@@ -65,6 +68,7 @@ def test_packed_rounds_share_one_prepared_frame_and_each_runs_its_own_function(s
     assert spark.sparkContext.getLocalProperty(session.ROUND_PROPERTY) is None
 
 
+@pytest.mark.spark
 def test_every_task_freezes_what_its_worker_holds_so_the_daemons_collection_after_it_is_cheap(spark):
     """PySpark's daemon runs a full `gc.collect()` after every task of a reused worker; each
     kind of round ends with `task_done`, so the next task on that worker finds the earlier
@@ -84,6 +88,7 @@ def test_every_task_freezes_what_its_worker_holds_so_the_daemons_collection_afte
     assert all(n > 0 for counts in reused for n in counts[1:]), by_worker
 
 
+@pytest.mark.spark
 def test_the_session_talks_to_its_python_workers_over_a_unix_socket(spark):
     """Over local TCP every job of Python tasks waited about 36 ms longer; the tasks above
     ran over the Unix domain socket `get_session` asks for."""
@@ -99,6 +104,8 @@ def test_the_session_talks_to_its_python_workers_over_a_unix_socket(spark):
     assert run_tasks(spark, lambda t: {"t": t}, [1, 2], costs=[1.0, 1.0]) == [{"t": 1}, {"t": 2}]
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_spark_submit_conf_keeps_its_value_over_the_sessions_default(tmp_path):
     """Under spark-submit the JVM runs before `get_session` builds the session, and the
     builder's settings would override spark-submit's: `--conf
@@ -123,6 +130,7 @@ def test_a_spark_submit_conf_keeps_its_value_over_the_sessions_default(tmp_path)
     assert "UDS=false" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.spark
 def test_task_done_freezes_no_garbage_so_a_worker_does_not_grow(spark):
     """`task_done` collects before it freezes: a cycle a task leaves behind is freed, not
     frozen for the life of the worker (frozen, each task's 150,000-node cycle would stay:
@@ -200,6 +208,7 @@ def _per_worker(out: list) -> list[list[dict]]:
     return runs
 
 
+@pytest.mark.spark
 def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(spark):
     """A Spark task runs several of a round's tasks (a packed group here: three per core);
     each starts after the memory of the one before was handed back (`_task_results`), not from
@@ -210,6 +219,7 @@ def test_each_task_of_a_spark_task_starts_with_the_last_ones_memory_handed_back(
         assert all(later["start"] < rs[0]["start"] + 60 for later in rs[1:]), rs
 
 
+@pytest.mark.spark
 def test_a_round_that_reuses_memory_hands_it_back_at_the_end_of_each_spark_task(spark):
     """With ``reuse_memory`` (stage 3's rounds) the tasks of one Spark task start from the
     pages the one before freed, and reuse them: the worker holds about 200 MB more at the

@@ -14,7 +14,7 @@ from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import process_unit
 from extractor.documents.readers import open_binary, parse_page_record, stream_page_records
 from extractor.documents.segment import load_params, params_to_dict
-from extractor.documents.units import list_units
+from extractor.documents.formats import list_units
 from extractor.job.inputs import CorpusSpec
 from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main

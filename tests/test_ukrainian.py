@@ -8,7 +8,7 @@ import pytest
 
 from extractor.lexicon.lexicon import load_lexicon
 from extractor.pairs import pos_filter as pf
-from extractor.pairs import rule_pos
+from extractor.lexicon import rule_pos
 from extractor.pairs.matching import Matcher
 from tests.conftest import shared_file
 

@@ -1,5 +1,5 @@
-"""Stage 1 per work unit, without an engine: the documents of one unit (`read_unit`: the
-format dispatch, UTF-8 and truncation handling) -> sentence rows (`DocumentProcessor`:
+"""Stage 1 per work unit, without an engine: the documents of one unit (`read_unit`, with
+the reader of its format, extractor/documents/formats/) -> sentence rows (`DocumentProcessor`:
 cleaning, segmentation, counts) -> one Parquet file per unit (`SentenceFileWriter`); the
 Punkt sample and training on the driver, and the stats from the units' count rows.
 `extractor.documents.stage` plans the units and hands `process_unit` to a runner.
@@ -16,19 +16,18 @@ import pyarrow.parquet as pq
 
 from extractor.documents.plan import DocumentsPlan
 from extractor.io import atomic, fs
-from extractor.documents.readers import (CorruptData, PageError, first_line_numbers, json_document, jsonl_lines,
-                                         line_problem, plain_paragraphs, stream_pages, wiki_unit_pages)
+from extractor.documents import formats
+from extractor.documents.formats.base import MAX_LISTED_LINES, UnitLines, damaged
+from extractor.documents.readers import PageError, first_line_numbers, plain_paragraphs
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
 from extractor.core.errors import ERROR_MARK, InputError
-from extractor.core.hashing import stable_hex
 from extractor.core.schemas import SENTENCES
 from extractor.documents.units import WorkUnit
 from extractor.documents.wikitext import clean_page, page_skip_reason
 from extractor.io.parquet_writer import partition_dir
 
 MAX_LISTED_ERRORS = 100
-MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json
 # A JSONL line dropped for one of these means a wrong file or flag when it is most of a file.
 WRONG_INPUT = {"malformed_json": "malformed", "truncated": "malformed", "no_text_field": "field",
                "text_not_a_string": "field"}
@@ -37,37 +36,6 @@ ROW_GROUP = 65536
 # version) on every filesystem.
 PARQUET_OPTIONS = {"compression": "snappy", "version": "2.6", "data_page_version": "1.0", "use_dictionary": True,
                    "write_statistics": True, "data_page_size": 1 << 20}
-
-
-class UnitLines:
-    """The lines of one JSONL work unit: how many start in it (numbered from 0 within the
-    unit; the driver adds the lines of the file's units before it, `first_line_numbers`),
-    how many are records (not blank), those dropped by reason, and the first
-    MAX_LISTED_LINES dropped: (line in unit, byte offset, reason, what is wrong)."""
-
-    def __init__(self, unit: WorkUnit):
-        self.unit = unit
-        self.lines = 0
-        self.records = 0
-        self.dropped: Counter = Counter()
-        self.listed: list[tuple[int, int, str, str]] = []
-
-    def drop(self, line: int, offset: int, reason: str, problem) -> None:
-        """Line `line` of the unit, at byte `offset`, dropped; `problem()` says why (called
-        only for the listed lines)."""
-        self.dropped[reason] += 1
-        if len(self.listed) < MAX_LISTED_LINES:
-            self.listed.append((line, offset, reason, problem()))
-
-    def count_rows(self, corpus: str) -> list[tuple]:
-        """Count rows (see `sum_counts`): one `jsonl_unit` row, one `dropped_line` per listed line."""
-        u = self.unit
-        rows = [(corpus, "jsonl_unit", u.path, self.lines,
-                 {"source": u.source, "unit": u.index, "records": self.records, "dropped": dict(self.dropped)})]
-        rows += [(corpus, "dropped_line", u.path, offset, {"source": u.source, "unit": u.index, "line": line,
-                                                           "reason": reason, "detail": problem})
-                 for line, offset, reason, problem in self.listed]
-        return rows
 
 
 class DocumentProcessor:
@@ -215,117 +183,16 @@ def _segmenter(punkt: dict, key: str | None = None):
 
 
 def read_unit(unit: WorkUnit, plan: DocumentsPlan, proc: DocumentProcessor, enough=lambda: False) -> None:
-    """Feed the documents of one work unit to `proc` (through extractor.io.fs); `enough()`
-    stops early (the Punkt sample). Input damage that cannot be a counted skip raises
-    InputError with one line naming the file and the byte offset."""
-    corpus = plan.corpora[unit.corpus]
-    path = unit.path
+    """Feed the documents of one work unit to `proc` (through extractor.io.fs) with the
+    reader of its format (`formats.for_unit`); `enough()` stops early (the Punkt sample).
+    Input damage that cannot be a counted skip raises InputError with one line naming the
+    file and the byte offset."""
     try:
-        if unit.kind in ("wiki-range", "wiki-stream"):
-            state: dict = {}
-            pages = (wiki_unit_pages(path, unit.lo, unit.hi, state) if unit.kind == "wiki-range"
-                     else stream_pages(path, unit.encoding, state))
-            for page in _read(path, pages):
-                proc.wiki_page(page, path)
-                if enough():
-                    return
-            if unit.kind == "wiki-stream" and not state.get("closed"):
-                proc.counts["inputs_damaged", "no_closing_tag"] += 1
-                proc.warnings.append((path, f"{path}: the dump does not end with </mediawiki>: it was cut off (a "
-                                            f"failed download?); the pages before the cut are read, a page cut in "
-                                            f"the middle is counted as documents_dropped.truncated"))
-        elif unit.kind in ("jsonl-range", "jsonl-stream"):
-            fields = corpus["fields"]
-            name = fs.basename(path)
-            lines = proc.unit_lines = UnitLines(unit)
-            for offset, raw in _read(path, jsonl_lines(path, unit.lo, unit.hi, unit.kind == "jsonl-stream")):
-                at = lines.lines
-                lines.lines += 1
-                if raw.strip():
-                    lines.records += 1
-                try:
-                    line = raw.decode("utf-8-sig" if offset == 0 else "utf-8")
-                except UnicodeDecodeError as exc:
-                    proc.drop("invalid_utf8")
-                    message = f"not valid UTF-8 at byte {offset + exc.start} ({raw[exc.start:exc.start + 4]!r})"
-                    proc.bad_utf8(path, offset + exc.start, message)
-                    lines.drop(at, offset, "invalid_utf8", lambda message=message: message)
-                    continue
-                doc = json_document(line, fields)
-                if isinstance(doc, str):
-                    if doc == "empty_line":
-                        continue
-                    if doc == "malformed_json" and not raw.endswith(b"\n") and offset + len(raw) >= fs.size(path):
-                        doc = "truncated"  # the last line of a file cut off
-                    proc.drop(doc)
-                    lines.drop(at, offset, doc, lambda line=line, doc=doc: line_problem(line, doc, fields))
-                    continue
-                doc_id, title, genre, text = doc
-                proc.plain_document(doc_id or f"{name}@{offset}", title, genre, text)
-                if enough():
-                    return
-        elif unit.kind == "text-files":
-            for file_path, rel in unit.files:
-                data = fs.read_bytes(file_path)
-                try:
-                    text = data.decode("utf-8-sig")
-                except UnicodeDecodeError as exc:
-                    proc.drop("invalid_utf8")
-                    proc.bad_utf8(file_path, exc.start, f"not valid UTF-8 at byte {exc.start} "
-                                                        f"({data[exc.start:exc.start + 4]!r})")
-                    continue
-                proc.plain_document(rel, rel, None, text)
-                if enough():
-                    return
-        elif unit.kind == "parquet":
-            _read_parquet(unit, corpus["fields"], proc, enough)
-        else:
-            raise InputError(f"{path}: unknown work unit kind '{unit.kind}'")
+        formats.for_unit(unit).read(unit, plan.corpora[unit.corpus]["fields"], proc, enough)
     except fs.FsError as exc:  # the user's file; not the sentence file this task writes
-        if exc.path != path and exc.path not in {f for f, _ in unit.files}:
+        if exc.path != unit.path and exc.path not in {f for f, _ in unit.files}:
             raise
-        raise _damaged(path, exc) from None
-
-
-def _read(path: str, items):
-    """What a reader yields from the user's file `path`, its damage met while reading it
-    (corrupt or truncated compressed data, text that is not in its encoding, the file
-    gone) raised as one marked line that names the file (`ERROR_MARK`: the driver prints
-    it). What the caller does with each item is outside: a failure there is its own."""
-    items = iter(items)
-    while True:
-        try:
-            item = next(items)
-        except StopIteration:
-            return
-        except (CorruptData, UnicodeError, EOFError, fs.FsError) as exc:
-            raise _damaged(path, exc) from None
-        yield item
-
-
-def _damaged(path: str, exc: BaseException) -> InputError:
-    if isinstance(exc, CorruptData):
-        return InputError(f"{ERROR_MARK}{path}: {exc}; the file is damaged: download it again")
-    msg = str(exc) if str(exc).startswith(path) else f"{path}: {exc}"
-    return InputError(f"{ERROR_MARK}{msg}")
-
-
-def _read_parquet(unit: WorkUnit, fields: dict, proc: DocumentProcessor, enough) -> None:
-    with fs.open_input(unit.path) as fh:
-        pf = pq.ParquetFile(fh)
-        names = pf.schema_arrow.names
-        wanted = {k: fields[k] for k in ("text_field", "id_field", "title_field", "genre_field") if fields[k] in names}
-        for batch in pf.iter_batches(row_groups=range(unit.lo, unit.hi), columns=sorted(set(wanted.values()))):
-            cols = {k: batch.column(v).to_pylist() for k, v in wanted.items()}
-            for i, text in enumerate(cols["text_field"]):
-                def opt(key, cols=cols, i=i):
-                    value = cols[key][i] if key in cols else None
-                    return None if value is None else str(value)
-                doc_id = opt("id_field")
-                proc.plain_document(doc_id if doc_id is not None else stable_hex(text or ""), opt("title_field"),
-                                    opt("genre_field"), text)
-                if enough():
-                    return
+        raise damaged(unit.path, exc) from None
 
 
 class SentenceColumns:

@@ -33,7 +33,8 @@ from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          punkt_key, punkt_parameters, sum_counts)
-from extractor.documents.units import Listing, UnitError, list_units
+from extractor.documents.formats import list_units
+from extractor.documents.units import Listing, UnitError
 from extractor.engine.stage import Planned, Stage
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
 from extractor.documents.options import SPEC, Options, add_arguments  # noqa: F401

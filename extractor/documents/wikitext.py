@@ -1,8 +1,8 @@
 """Wikitext -> sections -> paragraphs of plain text (pure Python, no Spark).
 
-Speed: mwparserfromhell is the slow part of cleaning (DESIGN.md: parse is ~71% of the time
-and most of a page's bytes are templates, refs, tables and comments that are thrown away
-anyway). So `clean_page` first cuts those with linear string scanners (regular expressions
+Speed: mwparserfromhell is the slow part of cleaning, and most of a page's bytes are
+templates, refs, tables and comments that are thrown away anyway (docs/cleaning.md "How it
+is fast" has the figures). So `clean_page` first cuts those with linear string scanners (regular expressions
 and brace/bracket counters), drops list lines, splits headings and paragraphs line by
 line, rewrites quotes, plain links and HTML tags of each paragraph with regular
 expressions, and only hands paragraphs whose link markup is still not plain (a tag inside a

@@ -11,9 +11,10 @@ import yaml
 
 from extractor import runs
 from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError, yaml_problem
+from extractor.documents import formats
 from extractor.io import fs
 
-FORMATS = ("mediawiki", "text", "jsonl", "parquet")
+FORMATS = formats.NAMES  # extractor/documents/formats: one module a format
 ROLES = ("train", "test-only")
 # Per-format options a manifest entry (or --text-field & co.) may set.
 DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title", "genre_field": "genre"}
@@ -23,7 +24,7 @@ DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title
 class CorpusSpec:
     name: str
     genre: str
-    format: str            # 'mediawiki' | 'text' | 'jsonl' | 'parquet'
+    format: str            # the name of one of `formats.FORMATS`: 'mediawiki', 'text', 'jsonl', ...
     paths: list[str]       # files (directories and globs already expanded for local paths)
     role: str = "train"    # 'train' | 'test-only'
     options: dict = field(default_factory=dict)
@@ -36,18 +37,11 @@ class CorpusSpec:
 
 def guess_format(path: str) -> str:
     """The reader for a file or directory, from its name (a directory is a txt corpus)."""
-    low = path.lower()
-    for suffix in (".bz2", ".gz"):
-        if low.endswith(suffix):
-            low = low[: -len(suffix)]
-    if low.endswith(".xml"):
-        return "mediawiki"
-    if low.endswith((".jsonl", ".json", ".ndjson")):
-        return "jsonl"
-    if low.endswith(".parquet"):
-        return "parquet"
-    if low.endswith(".txt") or _is_dir(path):
-        return "text"
+    fmt = formats.from_name(path)
+    if fmt is not None:
+        return fmt.name
+    if _is_dir(path):
+        return formats.FOLDER_DEFAULT.name
     raise InputError(f"{path}: cannot tell the format from the name; use --manifest with "
                      f"format: one of {', '.join(FORMATS)}")
 
@@ -57,14 +51,6 @@ def _is_dir(path: str) -> bool:
         return fs.is_dir(path)
     except fs.FsError:
         return False
-
-
-_EXTENSIONS = {
-    "mediawiki": (".xml", ".xml.bz2", ".xml.gz"),
-    "text": (".txt",),
-    "jsonl": (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".jsonl.bz2"),
-    "parquet": (".parquet",),
-}
 
 
 def expand_paths(path: str, fmt: str | None = None) -> list[str]:
@@ -82,11 +68,11 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
         if not fs.exists(path):
             raise InputError(f"{path}: no such file or directory")
         if fs.is_dir(path):
-            fmt = fmt or "text"
-            files = [f for f, _ in fs.list_files(path) if f.lower().endswith(_EXTENSIONS[fmt])]
-            if fmt == "text":
-                return [path if fs.is_uri(path) else str(Path(path))] if files else _empty(path, fmt)
-            return files or _empty(path, fmt)
+            reader = formats.get(fmt) if fmt else formats.FOLDER_DEFAULT
+            files = [f for f, _ in fs.list_files(path) if f.lower().endswith(reader.files_of_folder())]
+            if reader.reads_folders:
+                return [path if fs.is_uri(path) else str(Path(path))] if files else _empty(path, reader)
+            return files or _empty(path, reader)
         if fs.size(path) == 0:
             raise InputError(f"{path}: the file is empty")
     except fs.FsError as exc:
@@ -94,8 +80,9 @@ def expand_paths(path: str, fmt: str | None = None) -> list[str]:
     return [path if fs.is_uri(path) else str(Path(path))]
 
 
-def _empty(p, fmt: str):
-    raise InputError(f"{p}: the directory holds no {' / '.join(_EXTENSIONS[fmt])} file for the {fmt} reader")
+def _empty(p, reader: formats.InputFormat):
+    raise InputError(f"{p}: the directory holds no {' / '.join(reader.files_of_folder())} file for the "
+                     f"{reader.name} reader")
 
 
 def _dir_format(path: str) -> str:
@@ -103,20 +90,17 @@ def _dir_format(path: str) -> str:
     try:
         if not fs.is_dir(path):
             return guess_format(path)
-        names = [f.lower() for f, _ in fs.list_files(path)]
+        names = [f for f, _ in fs.list_files(path)]
     except fs.FsError as exc:
         raise InputError(str(exc)) from None
-    for fmt in ("mediawiki", "jsonl", "parquet", "text"):
-        if any(name.endswith(_EXTENSIONS[fmt]) for name in names):
-            return fmt
-    return "text"
+    return formats.of_files(names).name
 
 
 def corpus_name_for(path: str) -> str:
     """A default corpus name from a file name: 'rowiki-20240101-pages-articles.xml.bz2' ->
     'rowiki-20240101-pages-articles'."""
     name = Path(path.rstrip("/")).name
-    for suffix in (".bz2", ".gz", ".xml", ".jsonl", ".json", ".ndjson", ".parquet", ".txt"):
+    for suffix in (*formats.COMPRESSED, *(s for f in formats.FORMATS for s in f.suffixes)):
         if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "corpus"
@@ -132,7 +116,7 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None,
         fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or fs.is_uri(raw) else guess_format(raw)
         paths = expand_paths(raw, fmt)
         specs.append(CorpusSpec(name=corpus or corpus_name_for(raw),
-                                genre=genre or ("wikipedia" if fmt == "mediawiki" else "unknown"),
+                                genre=genre or formats.get(fmt).genre,
                                 format=fmt, paths=paths, role="train", options=dict(options or {})))
     _check_unique(specs, "--input")
     return specs

@@ -4,7 +4,7 @@
     python -m extractor.lexicon.discover --promote draft-uk.yaml        # the labelled phrases as a `phrases:` block
 
 Pure Python over the Parquet sentence table (pyarrow + polars); no Spark. The logic and
-every score are in `extractor/lexicon/discovery.py`; the workflow from a raw dump to a first corpus
+every score are in `extractor/lexicon/phrase_mining.py`; the workflow from a raw dump to a first corpus
 is in phrase_lexicons/README.md ("Discovering phrases for a new language").
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from extractor.core.errors import UserError, yaml_problem
-from extractor.lexicon import discovery
+from extractor.lexicon import phrase_mining
 from extractor.lexicon.lexicon import LexiconError, available_languages, load_lexicon
 
 
@@ -35,11 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, default=200, help="candidates written to the draft (default 200)")
     p.add_argument("--min-count", type=int, default=5, help="at least this many sentences (default 5)")
     p.add_argument("--min-docs", type=int, default=2, help="in at least this many documents (default 2)")
-    p.add_argument("--max-words", type=int, default=discovery.MAX_WORDS, help="longest phrase in words (default 5)")
+    p.add_argument("--max-words", type=int, default=phrase_mining.MAX_WORDS, help="longest phrase in words (default 5)")
     p.add_argument("--sort", default="score", choices=("score", "count", "docs", "lift", "spread", "pairs"))
     p.add_argument("--examples", type=int, default=3, help="example pairs per candidate (default 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random sentences and example choice")
-    p.add_argument("--translations", default=str(discovery.TRANSLATIONS), metavar="TSV",
+    p.add_argument("--translations", default=str(phrase_mining.TRANSLATIONS), metavar="TSV",
                    help="translation table of known connectives (default phrase_lexicons/translations.tsv)")
     p.add_argument("--json", action="store_true", help="print the ranked candidates as JSON")
     p.add_argument("--promote", metavar="DRAFT",
@@ -69,32 +69,32 @@ def run(args) -> int:
         try:
             draft = yaml.safe_load(Path(args.promote).read_text(encoding="utf-8")) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise discovery.DiscoveryError(f"{args.promote}: cannot read the draft lexicon "
-                                           f"({yaml_problem(exc)})") from None
-        phrases = discovery.promote(draft)
+            raise phrase_mining.DiscoveryError(f"{args.promote}: cannot read the draft lexicon "
+                                               f"({yaml_problem(exc)})") from None
+        phrases = phrase_mining.promote(draft)
         if not phrases:
-            raise discovery.DiscoveryError(f"{args.promote}: no candidate has a label yet")
+            raise phrase_mining.DiscoveryError(f"{args.promote}: no candidate has a label yet")
         sys.stdout.write(yaml.safe_dump({"phrases": phrases}, allow_unicode=True, sort_keys=False))
         return 0
     if not args.sentences or not args.lang:
-        raise discovery.DiscoveryError("--sentences and --lang are required (or --promote DRAFT)")
+        raise phrase_mining.DiscoveryError("--sentences and --lang are required (or --promote DRAFT)")
     lexicons = _lexicons(args.lang)
     own = lexicons.get(args.lang)
-    key = discovery.make_key(own.fold_cedilla, own.match_without_diacritics) if own else discovery.make_key()
-    n_docs, documents = discovery.read_sentence_documents(args.sentences, args.corpus)
+    key = phrase_mining.make_key(own.fold_cedilla, own.match_without_diacritics) if own else phrase_mining.make_key()
+    n_docs, documents = phrase_mining.read_sentence_documents(args.sentences, args.corpus)
     try:
         from tqdm import tqdm
         documents = tqdm(documents, total=n_docs, unit="doc", desc="mining", file=sys.stderr,
                          disable=not sys.stderr.isatty())
     except ImportError:  # tqdm comes with the train extra; the mining is seconds anyway
         pass
-    cands, totals = discovery.mine_documents(documents, key=key, max_words=args.max_words, seed=args.seed,
+    cands, totals = phrase_mining.mine_documents(documents, key=key, max_words=args.max_words, seed=args.seed,
                                              n_examples=args.examples)
-    rows = discovery.rank(cands, totals, min_count=args.min_count, min_docs=args.min_docs, sort=args.sort,
+    rows = phrase_mining.rank(cands, totals, min_count=args.min_count, min_docs=args.min_docs, sort=args.sort,
                           n_examples=args.examples)
-    known = discovery.known_labels(args.lang, lexicons, discovery.read_translations(Path(args.translations)))
-    rows = discovery.prefill(rows, known)
-    base = discovery.baseline(totals)
+    known = phrase_mining.known_labels(args.lang, lexicons, phrase_mining.read_translations(Path(args.translations)))
+    rows = phrase_mining.prefill(rows, known)
+    base = phrase_mining.baseline(totals)
     if args.json:
         print(json.dumps({"baseline": base, "candidates": rows[: args.top]}, ensure_ascii=False, indent=1))
     else:
@@ -116,7 +116,7 @@ def run(args) -> int:
             for p, h in r["examples"]:
                 print(f"   - {_short(p, 90)}  =>  {_short(h, 110)}")
     if args.out:
-        draft = discovery.draft_lexicon(args.lang, rows[: args.keep], base, source=str(args.sentences))
+        draft = phrase_mining.draft_lexicon(args.lang, rows[: args.keep], base, source=str(args.sentences))
         header = (f"# Draft lexicon for '{args.lang}' from {args.sentences} (python -m extractor.lexicon.discover).\n"
                   "# Fill `label` (contrasting, entailment, reasoning or null), then:\n"
                   f"#   python -m extractor.lexicon.discover --promote {args.out}\n")

@@ -12,8 +12,8 @@ import yaml
 
 from extractor.core.errors import UserError, yaml_problem
 from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
-from extractor.pairs.label_filters import LabelFilters, added_phrases, compile_filters
-from extractor.pairs.rule_pos import PREFIX, is_rule_model
+from extractor.lexicon.label_filters import LabelFilters, added_phrases, compile_filters
+from extractor.lexicon.rule_pos import PREFIX, is_rule_model
 
 CANONICAL_LABELS = LABELS  # extractor.core.names
 
@@ -56,7 +56,7 @@ class SpacyModel:
     @property
     def install_command(self) -> str:
         if self.name.startswith("rules:"):
-            return "nothing to install (rule-based tagger, extractor/pairs/rule_pos.py)"
+            return "nothing to install (rule-based tagger, extractor/lexicon/rule_pos.py)"
         if self.pip:
             return " ".join(["pip install", *self.pip_options, self.pip])
         return self.install or f"python -m spacy download {self.name}"
@@ -115,10 +115,13 @@ class Lexicon:
     phrase_set: tuple[str, ...] = ()
     phrase_sets_available: tuple[str, ...] = ()
     # `label_filters` compiled, less the parts --no-label-filter turned off
-    # (extractor/pairs/label_filters.py); `measured_precision` as benchmarks/label_precision.py
+    # (extractor/lexicon/label_filters.py); `measured_precision` as benchmarks/label_precision.py
     # wrote it (docs/label-quality.md).
     label_filters: LabelFilters = field(default_factory=LabelFilters)
     measured_precision: dict = field(default_factory=dict)
+    # the optional rules that drop marked pairs the run turned on (--pair-filter,
+    # extractor/pairs/filters.py): like the label filters, part of what the run emits
+    pair_filters: frozenset[str] = frozenset()
 
     def model_info(self, name: str | None) -> SpacyModel | None:
         return next((m for m in self.spacy_models if m.name == name), None)
@@ -193,7 +196,7 @@ def _spacy_models(raw, path: Path) -> tuple[SpacyModel, ...]:
 
 def model_installed(name: str | None) -> bool:
     """Whether a spaCy model package is importable (without loading it); a rule-based
-    tagger ``rules:<lang>`` (extractor/pairs/rule_pos.py) is there when it is one we have."""
+    tagger ``rules:<lang>`` (extractor/lexicon/rule_pos.py) is there when it is one we have."""
     if not name:
         return False
     if name.startswith(PREFIX):
@@ -214,10 +217,11 @@ def preferred_model(models: tuple[SpacyModel, ...], installed=model_installed) -
 
 def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
                  phrase_set: str | tuple[str, ...] | list[str] | None = None,
-                 disabled_filters: frozenset = frozenset()) -> Lexicon:
+                 disabled_filters: frozenset = frozenset(), pair_filters: frozenset = frozenset()) -> Lexicon:
     """Read and validate a lexicon by language code or by file path; ``phrase_set`` names
     phrase sets of its `phrase_sets` to add to `phrases` (--phrase-set, repeatable);
-    ``disabled_filters`` the parts of its `label_filters` to leave out (--no-label-filter)."""
+    ``disabled_filters`` the parts of its `label_filters` to leave out (--no-label-filter);
+    ``pair_filters`` the optional pair filters to apply (--pair-filter)."""
     path = Path(lang_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = lexicon_path(str(lang_or_path), directory)
@@ -282,6 +286,8 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
     identity = ("\0phrase_set=" + ",".join(chosen)).encode() if chosen else b""
     if filters.disabled:  # the filters a run turns off change what it emits
         identity += ("\0no_label_filter=" + ",".join(sorted(filters.disabled))).encode()
+    if pair_filters:
+        identity += ("\0pair_filter=" + ",".join(sorted(pair_filters))).encode()
     return Lexicon(
         lang=str(raw["lang"]), name=str(raw.get("name", raw["lang"])), path=path,
         # a phrase set changes what the lexicon matches: it is part of the identity
@@ -302,7 +308,7 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
         complete_words=_complete_words(pos.get("complete_words"), path),
         stress_tests=raw.get("stress_tests") or {},
         spacy_models=models, phrase_set=chosen, phrase_sets_available=tuple(sorted(sets)),
-        label_filters=filters, measured_precision=measured,
+        label_filters=filters, measured_precision=measured, pair_filters=frozenset(pair_filters),
     )
 
 

@@ -23,8 +23,8 @@ class Settings:
     num_perm: MinHash values per text; bands: LSH bands (``num_perm`` a multiple of it).
       With 120 values in 20 bands of 6, a pair of Jaccard 0.8 shares a band with
       probability 1 - (1 - 0.8**6)**20 = 0.9977, of 0.9: 1.0000, of 0.5: 0.27, of 0.2:
-      0.0013 (bands of 4 rows let 16x more unrelated pairs through: 4.5 candidates per
-      sentence on the ELTeC novels against 0.29).
+      0.0013 (bands of 4 rows let many more unrelated pairs through: docs/neardup.md has
+      the counts).
     seed: draws the hash functions (not the job's seed: signatures stay comparable).
     max_bucket: each text of a bucket is compared with at most this many others (the first
       in id order), so a bucket of a template shared by thousands of texts stays linear.

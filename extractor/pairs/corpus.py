@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from extractor.lexicon.lexicon import MARKED_LABELS
 from extractor.pairs import neutral
-from extractor.pairs.pairing import MARKED_REASONS
+from extractor.pairs.filters import MARKED_REASONS
 from extractor.pairs.pos_filter import REASONS
 
 

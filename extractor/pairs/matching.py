@@ -25,7 +25,8 @@ import unicodedata
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
-from typing import Callable
+
+from extractor.lexicon.keys import collapse, phrase_key
 
 SEPARATORS = ",:;\u2014\u2013"  # comma, colon, semicolon, em dash, en dash
 _OPENING = {"Ps", "Pi"}  # opening brackets and quotes before the first letter
@@ -65,16 +66,6 @@ def recase_first_letter(text: str) -> str:
         if not (ch in "\"'" or unicodedata.category(ch) in _OPENING or ch.isspace()):
             return text
     return text
-
-
-def _collapse(key: str) -> str:
-    return " ".join(key.split())
-
-
-def phrase_key(normalize: Callable[[str], str], text: str) -> str:
-    """The key a phrase is matched by: `normalize` (the lexicon's) of `text`, its
-    whitespace collapsed to single spaces."""
-    return _collapse(normalize(text))
 
 
 def _key_pattern(key: str) -> str:
@@ -221,7 +212,7 @@ class Matcher:
             return None
         group = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
         start, end = m.span(group)
-        label, phrase = self._phrase[_collapse(m.group(group))]
+        label, phrase = self._phrase[collapse(m.group(group))]
         rest = sentence[m.end():].lstrip()
         if not any(ch.isalnum() for ch in rest):
             return None  # nothing left to be a hypothesis ("However.")

@@ -27,15 +27,11 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import numpy as np
 
 from extractor.core.hashing import mix_hash_array, pair_id, stable_hash
-from extractor.pairs.label_filters import REASON_PREFIX
+from extractor.pairs import filters
+from extractor.pairs.filters import MARKED_REASONS, premise_text  # noqa: F401  (re-exported for callers)
 from extractor.pairs.matching import Matcher, recase_first_letter
 from extractor.pairs.neutral import POOLS, STRATEGIES
 
-# Why a marked candidate is dropped, in the order the rules apply (POS reasons follow,
-# from pos_filter.REASONS; `duplicate_pair` is decided across documents by the stage).
-MARKED_REASONS = ("hypothesis_short", "no_premise", "premise_short", "hypothesis_starts_with_phrase",
-                  "premise_starts_with_phrase", "premise_equals_hypothesis", "duplicate_pair")
-_POOLED_REJECTS = ("pos_", REASON_PREFIX)  # rejects whose sentences stay in the marked pools
 NEIGHBOURS = 3  # hash-rank offsets tried when pairing two pools inside a document
 BIN_BITS = 12   # selection hashes are 63-bit: the top 12 bits give 4096 bins
 # Salts of the hash orders: one per (strategy, role), one per strategy's selection.
@@ -110,21 +106,6 @@ class Pair:
 
 # ---------------------------------------------------------------------------- text rules
 
-def premise_text(sentence: str, matcher: Matcher) -> tuple[str | None, bool]:
-    """The one premise rule, the same for every label: a premise never opens with a
-    lexicon phrase. A phrase followed by its separator ("Prin urmare, ...") is removed and
-    the first letter re-cased, as for hypotheses (RoNLI: phrases are removed from all
-    examples); a sentence that still opens with a phrase after that, or opens with one
-    without a separator ("However hard ..."), is no premise. Returns (text, stripped);
-    text is None when the sentence cannot be a premise."""
-    m, opens = matcher.annotate(sentence)
-    if not opens:
-        return sentence, False
-    if m is None or matcher.starts_with_phrase(m.hypothesis):
-        return None, False
-    return m.hypothesis, True
-
-
 def annotate(doc: Document, matcher: Matcher) -> tuple[list, list]:
     """Per sentence: the strict match (or None) and whether it opens with a phrase at all."""
     return matcher.annotate_all(doc.text)
@@ -135,14 +116,12 @@ def annotate(doc: Document, matcher: Matcher) -> tuple[list, list]:
 def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = None,
                  previous: list | None = None) -> list[Pair]:
     """Every marked candidate of the document with its first failing rule (`reject`), in
-    sentence order. Rules in order: hypothesis_short, no_premise, premise_short,
-    hypothesis_starts_with_phrase, premise_starts_with_phrase, premise_equals_hypothesis,
-    then the lexicon's label filters (`label_phrase_dropped`, `label_context_<rule>`:
-    extractor/pairs/label_filters.py; POS reasons are added by `apply_pos`, `duplicate_pair`
-    across documents)."""
+    sentence order: the rules of `extractor.pairs.filters.FILTERS` in their order (the
+    optional ones the lexicon's run turned on, `Lexicon.pair_filters`; POS reasons are
+    added by `apply_pos`, `duplicate_pair` across documents)."""
     matches, _ = annotations or annotate(doc, matcher)
     prev = previous if previous is not None else doc.previous
-    filters = matcher.lexicon.label_filters
+    rules = filters.active(matcher.lexicon.pair_filters)
     out = []
     for i, m in enumerate(matches):
         if m is None:
@@ -150,24 +129,16 @@ def marked_pairs(doc: Document, matcher: Matcher, annotations: tuple | None = No
         j = prev[i]
         pair = Pair(premise=doc.text[j] if j >= 0 else "", hypothesis=m.hypothesis, label=m.label, source="marker",
                     p=j, h=i, marker=m.marker, phrase=m.phrase)
-        if doc.short[i]:
-            pair.reject = "hypothesis_short"
-        elif j < 0:
-            pair.reject = "no_premise"
-        elif doc.short[j]:
-            pair.reject = "premise_short"
-        elif matcher.starts_with_phrase(m.hypothesis):
-            pair.reject = "hypothesis_starts_with_phrase"
-        else:
-            premise, stripped = premise_text(doc.text[j], matcher)
-            if premise is None:
-                pair.reject = "premise_starts_with_phrase"
-            else:
-                pair.premise, pair.premise_stripped = premise, stripped
-                if premise == pair.hypothesis:
-                    pair.reject = "premise_equals_hypothesis"
-                elif filters.active:
-                    pair.reject = filters.reject(m.label, m.phrase, premise, m.hypothesis)
+        candidate = filters.Candidate(doc, j, i, m, matcher)
+        for rule in rules:
+            assert rule.drops is not None  # `active` keeps the rules applied here
+            verdict = rule.drops(candidate)
+            if verdict:
+                pair.reject = verdict if isinstance(verdict, str) else rule.name
+                break
+        made = candidate.premise_rule
+        if made is not None and made[0] is not None:  # the premise rule ran and made a premise
+            pair.premise, pair.premise_stripped = made[0], made[1]
         out.append(pair)
     return out
 
@@ -229,7 +200,7 @@ def marked_members(doc: Document, marked: Sequence[Pair]) -> tuple[dict, dict, l
     premises: dict = {}
     hypotheses: dict = {}
     for p in marked:
-        if p.reject is None or p.reject.startswith(_POOLED_REJECTS):
+        if p.reject is None or p.reject.startswith(filters.POOLED_PREFIXES):
             premises.setdefault(p.p, p.premise)
             hypotheses.setdefault(p.h, p.hypothesis)
     used = premises.keys() | hypotheses.keys()
@@ -244,8 +215,9 @@ def neutral_pools(doc: Document, matcher: Matcher, marked: Sequence[Pair], annot
     pools = Pools(marked_premise=list(premises), marked_hypothesis=list(hypotheses),
                   premise_text=dict(premises), hypothesis_text=dict(hypotheses))
     taken = set(marked_taken)
+    rules = filters.sentence_rules(matcher.lexicon.pair_filters)
     for i, text in enumerate(doc.text):
-        if doc.short[i] or opens[i] or i in taken:
+        if doc.short[i] or opens[i] or i in taken or not all(rule(text) for rule in rules):
             continue
         pools.unused.append(i)
         pools.premise_text[i] = text
@@ -524,6 +496,8 @@ def pair_batch(docs: Sequence[Document], matcher: Matcher, seed: int, strategies
     marked: list = [[] for _ in docs]
     unused = ~np.fromiter(chain.from_iterable(d.short for d in docs), dtype=bool, count=n)
     unused &= ~np.fromiter(opens, dtype=bool, count=n)
+    for rule in filters.sentence_rules(matcher.lexicon.pair_filters):
+        unused &= np.fromiter(map(rule, texts), dtype=bool, count=n)
     premise_override, hypothesis_override = {}, {}
     marked_premise, marked_hypothesis = [], []
     hits = np.fromiter(compress(range(n), matches), dtype=np.int64)

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 from extractor.core.errors import UserError
 from extractor.lexicon.lexicon import LexiconError, load_lexicon, model_installed
-from extractor.pairs import rule_pos
+from extractor.lexicon import rule_pos
 
 REASONS = ("pos_empty", "pos_no_subject", "pos_no_predicate", "pos_no_subject_no_predicate")
 POS_FILTER_MODES = ("auto", "on", "off")

@@ -473,7 +473,7 @@ def environment_failure_message(exc: BaseException, output: str) -> str | None:
     """One line for a write on the driver that the output's filesystem refused (full disk,
     read-only, permissions, size limit): an OSError, known by its errno; None otherwise
     (then it is a bug). The published output is untouched (the run was staged). A task's
-    refused write reaches the driver marked (`extractor.errors.OUTPUT_FAULT_MARK`) and is
+    refused write reaches the driver marked (`extractor.core.errors.OUTPUT_FAULT_MARK`) and is
     read by `environment_message`."""
     if isinstance(exc, OSError):
         return environment_message(exc.errno, output)

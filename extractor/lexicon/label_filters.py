@@ -29,7 +29,7 @@ from typing import Callable
 
 from extractor.core.errors import UserError
 from extractor.core.names import LABELS
-from extractor.pairs.matching import phrase_key
+from extractor.lexicon.keys import phrase_key
 
 FILTERS = ("context", "phrases", "neutral")
 REASON_PREFIX = "label_"
@@ -43,20 +43,22 @@ class LabelFilterError(UserError, ValueError):
     """A malformed `label_filters` block of a lexicon, or an unknown --no-label-filter name."""
 
 
+def flag_names(values) -> list[str]:
+    """The names of a repeatable flag whose values may be comma lists (`--no-label-filter
+    a,b --no-label-filter c`), blanks left out, in order."""
+    return [name.strip() for value in values or () for name in str(value).split(",") if name.strip()]
+
+
 def parse_disabled(values) -> frozenset[str]:
     """--no-label-filter values (repeatable, comma lists allowed) -> the parts turned off."""
     out: set[str] = set()
-    for value in values or ():
-        for name in str(value).split(","):
-            name = name.strip()
-            if not name:
-                continue
-            if name == "all":
-                out.update(FILTERS)
-            elif name in FILTERS:
-                out.add(name)
-            else:
-                raise LabelFilterError(f"--no-label-filter: unknown filter '{name}'; known: {', '.join(FILTERS)}, all")
+    for name in flag_names(values):
+        if name == "all":
+            out.update(FILTERS)
+        elif name in FILTERS:
+            out.add(name)
+        else:
+            raise LabelFilterError(f"--no-label-filter: unknown filter '{name}'; known: {', '.join(FILTERS)}, all")
     return frozenset(out)
 
 

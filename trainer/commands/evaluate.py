@@ -14,6 +14,7 @@ from pathlib import Path
 
 from extractor.core.errors import UserError
 from trainer.analysis.evaluation import evaluate_frames, load_frames, note_unmapped, run_mapping
+from trainer.analysis.metrics import format_scores
 from trainer.data.loading import add_column_arguments, parse_label_map
 from trainer.flags import add_data, add_label_map_arguments, add_output, add_overwrite, output_folder, refuse_existing
 from trainer.training.runs import load_run, write_evaluation, write_slices
@@ -58,8 +59,7 @@ def run(args) -> int:
         if args.by:
             write_slices(work, preds, args.by, labels)
     for split, m in metrics.items():
-        print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
-              f"(n={m['n']})")
+        print(f"{split}: {format_scores(m)}")
     note_unmapped(metrics)
     print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
     return 0

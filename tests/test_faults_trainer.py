@@ -324,7 +324,7 @@ def test_killed_torch_run_keeps_the_old_run_and_resumes_only_under_its_settings(
     another --lr is refused with the difference; the same command continues and publishes."""
     from trainer.commands import train as train_cmd
     from trainer.cli import build_parser
-    from trainer.training.loop import Callback
+    from trainer.models.loop import Callback
 
     class Kill(Callback):
         def on_epoch_end(self, state):

@@ -24,16 +24,18 @@ def two_label_rows(tmp_path, n: int = 40) -> tuple:
     return path, rows
 
 
+FOUR = ["contrasting", "entailment", "reasoning", "neutral"]
+
+
 def test_a_perfect_split_of_two_of_four_labels_scores_macro_f1_one(tmp_path):
     _, rows = two_label_rows(tmp_path, 3)
     gold = [r["label"] for r in rows]
-    m = compute_metrics(gold, gold, ["contrasting", "entailment", "reasoning", "neutral"])
+    m = compute_metrics(gold, gold, FOUR)
     assert m["accuracy"] == 1.0 and m["macro_f1"] == 1.0  # was 0.5: two F1s of 0 averaged in
     assert m["macro_f1_labels"] == ["contrasting", "entailment"] and m["absent_labels"] == ["reasoning", "neutral"]
-    full = compute_metrics(gold + ["neutral"], gold + ["neutral"], ["contrasting", "entailment", "reasoning", "neutral"])
+    full = compute_metrics(gold + ["neutral"], gold + ["neutral"], FOUR)
     assert "absent_labels" in full and full["absent_labels"] == ["reasoning"]
-    every = compute_metrics(["reasoning", "neutral"] + gold, ["reasoning", "neutral"] + gold,
-                            ["contrasting", "entailment", "reasoning", "neutral"])
+    every = compute_metrics(["reasoning", "neutral"] + gold, ["reasoning", "neutral"] + gold, FOUR)
     assert "absent_labels" not in every and "macro_f1_labels" not in every
 
 

@@ -34,7 +34,7 @@ def compute_metrics(gold: Sequence[str], pred: Sequence[str], labels: Sequence[s
     present = set(gold)
     averaged = [lab for lab in avg if lab in present]
     absent = [lab for lab in avg if lab not in present]
-    out = {
+    out: dict = {
         "n": len(gold),
         "accuracy": float(accuracy_score(gold, pred)),
         "micro_f1": float(f1_score(gold, pred, labels=avg, average="micro", zero_division=0)),

@@ -52,7 +52,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from extractor.lexicon.lexicon import lexicon_path, load_lexicon  # noqa: E402
 from extractor.statistics.precision import summary  # noqa: E402
-from gold_sets import GOLD, LABELS, WORK, location, phrase_of, read_pairs, run_job  # noqa: E402
+from gold_sets import LABELS, WORK, gold_location, load_gold, phrase_of, read_pairs, run_job  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 PARTS = ("tune", "test", "all")
@@ -63,15 +63,6 @@ ABLATION = {"without context rules": ["--no-label-filter", "context"],
             "without neutral strategy choice": ["--no-label-filter", "neutral"]}
 BLOCK_START = "# >>> measured_precision: written by benchmarks/label_precision.py --write-lexicon"
 BLOCK_END = "# <<< measured_precision"
-
-
-def load_gold(lang: str) -> list[dict]:
-    path = GOLD / f"{lang}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def gold_location(item: dict) -> str:
-    return location(item["corpus"], item["premise_ref"], item["hypothesis_ref"])
 
 
 def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
@@ -90,7 +81,7 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
                 if g.get("round", "initial") == "initial":
                     right_auto += 1
                     kept_right += hit is not None and hit[0] == g["gold"]
-                else:
+                elif g.get("round") == "extension":  # extension-2 was drawn from the filtered output: no yield
                     added_right += hit is not None and hit[0] == g["gold"]
             if hit is None:
                 continue
@@ -165,6 +156,10 @@ def show_groups(result: dict) -> None:
         print(f"  {key:<48}" + "".join(f"{fmt(result[p]['groups'].get(key, summary(0, 0))):>30}" for p in PARTS))
 
 
+# The genres of each gold set's sources (benchmarks/gold_sets.py SOURCES), for the card.
+GOLD_GENRES = {"ro": ("news", "speeches", "novels", "wikipedia"), "es": ("novels",), "en": ("wikipedia",)}
+
+
 def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str = "test") -> str:
     """The YAML text of `measured_precision`, from the gold set's test part: the tuning part
     chose the filters, so its figures are optimistic for the pairs they keep."""
@@ -176,6 +171,8 @@ def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str
              "# the test part is unbiased. The dataset card's \"Estimated label precision\" reads it.",
              "measured_precision:",
              f"  gold_set: {gold_path}",
+             f"  genres: [{', '.join(GOLD_GENRES[lang])}]  # the genres of the gold set's text (the card compares "
+             "the corpus's)",
              f"  about: {json.dumps(about, ensure_ascii=False)}",
              "  labels:"]
     for lab in LABELS:
@@ -213,6 +210,8 @@ def main(argv=None) -> None:
                          "flags; FRAC: cleanlab's frac_noise, the share of the estimated errors to drop")
     ap.add_argument("--write-lexicon", action="store_true",
                     help="record the default configuration's figures in the lexicon's measured_precision")
+    ap.add_argument("--round", action="append", help="only the gold items of this round (initial, extension, "
+                    "extension-2); repeatable (default: all)")
     ap.add_argument("--json", type=Path, default=RESULTS / "label-precision.json")
     args = ap.parse_args(argv)
     configs = dict(CONFIGS, **(ABLATION if args.ablation else {}))
@@ -221,7 +220,7 @@ def main(argv=None) -> None:
     results = {"commit": commit, "configs": configs, "languages": {}}
     for lang in args.lang or ["ro", "es", "en"]:
         lexicon = load_lexicon(lang)
-        gold = load_gold(lang)
+        gold = [g for g in load_gold(lang) if not args.round or g.get("round", "initial") in args.round]
         per = results["languages"][lang] = {}
         for name, flags in configs.items():
             slug = re.sub(r"[^a-z0-9]+", "-", name)

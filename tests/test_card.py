@@ -41,6 +41,8 @@ def test_body_and_chart(tmp_path):
     assert "| rejected.pos_no_predicate | 7 |" in body and "| balance.train.neutral | 4 |" in body
     assert "| reasoning | Prin urmare | 3 |" in body and "POS completeness filter: off: no model" in body
     assert "| reasoning | 3 (50.0%) | 1 (50.0%) | 0 |" in body
+    # Files names only what was written: the empty test split is not
+    assert "- `train/`, `validation/`: Parquet (" in body and "not written, being empty: `test/`" in body
     png = card.plot_class_distribution(ds, tmp_path / "c.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
     files = card.write_card_files(tmp_path / "out", dataset=ds, stage_stats=stage, build=build, schema=None,
@@ -68,3 +70,29 @@ def test_paper_statistics_model_and_phrase_set_in_the_card():
     # RoNLI (0), shared once normalised (1/12 = 0.08)
     assert "| contrasting | 3 | 1 | - | 8.0 (0.0) | 8.0 | - | 6.0 (0.0) | 6.0 | - | 0.00 (0.00) | 0.00 | - | 0.08 (0.00) |" in body
     assert "## Top PMI words of premises per label" in body
+
+
+def test_the_precision_estimate_names_its_gold_set_genres_and_flags_a_mismatch():
+    from extractor.lexicon.lexicon import load_lexicon
+    from extractor.statistics import precision
+
+    ro = load_lexicon("ro").measured_precision
+    block = {"gold_set": ro["gold_set"], "about": ro["about"], "genres": ro["genres"],
+             "labels": precision.estimate({"reasoning": {"Prin urmare": 10}}, ro)}
+    same = precision.markdown(block, ["news", "wikipedia"])
+    assert "The gold set's text is news, speeches, novels, wikipedia; this corpus's is news, wikipedia: the same" in same
+    travel = precision.markdown(block, ["travel guide"])
+    assert "**genre mismatch** (travel guide not in the gold set)" in travel and "rough guide" in travel
+    assert "genres are not recorded" in precision.markdown({**block, "genres": None}, ["news"])
+
+
+def test_the_citation_has_what_a_bibliography_needs():
+    build = {"lang": "ro", "year": 2026, "output": "/data/out/ro", "corpora": [{"name": "wikitravel"}],
+             "lexicon": "phrase_lexicons/ro.yaml", "lexicon_sha256": "abcdef123456789", "seed": 0}
+    text = card.citation_section(build, "cc-by-sa-3.0")
+    assert "@misc{ro_nli_distant_2026," in text and "  year         = {2026}," in text
+    assert "set --author" in text and "howpublished = {/data/out/ro (set --url" in text
+    assert "NLI corpus engine " in text and "version = {" in text
+    given = card.citation_section({**build, "author": "ACME Lab", "url": "https://example.org/ro-nli"}, "x")
+    assert "  author       = {ACME Lab}," in given and "  url          = {https://example.org/ro-nli}," in given
+    assert "howpublished" not in given

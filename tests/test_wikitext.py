@@ -398,3 +398,23 @@ def test_fast_path_equals_full_mwparserfromhell_parse(enwiki):
               if a != b]
     assert differ == []
     assert paragraphs(clean_page(BIO, EN)) == paragraphs(clean_page(BIO, EN, full_parse=True))
+
+
+@pytest.mark.parametrize("full_parse", [False, True])
+def test_entity_encoded_comments_leave_no_marker(full_parse):
+    # A real rowiki page (Berlin) with comments written with entities, as some exports have
+    # them (&lt;!-- ... --&gt; in the wikitext): decoded, they are comments, never text.
+    path = shared_file("dumps/rowiki-real-3pages.xml")
+    pages = [el for _, el in ET.iterparse(path) if el.tag.rsplit("}", 1)[-1] == "text"]
+    wikitext = max((el.text or "" for el in pages), key=len)
+    paras = [p for p in wikitext.split("\n\n") if len(p) > 300 and not p.lstrip().startswith(("{", "|", "[", "="))]
+    assert len(paras) >= 3
+    plain = clean_page(wikitext, RO, full_parse=full_parse)
+    cut = paras[0].index(" ", 120)
+    marked = wikitext.replace(paras[0], paras[0][:cut] + " &lt;!-- o notă ascunsă --&gt; " + paras[0][cut:], 1)
+    marked = marked.replace(paras[1], paras[1] + " --&gt;", 1).replace(paras[2], "&lt;!-- " + paras[2], 1)
+    page = clean_page(marked, RO, full_parse=full_parse)
+    text = " ".join(paragraphs(page))
+    assert "<!--" not in text and "-->" not in text and "notă ascunsă" not in text
+    assert page.drops["encoded_comment"] == 3
+    assert len(text.split()) == len(" ".join(paragraphs(plain)).split())  # nothing else lost

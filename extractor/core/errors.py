@@ -36,3 +36,13 @@ ERROR_MARK = "[nli-input-error] "
 OUTPUT_FAULT_MARK = "[nli-output-fault] errno "
 # the errnos of a filesystem that refuses the output (extractor.runs.environment_message)
 OUTPUT_FAULTS = (errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EDQUOT)
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parser's error as one phrase with its place: ``line 26, column 13: mapping
+    values are not allowed here`` (PyYAML's marks count from 0; people count from 1)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+    if mark is None:
+        return str(problem)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"

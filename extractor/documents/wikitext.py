@@ -38,6 +38,7 @@ DROP_REASONS = {
     "unbalanced_template": "a {{ without }}: cut to the end of its paragraph",
     "unclosed_link": "a file/category link without ]]: cut to the end of its line",
     "unclosed_comment": "a <!-- without -->: cut to the end of the page",
+    "encoded_comment": "a comment spelled with entities (&lt;!-- ... --&gt;) or a stray <!-- or -->: removed",
     "markup_residue": "stray markup tokens ({{ }} [[ ]] {| |}) removed from a paragraph",
     "parse_error": "mwparserfromhell failed on a paragraph: the paragraph is dropped",
 }
@@ -104,6 +105,7 @@ _EMPTY_PARENS_RE = re.compile(r"\(\s*[,;:]?\s*\)|\[\s*\]")
 _PAREN_LEADING_PUNCT_RE = re.compile(r"\(\s*(?:[,;:]\s*)+")
 _PAREN_TRAILING_PUNCT_RE = re.compile(r"(?:\s*[,;:])+\s*\)")
 _DOUBLE_PUNCT_RE = re.compile(r"([,;])\s*(?=[,;.])")
+_ENCODED_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _INTERLANG_RE = r"[a-z]{2,3}(?:-[a-z]+)*|simple"
 
 
@@ -124,6 +126,14 @@ def _cut_comments(text: str, drops: Counter) -> str:
         pos = text.find("<!--", last)
     out.append(text[last:])
     return "".join(out)
+
+
+def _cut_encoded_comments(text: str, drops: Counter) -> str:
+    """Remove the comments that entities spelled (&lt;!-- ... --&gt;, decoded by `_finish`)
+    and any stray opener or closer: an unclosed one hides nothing here (MediaWiki shows it
+    as text), it is only a marker."""
+    drops["encoded_comment"] += 1
+    return _ENCODED_COMMENT_RE.sub(" ", text).replace("<!--", " ").replace("-->", " ")
 
 
 def _cut_nowiki(text: str) -> str:
@@ -547,6 +557,8 @@ def _finish(text: str, drops: Counter) -> str:
         text = html.unescape(text)
         if "&" in text and _ENTITY_RE.search(text):
             text = html.unescape(text)
+    if "<!--" in text or "-->" in text:  # a comment written with entities (decoded above or by the parser)
+        text = _cut_encoded_comments(text, drops)
     if "<" in text:
         text = _INLINE_TAG_RE.sub("", _BLOCK_TAG_RE.sub(" ", text))
     # (the `in` tests are C string searches, far cheaper than the alternation regex on the

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from extractor import runs
-from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError
+from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError, yaml_problem
 from extractor.io import fs
 
 FORMATS = ("mediawiki", "text", "jsonl", "parquet")
@@ -175,7 +175,7 @@ def load_manifest(path: str | Path) -> list[CorpusSpec]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a valid YAML manifest: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"{path}: not a valid YAML manifest: {yaml_problem(exc)}") from None
     if isinstance(raw, dict):
         raw = raw.get("corpora")
     if not isinstance(raw, list) or not raw:

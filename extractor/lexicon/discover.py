@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from extractor.core.errors import UserError
+from extractor.core.errors import UserError, yaml_problem
 from extractor.lexicon import discovery
 from extractor.lexicon.lexicon import LexiconError, available_languages, load_lexicon
 
@@ -70,7 +70,7 @@ def run(args) -> int:
             draft = yaml.safe_load(Path(args.promote).read_text(encoding="utf-8")) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise discovery.DiscoveryError(f"{args.promote}: cannot read the draft lexicon "
-                                           f"({str(exc).splitlines()[0]})") from None
+                                           f"({yaml_problem(exc)})") from None
         phrases = discovery.promote(draft)
         if not phrases:
             raise discovery.DiscoveryError(f"{args.promote}: no candidate has a label yet")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from extractor.core.errors import UserError
+from extractor.core.errors import UserError, yaml_problem
 from extractor.core.names import LABELS, MARKED_LABELS  # noqa: F401  (MARKED_LABELS re-exported)
 from extractor.pairs.label_filters import LabelFilters, added_phrases, compile_filters
 from extractor.pairs.rule_pos import PREFIX, is_rule_model
@@ -229,7 +229,7 @@ def load_lexicon(lang_or_path: str | Path, directory=LEXICON_RESOURCES,
     try:
         raw = yaml.safe_load(raw_bytes)
     except yaml.YAMLError as exc:
-        raise LexiconError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise LexiconError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(raw, dict):
         raise LexiconError(f"{path}: expected a mapping at the top level")
     unknown = set(raw) - _KNOWN_KEYS

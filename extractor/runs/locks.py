@@ -54,9 +54,7 @@ class LocalLock:
             except BlockingIOError:
                 holder = _read_json_fd(fd)
                 os.close(fd)
-                raise RunLockedError(
-                    f"{os.path.dirname(self.path)} is being written by {describe_holder(holder)}; "
-                    f"wait for it to finish or choose another --output") from None
+                raise RunLockedError(self.locked_message(holder)) from None
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -71,6 +69,28 @@ class LocalLock:
             os.fsync(fd)
             self.fd = fd
             return
+
+    def check(self) -> None:
+        """Refuse as `acquire` would when a live run holds the lock, without writing
+        anything (`--dry-run`): a shared flock on the file, when there is one, taken and
+        given back at once."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise OutputError(f"{os.path.dirname(self.path)}: cannot read the lock file "
+                              f"({exc.strerror}); choose a writable --output", exc.errno) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLockedError(self.locked_message(_read_json_fd(fd))) from None
+        finally:
+            os.close(fd)
+
+    def locked_message(self, holder: dict) -> str:
+        return (f"{os.path.dirname(self.path)} is being written by {describe_holder(holder)}; "
+                f"wait for it to finish or choose another --output")
 
     def release(self) -> None:
         if self.fd is None:
@@ -104,15 +124,26 @@ class RemoteLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def check(self) -> None:
+        """Refuse as `acquire` would when a live run holds the lock, writing nothing."""
+        self._holder()
+
+    def _holder(self) -> dict | None:
+        """What a dead run left in the lock (None: no lock); a live run's lock refuses."""
+        if not fs.exists(self.path):
+            return None
+        try:
+            holder = json.loads(fs.read_bytes(self.path))
+        except ValueError:
+            holder = {}
+        if _alive(holder):
+            raise RunLockedError(f"{fs.parent(self.path)} is being written by {describe_holder(holder)}; "
+                                 f"wait for it to finish or choose another --output")
+        return holder
+
     def acquire(self) -> None:
-        if fs.exists(self.path):
-            try:
-                holder = json.loads(fs.read_bytes(self.path))
-            except ValueError:
-                holder = {}
-            if _alive(holder):
-                raise RunLockedError(f"{fs.parent(self.path)} is being written by {describe_holder(holder)}; "
-                                     f"wait for it to finish or choose another --output")
+        holder = self._holder()
+        if holder is not None:
             self.previous = holder
         self._write()
         time.sleep(0.5)

@@ -119,6 +119,44 @@ def atomic_directory(spark, target: str, overwrite: bool = False):
     atomic.swap_folder(tmp, target)
 
 
+def lock_of(root: str, info: dict) -> LocalLock | RemoteLock:
+    """The lock of output root `root` (`info`: what the run writes into it)."""
+    lock_path = fs.join(root, LOCK)
+    local_lock = fs.local_path(lock_path)
+    return LocalLock(local_lock, info) if local_lock is not None else RemoteLock(lock_path, info)
+
+
+def check_writable(root: str) -> None:
+    """Refuse, in the words `Run.open` uses, an output root on a local disk that is a file
+    or lies under one, or whose nearest existing folder the job may not write in."""
+    local = fs.local_path(fs.canonical(root))
+    if local is None:
+        return
+    here = Path(local)
+    try:
+        while not here.exists() and here != here.parent:
+            here = here.parent
+    except PermissionError:  # a folder on the way the job may not enter
+        raise OutputError(f"{root}: cannot create the directory ({here}: permission denied); "
+                          f"choose a writable --output", errno.EACCES) from None
+    if not here.is_dir():
+        raise OutputError(f"{root}: cannot create the directory ({here} is a file, not a folder); "
+                          f"choose a writable --output", errno.ENOTDIR)
+    if not os.access(here, os.W_OK | os.X_OK):
+        raise OutputError(f"{root}: cannot create the directory ({here}: permission denied); "
+                          f"choose a writable --output", errno.EACCES)
+
+
+def check_output(root: str) -> None:
+    """What `Run.open` would refuse about output root `root`, checked without writing a
+    byte (`--dry-run`): a file where the folder goes, a folder the job may not write in, a
+    live run holding the lock. The messages are the run's own."""
+    root = fs.canonical(root)
+    check_writable(root)
+    if fs.exists(root):
+        lock_of(root, {}).check()
+
+
 def _rel(root: str, path: str) -> str:
     root = root.rstrip("/") + "/"
     return path[len(root):] if path.startswith(root) else path
@@ -184,16 +222,14 @@ class Run:
         one-line `ResumeError` names the first difference otherwise (no unpublished run: a
         new one starts)."""
         run = cls(root, command_line)
+        check_writable(run.root)
         try:
             fs.makedirs(run.root)
         except fs.FsError as exc:
             raise OutputError(f"{exc}; choose a writable --output", exc.errno) from None
         info = {"run_id": run.run_id, "host": socket.gethostname(), "pid": os.getpid(),
                 "started": run.started, "command_line": command_line}
-        lock_path = fs.join(run.root, LOCK)
-        local_lock = fs.local_path(lock_path)
-        lock = LocalLock(local_lock, info) if local_lock is not None else RemoteLock(lock_path, info)
-        run.lock = lock
+        lock = run.lock = lock_of(run.root, info)
         lock.acquire()
         try:
             if lock.previous:

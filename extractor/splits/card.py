@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
@@ -82,7 +83,21 @@ def build_info(ctx) -> dict:
                      "mwparserfromhell": _package_version("mwparserfromhell")},
         "pos_filter": pos if pos is not None else getattr(args, "pos_filter", None),
         "spark_master": ctx.spark.sparkContext.master if ctx.spark is not None else None,
+        **citation_fields(ctx),
     }
+
+
+def citation_fields(ctx) -> dict:
+    """Who made the dataset and where it lives, for the citation: `--author` / `--url` or a
+    corpus's own `author` / `url` (a manifest entry's keys), the year the run started, and the
+    output's path when no URL is given."""
+    def given(key: str) -> str | None:
+        found = [str(c.options[key]) for c in ctx.corpora or [] if (getattr(c, "options", None) or {}).get(key)]
+        return getattr(ctx.args, key, None) or ("; ".join(dict.fromkeys(found)) or None)
+    run = getattr(ctx, "run", None)
+    started = getattr(run, "started", None) or time.strftime("%Y", time.gmtime())
+    return {"author": given("author"), "url": given("url"), "year": int(started[:4]),
+            "output": str(getattr(run, "root", None) or ctx.output_uri or ctx.output)}
 
 
 # ---------------------------------------------------------------------------- YAML header
@@ -260,24 +275,35 @@ def intended_use_section(build: dict, dataset: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+NO_AUTHOR = "{unknown: set --author, or an author key in the manifest}"
+
+
 def citation_section(build: dict, license) -> str:
-    """A BibTeX entry for the dataset and one for the engine (no date: a rerun gives the same card)."""
+    """A BibTeX entry for the dataset and one for the engine: author or organisation, title,
+    year, where to find it, the engine's version; a field the user did not give says how to
+    give it."""
     lang = build.get("lang") or "xx"
-    key = "".join(ch for ch in f"{lang}_nli_distant" if ch.isalnum() or ch == "_")
+    key = "".join(ch for ch in f"{lang}_nli_distant_{build.get('year') or ''}" if ch.isalnum() or ch == "_")
     corpora = ", ".join(c["name"] for c in build.get("corpora") or []) or "unrecorded corpora"
+    version = _package_version("nli-corpus-engine") or "unknown"
+    where = (f"  url          = {{{build['url']}}}," if build.get("url") else
+             f"  howpublished = {{{build.get('output') or 'the splits folder'} (set --url to cite a public copy)}},")
     return "\n".join([
         "If you use this dataset, cite it and the sources of its text (their licenses apply: "
         f"{license_text(license)}), and the engine that built it:", "",
         "```bibtex",
         f"@misc{{{key},",
+        f"  author       = {{{build.get('author') or NO_AUTHOR}}},",
         f"  title        = {{{{{lang}}} NLI corpus built by distant supervision from linking phrases}},",
+        f"  year         = {{{build.get('year') or 'unknown'}}},",
+        where,
         f"  note         = {{Built from {corpora} with lexicon {build.get('lexicon')} "
-        f"(sha256 {str(build.get('lexicon_sha256') or '')[:12]}), seed {build.get('seed')}}},",
-        "  howpublished = {Dataset card README.md of the splits folder},",
+        f"(sha256 {str(build.get('lexicon_sha256') or '')[:12]}), seed {build.get('seed')}, "
+        f"NLI corpus engine {version}}},",
         "}",
         "@software{nli_corpus_engine,",
         "  title   = {{NLI corpus engine}: NLI corpora for low-resource languages by distant supervision},",
-        f"  version = {{{_package_version('nli-corpus-engine') or 'unknown'}}},",
+        f"  version = {{{version}}},",
         "  license = {Apache-2.0},",
         "}",
         "```"])
@@ -458,7 +484,8 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
     lines += ["## Class distribution", "", statistics.class_distribution_table(dataset), ""]
     if chart:
         lines += [f"![class distribution per split]({chart})", ""]
-    lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision")), ""]
+    genres = [c.get("genre") for c in build.get("corpora") or []]
+    lines += ["## Estimated label precision", "", precision.markdown(stage_stats.get("label_precision"), genres), ""]
     lines += ["## Lengths and overlap (layout of RoNLI Table 2)", "",
               "Premise and hypothesis length in whitespace words and word overlap, per label and split. "
               + statistics.RONLI_NOTE, "",
@@ -491,8 +518,12 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
             flat["sentences.short (kept, flagged)"] = sentences_stats["sentences"]["short"]
         if flat:
             lines += ["Stage 1 (sentences):", "", _kv_table(flat, ("reason", "count")), ""]
+    written = [s for s, n in sizes.items() if n]  # an empty split is not written
     lines += ["## Files", "",
-              "- `train/`, `validation/`, `test/`: Parquet (`datasets.load_dataset(\"path/to/splits\")`)",
+              ("- " + ", ".join(f"`{s}/`" for s in written) + ": Parquet (`datasets.load_dataset(\"path/to/splits\")`)"
+               + (f"; not written, being empty: {', '.join(f'`{s}/`' for s in sizes if s not in written)}"
+                  if len(written) < len(sizes) else "")) if written
+              else "- no split: every split is empty (the run's warnings say why and what would fill them)",
               "- `stats.json`: every number of this card; `leakage.json`: the leakage checks",
               "- `class_distribution.png`" + "".join(f", `{CHART_FILES[k]}`" for k in drawn) + ": the charts above",
               "", "## Citation", "", citation_section(build, license), ""]

@@ -245,7 +245,7 @@ def label_precision(lexicon, markers: dict, sources: dict) -> dict:
             counts.setdefault(NEUTRAL, {})
             counts[NEUTRAL][source] = counts[NEUTRAL].get(source, 0) + n
     measured = lexicon.measured_precision
-    return {"gold_set": measured.get("gold_set"), "about": measured.get("about"),
+    return {"gold_set": measured.get("gold_set"), "about": measured.get("about"), "genres": measured.get("genres"),
             "labels": precision.estimate(counts, measured)}
 
 

@@ -73,9 +73,24 @@ def estimate(counts: dict, measured: dict) -> dict:
     return out
 
 
-def markdown(block: dict | None) -> str:
+def genre_note(gold_genres, genres) -> str:
+    """What the estimate is worth for this corpus's genres: the gold set's own, or not."""
+    if not gold_genres:
+        return "The gold set's genres are not recorded: the estimate may not hold for this corpus's text."
+    theirs = sorted({str(g) for g in genres or ()}) or ["unknown"]
+    other = [g for g in theirs if g not in gold_genres]
+    said = (f"The gold set's text is {', '.join(gold_genres)}; this corpus's is {', '.join(theirs)}")
+    if not other:
+        return said + ": the same genres."
+    return (said + f": **genre mismatch** ({', '.join(other)} not in the gold set). Phrases are used differently "
+            "across genres, so these figures are a rough guide here, not a measurement; check a sample by hand "
+            "(docs/label-quality.md).")
+
+
+def markdown(block: dict | None, genres=()) -> str:
     """The card's "Estimated label precision" section body, from stats.json's
-    `label_precision` block ({gold_set, about, labels: `estimate`'s result})."""
+    `label_precision` block ({gold_set, about, genres, labels: `estimate`'s result});
+    `genres`: the corpus's, compared with the gold set's."""
     if not block or not block.get("gold_set"):
         return ("No gold set is recorded for this lexicon (`measured_precision`): the precision of these "
                 "labels is unknown. docs/label-quality.md says how to measure it.")
@@ -92,4 +107,5 @@ def markdown(block: dict | None) -> str:
             continue
         lines.append(f"| {label} | {e['pairs']:,} | {e['precision']:.1%} | {e['low']:.1%} - {e['high']:.1%} | "
                      f"{e['pairs_measured_by_own_phrase']:,} |")
+    lines += ["", genre_note(block.get("genres"), genres)]
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from xml.sax.saxutils import quoteattr
 
 import yaml
 
-from extractor.core.errors import UserError
+from extractor.core.errors import UserError, yaml_problem
 from extractor.core.names import LABELS as CANONICAL_LABELS
 from extractor.lexicon.lexicon import LEXICON_DIR, available_languages
 
@@ -71,7 +71,7 @@ def _read_lexicon(lang: str) -> tuple[dict, Path]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
     return raw, path
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from extractor.core.errors import UserError
+from extractor.core.errors import UserError, yaml_problem
 from trainer.analysis.cartography import SUBSETS
 from trainer.analysis.significance import cochrans_q, load_predictions
 from trainer.training.curriculum import CURRICULA
@@ -75,7 +75,7 @@ def load_lineup(path) -> Lineup:
     try:
         spec = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise UserError(f"{path}: not valid YAML ({yaml_problem(exc)})") from None
     if not isinstance(spec, dict) or not spec.get("lineup"):
         raise UserError(f"{path}: needs a mapping with a non-empty 'lineup' list")
     known = {"name", "output", "train_args", "seeds", "reference", "split", "cartography_args", "lineup"}

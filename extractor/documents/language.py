@@ -1,0 +1,141 @@
+"""Which language a corpus and its sentences are in (docs/cleaning.md "Language check").
+
+Two questions, two answers:
+
+- `corpus_language(texts, lang)`: a sample of a corpus's sentences, each identified by
+  py3langid (a naive Bayes identifier of 97 languages whose model ships inside its
+  package: nothing is downloaded). A corpus whose sample is mostly in another language is
+  a wrong `--lang` (or a wrong file): `check_corpus` raises a one-line `WrongLanguage`
+  naming the language found and the `--lang` to use.
+- `foreign_languages(texts, lang)`: per sentence, the other language it is written in, or
+  None. A sentence holding enough of the language's stop words (spaCy's lists, shipped in
+  spaCy itself) is the language's without running the identifier; the identifier decides
+  the rest, and only a confident verdict (`MIN_CONFIDENCE`) on a sentence with at least
+  `MIN_LETTERS` letters drops it. The stop-word shortcut is only sound once the corpus
+  check has passed: a sentence of a related language can hold a few of the expected
+  language's stop words, so the corpus check never takes it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from extractor.core.errors import UserError
+
+MIN_CONFIDENCE = 0.95  # the identifier's normalised probability below which a sentence is kept
+MIN_LETTERS = 20  # shorter sentences are kept: too little text for a verdict
+STOP_WORDS_MIN = 2  # stop words of the language a sentence must hold to skip the identifier
+STOP_WORDS_SHARE = 0.2  # ... and their share of its words
+CORPUS_SAMPLE = 400  # sentences of a corpus the corpus check identifies
+CORPUS_MIN_SHARE = 0.5  # below this share of the expected language, the corpus is refused
+CORPUS_MIN_SAMPLE = 20  # fewer identifiable sentences than this: no verdict on the corpus
+
+WORD = re.compile(r"\w+")
+
+
+class WrongLanguage(UserError, ValueError):
+    """A corpus that is not in the lexicon's language."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusLanguage:
+    """What the corpus check found in a sample: the identified languages' counts over the
+    sentences long enough to identify, the most frequent one and the expected language's share."""
+    lang: str
+    counts: dict[str, int]
+
+    @property
+    def n(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def detected(self) -> str | None:
+        return max(sorted(self.counts), key=self.counts.__getitem__) if self.counts else None
+
+    @property
+    def share(self) -> float:
+        return self.counts.get(self.lang, 0) / self.n if self.n else 1.0
+
+    @property
+    def wrong(self) -> bool:
+        return self.n >= CORPUS_MIN_SAMPLE and self.share < CORPUS_MIN_SHARE and self.detected != self.lang
+
+
+@functools.lru_cache(maxsize=1)
+def identifier():
+    """The py3langid identifier with normalised probabilities, loaded once per process
+    (its model is read from inside the package; lazily: the job's `--help` imports this module)."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier  # lazy: see the docstring
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def languages() -> frozenset[str]:
+    """The language codes the identifier knows (ISO 639-1, as the lexicons' `lang`)."""
+    return frozenset(identifier().nb_classes)
+
+
+@functools.lru_cache(maxsize=16)
+def stop_words(lang: str) -> frozenset[str]:
+    """spaCy's stop words of `lang` (empty when spaCy has none for it)."""
+    try:
+        module = importlib.import_module(f"spacy.lang.{lang}.stop_words")
+    except ImportError:
+        return frozenset()
+    return frozenset(w.lower() for w in module.STOP_WORDS)
+
+
+def letters(text: str) -> int:
+    return sum(1 for c in text if c.isalpha())
+
+
+def identify(texts: Iterable[str]) -> list[tuple[str, float]]:
+    """(language, normalised probability) of each text."""
+    ident = identifier()
+    return [tuple(ident.classify(t)) for t in texts]  # type: ignore[misc]
+
+
+def holds_stop_words(text: str, words: frozenset[str]) -> bool:
+    tokens = WORD.findall(text.lower())
+    hits = sum(1 for w in tokens if w in words)
+    return hits >= STOP_WORDS_MIN and hits >= STOP_WORDS_SHARE * len(tokens)
+
+
+def foreign_languages(texts: Sequence[str], lang: str) -> list[str | None]:
+    """Per sentence: the other language it is confidently written in, or None (the
+    lexicon's language, or too little evidence). A language the identifier does not know
+    checks nothing (all None)."""
+    if lang not in languages():
+        return [None] * len(texts)
+    words = stop_words(lang)
+    out: list[str | None] = []
+    ident = identifier()
+    for text in texts:
+        if letters(text) < MIN_LETTERS or (words and holds_stop_words(text, words)):
+            out.append(None)
+            continue
+        found, prob = ident.classify(text)
+        out.append(found if found != lang and prob >= MIN_CONFIDENCE else None)
+    return out
+
+
+def corpus_language(texts: Iterable[str], lang: str) -> CorpusLanguage:
+    """The identified languages of a corpus's sample (no stop-word shortcut: related
+    languages share stop words)."""
+    sample = [t for t in texts if letters(t) >= MIN_LETTERS]
+    return CorpusLanguage(lang, dict(Counter(found for found, _ in identify(sample))))
+
+
+def check_corpus(found: CorpusLanguage, corpus: str, where: str) -> None:
+    """Raise `WrongLanguage` when the sample says the corpus is in another language."""
+    if not found.wrong:
+        return
+    detected = found.detected
+    raise WrongLanguage(
+        f"{where}: corpus {corpus} looks like {detected}, not {found.lang}: {found.counts[detected]} of "
+        f"{found.n} sampled sentences are {detected} and {found.counts.get(found.lang, 0)} {found.lang}; "
+        f"run with --lang {detected} (or a lexicon of that language), or check --input")

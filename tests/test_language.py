@@ -1,0 +1,67 @@
+"""The language check (extractor/documents/language.py) on real text of ../shared/data."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from extractor.documents import language
+from tests.conftest import shared_file
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str, limit: int) -> list[str]:
+    out = [s for s in SENTENCE_END.split(" ".join(text.split())) if len(s) >= 50]
+    return out[:limit]
+
+
+def news(limit: int) -> list[str]:
+    path = shared_file("text/ro-news/ro-news-realitatea-aleph.jsonl")
+    with open(path, encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(600), f)]
+    return [s for t in texts for s in sentences(t, 10_000)][:limit]
+
+
+def novel(relative: str, limit: int) -> list[str]:
+    return sentences(shared_file(relative).read_text(encoding="utf-8"), limit)
+
+
+def test_romanian_novels_keep_every_sentence():
+    # old spelling (î for â, cedilla ş), dialogue: none of it is another language
+    texts = novel("text/eltec-rom-20/ROM001.txt", 1500) + novel("text/eltec-rom-20/ROM007.txt", 1500)
+    assert len(texts) > 1500
+    assert language.foreign_languages(texts, "ro") == [None] * len(texts)
+
+
+def test_english_sentences_in_romanian_news_are_found():
+    texts = news(6000)
+    found = language.foreign_languages(texts, "ro")
+    english = [t for t, f in zip(texts, found) if f == "en"]
+    assert 20 <= len(english) <= 0.05 * len(texts)
+    assert not [f for f in found if f not in (None, "en")]
+    # the sentences called English are English prose: nearly all hold English stop words
+    english_words = language.stop_words("en")
+    assert sum(language.holds_stop_words(t, english_words) for t in english) >= 0.9 * len(english)
+
+
+def test_a_wrong_lang_is_refused_with_the_language_to_use():
+    texts = novel("text/eltec-spa-20/SPA1001.txt", language.CORPUS_SAMPLE)
+    found = language.corpus_language(texts, "ro")
+    assert found.detected == "es" and found.share < 0.1 and found.wrong
+    with pytest.raises(language.WrongLanguage, match=r"^SPA1001.txt: corpus eltec looks like es, not ro: .*--lang es"):
+        language.check_corpus(found, "eltec", "SPA1001.txt")
+
+
+def test_the_right_lang_passes_and_a_tiny_sample_decides_nothing():
+    found = language.corpus_language(news(language.CORPUS_SAMPLE), "ro")
+    assert found.detected == "ro" and found.share > 0.9 and not found.wrong
+    language.check_corpus(found, "ro-news", "news.jsonl")
+    few = language.corpus_language(novel("text/eltec-spa-20/SPA1001.txt", 5), "ro")
+    assert not few.wrong  # under CORPUS_MIN_SAMPLE identifiable sentences: no verdict
+
+
+def test_a_language_the_identifier_does_not_know_checks_nothing():
+    assert "xx" not in language.languages()
+    assert language.foreign_languages(["This is plainly an English sentence of some length."], "xx") == [None]

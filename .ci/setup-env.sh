@@ -42,7 +42,8 @@ nli_setup_venv() {
       case "$have" in *",$extra,"*) ;; *) ok=0 ;; esac
     done
     [ "$ok" = 1 ] && return 0
-    extras="$(cut -d' ' -f2 "$stamp"),$extras"  # keep what was installed before
+    # keep what was installed before, each extra once, in order
+    extras="$(printf '%s\n' $(cut -d' ' -f2 "$stamp" | tr , ' ') ${extras//,/ } | awk '!seen[$0]++' | paste -sd, -)"
   fi
   if [ ! -x "$venv/bin/python" ]; then
     command -v "$py" >/dev/null 2>&1 || { echo "error: $py not found; install Python 3.10-3.12 or set PYTHON" >&2; return 2; }

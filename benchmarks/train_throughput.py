@@ -110,8 +110,8 @@ def _peak_gib() -> float | None:
 
 def ours(model_dir: Path, df: pd.DataFrame, labels: list[str], args, *, group_by_length=True, pad_to_max=False,
          prefetch=None, fused=True, compile=False) -> dict:
-    import trainer.training.loop as loop
-    from trainer.training.loop import Callback, default_schedule
+    import trainer.models.loop as loop
+    from trainer.models.loop import Callback, default_schedule
     from trainer.models import FitContext
     from trainer.models.transformer import Transformer
 

@@ -344,8 +344,8 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "python -m trainer train --data output/ro/splits --model tfidf-lr --output runs/ro-tfidf":
             Run(needs=("ro",), provides="ro-tfidf", checks=(run_dir("runs/ro-tfidf"), prints(r"macro-F1"))),
         "python -m trainer train --data output/ro/splits --model transformer --pretrained "
-        "dumitrescustefan/bert-base-romanian-cased-v1 --encoding cross --seeds 5 --output runs/robert":
-            Run(needs=("ro",), sub=(("dumitrescustefan/bert-base-romanian-cased-v1", "{tiny_bert}"),
+        "multilingual-e5-small --encoding cross --seeds 5 --output runs/robert":
+            Run(needs=("ro",), sub=(("multilingual-e5-small", "{tiny_bert}"),
                                      ("--seeds 5", "--seeds 2"), ("runs/robert", "runs/robert-cross")),
                 append="--epochs 1", checks=(run_dir("runs/robert-cross", "seed_0", "seed_1", "seeds.json",
                                                       "metrics.json"),)),
@@ -609,8 +609,8 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
         "--hypothesis sentence2 --model tfidf-lr --output runs/tfidf":
             Run(needs=("scinli",), provides="tfidf", checks=(run_dir("runs/tfidf"),)),
         "python -m trainer train --data splits/ --model transformer --pretrained "
-        "dumitrescustefan/bert-base-romanian-cased-v1 --encoding separate --oversample --seeds 5 --output runs/robert":
-            Run(needs=("splits",), sub=(("dumitrescustefan/bert-base-romanian-cased-v1", "{tiny_bert}"),
+        "multilingual-e5-small --encoding separate --oversample --seeds 5 --output runs/robert":
+            Run(needs=("splits",), sub=(("multilingual-e5-small", "{tiny_bert}"),
                                         ("--seeds 5", "--seeds 2")),
                 append="--epochs 1", provides="robert", checks=(run_dir("runs/robert", "seed_0", "seed_1",
                                                                         "seeds.json", "metrics.json"),)),

@@ -11,7 +11,7 @@ import pytest
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.cli import UserError, main
 from trainer.data.loading import NLIDataError, parse_file_spec, parse_label_map, stratified_subsample
-from trainer.analysis.evaluation import mapped_space, score_mapped
+from trainer.training.evaluation import mapped_space, score_mapped
 
 XNLI = {0: "entailment", 1: "neutral", 2: "contradiction"}
 

@@ -106,8 +106,17 @@ def with_dup_ids(path):
 
 
 def stale_stage(files, tmp):
+    """What a --seeds run killed after its first seed leaves: a finished seed to resume from."""
+    (tmp / "run.inprogress" / "seed_0").mkdir(parents=True)
+    (tmp / "run.inprogress" / "train.log").write_text("killed\n")
+    (tmp / "run.inprogress" / "seed_0" / "metrics.json").write_text("{}")
+
+
+def stale_start(files, tmp):
+    """What a run killed while loading its model leaves: nothing trained."""
     (tmp / "run.inprogress").mkdir()
     (tmp / "run.inprogress" / "train.log").write_text("killed\n")
+    (tmp / "run.inprogress" / "resume.json").write_text("{}")
 
 
 def live_lock(files, tmp):
@@ -169,6 +178,11 @@ def stage_kept(files, tmp):
     assert (tmp / "run.inprogress").exists() and not (tmp / "run.inprogress" / ".lock").exists()
 
 
+def stage_removed(files, tmp):
+    good_intact(files, tmp)
+    assert not (tmp / "run.inprogress").exists()
+
+
 def not_a_run(files, tmp):
     (tmp / "run").mkdir()
     (tmp / "run" / "notes.txt").write_text("my notes")
@@ -184,7 +198,8 @@ CASES = [
          "old run intact", setup=lambda f, t: copy_good(f, t), check=good_intact),
     Case("overwrite, failure after staging (subset of a run without dynamics)",
          lambda f, t: T(f, t, "--overwrite", "--subset", "e2l", "--cartography-from", str(f["good"])), 2,
-         "error: ", "old run intact, unfinished stage kept", setup=lambda f, t: copy_good(f, t), check=stage_kept),
+         "error: ", "old run intact, nothing trained: no unfinished stage left", setup=lambda f, t: copy_good(f, t),
+         check=stage_removed),
     Case("existing run, no --overwrite/--resume", lambda f, t: T(f, t), 2,
          "run directory exists and is not empty (use --overwrite or --resume)", "old run intact",
          setup=lambda f, t: copy_good(f, t), check=good_intact),
@@ -194,9 +209,10 @@ CASES = [
     Case("--output is a file", lambda f, t: T(f, t, out=t / "file.txt"), 2, "--output is a file",
          "file untouched", setup=lambda f, t: (t / "file.txt").write_text("x"),
          check=lambda f, t: (t / "file.txt").read_text() == "x"),
-    Case("--resume under other settings", lambda f, t: T(f, t, "--resume", "--C", "10"), 2,
-         "--resume: ", "old run intact, stage kept", setup=resumable_stage, check=stage_kept,
-         extra=["was started with other settings: params.C 1.0 -> 10.0"]),
+    # refused under other settings when there is a checkpoint: test_killed_torch_run_keeps_the_old_run_and_...
+    Case("--resume under other settings of a stage with nothing trained", lambda f, t: T(f, t, "--resume", "--C", "10"),
+         0, "nothing trained in it (no checkpoint, no finished seed): removed", "old run kept, the stage removed",
+         setup=resumable_stage, check=stage_removed),
     Case("--resume under the same settings", lambda f, t: T(f, t, "--resume"), 0, "",
          "run published, stage gone", setup=resumable_stage, check=check_resumed),
     Case("--resume of a complete run", lambda f, t: T(f, t, "--resume"), 0, "",
@@ -206,6 +222,13 @@ CASES = [
     Case("unfinished stage left by a kill, no flag", lambda f, t: T(f, t), 2,
          "an unfinished run is there (a failed or killed train): use --resume", "stage kept",
          setup=stale_stage, check=lambda f, t: (t / "run.inprogress" / "train.log").exists()),
+    Case("unfinished stage of a killed start (nothing trained), no flag", lambda f, t: T(f, t), 0,
+         "nothing trained in it (no checkpoint, no finished seed): removed", "run published",
+         setup=stale_start, check=check_resumed),
+    Case("--seeds without validation data", lambda f, t: T(f, t, "--seeds", "2", val=False), 0,
+         "--seeds 2 without validation data: no seed can be selected", "run of the first seed published",
+         check=lambda f, t: json.loads((t / "run" / "seeds.json").read_text())["selected_seed"] == 0
+         and set(metrics_of(t)) == {"dev"}),
     Case("another train writing the same --output", lambda f, t: T(f, t, "--overwrite"), 2,
          "another train (pid", "stage of the other process kept", setup=live_lock,
          check=lambda f, t: (t / "run.inprogress" / ".lock").exists()),
@@ -301,7 +324,7 @@ def test_killed_torch_run_keeps_the_old_run_and_resumes_only_under_its_settings(
     another --lr is refused with the difference; the same command continues and publishes."""
     from trainer.commands import train as train_cmd
     from trainer.cli import build_parser
-    from trainer.training.loop import Callback
+    from trainer.models.loop import Callback
 
     class Kill(Callback):
         def on_epoch_end(self, state):

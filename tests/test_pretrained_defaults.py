@@ -13,7 +13,7 @@ from torch import nn
 
 from trainer.analysis.cartography import DYNAMICS_COLUMNS
 from trainer.cli import main
-from trainer.training.loop import DynamicsWriter, LoopConfig, fit, linear_warmup_decay
+from trainer.models.loop import DynamicsWriter, LoopConfig, fit, linear_warmup_decay
 from trainer.models.transformer import Transformer, default_lr
 
 ID = DYNAMICS_COLUMNS[0]  # the id column of the dynamics files
@@ -49,7 +49,7 @@ def test_a_new_head_learns_at_its_own_rate(tmp_path):
     """A mean-pooled head of ours (new weights on a pretrained encoder) gets --head-lr, default
     1e-3 (or --lr when larger); the encoder keeps --lr, and the scheduler scales both."""
     from tests.trainer_fixtures import make_tiny_bert, synthetic_nli
-    from trainer.training.loop import adamw
+    from trainer.models.loop import adamw
 
     texts = synthetic_nli(40)["premise"].tolist()
     ckpt = make_tiny_bert(tmp_path / "bert", texts)

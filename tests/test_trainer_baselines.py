@@ -12,7 +12,7 @@ from tests.conftest import shared_file
 from tests.trainer_fixtures import synthetic_nli, write_jsonl
 from trainer.commands import train as train_cmd
 from trainer.cli import build_parser, main
-from trainer.training.loop import Callback, LoopConfig, default_schedule, fit
+from trainer.models.loop import Callback, LoopConfig, default_schedule, fit
 from trainer.analysis.metrics import compute_metrics, mean_std
 from trainer.models.cbow import DenseData
 from trainer.training.runs import load_run

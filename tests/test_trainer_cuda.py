@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from trainer.commands import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
-from trainer.training.loop import Callback, iter_batches  # noqa: E402
+from trainer.models.loop import Callback, iter_batches  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

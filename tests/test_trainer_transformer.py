@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 from tests.trainer_fixtures import PROB_ATOL, TEST_DEVICE  # noqa: E402
 from trainer.commands import train as train_cmd  # noqa: E402
 from trainer.cli import build_parser, main  # noqa: E402
-from trainer.training.loop import Callback  # noqa: E402
+from trainer.models.loop import Callback  # noqa: E402
 from trainer.training.runs import load_run  # noqa: E402
 
 FAST = ["--epochs", "3", "--patience", "0", "--lr", "2e-3", "--batch-size", "16", "--max-length", "32",

@@ -1,7 +1,7 @@
 """The trainer's user errors: each subclasses `extractor.core.errors.UserError` (printed by
 `python -m trainer` as one ``error:`` line, exit status 2) and keeps its built-in base
 (`ValueError`, `FileNotFoundError`) for callers that caught those before. Bad NLI data is
-`trainer.data.loading.NLIDataError`; a lexicon is `extractor.lexicon.LexiconError`."""
+`trainer.data.loading.NLIDataError`; a lexicon is `extractor.lexicon.lexicon.LexiconError`."""
 from __future__ import annotations
 
 from extractor.core.errors import UserError

@@ -615,10 +615,7 @@ def _drops_table(drops: dict) -> str:
 
 def plot_class_distribution(dataset: dict, path: Path) -> Path:
     """Grouped bars: pairs per label in each split (matplotlib, Agg backend)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     splits = list(dataset["splits"])
     labels = [l for l in label_names(l for s in splits for l in dataset["splits"][s]["labels"])
               if any(l in dataset["splits"][s]["labels"] for s in splits)]
@@ -630,14 +627,12 @@ def plot_class_distribution(dataset: dict, path: Path) -> Path:
         bars = ax.bar(xs, counts, width, label=f"{split} ({sum(counts):,})")
         ax.bar_label(bars, fmt="%d", fontsize=7)
     ax.set_xticks(range(len(labels)), labels)
+    ax.yaxis.set_major_locator(plt.MaxNLocator(integer=True))  # counts: no 1.25 pairs
     ax.set_ylabel("pairs")
     ax.set_title("Class distribution per split")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=len(splits), frameon=False)
     ax.margins(y=0.12)
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})  # no version stamp: identical bytes on reruns
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def write_chart(counts: Mapping, folder: str) -> str:
@@ -684,11 +679,16 @@ def plot_lengths(histograms: list[list], path: Path) -> Path:
             ax.step(range(len(counts)), [n / total for n in counts], where="mid",
                     label=f"{label} (mean {'≥ ' if counts[-1] else ''}{mean:.1f})")
         ax.set_title(f"{side} length")
-        ax.set_xlabel(f"whitespace words (last bin: {len(histograms[0][2]) - 1} and more)" if histograms else "words")
         ax.legend(fontsize=7, frameon=False)
     used = [i for _, _, c in histograms for i, n in enumerate(c) if n]
-    for ax in axes if used else ():  # up to the longest sentence, not the empty bins after it
-        ax.set_xlim(-0.5, max(used) + 1.5)
+    last = len(histograms[0][2]) - 1 if histograms else None
+    for ax in axes:
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+        if used:  # up to the longest sentence, not the empty bins after it
+            ax.set_xlim(-0.5, max(used) + 1.5)
+        # the last bin's note only where the axis shows that bin
+        ax.set_xlabel(f"whitespace words (last bin: {last} and more)" if used and max(used) == last
+                      else "whitespace words")
     axes[0].set_ylabel("share of the label's pairs")
     return _save(fig, path)
 
@@ -703,6 +703,7 @@ def plot_phrases(phrases: dict, path: Path) -> Path:
         items = phrases[label][::-1]
         bars = ax.barh([p for p, _ in items], [n for _, n in items], color="tab:blue")
         ax.bar_label(bars, fmt="%d", fontsize=7)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # pairs: whole numbers
         ax.set_title(label)
         ax.tick_params(axis="y", labelsize=7)
         ax.margins(x=0.15)

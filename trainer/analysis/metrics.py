@@ -14,9 +14,14 @@ def compute_metrics(gold: Sequence[str], pred: Sequence[str], labels: Sequence[s
     """accuracy, micro/macro F1, per-class P/R/F1/support and the confusion matrix.
 
     `labels` fixes the order of classes (the run's label list), so that a class absent
-    from one split still gets its row (support 0) and macro-F1 averages the same classes.
-    `average_labels` (cross-dataset evaluation): the classes micro/macro-F1 average over,
-    e.g. the gold labels of a 3-label file; predictions outside them are errors.
+    from one split still gets its row (support 0). `average_labels` (cross-dataset
+    evaluation): the classes micro/macro-F1 average over, e.g. the gold labels of a 3-label
+    file; predictions outside them are errors.
+
+    Macro-F1 averages over the classes of `average_labels` (or `labels`) that the split's
+    gold labels hold: a class absent from the split has no F1 to average (its 0 would turn
+    a perfect accuracy into macro-F1 0.5 on a split of two of four labels). Those classes
+    are then named in ``absent_labels``, and ``macro_f1_labels`` lists the ones averaged.
     """
     labels = list(labels)
     gold, pred = list(gold), list(pred)
@@ -26,17 +31,35 @@ def compute_metrics(gold: Sequence[str], pred: Sequence[str], labels: Sequence[s
         return {"n": 0, "accuracy": float("nan"), "micro_f1": float("nan"), "macro_f1": float("nan"),
                 "per_class": {lab: {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0} for lab in labels},
                 "confusion_matrix": {"labels": labels, "matrix": [[0] * len(labels) for _ in labels]}}
-    return {
+    present = set(gold)
+    averaged = [lab for lab in avg if lab in present]
+    absent = [lab for lab in avg if lab not in present]
+    out: dict = {
         "n": len(gold),
         "accuracy": float(accuracy_score(gold, pred)),
         "micro_f1": float(f1_score(gold, pred, labels=avg, average="micro", zero_division=0)),
-        "macro_f1": float(f1_score(gold, pred, labels=avg, average="macro", zero_division=0)),
+        "macro_f1": float(f1_score(gold, pred, labels=averaged or avg, average="macro", zero_division=0)),
+    }
+    if absent and averaged:
+        out["macro_f1_labels"] = averaged
+        out["absent_labels"] = absent
+    return {
+        **out,
         "per_class": {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
                             "support": int(s[i])} for i, lab in enumerate(labels)},
         # rows: gold, columns: predicted
         "confusion_matrix": {"labels": labels,
                              "matrix": confusion_matrix(gold, pred, labels=labels).tolist()},
     }
+
+
+def format_scores(m: dict) -> str:
+    """One split's scores as the commands print them; a macro-F1 over part of the labels says so."""
+    macro = f"macro-F1 {m['macro_f1']:.4f}"
+    if m.get("absent_labels"):
+        macro += (f" over the {len(m['macro_f1_labels'])} labels present ({', '.join(m['macro_f1_labels'])}; "
+                  f"absent from this split: {', '.join(m['absent_labels'])})")
+    return f"accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, {macro} (n={m['n']})"
 
 
 def plot_confusion(metrics: dict, path: Path, title: str = "") -> Path:

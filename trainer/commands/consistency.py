@@ -22,7 +22,7 @@ from trainer.analysis.consistency import (KIND_ORDER, OTHER, allowed_columns, bu
                                           plot_scores, predict_pairs, read_generated, read_sentences,
                                           sample_items, score_rows, sentence_chains, source_frame, summarize,
                                           summary_text, has_nli_letters, write_frame)
-from trainer.analysis.evaluation import run_mapping
+from trainer.training.evaluation import run_mapping
 from trainer.analysis.metrics import compute_metrics
 from trainer.data.loading import add_column_arguments, load_nli
 from trainer.flags import add_output, add_overwrite, output_folder, refuse_existing

@@ -4,7 +4,7 @@ Writes the same outputs as training (metrics.json keyed by each file's stem,
 predictions.parquet with the rows' own columns, confusion-matrix PNGs) to `--output`
 (default RUN_DIR/evaluation/), written beside it and swapped in at the end
 (extractor/io/atomic.py). Column flags default to the mapping the run was trained with. The scoring
-(`--by`, `--label-map`, outside checkpoints) is trainer/analysis/evaluation.py's.
+(`--by`, `--label-map`, outside checkpoints) is trainer/training/evaluation.py's.
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from extractor.core.errors import UserError
-from trainer.analysis.evaluation import evaluate_frames, load_frames, note_unmapped, run_mapping
+from trainer.training.evaluation import evaluate_frames, load_frames, note_unmapped, run_mapping
+from trainer.analysis.metrics import format_scores
 from trainer.data.loading import add_column_arguments, parse_label_map
 from trainer.flags import add_data, add_label_map_arguments, add_output, add_overwrite, output_folder, refuse_existing
 from trainer.training.runs import load_run, write_evaluation, write_slices
@@ -58,8 +59,7 @@ def run(args) -> int:
         if args.by:
             write_slices(work, preds, args.by, labels)
     for split, m in metrics.items():
-        print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
-              f"(n={m['n']})")
+        print(f"{split}: {format_scores(m)}")
     note_unmapped(metrics)
     print(f"wrote {out}/metrics.json" + (f" and {out}/slices.md" if args.by else ""))
     return 0

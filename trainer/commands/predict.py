@@ -10,7 +10,7 @@ from pathlib import Path
 
 from extractor.core.errors import UserError
 from trainer.data.loading import add_column_arguments, load_one_split
-from trainer.analysis.evaluation import run_mapping
+from trainer.training.evaluation import run_mapping
 from trainer.flags import add_data, add_output, add_overwrite, output_file, refuse_existing
 from trainer.training.runs import load_run, predictions_frame
 

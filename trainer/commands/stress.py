@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from extractor.core.errors import UserError
-from trainer.analysis.evaluation import evaluate_frames, note_unmapped, run_mapping
+from trainer.training.evaluation import evaluate_frames, note_unmapped, run_mapping
 from trainer.analysis.stress import TESTS, build_sets, load_templates, stress_report, table_markdown
 from trainer.data.loading import (add_column_arguments, apply_label_map, check_ids, drop_unlabeled, load_one_split,
                                   parse_label_map)

@@ -11,7 +11,7 @@ from trainer.data.loading import add_column_arguments
 from trainer.flags import add_output
 from trainer.models import INPUT_MODES, MODELS
 from trainer.training.curriculum import CURRICULA
-from trainer.training.distributed import setup_run
+from trainer.models.distributed import setup_run
 from trainer.training.pipeline import run_training
 
 

@@ -41,7 +41,7 @@ SPLIT_ALIASES = {"train": "train", "training": "train", "validation": "validatio
                  "test": "test", "testing": "test", "eval": "test"}
 # Labels that mean "no gold label" in public NLI sets (SNLI "-", GLUE -1).
 UNLABELED = {"-", "", "-1"}
-CORE_COLUMNS = ["pair_id", "premise", "hypothesis", "label"]  # pair_id: DESIGN.md's id column, kept end to end
+CORE_COLUMNS = ["pair_id", "premise", "hypothesis", "label"]  # pair_id: the pairs table's id, kept end to end
 
 
 class NLIDataError(UserError, ValueError):
@@ -525,7 +525,7 @@ def add_column_arguments(parser, from_run: bool = False) -> None:
     """The column and label flags shared by `stats`, `train`, `evaluate`, `predict`, `stress`...
 
     With ``from_run`` (commands that read a saved run) every default is None, meaning "as the
-    run was trained" (:func:`trainer.analysis.evaluation.run_mapping`), then the canonical names.
+    run was trained" (:func:`trainer.training.evaluation.run_mapping`), then the canonical names.
     """
     g = parser.add_argument_group("columns and labels")
     run = " as the run was trained, else" if from_run else ""

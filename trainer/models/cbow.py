@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from trainer.errors import ModelError, ModelFileNotFound
-from trainer.training.loop import DynamicsWriter, LoopConfig, fit
+from trainer.models.loop import DynamicsWriter, LoopConfig, fit
 from trainer.models import FitContext, balanced_weights, sides, softmax, words, write_meta
 
 log = logging.getLogger("trainer")

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from trainer.errors import ModelError
-from trainer.training.loop import DynamicsWriter, LoopConfig, fit, predict_proba, select_device
+from trainer.models.loop import DynamicsWriter, LoopConfig, fit, predict_proba, select_device
 from trainer.models import FitContext, balanced_weights, sides, write_meta
 
 log = logging.getLogger("trainer")

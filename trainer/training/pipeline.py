@@ -36,10 +36,10 @@ from trainer.analysis.cartography import select_subset
 from trainer.training.curriculum import make_schedule
 from trainer.data.loading import (apply_label_map, check_ids, column_mapping, drop_unlabeled, load_nli,
                                   load_one_split, merge_frames, parse_file_spec, stratified_subsample)
-from trainer.analysis.metrics import compute_metrics, mean_std
+from trainer.analysis.metrics import compute_metrics, format_scores, mean_std
 from trainer.models import TORCH_MODELS, FitContext, model_class
-from trainer.training.runs import (check_labels, evaluate_splits, file_logger, write_evaluation, write_json,
-                          write_slices)
+from trainer.training.runs import (LOG_FILE_ONLY, check_labels, evaluate_splits, file_logger, write_evaluation,
+                                   write_json, write_slices)
 
 log = logging.getLogger("trainer")
 
@@ -399,6 +399,8 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
         return json.loads((out / "metrics.json").read_text())
     log.info("run %s: model %s, input mode %s, seed %d, %d training rows", final_out, args.model, args.input_mode,
              seed, len(train))
+    if base_config.get("validation", "").startswith("no validation data"):
+        log.warning(base_config["validation"], extra=LOG_FILE_ONLY)  # printed once by run_training
     config = {**base_config, "seed": seed, "out": str(final_out)}
     if args.train_size:
         n_before = len(train)
@@ -472,6 +474,9 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
             log.info("dynamics: %.2fs in all, %.1f%% of training time", d.get("seconds", 0), 100 * d.get("share", 0))
     model.save(out / "model")
     frames = ({"validation": val} if val is not None and len(val) else {}) | tests
+    if not frames:
+        log.warning(NOTHING_HELD_OUT, extra=LOG_FILE_ONLY)
+        frames = {"train": distinct}
     metrics, preds = evaluate_splits(model, frames)
     for split, d in (config.get("data") or {}).get("dropped", {}).items():
         if split in metrics:
@@ -486,6 +491,10 @@ def _train_one(args, seed, out, train, val, tests, labels, base_config, callback
         shutil.rmtree(out / "checkpoint")
     fp_path.unlink(missing_ok=True)
     return metrics
+
+
+NOTHING_HELD_OUT = ("no validation or test data: the scores are on the training data itself (how well the "
+                    "model fits it, not how well it generalises; give --test FILE or a test split)")
 
 
 # ---------------------------------------------------------------------------- entry
@@ -518,10 +527,21 @@ def prepare_output(args) -> Path:
     if work.exists():
         if args.overwrite:
             atomic.discard(work)
+        elif not has_progress(work):
+            print(f"note: {work}: an unfinished run with nothing trained in it (no checkpoint, no finished seed): "
+                  f"removed", file=sys.stderr)
+            atomic.discard(work)
         elif not args.resume:
             raise UserError(f"{work}: an unfinished run is there (a failed or killed train): use --resume to "
                             f"continue it, or --overwrite to start again")
     return work
+
+
+def has_progress(work: Path) -> bool:
+    """Whether an unfinished run holds anything `--resume` would reuse: a checkpoint or a
+    finished seed of `--seeds`."""
+    return any(work.glob("checkpoint")) or any(work.glob("seed_*/checkpoint")) or \
+        any(work.glob("seed_*/metrics.json"))
 
 
 def note_validation(args, val) -> str | None:
@@ -547,7 +567,9 @@ def run_training(args, callbacks) -> int:
     for name, df in (({"validation": val} if val is not None else {}) | tests).items():
         check_labels(df, labels, df.attrs.get("source", name))
     if args.seeds > 1 and (val is None or not len(val)):
-        raise UserError("--seeds N selects on validation: give --validation FILE or a validation split")
+        print(f"note: --seeds {args.seeds} without validation data: no seed can be selected; all {args.seeds} "
+              f"are trained, their scores averaged (mean ± std), and the first seed ({args.seed}) is the run's "
+              f"model", file=sys.stderr)
     if args.grid and (val is None or not len(val)) and model_grid(args):
         raise UserError("--grid needs validation data (--validation FILE or a validation split)")
     evaluated = list(tests.values()) + ([val] if val is not None else [])
@@ -558,8 +580,7 @@ def run_training(args, callbacks) -> int:
                 raise UserError(f"--by {c}: no test data has a column {c!r} (columns: {columns})")
     note = note_validation(args, val)
     if note:
-        print(f"note: {note}", file=sys.stderr)
-        log.warning(note)
+        print(f"note: {note}", file=sys.stderr)  # train.log gets it in train_one
     for split, d in dropped.items():
         print(f"note: {split}: dropped {sum(d.values())} rows {d} (recorded in config.json)", file=sys.stderr)
     base_config = {
@@ -577,15 +598,21 @@ def run_training(args, callbacks) -> int:
         "by": args.by, "versions": versions(),
     }
 
-    # kept on failure (a checkpoint for --resume), continued when it is there, swapped in when finished
-    with atomic.WorkFolder(out, work=work, keep=True, resume=True) as work:
-        atomic.claim(work)
-        try:
+    # kept on failure when it holds a checkpoint or a finished seed (for --resume), removed when
+    # nothing was trained yet (a failed start: a model that does not load), swapped in when finished
+    try:
+        with atomic.WorkFolder(out, work=work, keep=True, resume=True) as work:
+            atomic.claim(work)
             code = _train_all(args, work, out, train, val, tests, labels, base_config, callbacks)
-        except BaseException:
-            log.error("train failed: %s keeps its previous state; the unfinished run is in %s (--resume continues it)",
-                      out, work)
-            raise
+    except BaseException:
+        if has_progress(work):
+            log.error("train failed: %s keeps its previous state; the unfinished run is in %s (--resume continues "
+                      "it)", out, work)
+        else:
+            atomic.discard(work)
+            log.error("train failed before anything was trained: %s keeps its previous state; nothing is left to "
+                      "resume (%s removed)", out, work)
+        raise
     print(f"wrote {out}")
     return code
 
@@ -601,11 +628,13 @@ def _train_all(args, work, out, train, val, tests, labels, base_config, callback
     for s in seeds:
         per_seed[str(s)] = train_one(args, s, work / f"seed_{s}", train, val, tests, labels, base_config, callbacks,
                                      final_out=out / f"seed_{s}")
-    selected = max(seeds, key=lambda s: (per_seed[str(s)]["validation"]["macro_f1"], -s))
+    selectable = all("validation" in per_seed[str(s)] for s in seeds)
+    selected = max(seeds, key=lambda s: (per_seed[str(s)]["validation"]["macro_f1"], -s)) if selectable else seeds[0]
     summary_keys = ("accuracy", "micro_f1", "macro_f1")
     runs = {s: {split: {k: m[k] for k in summary_keys} for split, m in ms.items()} for s, ms in per_seed.items()}
     mean, std = mean_std(runs)
-    write_json(work / "seeds.json", {"selection": "validation macro_f1", "selected_seed": selected,
+    selection = "validation macro_f1" if selectable else "the first seed (no validation data)"
+    write_json(work / "seeds.json", {"selection": selection, "selected_seed": selected,
                                       "seeds": seeds, "runs": runs, "mean": mean, "std": std})
     sel = work / f"seed_{selected}"
     names = ["metrics.json", "predictions.parquet", *[p.name for p in sel.glob("confusion_matrix_*.png")],
@@ -621,7 +650,8 @@ def _train_all(args, work, out, train, val, tests, labels, base_config, callback
         for s in seeds:
             logf.write(f"==> seed_{s}/train.log\n")
             logf.write((work / f"seed_{s}" / "train.log").read_text(encoding="utf-8"))
-    print(f"selected seed {selected} (best validation macro-F1)")
+    print(f"selected seed {selected} (best validation macro-F1)" if selectable else
+          f"seed {selected}: the run's model (the first seed; no validation data to select on)")
     _print_summary(per_seed[str(selected)])
     for split in mean:
         print(f"{split} over {len(seeds)} seeds: "
@@ -631,6 +661,7 @@ def _train_all(args, work, out, train, val, tests, labels, base_config, callback
 
 
 def _print_summary(metrics: dict) -> None:
+    if list(metrics) == ["train"]:
+        print(f"note: {NOTHING_HELD_OUT}")
     for split, m in metrics.items():
-        print(f"{split}: accuracy {m['accuracy']:.4f}, micro-F1 {m['micro_f1']:.4f}, macro-F1 {m['macro_f1']:.4f} "
-              f"(n={m['n']})")
+        print(f"{split}: {format_scores(m)}")

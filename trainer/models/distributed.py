@@ -7,7 +7,7 @@
 0 a scratch copy of the run directory, so that rank 0 alone writes ``RUN_DIR`` and
 every rank takes the same decisions (resume, finished seeds) from the same files.
 
-How the loop shares work (``trainer.training.loop``): every rank builds the same batch schedule
+How the loop shares work (``trainer.models.loop``): every rank builds the same batch schedule
 from the seed, and each optimisation step's rows are dealt out ``rows[rank::world]``:
 the union of the shares is exactly the one-process step (no sampler padding, so no
 duplicated example, also in the last, short step). Each rank's loss is its examples' sum

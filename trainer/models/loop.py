@@ -9,7 +9,7 @@ By default it is shuffled epochs from the seed; a curriculum passes its own.
 
 On CUDA a thread builds the next batches into pinned memory while the GPU works. Under
 `torchrun` each rank trains on its share of every step and predictions are gathered
-(`trainer.training.distributed`), so N processes give the one-process result (docs/gpu.md).
+(`trainer.models.distributed`), so N processes give the one-process result (docs/gpu.md).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from torch import nn
 
 from extractor.io.atomic import WorkFile
 from trainer.errors import RunFileNotFound
-from trainer.training import distributed
+from trainer.models import distributed
 
 log = logging.getLogger("trainer")
 

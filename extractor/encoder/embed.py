@@ -14,18 +14,38 @@ from extractor.encoder import cache
 from extractor.encoder.convert import PREFIXES
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-class Encoder:
-    """``Encoder().embed(texts, kind="passage")`` -> (n, 384) float32, unit rows."""
+def default_dtype(device: torch.device) -> torch.dtype:
+    """bfloat16 where the hardware computes it (a CUDA GPU that has it; a CPU with AVX-512
+    BF16 or AMX, which oneDNN uses), float16 on older GPUs, float32 otherwise: the
+    embeddings stay within the faithfulness bound of docs/trainer.md either way."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    try:
+        bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without oneDNN
+        bf16 = False
+    return torch.bfloat16 if bf16 else torch.float32
 
-    def __init__(self, folder: Path | str | None = None, *, device: str | None = None, max_length: int = 512):
+
+class Encoder:
+    """``Encoder().embed(texts, kind="passage")`` -> (n, 384) float32, unit rows. `dtype`:
+    ``auto`` (default_dtype), ``float32``, ``bfloat16`` or ``float16``."""
+
+    def __init__(self, folder: Path | str | None = None, *, device: str | None = None, dtype: str = "auto",
+                 max_length: int = 512):
         folder = Path(folder) if folder is not None else cache.require()
         self.device = torch.device(device or default_device())
+        self.dtype = default_dtype(self.device) if dtype == "auto" else DTYPES[dtype]
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.model = AutoModel.from_pretrained(str(folder), add_pooling_layer=False).to(self.device).eval()
+        self.model = AutoModel.from_pretrained(str(folder), add_pooling_layer=False)
+        self.model = self.model.to(device=self.device, dtype=self.dtype).eval()
         self.max_length = max_length
         self.dim = int(self.model.config.hidden_size)
 

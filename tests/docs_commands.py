@@ -286,6 +286,8 @@ STANDALONE = ("starts a standalone cluster on fixed ports in the background; tes
 CLOUD = "needs Docker and a Google Cloud account (the images are built with podman by docker/build-local.sh)"
 LABEL_STUDIO = "needs a Label Studio server; tests/test_label_studio.py imports real Label Studio exports"
 GPU = "needs GPUs"
+ENCODER = ("builds or checks the 470 MB checkpoint in the user's cache (the set-up runs it); "
+           "tests/test_encoder.py builds one per session and checks the cache, the checkpoint and the trainer's names")
 SUITE = "runs the whole test suite (11+ minutes), this test included; CI runs it (.ci/run)"
 
 RO = "./spark-submit.sh jobs/extract.py --lang ro"
@@ -605,6 +607,8 @@ REGISTRY: dict[str, dict[str, Run | Skip]] = {
             Run(needs=("scinli",), checks=(prints(r"contradiction"),)),
     },
     "docs/trainer.md": {
+        "python -m extractor.encoder build": Skip(ENCODER),
+        "python -m extractor.encoder path": Skip(ENCODER),
         "python -m trainer train --train train.jsonl --validation dev.jsonl --test test.jsonl --premise sentence1 "
         "--hypothesis sentence2 --model tfidf-lr --output runs/tfidf":
             Run(needs=("scinli",), provides="tfidf", checks=(run_dir("runs/tfidf"),)),

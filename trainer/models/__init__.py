@@ -24,6 +24,7 @@ MODELS = {
     "cbow-svm": "trainer.models.cbow:CbowSVM",
     "cbow-softmax": "trainer.models.cbow:CbowSoftmax",
     "transformer": "trainer.models.transformer:Transformer",
+    "e5-linear": "trainer.models.frozen:E5Linear",
 }
 TORCH_MODELS = {"cbow-softmax", "transformer"}
 INPUT_MODES = ("pair", "hypothesis", "premise")

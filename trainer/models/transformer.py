@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from extractor.encoder import cache
 from trainer.errors import ModelError
 from trainer.models.loop import DynamicsWriter, LoopConfig, fit, predict_proba, select_device
 from trainer.models import FitContext, balanced_weights, sides, write_meta
@@ -62,9 +63,21 @@ def default_lr(hidden_size: int | None) -> float:
 HEAD_LR = 1e-3  # a new head on a pretrained encoder (docs/trainer.md, "Defaults")
 
 
+def resolve_pretrained(name: str) -> str:
+    """A name of an encoder the set-up builds (``multilingual-e5-small``, extractor/encoder)
+    -> its cache folder, or the one-line error telling to run the set-up; a directory of
+    that name here wins; anything else is returned as it is."""
+    if cache.resolve(name) is None or Path(name).exists():
+        return name
+    try:
+        return str(cache.require(name))
+    except cache.EncoderMissingError as exc:
+        raise ModelError(str(exc)) from None
+
+
 def check_pretrained(name: str) -> None:
     """A local checkpoint directory must hold a config and weights: say so in one line."""
-    path = Path(name)
+    path = Path(resolve_pretrained(name))
     if path.exists():
         if not path.is_dir():
             raise ModelError(f"{path}: --pretrained must be a model directory or a hub name")
@@ -266,6 +279,7 @@ class Transformer:
         from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
         check_pretrained(pretrained)
+        pretrained = resolve_pretrained(pretrained)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
         except (OSError, ValueError) as exc:  # transformers: not found, unreadable, an unknown tokenizer

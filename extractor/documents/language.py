@@ -134,8 +134,8 @@ def check_corpus(found: CorpusLanguage, corpus: str, where: str) -> None:
     """Raise `WrongLanguage` when the sample says the corpus is in another language."""
     if not found.wrong:
         return
-    detected = found.detected
+    detected = found.detected or "unknown"  # `wrong` implies a sample, so a language was found
     raise WrongLanguage(
-        f"{where}: corpus {corpus} looks like {detected}, not {found.lang}: {found.counts[detected]} of "
+        f"{where}: corpus {corpus} looks like {detected}, not {found.lang}: {found.counts.get(detected, 0)} of "
         f"{found.n} sampled sentences are {detected} and {found.counts.get(found.lang, 0)} {found.lang}; "
         f"run with --lang {detected} (or a lexicon of that language), or check --input")

@@ -44,17 +44,8 @@ class LocalLock:
 
     def acquire(self) -> None:
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise OutputError(f"{os.path.dirname(self.path)}: cannot create the lock file "
-                                  f"({exc.strerror}); choose a writable --output", exc.errno) from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read_json_fd(fd)
-                os.close(fd)
-                raise RunLockedError(self.locked_message(holder)) from None
+            fd = self._open(os.O_RDWR | os.O_CREAT, "create")
+            self._lock_or_refuse(fd, fcntl.LOCK_EX)
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -74,19 +65,27 @@ class LocalLock:
         """Refuse as `acquire` would when a live run holds the lock, without writing
         anything (`--dry-run`): a shared flock on the file, when there is one, taken and
         given back at once."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
+        if not os.path.exists(self.path):
             return
-        except OSError as exc:
-            raise OutputError(f"{os.path.dirname(self.path)}: cannot read the lock file "
-                              f"({exc.strerror}); choose a writable --output", exc.errno) from None
+        fd = self._open(os.O_RDONLY, "read")
+        self._lock_or_refuse(fd, fcntl.LOCK_SH)
+        os.close(fd)
+
+    def _open(self, flags: int, verb: str) -> int:
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise OutputError(f"{os.path.dirname(self.path)}: cannot {verb} the lock file "
+                              f"({exc.strerror}); choose a writable --output", exc.errno) from None
+
+    def _lock_or_refuse(self, fd: int, mode: int) -> None:
+        """flock `fd` without waiting; a live run's lock closes `fd` and refuses."""
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunLockedError(self.locked_message(_read_json_fd(fd))) from None
-        finally:
+            holder = _read_json_fd(fd)
             os.close(fd)
+            raise RunLockedError(self.locked_message(holder)) from None
 
     def locked_message(self, holder: dict) -> str:
         return (f"{os.path.dirname(self.path)} is being written by {describe_holder(holder)}; "

@@ -283,7 +283,8 @@ def citation_section(build: dict, license) -> str:
     year, where to find it, the engine's version; a field the user did not give says how to
     give it."""
     lang = build.get("lang") or "xx"
-    key = "".join(ch for ch in f"{lang}_nli_distant_{build.get('year') or ''}" if ch.isalnum() or ch == "_")
+    year = f"_{build['year']}" if build.get("year") else ""
+    key = "".join(ch for ch in f"{lang}_nli_distant{year}" if ch.isalnum() or ch == "_")
     corpora = ", ".join(c["name"] for c in build.get("corpora") or []) or "unrecorded corpora"
     version = _package_version("nli-corpus-engine") or "unknown"
     where = (f"  url          = {{{build['url']}}}," if build.get("url") else

@@ -143,6 +143,9 @@ def check_writable(root: str) -> None:
         raise OutputError(f"{root}: cannot create the directory ({here} is a file, not a folder); "
                           f"choose a writable --output", errno.ENOTDIR)
     if not os.access(here, os.W_OK | os.X_OK):
+        if os.statvfs(here).f_flag & os.ST_RDONLY:  # root may write anywhere but on a read-only mount
+            raise OutputError(f"{root}: cannot create the directory ({here}: the filesystem is read-only); "
+                              f"choose a writable --output", errno.EROFS)
         raise OutputError(f"{root}: cannot create the directory ({here}: permission denied); "
                           f"choose a writable --output", errno.EACCES)
 

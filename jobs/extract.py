@@ -168,6 +168,7 @@ def run_fingerprint(args, lexicon, corpora) -> dict:
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("NLI_KILL_AT"):  # the kill-and-resume tests: a task may kill this driver
         os.environ.setdefault("NLI_DRIVER_PID", str(os.getpid()))
+    gateway.stderr_to_user()  # under spark-submit: errors and progress on stderr, as under plain python
     parser = build_parser()
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
     _import_run_modules()
@@ -211,7 +212,6 @@ def _main(args, argv, explicit_license: str | None = None) -> int:
                             resume=args.resume)
     except OSError as exc:
         return _output_refused(exc, output)
-    gateway.keep_user_stderr()  # under spark-submit: a way to the user that outlives the JVM
     try:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)
     except KeyboardInterrupt:  # the staged work stays for --resume; the lock is released

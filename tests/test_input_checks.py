@@ -138,3 +138,18 @@ def test_sentences_in_another_language_are_dropped_and_counted(spark, tmp_path, 
     off = json.loads((tmp_path / "off" / "stats.json").read_text())["sentences"]
     assert got == 0 and off["language"]["check"] == "off" and off["language"]["foreign_sentences"] == {}
     assert off["sentences"]["total"] == stats["sentences"]["total"] + sum(foreign.values())
+
+
+@pytest.mark.spark
+def test_under_spark_submit_the_error_is_on_stderr_and_stdout_holds_none(body_jsonl, tmp_path):
+    # spark-submit merges the driver's stderr into its stdout; the job sends it back to stderr
+    proc = subprocess.run([str(REPO / "spark-submit.sh"), "--master", "local[1]", "jobs/extract.py", "--lang", "ro",
+                           "--input", str(body_jsonl), "--output", str(tmp_path / "out")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable))
+    assert proc.returncode == 2
+    assert "error:" not in proc.stdout and "[extract]" not in proc.stdout
+    assert [x for x in proc.stderr.splitlines() if x.startswith("error: ")] == \
+        [f"error: {body_jsonl}: 37 of its 37 records lack the text field 'text' (no_text_field 37; line 1: no field "
+         f"'text' (fields: id, body)); set --text-field to the field that holds the text (text_field: in a "
+         f"--manifest entry)"]

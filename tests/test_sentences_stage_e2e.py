@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 
 # Pinned on the current cleaning + Punkt rules; a change in extractor/documents/wikitext.py or
 # extractor/documents/segment.py that moves it must be deliberate (update the number and say why).
-ENWIKI_SENTENCES = 18020
+ENWIKI_SENTENCES = 18019  # 18,020 before the language check, which drops one Latin sentence (stats: la 1)
 RESIDUE = ("[[", "{{", "thumb|", "Category:", "|}", "<ref")
 DROPPED_SECTIONS = {"references", "external links", "see also", "notes", "further reading", "bibliography"}
 
@@ -140,7 +140,8 @@ def test_unit_files_do_not_depend_on_which_task_writes_them(enwiki, tmp_path):
     plan = DocumentsPlan(corpora=[{"name": spec.name, "genre": "wikipedia", "lang": "en", "role": "train",
                                    "partition": "corpus=enwiki-sample-206pages", "fields": {}}],
                          lexicon=load_lexicon("en"), punkt=params_to_dict(load_params(out / "punkt_params.json")),
-                         min_chars=50, namespaces=listing.namespaces, table_dir=str(tmp_path / "one-task"))
+                         min_chars=50, namespaces=listing.namespaces, table_dir=str(tmp_path / "one-task"),
+                         drop_foreign=True)
     counts = [row for unit in reversed(listing.units) for row in process_unit(unit, plan)]
     assert sum(n for _, kind, reason, n, _ in counts if (kind, reason) == ("sentences", "total")) == ENWIKI_SENTENCES
     assert file_digests(tmp_path / "one-task") == file_digests(out / "sentences")
@@ -171,7 +172,9 @@ def edge_dumps(spark, tmp_path_factory):
         f"  - {{name: fowiki, genre: wikipedia, path: '{shared_file('dumps/fowiki-tiny.xml.bz2')}'}}\n",
         encoding="utf-8")
     out = root / "out"
-    assert main(["--lang", "en", "--manifest", str(manifest), "--output", str(out), "--stages", "sentences"]) == 0
+    # Bulgarian and Faroese read with the English lexicon on purpose: the formats are tested, not the language
+    assert main(["--lang", "en", "--manifest", str(manifest), "--output", str(out), "--stages", "sentences",
+                 "--language-check", "off"]) == 0
     return read_sentences(out), json.loads((out / "stats.json").read_text())
 
 

@@ -162,7 +162,7 @@ def test_card_stats_and_chart(built):
     folder = out / "splits"
     card = (folder / "README.md").read_text()
     lex = load_lexicon("en")
-    assert card.startswith("---\nlanguage:\n- en\nlicense: cc-by-sa-4.0\n")
+    assert card.startswith("---\nlanguage:\n- en\nlicense: unknown\n")  # no license given: none guessed
     assert "task_ids:\n- natural-language-inference" in card
     assert lex.sha256 in card and "jobs/extract.py --lang en --max-eval-per-corpus 200" in card
     assert "seed: 0" in card and "PASSED" in card and "| However |" in card

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,16 @@ def test_spark_submit_sh_runs_help_and_dry_run_with_plain_python():
         ["j.py", "--dry-run", "--master", "local[1]"]
     assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "ro"]) is None
     assert paths.plain_python_args(["--help"]) is None
+    # a --lang without a lexicon is refused by plain Python too: no JVM for a one-line error
+    lexicons = str(REPO / "phrase_lexicons")
+    assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "xx"], lexicons) == ["/r/jobs/extract.py", "--lang", "xx"]
+    assert paths.plain_python_args(["/r/jobs/extract.py", "--lang=ro"], lexicons) is None
+    assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "my/lexicon.yaml"], lexicons) is None
+    started = time.time()
+    proc = subprocess.run([str(REPO / "spark-submit.sh"), "jobs/extract.py", "--lang", "xx"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1].startswith("error: unknown language 'xx': ")
+    assert "NativeCodeLoader" not in proc.stderr and time.time() - started < 30  # no JVM started
     out = subprocess.run([sys.executable, "-m", "extractor.job.paths", "submit", str(REPO), str(REPO), "--",
                           "jobs/extract.py", "-h"], cwd=REPO, capture_output=True, check=True).stdout
     assert out.split(b"\0")[:3] == [b"--plain-python", str(REPO / "jobs" / "extract.py").encode(), b"-h"]

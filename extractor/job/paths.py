@@ -204,17 +204,32 @@ PLAIN_PYTHON = "--plain-python"  # the first word of `main`'s answer: run the jo
 PLAIN_FLAGS = frozenset({"-h", "--help", "--dry-run"})  # the job's flags that start no Spark
 
 
-def plain_python_args(argv: list[str]) -> list[str] | None:
+def unknown_lang(job: list[str], lexicons: str) -> bool:
+    """The job's `--lang` names no bundled lexicon in `lexicons` (and is not a lexicon file):
+    the job refuses it in one line, which plain Python says without a JVM."""
+    value = None
+    for i, a in enumerate(job):
+        if a == "--lang" and i + 1 < len(job):
+            value = job[i + 1]
+        elif a.startswith("--lang="):
+            value = a.split("=", 1)[1]
+    if value is None or "/" in value or value.endswith((".yaml", ".yml")):
+        return False
+    return not os.path.exists(os.path.join(lexicons, f"{value}.yaml"))
+
+
+def plain_python_args(argv: list[str], lexicons: str | None = None) -> list[str] | None:
     """The job's command line (script, then its arguments) when spark-submit's arguments
-    `argv` ask the job for `--help` or `--dry-run`, which need no Spark: spark-submit.sh runs
-    it with plain Python, so no JVM starts (about 10 s). spark-submit's `--master` is handed
+    `argv` ask the job for `--help` or `--dry-run`, which need no Spark, or name a `--lang`
+    with no lexicon in `lexicons` (its one-line refusal): spark-submit.sh runs it with plain
+    Python, so no JVM starts (about 10 s). spark-submit's `--master` is handed
     to the job's own `--master` (the dry run's estimate of the wall time depends on it).
     None otherwise, and for a job that is not a Python script."""
     app = split_submit_args(argv)
     if app is None or not argv[app].endswith(".py"):
         return None
     job = list(argv[app + 1:])
-    if not PLAIN_FLAGS & {a.split("=", 1)[0] for a in job}:
+    if not PLAIN_FLAGS & {a.split("=", 1)[0] for a in job} and not (lexicons and unknown_lang(job, lexicons)):
         return None
     master = [value for name, value in _submit_options(argv, app) if name == "--master" and value]
     if master and not any(a == "--master" or a.startswith("--master=") for a in job):
@@ -235,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    plain = plain_python_args(args)
+    plain = plain_python_args(args, os.path.join(argv[1], "phrase_lexicons"))
     if plain is not None:
         args = [PLAIN_PYTHON, *plain]
     sys.stdout.write("".join(a + "\0" for a in args))

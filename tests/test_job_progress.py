@@ -72,7 +72,8 @@ def test_spark_submit_sh_runs_help_and_dry_run_with_plain_python():
     assert paths.plain_python_args(["--help"]) is None
     # a --lang without a lexicon is refused by plain Python too: no JVM for a one-line error
     lexicons = str(REPO / "phrase_lexicons")
-    assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "xx"], lexicons) == ["/r/jobs/extract.py", "--lang", "xx"]
+    assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "xx"], lexicons) == \
+        ["/r/jobs/extract.py", "--lang", "xx"]
     assert paths.plain_python_args(["/r/jobs/extract.py", "--lang=ro"], lexicons) is None
     assert paths.plain_python_args(["/r/jobs/extract.py", "--lang", "my/lexicon.yaml"], lexicons) is None
     proc = subprocess.run([str(REPO / "spark-submit.sh"), "jobs/extract.py", "--lang", "xx"], cwd=REPO,

@@ -336,6 +336,12 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             table = BY_NAME[name].writes
             if run.published(table) and not args.overwrite:
                 raise runs.OutputExistsError(f"{output}/{table} already exists; pass --overwrite to replace it")
+        # settings and inputs a stage checks before any work (a missing model, the inputs'
+        # sample: formats, fields, language): before the JVM starts, as --dry-run does
+        checked = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
+                             command_line=run.command_line, warnings=[], options=options)
+        for name in to_run:
+            STAGE[name].check(checked, options[name])
     except UserError as exc:
         run.abort()
         return _fail(exc.one_line())
@@ -356,14 +362,14 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     progress = Progress(run.path(PROGRESS), resuming=run.resumed is not None)
     # Earlier stages' counts survive a rerun that starts later.
     ctx.stats.update({k: v for k, v in run.published_stats().items() if k in NAMES[:first]})
+    ctx.stats.update(checked.stats)
+    ctx.warnings += checked.warnings
     for name in dropped:
         ctx.warn(f"{name}/ of the previous run is not part of this run (it was built from the tables this "
                  f"run replaces); run the later stages to rebuild it")
     started = time.time()
     timings = {}
     try:
-        for stage in to_run:  # settings a stage can check before any stage runs (e.g. a missing model)
-            STAGE[stage].check(ctx, options[stage])
         for stage in to_run:
             t0 = time.time()
             finished = progress.finished_stage(stage)

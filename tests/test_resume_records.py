@@ -35,11 +35,13 @@ def _fingerprint(*argv: str) -> dict:
 
 
 def test_the_fingerprint_holds_the_settings_the_previous_code_recorded():
-    # flags added since (off at their None default: no byte changes) are the only new keys;
-    # first_difference reads a key an old record lacks as None, so such a record still resumes
+    # flags added since: at their None default they change no byte; --language-check (on)
+    # drops sentences in another language and --license's default is now the inputs' own,
+    # so a record without them is another output's
     settings = _fingerprint()["settings"]
-    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == {"pair_filter": None}
-    assert {k: v for k, v in settings.items() if k in PREVIOUS_RO} == PREVIOUS_RO
+    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == \
+        {"pair_filter": None, "author": None, "url": None, "language_check": "on"}
+    assert {k: v for k, v in settings.items() if k in PREVIOUS_RO} == {**PREVIOUS_RO, "license": ""}
     # a flag given wins over the lexicon's choice, as before
     assert _fingerprint("--neutral-mix", "both_random=1")["settings"]["neutral_mix"] == "both_random=1"
 
@@ -51,8 +53,20 @@ def _killed_run(root: str, settings: dict) -> str:
     return run.run_id
 
 
-def test_a_run_the_previous_code_recorded_is_resumed(tmp_path):
-    killed = _killed_run(str(tmp_path), PREVIOUS_RO)
+def test_a_run_the_previous_code_recorded_is_refused_in_one_line_naming_what_changed(tmp_path):
+    # its output would differ (no language check, another license): continuing it would mix two outputs
+    _killed_run(str(tmp_path), PREVIOUS_RO)
+    with pytest.raises(runs.ResumeError) as caught:
+        runs.Run.open(str(tmp_path), "jobs/extract.py --lang ro --resume", fingerprint=_fingerprint(), resume=True)
+    message = caught.value.one_line()
+    assert "\n" not in message and '--license differs ("cc-by-sa-4.0" then, "" now)' in message
+    assert message.endswith("run without --resume to start a new run")
+
+
+def test_a_record_without_the_flags_whose_none_changes_nothing_is_resumed(tmp_path):
+    # a key an old record lacks reads as None: --author and --url left out, as then
+    now = _fingerprint()["settings"]
+    killed = _killed_run(str(tmp_path), {k: v for k, v in now.items() if k not in ("author", "url")})
     again = runs.Run.open(str(tmp_path), "jobs/extract.py --lang ro --resume", fingerprint=_fingerprint(),
                           resume=True)
     try:
@@ -62,7 +76,7 @@ def test_a_run_the_previous_code_recorded_is_resumed(tmp_path):
 
 
 def test_a_run_recorded_with_other_settings_is_refused_in_one_line(tmp_path):
-    _killed_run(str(tmp_path), {**PREVIOUS_RO, "neutral_mix": "both_random=1"})
+    _killed_run(str(tmp_path), {**_fingerprint()["settings"], "neutral_mix": "both_random=1"})
     with pytest.raises(runs.ResumeError) as caught:
         runs.Run.open(str(tmp_path), "jobs/extract.py --lang ro --resume", fingerprint=_fingerprint(), resume=True)
     message = caught.value.one_line()

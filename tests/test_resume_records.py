@@ -38,7 +38,9 @@ def test_the_fingerprint_holds_the_settings_the_previous_code_recorded():
     # flags added since (off at their None default: no byte changes) are the only new keys;
     # first_difference reads a key an old record lacks as None, so such a record still resumes
     settings = _fingerprint()["settings"]
-    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == {"pair_filter": None}
+    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == {
+        "pair_filter": None, "semantic_check": None, "check_threshold": None, "check_neutral_threshold": None,
+        "check_batch": None}
     assert {k: v for k, v in settings.items() if k in PREVIOUS_RO} == PREVIOUS_RO
     # a flag given wins over the lexicon's choice, as before
     assert _fingerprint("--neutral-mix", "both_random=1")["settings"]["neutral_mix"] == "both_random=1"

@@ -168,6 +168,7 @@ def run_fingerprint(args, lexicon, corpora) -> dict:
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("NLI_KILL_AT"):  # the kill-and-resume tests: a task may kill this driver
         os.environ.setdefault("NLI_DRIVER_PID", str(os.getpid()))
+    gateway.stderr_to_user()  # under spark-submit: errors and progress on stderr, as under plain python
     parser = build_parser()
     args = resolve_job_args(parser.parse_args(argv))  # relative paths: the command's directory, for every task
     _import_run_modules()
@@ -209,14 +210,8 @@ def _main(args, argv, explicit_license: str | None = None) -> int:
     try:
         run = runs.Run.open(output, command_line, fingerprint=run_fingerprint(args, lexicon, corpora),
                             resume=args.resume)
-    except OSError as exc:  # by its errno: the output's filesystem; a UserError: its own line; else a bug
-        message = runs.environment_failure_message(exc, output)
-        if message is None:
-            if not isinstance(exc, UserError):
-                raise
-            message = exc.one_line()
-        return _fail(message)
-    gateway.keep_user_stderr()  # under spark-submit: a way to the user that outlives the JVM
+    except OSError as exc:
+        return _output_refused(exc, output)
     try:
         return _run(args, options, to_run, first, last, lexicon, corpora, run)
     except KeyboardInterrupt:  # the staged work stays for --resume; the lock is released
@@ -238,6 +233,17 @@ def _main(args, argv, explicit_license: str | None = None) -> int:
         gateway.say(f"\n[extract] the run failed: {where}; once the cause below is fixed, continue it with: "
                     f"{_resume_command(argv)}")
         raise
+
+
+def _output_refused(exc: OSError, output: str) -> int:
+    """The one line of an output the run cannot open (the run and `--dry-run` alike): by its
+    errno (the output's filesystem), else a UserError's own line; any other is a bug."""
+    message = runs.environment_failure_message(exc, output)
+    if message is None:
+        if not isinstance(exc, UserError):
+            raise exc
+        message = exc.one_line()
+    return _fail(message)
 
 
 def _resume_command(argv) -> str:
@@ -263,6 +269,10 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     """--dry-run: what the job would do and an estimate of its cost, from the cost model
     (extractor/job/cost_model.py); the checks the job makes before any work (a failed one is its
     one-line error, exit 2); no Spark, nothing written."""
+    try:  # the run's own refusals of the output, in its words: a file, no write access, a live lock
+        runs.check_output(output)
+    except OSError as exc:
+        return _output_refused(exc, output)
     ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
                      command_line="", warnings=[], options=options)
     for name in to_run:

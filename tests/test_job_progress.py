@@ -106,7 +106,8 @@ def test_cost_model_estimate_is_the_figures_times_the_size():
     high = cost_model.FIXED_CPU_S + 1000 * sum(cost_model.COSTS[s].cpu_s_per_mb[1] for s in est.stages)
     assert est.cpu_s == pytest.approx((low, high))
     assert est.scratch_mb == pytest.approx(1000 * cost_model.COSTS["pairs"].scratch_mb_per_mb)
-    assert est.output_mb == pytest.approx(1000 * sum(cost_model.COSTS[s].output_mb_per_mb for s in est.stages))
+    assert est.output_mb == pytest.approx(sum(1000 * c.output_mb_per_mb + c.output_mb_fixed
+                                              for c in (cost_model.COSTS[s] for s in est.stages)))
     assert est.wall_s(4)[0] == pytest.approx(cost_model.FIXED_WALL_S_LOCAL + (low - cost_model.FIXED_CPU_S) / (4 * cost_model.USE))
     assert cost_model.text_mb("d.xml.bz2", 10_000_000) == pytest.approx(40.0)
     assert cost_model.local_cores("local[3]") == 3 and cost_model.local_cores("local") == 1

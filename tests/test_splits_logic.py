@@ -166,3 +166,18 @@ def test_split_settings_fail_when_the_command_line_is_parsed():
     args = parser.parse_args(["--balance", "cap", "zero"])
     with pytest.raises(ValueError, match="--balance"):
         splits_stage.Options.from_args(args)
+
+
+def test_levers_name_what_would_fill_a_small_corpus_s_splits():
+    # the counts of a 300 KB slice of the Romanian news (the job's splits stage, --balance downsample)
+    counts = {("train", "news", "contrasting"): 3, ("train", "news", "entailment"): 1, ("train", "news", "neutral"): 6,
+              ("train", "news", "reasoning"): 4, ("validation", "news", "neutral"): 2,
+              ("validation", "news", "reasoning"): 1, ("test", "news", "neutral"): 1, ("test", "news", "reasoning"): 1}
+    labels = ["contrasting", "entailment", "neutral", "reasoning"]
+    way = sp.levers(counts, labels, "downsample", (0.8, 0.1, 0.1), ["extended"])
+    assert way == ("--balance none: train 14 / validation 3 / test 2 pairs; --split-ratios 0.6,0.2,0.2: larger "
+                   "validation and test shares; --phrase-set extended: more of the lexicon's phrases; "
+                   "more text (--input)")
+    # already natural, already large shares, no phrase set left, no pair at all: only more text helps
+    assert sp.levers(counts, labels, "none", (0.6, 0.2, 0.2)).startswith("--phrase-set") is False
+    assert sp.levers({}, labels, "downsample", (0.8, 0.1, 0.1)) == "more text (--input)"

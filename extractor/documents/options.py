@@ -20,6 +20,7 @@ class Options:
     id_field: str = "id"
     title_field: str = "title"
     genre_field: str = "genre"
+    language_check: str = "on"
 
     @classmethod
     def from_args(cls, args, lexicon=None) -> "Options":
@@ -54,6 +55,11 @@ def add_arguments(parser) -> None:
     g.add_argument("--id-field", default=d.id_field, help="JSONL/Parquet: field holding the document id")
     g.add_argument("--title-field", default=d.title_field, help="JSONL/Parquet: field holding the title")
     g.add_argument("--genre-field", default=d.genre_field, help="JSONL/Parquet: field holding a per-document genre")
+    g.add_argument("--language-check", choices=("on", "off"), default=d.language_check,
+                   help="on: a corpus whose sample is in another language than the lexicon's stops the job "
+                        "(one line naming the language found), and sentences confidently in another language "
+                        "are dropped and counted (stats.json sentences.foreign_sentences); off: neither "
+                        "(docs/cleaning.md \"Language check\")")
 
 
 # the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"

@@ -17,6 +17,9 @@ class DocumentsPlan:
     min_chars: int
     namespaces: Mapping[str, Any]    # per dump, its namespaces (`units.Listing.namespaces`)
     units: Sequence[Any] = ()        # the work units (`units.WorkUnit`)
+    # sentences confidently in another language than the lexicon's are dropped and counted
+    # (`--language-check on`; `language.foreign_languages`)
+    drop_foreign: bool = False
     # the Punkt parameters (`segment.params_to_dict`) and their key (`process.punkt_key`):
     # None in the plan the Punkt step samples from
     punkt: dict | None = None

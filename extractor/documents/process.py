@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +19,8 @@ from extractor.documents.plan import DocumentsPlan
 from extractor.io import atomic, fs
 from extractor.documents import formats
 from extractor.documents.formats.base import MAX_LISTED_LINES, UnitLines, damaged
+from extractor.documents.language import (CORPUS_SAMPLE, CorpusLanguage, check_corpus, corpus_language,
+                                          foreign_languages)
 from extractor.documents.readers import PageError, first_line_numbers, plain_paragraphs
 from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
@@ -43,8 +46,9 @@ class DocumentProcessor:
     once per unit from picklable settings (the Segmenter from its parameter dict)."""
 
     def __init__(self, corpus: dict, lexicon, punkt: dict | None, min_chars: int, namespaces: dict | None = None,
-                 punkt_key: str | None = None):
+                 punkt_key: str | None = None, drop_foreign: bool = False):
         self.corpus = corpus
+        self.drop_foreign = drop_foreign  # sentences in another language: dropped, counted by language
         self.lexicon = lexicon
         self.segmenter = _segmenter(punkt, punkt_key) if punkt is not None else None
         self.min_chars = min_chars
@@ -71,12 +75,23 @@ class DocumentProcessor:
                 if not sentences:
                     self.counts["paragraphs_dropped", "no_sentence"] += 1
                     continue
+                at: Sequence[int] = range(len(sentences))
+                if self.drop_foreign:  # a dropped sentence leaves a gap in sent_idx: no pair spans it
+                    found = foreign_languages(sentences, self.corpus["lang"])
+                    for lang in found:
+                        if lang is not None:
+                            self.counts["foreign_sentences", lang] += 1
+                    at = [i for i, lang in enumerate(found) if lang is None]
+                    if not at:
+                        self.counts["paragraphs_dropped", "foreign"] += 1
+                        continue
+                    sentences = [sentences[i] for i in at]
                 n = len(sentences)
                 texts += sentences
                 docs += [doc] * n
                 sections_of += [section] * n
                 paras += [para_idx] * n
-                sent_idx += range(n)
+                sent_idx += at
                 kept += n
                 para_idx += 1
         if para_idx:
@@ -301,7 +316,7 @@ def process_unit(unit: WorkUnit, plan: DocumentsPlan) -> list[tuple]:
     assert plan.table_dir is not None, "the units round runs with the sentences table's folder set"
     corpus = plan.corpora[unit.corpus]
     proc = DocumentProcessor(corpus, plan.lexicon, plan.punkt, plan.min_chars, plan.namespaces.get(unit.path),
-                             plan.punkt_key)
+                             plan.punkt_key, plan.drop_foreign)
     writer = SentenceFileWriter(fs.join(plan.table_dir, corpus["partition"], unit.file_name))
     try:
         def flush_full():
@@ -365,6 +380,48 @@ def sample_paragraphs(lexicon, plan: DocumentsPlan, units: list[WorkUnit], max_c
             raise InputError(str(exc).replace(ERROR_MARK, "")) from None
         out += sample.paragraphs
     return out
+
+
+SAMPLE_CHARS = 200_000   # cleaned text per corpus the input check reads (`inspect_inputs`)
+SAMPLE_RECORDS = 1000    # ... and at most this many records of a JSONL file
+
+
+def inspect_inputs(lexicon, plan: DocumentsPlan, units: Sequence[WorkUnit], check_language: bool
+                   ) -> dict[str, CorpusLanguage]:
+    """What the run would refuse about its inputs, from a sample read on the driver by the
+    tasks' own readers before any work (the run and `--dry-run` alike): per corpus its
+    first units up to SAMPLE_CHARS of cleaned text (at most SAMPLE_RECORDS records of a
+    JSONL file). A file that is mostly not what the flags say is the run's own one-line
+    `InputError` (`check_dropped_lines` on the sample's lines: for a file the sample reads
+    whole, the same counts as the run's); with `check_language`, a corpus whose sample is in
+    another language is `language.WrongLanguage`. Returns each corpus's sample languages."""
+    found: dict[str, CorpusLanguage] = {}
+    for ci, corpus in enumerate(plan.corpora):
+        paragraphs: list[str] = []
+        rows: list[tuple] = []
+        records = 0
+        for unit in (u for u in units if u.corpus == ci):
+            chars = sum(len(p) for p in paragraphs)
+            if chars >= SAMPLE_CHARS or records >= SAMPLE_RECORDS:
+                break
+            sample = _Sample(corpus, lexicon, plan.namespaces.get(unit.path), SAMPLE_CHARS - chars)
+
+            def enough(sample=sample):
+                lines = sample.unit_lines
+                return sample.chars >= sample.max_chars or (lines is not None and lines.records >= SAMPLE_RECORDS)
+            try:
+                read_unit(unit, plan, sample, enough)
+            except InputError as exc:  # on the driver: the message without the task mark
+                raise InputError(str(exc).replace(ERROR_MARK, "")) from None
+            paragraphs += sample.paragraphs
+            rows += sample.count_rows()
+            records += sample.unit_lines.records if sample.unit_lines is not None else 0
+        by_file, located = dropped_lines(rows)
+        check_dropped_lines(by_file, located, {corpus["name"]: corpus["fields"]["text_field"]})
+        if check_language:
+            found[corpus["name"]] = language = corpus_language(paragraphs[:CORPUS_SAMPLE], lexicon.lang)
+            check_corpus(language, corpus["name"], ", ".join(sorted({u.path for u in units if u.corpus == ci})))
+    return found
 
 
 def punkt_parameters(lexicon, plan: DocumentsPlan, units: list[WorkUnit], params_path: str | None,
@@ -525,6 +582,9 @@ def build_stats(counted, errors, corpora) -> dict:
         elif kind == "sentences":
             key = "sentences" if reason == "total" else reason
             pc[key] = pc.get(key, 0) + n
+        elif kind == "foreign_sentences":
+            foreign = pc.setdefault("foreign_sentences", {})
+            foreign[reason] = foreign.get(reason, 0) + n
     totals["documents_dropped_total"] = sum(totals["documents_dropped"].values())
     totals["corpora"] = per_corpus
     totals["errors"] = [{"corpus": r["corpus"], "page_id": r["count_reason"], "error": r["detail"]} for r in errors]

@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extractor.core.errors import InputError
-from extractor.documents import rounds
+from extractor.documents import language, rounds
 from extractor.documents.plan import DocumentsPlan
 from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
-                                         punkt_key, punkt_parameters, sum_counts)
+                                         inspect_inputs, punkt_key, punkt_parameters, sum_counts)
 from extractor.documents.formats import list_units
 from extractor.documents.units import Listing, UnitError
 from extractor.engine.stage import Planned, Stage
@@ -65,8 +65,23 @@ def make_plan(ctx, options: Options) -> tuple[DocumentsPlan, Listing]:
     corpora = corpus_settings(ctx.corpora, ctx.lexicon.lang, fields)
     listing = work_units(ctx.corpora, options, corpora)
     plan = DocumentsPlan(corpora=corpora, lexicon=ctx.lexicon, min_chars=int(options.min_chars),
-                         namespaces=listing.namespaces, units=listing.units)
+                         namespaces=listing.namespaces, units=listing.units,
+                         drop_foreign=options.language_check == "on" and ctx.lexicon.lang in language.languages())
     return plan, listing
+
+
+def check_inputs(ctx, options: Options) -> dict:
+    """The inputs' sample check before any work (`process.inspect_inputs`: formats, fields,
+    the corpus's language), the same in the run and in `--dry-run`: a one-line `InputError`
+    or `WrongLanguage`; else what the language sample found, per corpus (stats.json
+    sentences.language)."""
+    plan, _ = make_plan(ctx, options)
+    check = options.language_check == "on" and ctx.lexicon.lang in language.languages()
+    found = inspect_inputs(ctx.lexicon, plan, plan.units, check)
+    return {"check": options.language_check if check else f"off (the identifier knows no '{ctx.lexicon.lang}')"
+            if options.language_check == "on" else "off",
+            "corpus_samples": {name: {"sentences": f.n, "share": round(f.share, 4), "languages": dict(
+                sorted(f.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5])} for name, f in found.items()}}
 
 
 @dataclass(frozen=True)
@@ -109,13 +124,21 @@ class SentencesStage(Stage[Options, SentencesSetup, Punkt, list]):
     spec = SPEC
     keeps_table = True  # one file per work unit: a resumed run keeps the finished units' files
 
+    def check(self, ctx, options: Options) -> None:
+        ctx.stats.setdefault(NAME, {})["language"] = check_inputs(ctx, options)
+
     def describe(self, ctx, options: Options) -> list[str]:
         listing = listed_units(ctx.corpora, ctx.lexicon.lang, options)
         for msg in listing.warnings:
             ctx.warn(msg)
+        checked = ctx.stats.get(NAME, {}).get("language", {})
+        samples = [f"  {name}: {info['share']:.0%} {ctx.lexicon.lang} of {info['sentences']} sampled paragraphs"
+                   for name, info in checked.get("corpus_samples", {}).items()]
         return [f"[dry-run] work units of stage {NAME}: {len(listing.units)} (--unit-mb {options.unit_mb})",
                 *(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in how.items())
-                  for path, how in listing.inputs.items())]
+                  for path, how in listing.inputs.items()),
+                f"[dry-run] inputs sampled (formats, fields, language; --language-check {checked.get('check', 'off')})"
+                f"{':' if samples else ''}", *samples]
 
     def plan(self, ctx, runner, options: Options) -> Planned[SentencesSetup]:
         if not ctx.corpora:
@@ -152,6 +175,7 @@ def sentence_stats(ctx, options: Options, planned: SentencesSetup, punkt_info: d
     counted += [{"corpus": names[ci], "count_kind": k, "count_reason": r, "n": n} for ci, k, r, n in listing.counts]
     errors = sorted(errors, key=lambda e: (e["corpus"], e["count_reason"] or "", e["detail"] or ""))[:MAX_LISTED_ERRORS]
     stats = build_stats(counted, errors, ctx.corpora)
+    stats["language"] = language_stats(ctx.stats.get(NAME, {}).get("language", {}), stats)
     by_file, located = dropped_lines(rows)
     stats["dropped_lines"] = located[:MAX_LISTED_LINES]
     stats["dropped_lines_by_file"] = by_file
@@ -175,6 +199,16 @@ def sentence_stats(ctx, options: Options, planned: SentencesSetup, punkt_info: d
         print(f"[sentences] skipped document {row['count_reason']} of {row['corpus']}: {row['detail']}",
               file=sys.stderr)
     return stats
+
+
+def language_stats(checked: dict, stats: dict) -> dict:
+    """stats.json sentences.language: the check's setting, each corpus's sample languages
+    (`check_inputs`), the sentences dropped as written in another language, by language,
+    and their share of the sentences segmented."""
+    foreign = dict(sorted(stats.get("foreign_sentences", {}).items(), key=lambda kv: (-kv[1], kv[0])))
+    seen = stats["sentences"]["total"] + sum(foreign.values())
+    return {**checked, "foreign_sentences": foreign,
+            "foreign_share": round(sum(foreign.values()) / seen, 4) if seen else 0.0}
 
 
 def _log(msg: str) -> None:

@@ -67,10 +67,12 @@ class StageOptions(Protocol):
 class Cost:
     """A stage's line of the job's cost model (`extractor/job/cost_model.py`, docs/scale.md
     "Cost model"), per MB of input text: CPU-s (low, high), scratch MB at its peak, MB of
-    the table it writes."""
+    the table it writes, and the MB the table takes whatever the input's size (its Parquet
+    files' own overhead, a card's charts)."""
     cpu_s_per_mb: tuple[float, float]
     scratch_mb_per_mb: float
     output_mb_per_mb: float
+    output_mb_fixed: float = 0.0
 
 
 @dataclass(frozen=True)

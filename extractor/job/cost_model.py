@@ -42,12 +42,14 @@ EXPANSION = {".bz2": 4.0, ".gz": 4.0}
 
 USE = 0.85              # share of the cores a stage keeps busy (docs/scale.md: executors at 85 %)
 # Fixed cost of a run whatever its size (JVM and session start-up, Python workers, spaCy
-# loads, a few Spark jobs per round): the bundled ro sample (0.13 MB) through
-# spark-submit.sh (local[*], 2 cores) on the same machine while other jobs ran: 19.0 user +
-# 1.9 system CPU-s for the whole process tree (/usr/bin/time), 58.5 s of stages
-# (stats.json's total_seconds) and ~7 s of start-up; an upper figure (docs/scale.md).
-FIXED_CPU_S = 21.0
-FIXED_WALL_S_LOCAL = 65.0
+# loads, a few Spark jobs per round): the bundled ro sample (0.13 MB of text) through
+# spark-submit.sh (local[*], 2 cores, the POS filter on), CPU of every process of the run
+# (a cpuacct cgroup: the JVM, the driver and the Python workers the JVM forks, which
+# /usr/bin/time does not see) and wall time (docs/scale.md "Cost model"). A small run is
+# mostly serial: its wall time is about its CPU time. Two runs of 2026-12-02 on a loaded
+# machine: 14.1 and 15.7 CPU-s, 14.0 and 17.0 s; taken as 15 CPU-s and 16 s.
+FIXED_CPU_S = 15.0
+FIXED_WALL_S_LOCAL = 16.0
 FIXED_WALL_S_CLUSTER = 120.0  # a cluster's start-up (docs/scale.md: "+ ~2 min start-up")
 
 
@@ -89,7 +91,8 @@ def estimate(mb: float, names: list) -> Estimate:
     """The cost of running the stages `names` over `mb` MB of text."""
     per_stage: dict[str, dict[str, Any]] = {s: {"cpu_s": tuple(mb * f for f in COSTS[s].cpu_s_per_mb),
                                                  "scratch_mb": mb * COSTS[s].scratch_mb_per_mb,
-                                                 "output_mb": mb * COSTS[s].output_mb_per_mb}
+                                                 "output_mb": mb * COSTS[s].output_mb_per_mb
+                                                               + COSTS[s].output_mb_fixed}
                                              for s in names}
     cpu = tuple(FIXED_CPU_S + sum(p["cpu_s"][i] for p in per_stage.values()) for i in (0, 1))
     return Estimate(mb=mb, stages=list(names), cpu_s=cpu,
@@ -133,7 +136,9 @@ def render(est: Estimate, master: str | None) -> list[str]:
     lines.append(f"  model ({SOURCE}), per MB of text: "
                  + "; ".join(f"{s} {COSTS[s].cpu_s_per_mb[0]}-{COSTS[s].cpu_s_per_mb[1]} CPU-s, scratch "
                              f"{COSTS[s].scratch_mb_per_mb} MB, output {COSTS[s].output_mb_per_mb} MB"
+                             + (f" + {COSTS[s].output_mb_fixed} MB" if COSTS[s].output_mb_fixed else "")
                              for s in est.stages)
-                 + f"; fixed {FIXED_CPU_S:.0f} CPU-s")
+                 + f"; fixed {FIXED_CPU_S:.0f} CPU-s and {FIXED_WALL_S_LOCAL:.0f} s of wall time locally "
+                   f"({FIXED_WALL_S_CLUSTER:.0f} s on a cluster)")
     lines.append(f"  measured on: {MACHINE}")
     return lines

@@ -103,4 +103,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
 SPEC = StageSpec(name="pairs", reads="sentences", writes="pairs", options=Options, add_arguments=add_arguments,
-                 cost=Cost((0.09, 0.46), 0.10, 0.001), module="extractor.pairs.stage")
+                 cost=Cost((0.09, 0.46), 0.10, 0.001, 0.15), module="extractor.pairs.stage")

@@ -14,5 +14,6 @@ from extractor.runs.errors import OutputError, OutputExistsError, ResumeError, R
 from extractor.runs.locks import LocalLock, RemoteLock, new_run_id  # noqa: F401
 from extractor.runs.report import end_summary, stats_bytes, summary_table  # noqa: F401
 from extractor.runs.run import (CURRENT, LOCK, MANIFEST, RUNS, Run,  # noqa: F401
-                                atomic_directory, environment_failure_message, environment_message, fault_point,
+                                atomic_directory, check_output, environment_failure_message, environment_message,
+                                fault_point,
                                 first_difference, input_fingerprint, path_str, published_path, read_manifest)

@@ -11,7 +11,9 @@ Two ways the Python driver and its JVM are joined:
   out-of-memory killer picks the largest process) nothing the driver prints reaches the
   user. `keep_user_stderr()`, called before the JVM can die, opens the JVM's own stderr
   (`/proc/<jvm>/fd/2`: the user's terminal, log file or pipe) so that `say` can still
-  write there.
+  write there. `stderr_to_user()` makes that the driver's stderr from the start, so errors,
+  warnings and progress go to the user's stderr and the results to stdout, as under plain
+  `python`.
 
 Nothing here imports pyspark at import time; Linux `/proc` is used where present and
 skipped elsewhere.
@@ -48,6 +50,18 @@ def keep_user_stderr() -> None:
         _user_stderr = os.open(f"/proc/{os.getppid()}/fd/2", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     except OSError:
         _user_stderr = None
+
+
+def stderr_to_user() -> None:
+    """Under spark-submit, make the driver's stderr the JVM's own (`keep_user_stderr`):
+    spark-submit merges the Python driver's stderr into its stdout, so without this the
+    job's errors, warnings and progress lines would land in the user's stdout, between the
+    results. A no-op elsewhere, or when the JVM's stderr cannot be opened."""
+    keep_user_stderr()
+    if _user_stderr is None:
+        return
+    sys.stderr.flush()
+    os.dup2(_user_stderr, 2)
 
 
 def _submit_words(pid: int, job_args: list[str]) -> list[str] | None:

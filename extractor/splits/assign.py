@@ -205,6 +205,24 @@ def missing_labels(counts: Mapping, quotas: Mapping, labels: Iterable[str],
     return out
 
 
+def levers(counts: Mapping, labels: Iterable[str], balance: str, ratios: Sequence[float],
+           unused_phrase_sets: Sequence[str] = ()) -> str:
+    """What would fill an empty split or a missing label on this corpus, for the warning
+    that reports it: `--balance none`'s split sizes where the balance cut pairs (computed:
+    the pairs each split holds before the cut, `counts`), larger validation and test shares
+    where they are small, the lexicon's phrase sets not in use, more text."""
+    out = []
+    natural = {s: sum(int(n) for (split, _, l), n in counts.items() if split == s and l in set(labels))
+               for s in SPLITS}
+    if balance != "none" and any(natural.values()):
+        out.append("--balance none: " + " / ".join(f"{s} {natural[s]:,}" for s in SPLITS) + " pairs")
+    if any(natural.values()) and len(ratios) == 3 and min(ratios[1], ratios[2]) < 0.2:
+        out.append("--split-ratios 0.6,0.2,0.2: larger validation and test shares")
+    out += [f"--phrase-set {name}: more of the lexicon's phrases" for name in unused_phrase_sets]
+    out.append("more text (--input)")
+    return "; ".join(out)
+
+
 # Neutral strategies that take a sentence from the unused pool (extractor.pairs.neutral),
 # in a role: adjacent_unmarked pairs two unused sentences of one paragraph.
 UNUSED_DRAWS = {"both_random": 2, "first_random": 1, "second_random": 1, "adjacent_unmarked": 2}

@@ -493,6 +493,7 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               "visited in the order of a hash of doc_id and seed",
               *_unit_lines(stage_stats),
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
+              *_language_lines((sentences_stats or {}).get("language"), build.get("lang")),
               *_check_lines(build.get("semantic_check")),
               f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, "
               f"spaCy {v.get('spacy') or 'not installed'}, "
@@ -569,6 +570,21 @@ def _unit_lines(stage_stats: dict) -> list[str]:
 
 def _chart_lines(drawn: list[str], key: str, alt: str) -> list[str]:
     return [f"![{alt}]({CHART_FILES[key]})", ""] if key in drawn else []
+
+
+def _language_lines(checked: dict | None, lang: str | None) -> list[str]:
+    """The card's line on the language check (stats.json sentences.language), or none when
+    the run did not record it."""
+    if not checked:
+        return []
+    if checked.get("check") != "on":
+        return [f"- language check: {checked.get('check')}: sentences in another language than {lang} were kept"]
+    foreign = checked.get("foreign_sentences") or {}
+    n = sum(foreign.values())
+    which = ", ".join(f"{k} {v:,}" for k, v in list(foreign.items())[:6])
+    return [f"- language check: every corpus's sample is {lang}; "
+            + (f"{n:,} sentences in another language dropped ({checked.get('foreign_share', 0):.1%} of those "
+               f"segmented: {which})" if n else "no sentence in another language found")]
 
 
 def _pos_text(pos) -> str:

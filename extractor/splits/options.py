@@ -132,4 +132,4 @@ def add_arguments(parser) -> None:
 
 # the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
 SPEC = StageSpec(name="splits", reads="pairs", writes="splits", options=Options, add_arguments=add_arguments,
-                 cost=Cost((0.003, 0.013), 0.010, 0.0002), module="extractor.splits.stage")
+                 cost=Cost((0.003, 0.013), 0.010, 0.0002, 0.27), module="extractor.splits.stage")

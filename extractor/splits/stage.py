@@ -320,6 +320,8 @@ def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsD
     _warn_missing(ctx, found["labels"], found["counts"], found["quotas"], balance)
     stats["unit"] = found["units"]
     lacking = assign.missing_labels(found["counts"], found["quotas"], found["labels"], ratios)
+    unused_sets = [n for n in ctx.lexicon.phrase_sets_available if n not in ctx.lexicon.phrase_set]
+    way = assign.levers(found["counts"], found["labels"], balance.mode, ratios, unused_sets)
     for split, missing in lacking.items():
         ctx.warn(f"splits: the {split} split holds no {', '.join(missing)} pairs: too few pairs,"
                  " documents or blocks for every label")
@@ -335,6 +337,9 @@ def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsD
     for split in assign.SPLITS:
         if not sizes[split]:  # `datasets` cannot read an empty Parquet split: leave it out, say so
             ctx.warn(f"splits: the {split} split is empty and is not written")
+    if lacking or not all(sizes[s] for s, r in zip(assign.SPLITS, ratios) if r > 0):
+        ctx.warn(f"splits: what would fill the empty splits and missing labels on this corpus: {way}")
+        stats["levers"] = way
 
     result = {"splits": {s: blocks.get(s)
                          or {"labels": {}, "all": {"count": 0, **{k: None for k in statistics.AGGREGATES}}}
@@ -376,7 +381,8 @@ def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsD
 def _warn_missing(ctx, labels, counts, quotas, balance) -> None:
     for label in LABELS:
         if label not in labels:
-            ctx.warn(f"splits: no '{label}' pairs in pairs/ after leakage removal")
+            ctx.warn(f"splits: no '{label}' pairs in pairs/ (none made, or every one removed as leaking: "
+                     f"stats.json pairs and splits.dropped say which)")
     for split, corpus in sorted({(s, c) for (s, c, _) in counts}):
         kept = sum(quotas.get((split, corpus, l), 0) for l in labels)
         if kept == 0 and sum(counts.get((split, corpus, l), 0) for l in labels):

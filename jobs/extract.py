@@ -85,7 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a file, directory or glob; repeatable (default: the lexicon's bundled sample corpus)")
     g.add_argument("--output", default=None, help="output root (default: output/<lang>)")
     g.add_argument("--corpus", default=None, help="corpus name of a single --input (default: from the file name)")
-    g.add_argument("--genre", default=None, help="genre of a single --input (default: wikipedia for dumps)")
+    g.add_argument("--genre", default=None,
+                   help="genre of a single --input (default for a dump: the project its siteinfo names, e.g. "
+                        "wikipedia, wikivoyage; else the format's)")
+    g.add_argument("--author", default=None,
+                   help="who made the dataset (a person or an organisation), for the card's citation (default: a "
+                        "manifest entry's 'author'; else none)")
+    g.add_argument("--url", default=None,
+                   help="where the dataset is published, for the card's citation (default: a manifest entry's "
+                        "'url'; else the output's path)")
     g.add_argument("--manifest", default=None, metavar="corpora.yaml",
                    help="several corpora: a YAML list of {name, genre, format, path, role}")
     g.add_argument("--stages", default="all", choices=(*NAMES, "all"), help="run the stages up to this one")

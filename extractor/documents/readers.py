@@ -189,6 +189,28 @@ def site_namespaces(head: str) -> dict[int, tuple[str, ...]]:
     return {k: tuple(v) for k, v in sorted(out.items())}
 
 
+_SITE_TAGS = {key: re.compile(rf"<{key}>(.*?)</{key}>", re.S) for key in ("sitename", "dbname", "base")}
+# Text licenses of the Wikimedia projects (their Terms of Use, since 2023): a dump whose
+# siteinfo names one of these hosts carries that license; no other site's is known here.
+WIKIMEDIA_LICENSES = {"wikipedia": "cc-by-sa-4.0", "wikivoyage": "cc-by-sa-4.0", "wiktionary": "cc-by-sa-4.0",
+                      "wikibooks": "cc-by-sa-4.0", "wikiquote": "cc-by-sa-4.0", "wikisource": "cc-by-sa-4.0",
+                      "wikiversity": "cc-by-sa-4.0", "wikinews": "cc-by-2.5"}
+
+
+def site_info(head: str) -> dict[str, str]:
+    """A dump's `<siteinfo>`: its `sitename`, `dbname`, `base` (the main page's URL) and the
+    `project` its host names (``ro.wikivoyage.org`` -> ``wikivoyage``, ``wikitravel.org`` ->
+    ``wikitravel``); the keys it has, {} without a siteinfo."""
+    end = head.find("</siteinfo>")
+    block = head[:end] if end >= 0 else head[:1 << 16]
+    out = {key: html.unescape(m.group(1)).strip() for key, rx in _SITE_TAGS.items() if (m := rx.search(block))}
+    host = re.match(r"^[a-z]+://([^/:]+)", out.get("base", ""))
+    if host:
+        labels = host.group(1).lower().split(".")
+        out["project"] = labels[-2] if len(labels) >= 2 else labels[0]
+    return out
+
+
 def read_head(path: str, max_bytes: int = 1 << 20) -> bytes:
     """The first bytes of a dump's text (decompressed), up to `</siteinfo>` or `max_bytes`.
     A corrupt first bzip2 block raises CorruptData with its byte offset."""

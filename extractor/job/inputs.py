@@ -12,6 +12,7 @@ import yaml
 from extractor import runs
 from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError, yaml_problem
 from extractor.documents import formats
+from extractor.documents.readers import CorruptData, WIKIMEDIA_LICENSES, encoding_from_head, read_head, site_info
 from extractor.io import fs
 
 FORMATS = formats.NAMES  # extractor/documents/formats: one module a format
@@ -115,11 +116,37 @@ def corpora_from_args(inputs: list[str], corpus: str | None, genre: str | None,
     for raw in inputs:
         fmt = _dir_format(raw) if not any(c in raw for c in "*?[") or fs.is_uri(raw) else guess_format(raw)
         paths = expand_paths(raw, fmt)
-        specs.append(CorpusSpec(name=corpus or corpus_name_for(raw),
-                                genre=genre or formats.get(fmt).genre,
-                                format=fmt, paths=paths, role="train", options=dict(options or {})))
+        site = dump_site(paths[0]) if fmt == "mediawiki" and paths else {}
+        spec = CorpusSpec(name=corpus or corpus_name_for(raw), genre=genre or site.get("project") or
+                          formats.get(fmt).genre, format=fmt, paths=paths, role="train", options=dict(options or {}))
+        apply_site(spec, site)
+        specs.append(spec)
     _check_unique(specs, "--input")
     return specs
+
+
+def dump_site(path: str) -> dict[str, str]:
+    """A MediaWiki dump's siteinfo (`readers.site_info`), {} when it cannot be read here (a
+    damaged file is reported by stage 1, in its own words)."""
+    try:
+        head = read_head(path)
+    except (CorruptData, OSError, EOFError, fs.FsError):
+        return {}
+    encoding = encoding_from_head(head[:4])
+    return site_info(head.decode("utf-8" if encoding.startswith("utf-8") else encoding, errors="ignore"))
+
+
+def apply_site(spec: CorpusSpec, site: dict[str, str]) -> None:
+    """What a dump's siteinfo says of its corpus, kept in its options for the card: the site
+    (`sitename`, `base`) and, for a Wikimedia project, its text license. Nothing is guessed:
+    another site's dump has no license here."""
+    if site.get("sitename"):
+        spec.options.setdefault("site", site["sitename"])
+    if site.get("base"):
+        spec.options.setdefault("url_of_site", site["base"])
+    license = WIKIMEDIA_LICENSES.get(site.get("project", ""))
+    if license:  # below a corpus's own license and an explicit --license (`card.corpus_licenses`)
+        spec.options.setdefault("site_license", license)
 
 
 SAMPLE_LICENSE = "apache-2.0"  # the bundled samples are written by this project (samples/README.md)

@@ -24,7 +24,8 @@ from extractor.neardup.settings import settings_line
 from extractor.statistics import precision
 
 LICENSE_NOTE = ("Wikipedia text is licensed CC BY-SA (attribution and share-alike apply to this derived "
-                "dataset); other sources carry their own terms: set --license to match them.")
+                "dataset); other sources carry their own terms: set --license to match them ('unknown': "
+                "none was given, and the input did not say).")
 
 
 # ---------------------------------------------------------------------------- build info
@@ -72,7 +73,9 @@ def build_info(ctx) -> dict:
         "seed": int(getattr(args, "seed", 0) or 0),
         "min_chars": getattr(args, "min_chars", None),
         "corpora": [{"name": c.name, "genre": c.genre, "format": c.format, "role": c.role,
-                     "license": corpus_licenses([c], getattr(args, "license", None) or "unknown")}
+                     "license": corpus_licenses([c], getattr(args, "license", None)),
+                     "site": " ".join(str(x) for x in ((c.options or {}).get("site"),
+                                                       (c.options or {}).get("url_of_site")) if x) or None}
                     for c in (ctx.corpora or [])],
         "label_precision_measured": bool(getattr(lex, "measured_precision", None)),
         "versions": {"python": platform.python_version(), "pyspark": _package_version("pyspark"),
@@ -179,14 +182,20 @@ def yaml_header(*, lang: str, license: str | list[str], sizes: dict[str, int], s
 
 # ---------------------------------------------------------------------------- license
 
-def corpus_licenses(corpora, default: str) -> str | list[str]:
+UNKNOWN_LICENSE = "unknown"  # no license given or found: the card says so, never a guess
+
+
+def corpus_licenses(corpora, default: str | None) -> str | list[str]:
     """The dataset's license: its inputs' licenses, in corpus order (a corpus's own `license`
     option: a manifest entry's key, or the bundled sample's; else `default`, the --license
-    flag). One license as a string, several as a list (the card's YAML takes either)."""
-    found = list(dict.fromkeys(str((getattr(c, "options", None) or {}).get("license") or default)
-                               for c in (corpora or [])))
+    flag; else the license a dump's siteinfo names, `site_license`: a Wikimedia project's;
+    else `unknown`). One license as a string, several as a list (the card's YAML takes either)."""
+    def of(c) -> str:
+        options = getattr(c, "options", None) or {}
+        return str(options.get("license") or default or options.get("site_license") or UNKNOWN_LICENSE)
+    found = list(dict.fromkeys(of(c) for c in (corpora or [])))
     if not found:
-        return default
+        return default or UNKNOWN_LICENSE
     return found[0] if len(found) == 1 else found
 
 
@@ -502,9 +511,10 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               f"nltk {v.get('nltk')}, mwparserfromhell {v.get('mwparserfromhell')}",
               f"- license: {license_text(license)} (the inputs' licenses). {LICENSE_NOTE}", ""]
     if build.get("corpora"):
-        lines += ["| corpus | genre | format | role | license |", "|---|---|---|---|---|"]
-        lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} | {c.get('license', '-')} |"
-                  for c in build["corpora"]]
+        lines += ["| corpus | genre | format | role | license | site (the dump's siteinfo) |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {c['name']} | {c['genre']} | {c['format']} | {c['role']} | {c.get('license', '-')} | "
+                  f"{c.get('site') or '-'} |" for c in build["corpora"]]
         lines.append("")
     lines += ["## Class distribution", "", statistics.class_distribution_table(dataset), ""]
     if chart:

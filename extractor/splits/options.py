@@ -65,7 +65,7 @@ class Options(settings.NearDuplicateOptions):
     split_ratios: str = "0.8,0.1,0.1"
     balance: Sequence[str] = ("downsample",)
     max_eval_per_corpus: int = DEFAULT_MAX_EVAL_PER_CORPUS
-    license: str = "cc-by-sa-4.0"
+    license: str = ""  # "": the inputs' own (`card.corpus_licenses`)
     seed: int = contract.SEED
     files_per_table: int = contract.FILES_PER_TABLE
 
@@ -123,10 +123,11 @@ def add_arguments(parser) -> None:
                         "or 'cap N' (at most N pairs per label and split)")
     g.add_argument("--max-eval-per-corpus", type=_non_negative, default=d.max_eval_per_corpus,
                    help="at most this many validation and test pairs per corpus (ESNLIR: 15000; 0 = no limit)")
-    g.add_argument("--license", default=d.license,
+    g.add_argument("--license", default=d.license, metavar="ID",
                    help="license of the inputs without their own (a manifest entry's 'license' key; the bundled "
-                        "sample is apache-2.0): the dataset card's license is the inputs' licenses "
-                        "(Wikipedia text is CC BY-SA; set the one of your sources)")
+                        "sample is apache-2.0): the dataset card's license is the inputs' licenses; default: "
+                        "the one a dump's siteinfo names (a Wikimedia project's text: cc-by-sa-4.0), else "
+                        "'unknown' (set the one of your sources)")
     settings.add_arguments(g)  # docs/neardup.md; stage 2 reads them too (`settings.NearDuplicateOptions`)
 
 

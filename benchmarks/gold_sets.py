@@ -114,10 +114,10 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def read_pairs(out: Path) -> pl.DataFrame:
-    """The pairs table of a run, with `location`: the join key of a gold item (corpus,
-    premise ref, hypothesis ref)."""
-    df = pl.read_parquet(str(out / "pairs" / "**" / "*.parquet"), hive_partitioning=True)
+def read_pairs(out: Path, table: str = "pairs") -> pl.DataFrame:
+    """The pairs table of a run (or another table of its kind: `checked`), with `location`: the
+    join key of a gold item (corpus, premise ref, hypothesis ref)."""
+    df = pl.read_parquet(str(out / table / "**" / "*.parquet"), hive_partitioning=True)
     keys = [location(c, p, h) for c, p, h in zip(df["corpus"], df["premise_ref"], df["hypothesis_ref"])]
     return df.with_columns(pl.Series("location", keys))
 

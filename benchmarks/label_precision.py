@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/label_precision.py                       # ro, es, en; default vs no filters
     .venv/bin/python benchmarks/label_precision.py --lang ro --ablation   # + each filter off on its own
     .venv/bin/python benchmarks/label_precision.py --lang ro --write-lexicon   # record it in ro.yaml
+    .venv/bin/python benchmarks/label_precision.py --lang ro --semantic-check   # + the check (stage `check`)
 
 For each language it runs the job (this checkout's code, stages 1-2, default settings plus
 each configuration's flags) on the gold set's sources in ../shared/data, joins the pairs it
@@ -110,8 +111,12 @@ def measure(gold: list[dict], emitted: dict, lexicon) -> dict:
     return out
 
 
-def emitted_pairs(out: Path, lexicon) -> tuple[dict, int]:
-    pairs = read_pairs(out)
+CHECK = "default + semantic check"
+CHECK_FLAGS = ["--semantic-check", "on"]
+
+
+def emitted_pairs(out: Path, lexicon, table: str = "pairs") -> tuple[dict, int]:
+    pairs = read_pairs(out, table)
     groups = [phrase_of(lexicon, m) if s == "marker" else s for m, s in zip(pairs["marker"], pairs["source"])]
     return dict(zip(pairs["location"], zip(pairs["label"], groups))), pairs.height
 
@@ -210,11 +215,15 @@ def main(argv=None) -> None:
                          "flags; FRAC: cleanlab's frac_noise, the share of the estimated errors to drop")
     ap.add_argument("--write-lexicon", action="store_true",
                     help="record the default configuration's figures in the lexicon's measured_precision")
+    ap.add_argument("--semantic-check", action="store_true",
+                    help="also run the default configuration with the semantic check on (stages 1-2 and `check`; "
+                         "its table `checked/` is measured)")
     ap.add_argument("--round", action="append", help="only the gold items of this round (initial, extension, "
                     "extension-2); repeatable (default: all)")
     ap.add_argument("--json", type=Path, default=RESULTS / "label-precision.json")
     args = ap.parse_args(argv)
-    configs = dict(CONFIGS, **(ABLATION if args.ablation else {}))
+    configs = dict(CONFIGS, **(ABLATION if args.ablation else {}), **({CHECK: CHECK_FLAGS} if args.semantic_check
+                                                                     else {}))
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     results = {"commit": commit, "configs": configs, "languages": {}}
@@ -224,8 +233,9 @@ def main(argv=None) -> None:
         per = results["languages"][lang] = {}
         for name, flags in configs.items():
             slug = re.sub(r"[^a-z0-9]+", "-", name)
-            out = run_job(lang, WORK / "gold-runs" / f"{lang}-{slug}", flags)
-            emitted, total = emitted_pairs(out, lexicon)
+            checked = flags == CHECK_FLAGS
+            out = run_job(lang, WORK / "gold-runs" / f"{lang}-{slug}", flags, stages="check" if checked else "pairs")
+            emitted, total = emitted_pairs(out, lexicon, "checked" if checked else "pairs")
             if args.learned is not None and name == "default":
                 result = measure(gold, emitted, lexicon)
                 per[name] = dict(result, emitted=total, emitted_in_gold=sum(1 for g in gold if gold_location(g) in emitted))

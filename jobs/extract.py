@@ -32,7 +32,7 @@ from extractor.engine import contract  # noqa: E402
 from extractor.engine.stage import run_stage  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
 from extractor.job.paths import resolve_job_args  # noqa: E402
-from extractor.job.stages import BY_NAME, NAMES, STAGES, input_table, writer  # noqa: E402
+from extractor.job.stages import BY_NAME, NAMES, STAGES, input_table, selected, switched_on, writer  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.lexicon.label_filters import parse_disabled  # noqa: E402
 from extractor.pairs import filters  # noqa: E402
@@ -192,7 +192,7 @@ def _main(args, argv, explicit_license: str | None = None) -> int:
     first = NAMES.index(args.start_at)
     if first > last:
         return _fail(f"--start-at {args.start_at} comes after --stages {args.stages}")
-    to_run = list(NAMES[first:last + 1])
+    to_run = selected(args, NAMES[first:last + 1])  # switched-off stages left out (StageSpec.enabled)
 
     lexicon = load_lexicon(args.lang, phrase_set=args.phrase_set, disabled_filters=parse_disabled(args.no_label_filter),
                            pair_filters=filters.parse_enabled(args.pair_filter))
@@ -291,7 +291,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
         if BY_NAME[name].writes in published and not args.overwrite:
             raise runs.OutputExistsError(f"{output}/{BY_NAME[name].writes} already exists; pass --overwrite to "
                                          f"replace it")
-    needed = input_table(to_run[0])
+    needed = input_table(to_run[0], switched_on(args))
     if needed is not None and needed not in published:
         raise InputError(f"{output}/{needed}: no such table in the published output; run the stage "
                          f"that writes '{needed}' first (--start-at {writer(needed)})")
@@ -325,8 +325,8 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
 
 def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
     output = run.root
-    earlier = [s.writes for s in STAGES[:first]]
-    needed = input_table(to_run[0])
+    earlier = [s.writes for s in switched_on(args, STAGES[:first])]
+    needed = input_table(to_run[0], switched_on(args))
     try:
         for name in earlier:  # --start-at: the published run's earlier tables become part of this run
             if run.reuse(name) is None and name == needed:
@@ -361,7 +361,8 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
                      output_uri=None if local_dir else run.dir, run=run, options=options)
     progress = Progress(run.path(PROGRESS), resuming=run.resumed is not None)
     # Earlier stages' counts survive a rerun that starts later.
-    ctx.stats.update({k: v for k, v in run.published_stats().items() if k in NAMES[:first]})
+    ctx.stats.update({k: v for k, v in run.published_stats().items()
+                      if BY_NAME.get(k) in switched_on(args, STAGES[:first])})
     ctx.stats.update(checked.stats)
     ctx.warnings += checked.warnings
     for name in dropped:

@@ -39,8 +39,9 @@ def test_the_fingerprint_holds_the_settings_the_previous_code_recorded():
     # drops sentences in another language and --license's default is now the inputs' own,
     # so a record without them is another output's
     settings = _fingerprint()["settings"]
-    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == \
-        {"pair_filter": None, "author": None, "url": None, "language_check": "on"}
+    assert {k: v for k, v in settings.items() if k not in PREVIOUS_RO} == {
+        "pair_filter": None, "semantic_check": None, "check_threshold": None, "check_neutral_threshold": None,
+        "check_batch": None, "author": None, "url": None, "language_check": "on"}
     assert {k: v for k, v in settings.items() if k in PREVIOUS_RO} == {**PREVIOUS_RO, "license": ""}
     # a flag given wins over the lexicon's choice, as before
     assert _fingerprint("--neutral-mix", "both_random=1")["settings"]["neutral_mix"] == "both_random=1"

@@ -24,17 +24,17 @@ from extractor.splits import options as splits_options
 
 
 def test_the_list_holds_each_stage_once_in_order_each_a_typed_stage_of_its_spec():
-    assert stages.NAMES == ("sentences", "pairs", "splits")
+    assert stages.NAMES == ("sentences", "pairs", "check", "splits")
     for spec in stages.STAGES:
         stage = spec.stage()
         assert isinstance(stage, engine_stage.Stage) and stage.spec is spec
-    assert [stages.input_table(n) for n in stages.NAMES] == [None, "sentences", "pairs"]
+    assert [stages.input_table(n) for n in stages.NAMES] == [None, "sentences", "pairs", "checked"]
 
 
 def test_a_stage_inserted_between_pairs_and_splits_is_what_splits_reads():
     spec = stages.BY_NAME["pairs"]
     check = dataclasses.replace(spec, name="check", reads="pairs", writes="checked", kind="pairs")
-    listed = (*stages.STAGES[:2], check, stages.STAGES[2])
+    listed = (*stages.STAGES[:2], check, stages.BY_NAME["splits"])
     assert stages.input_table("check", listed) == "pairs"
     assert stages.input_table("splits", listed) == "checked"
     with pytest.raises(TypeError, match="no stage before it writes"):

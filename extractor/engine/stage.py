@@ -31,7 +31,8 @@ deletes the scratch folder (and a table it had finished) before re-raising; any 
 failure keeps them for `--resume`.
 
 `StageSpec` is what the job's flags need of a stage (its name, the tables it reads and
-writes, its options and their flags): no pyarrow, no numpy, so `--help` answers at once;
+writes, its options and their flags, and whether the flags switch it off: `enabled`): no
+pyarrow, no numpy, so `--help` answers at once;
 `StageSpec.stage()` imports the stage's module once the flags are parsed.
 """
 from __future__ import annotations
@@ -82,7 +83,10 @@ class StageSpec:
     that table's kind (None: the table's own name; a stage that writes a table of another
     stage's schema, e.g. a filter of the pairs, says so: `kind="pairs"`), its options class
     and the function adding their flags to the job's parser, its cost figures, and the
-    module whose `STAGE` is its `Stage` instance."""
+    module whose `STAGE` is its `Stage` instance. `enabled`: a function of the parsed flags,
+    False where they switch the stage off (None: always on); the job leaves a switched-off
+    stage out of its list before it resolves any stage's input (`stages.switched_on`), so
+    it runs nothing, writes no table, and the stage after it reads the table before it."""
     name: str
     reads: str | None
     writes: str
@@ -91,6 +95,12 @@ class StageSpec:
     cost: Cost
     module: str
     kind: str | None = None
+    enabled: Callable[[Any], bool] | None = None
+    switch: str | None = None  # the flag that switches it on, as the user types it (for messages)
+
+    def is_on(self, args: Any) -> bool:
+        """Whether the parsed flags `args` switch this stage on (`enabled`)."""
+        return self.enabled is None or bool(self.enabled(args))
 
     @property
     def writes_kind(self) -> str:

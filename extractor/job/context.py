@@ -10,7 +10,7 @@ from extractor import runs
 from extractor.core.errors import InputError
 from extractor.io import fs
 from extractor.job.inputs import CorpusSpec
-from extractor.job.stages import NAMES, input_table
+from extractor.job.stages import NAMES, input_table, switched_on
 
 
 @dataclass
@@ -58,8 +58,8 @@ class JobContext:
 
     def input_table(self, spec) -> str:
         """The table the stage of `spec` (a `StageSpec` that reads one) reads
-        (`extractor.job.stages.input_table`)."""
-        found = input_table(spec.name)
+        (`extractor.job.stages.input_table` over the stages the flags switch on)."""
+        found = input_table(spec.name, switched_on(self.args))
         assert found is not None, f"stage {spec.name!r} reads the job's inputs, not a table"
         return found
 

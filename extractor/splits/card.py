@@ -437,6 +437,28 @@ def available_charts(charts: dict | None) -> list[str]:
     return [k for k in CHART_FILES if (charts or {}).get(k)]
 
 
+# ---------------------------------------------------------------------------- the semantic check
+
+def check_info(check_stats: dict | None) -> dict:
+    """The card's build entry of the semantic check (stage `check`'s stats block), or nothing
+    when it did not run (the card then stays as it was)."""
+    if not check_stats:
+        return {}
+    settings = check_stats["settings"]
+    return {"semantic_check": {**settings, "input_pairs": check_stats["input_pairs"], "kept": check_stats["kept"],
+                               "dropped": check_stats["dropped"]}}
+
+
+def _check_lines(check: dict | None) -> list[str]:
+    if not check:
+        return []
+    dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in check["dropped"].items())
+    return [f"- semantic check: encoder {check['encoder']}, head sha256 `{check['head_sha256']}`; marked pairs "
+            f"kept at p(label right) >= {check['threshold']}, neutral ones at p(related) < "
+            f"{check['neutral_threshold']}; {check['kept']:,} of {check['input_pairs']:,} pairs kept ({dropped} "
+            "dropped; docs/label-quality.md \"The semantic check\")"]
+
+
 # ---------------------------------------------------------------------------- body
 
 def _kv_table(d: dict, head=("what", "count")) -> str:
@@ -481,6 +503,7 @@ def card_body(*, dataset: dict, stage_stats: dict, build: dict, leakage: dict, p
               *_unit_lines(stage_stats),
               f"- POS completeness filter: {_pos_text(build.get('pos_filter'))}",
               *_language_lines((sentences_stats or {}).get("language"), build.get("lang")),
+              *_check_lines(build.get("semantic_check")),
               f"- versions: python {v.get('python')}, pyspark {v.get('pyspark')}, "
               f"spaCy {v.get('spacy') or 'not installed'}, "
               f"model {v.get('spacy_model') or '-'} {v.get('spacy_model_version') or '(not installed)'}"

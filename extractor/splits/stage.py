@@ -364,7 +364,7 @@ def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsD
     dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
     for line in card.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
         ctx.warn(f"splits: {line}")
-    build = card.build_info(ctx)
+    build = {**card.build_info(ctx), **card.check_info(ctx.stats.get("check"))}  # the check: when it ran
     with tempfile.TemporaryDirectory() as local_tmp:
         local = Path(local_tmp)
         card.write_card_files(local, dataset=dataset, stage_stats=stats, build=build,

@@ -1,0 +1,172 @@
+"""Fit the semantic check's head (extractor/check/head.json) on the gold sets' tuning parts,
+and choose its thresholds by cross-validation there (docs/label-quality.md "The semantic
+check"). The test parts are never read.
+
+    .venv/bin/python benchmarks/check_head.py            # rebuild extractor/check/head.json
+    .venv/bin/python benchmarks/check_head.py --check    # exit 1 unless the rebuild gives the same bytes
+
+The texts of the gold items are resolved from ../shared/data: the job (stages 1-2, every label
+filter off, so that the pairs the filters would drop are there too) runs over each language's
+sources (`gold_sets.run_job`) and its pairs are joined with the items by location; an item the
+run does not emit (a phrase of an extension round, a neutral candidate the draw left out)
+takes its sentences from the run's `sentences/` table by its refs (a marked hypothesis
+stripped of its phrase by the lexicon's matcher, a neutral one re-cased as the pairs stage
+does). Embeddings: the derived multilingual-e5-small, float32, E5's "query: " prompt.
+
+Heads: scikit-learn logistic regressions (lbfgs, L2) on `extractor.check.head`'s features;
+C by 5-fold stratified cross-validation (log loss); the thresholds from the same folds'
+out-of-fold probabilities:
+- marked: the largest threshold that keeps at least KEEP_RIGHT of the right marked pairs;
+- neutral: the smallest threshold that keeps at least KEEP_NEUTRAL of the right neutral pairs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.metrics import log_loss, roc_auc_score  # noqa: E402
+from sklearn.model_selection import StratifiedKFold  # noqa: E402
+
+from extractor.check import head as check_head  # noqa: E402
+from extractor.core.names import NEUTRAL  # noqa: E402
+from extractor.encoder import cache  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
+from extractor.pairs.matching import matcher_for  # noqa: E402
+from extractor.pairs.pairing import as_hypothesis  # noqa: E402
+from gold_sets import WORK, gold_location, load_gold, read_pairs, run_job  # noqa: E402
+
+LANGS = ("ro", "es", "en")
+HEAD = REPO / "extractor" / "check" / check_head.HEAD_FILE
+CS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+FOLDS, SEED = 5, 0
+KEEP_RIGHT = 0.80     # marked: the share of right pairs the check keeps, out of fold
+KEEP_NEUTRAL = 0.90   # neutral: likewise
+GRID = np.round(np.arange(0.01, 1.0, 0.01), 2)
+
+
+def gold_run(lang: str) -> Path:
+    return run_job(lang, WORK / "gold-runs" / f"{lang}-no-label-filters", ["--no-label-filter", "all"])
+
+
+def resolve(lang: str, part: str = "tune") -> list[dict]:
+    """The judged gold items of `part` with their texts (`premise`, `hypothesis`)."""
+    out = gold_run(lang)
+    pairs = read_pairs(out)
+    texts = dict(zip(pairs["location"], zip(pairs["premise"], pairs["hypothesis"])))
+    sentences = pq.read_table(str(out / "sentences"), columns=["doc_id", "para_idx", "sent_idx", "text"]).to_pydict()
+    by_ref = {(d, p, s): t for d, p, s, t in zip(sentences["doc_id"], sentences["para_idx"], sentences["sent_idx"],
+                                                 sentences["text"])}
+    matcher = matcher_for(load_lexicon(lang, phrase_set=["extended"]) if lang == "ro" else load_lexicon(lang))
+    items = []
+    for g in load_gold(lang):
+        if not g.get("gold") or g["part"] != part:
+            continue
+        found = texts.get(gold_location(g))
+        if found is None:
+            p, h = (by_ref.get((r["doc_id"], r["para_idx"], r["sent_idx"])) for r in (g["premise_ref"],
+                                                                                    g["hypothesis_ref"]))
+            if p is None or h is None:
+                continue
+            if g["auto_label"] == NEUTRAL:
+                h = as_hypothesis(h)
+            else:
+                m = matcher.match(h)
+                if m is None:
+                    continue
+                h = m.hypothesis
+            found = (p, h)
+        items.append(dict(g, premise=found[0], hypothesis=found[1]))
+    return items
+
+
+def embed_items(items: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    from extractor.check.rounds import distinct_embeddings  # after sys.path (the checkout's code)
+    from extractor.encoder.embed import Encoder
+
+    encoder = Encoder(cache.require(cache.NAME), dtype="float32")
+    n = len(items)
+    vectors = distinct_embeddings([g["premise"] for g in items] + [g["hypothesis"] for g in items],
+                                  lambda texts: encoder.embed(texts, kind=check_head.KIND, batch_size=64))
+    return vectors[:n], vectors[n:]
+
+
+def fit_cv(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, dict]:
+    """(C, out-of-fold probabilities, figures): C by cross-validated log loss."""
+    folds = list(StratifiedKFold(FOLDS, shuffle=True, random_state=SEED).split(x, y))
+    best = None
+    for c in CS:
+        oof = np.zeros(len(y))
+        for train, test in folds:
+            model = LogisticRegression(C=c, max_iter=5000).fit(x[train], y[train])
+            oof[test] = model.predict_proba(x[test])[:, 1]
+        loss = log_loss(y, oof, labels=[0, 1])
+        if best is None or loss < best[0] - 1e-12:
+            best = (loss, c, oof)
+    assert best is not None
+    loss, c, oof = best
+    return c, oof, {"C": c, "cv_log_loss": round(loss, 4), "cv_auc": round(float(roc_auc_score(y, oof)), 4),
+                    "n": int(len(y)), "positives": int(y.sum())}
+
+
+def fit(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, float]:
+    model = LogisticRegression(C=c, max_iter=5000).fit(x, y)
+    return model.coef_[0], float(model.intercept_[0])
+
+
+def build() -> bytes:
+    items = [g for lang in LANGS for g in resolve(lang)]
+    u, v = embed_items(items)
+    marked = np.array([g["auto_label"] != NEUTRAL for g in items])
+    right = np.array([g["gold"] == g["auto_label"] for g in items])
+    labels = [g["auto_label"] for g in items]
+    xm = check_head.marked_features(u[marked], v[marked], [lab for lab, m in zip(labels, marked) if m])
+    ym = right[marked].astype(int)
+    cm, oof_m, fig_m = fit_cv(xm, ym)
+    xn = check_head.related_features(u[~marked], v[~marked])
+    yn = (~right[~marked]).astype(int)  # related: the readers' label is not neutral
+    cn, oof_n, fig_n = fit_cv(xn, yn)
+    t_marked = max(t for t in GRID if (oof_m[ym == 1] >= t).mean() >= KEEP_RIGHT)
+    t_neutral = min(t for t in GRID if (oof_n[yn == 0] < t).mean() >= KEEP_NEUTRAL)
+    for fig, y, keep in ((fig_m, ym, oof_m >= t_marked), (fig_n, 1 - yn, oof_n < t_neutral)):
+        fig["cv_precision_before"] = round(float(y.mean()), 4)
+        fig["cv_precision_after"] = round(float(y[keep].mean()), 4) if keep.any() else None
+        fig["cv_kept_right"] = round(float(keep[y == 1].mean()), 4)
+    training = {"data": "the tuning parts (part != test) of benchmarks/gold/{ro,es,en}.jsonl, judged items",
+                "per_language": {lang: sum(g["lang"] == lang for g in items) for lang in LANGS},
+                "marked": fig_m, "related": fig_n, "folds": FOLDS, "seed": SEED,
+                "threshold_rule": {"marked": f"largest keeping >= {KEEP_RIGHT} of the right marked pairs out of fold",
+                                   "neutral": f"smallest keeping >= {KEEP_NEUTRAL} of the right neutral pairs "
+                                              "out of fold"},
+                "script": "benchmarks/check_head.py"}
+    return check_head.to_json(fit(xm, ym, cm), fit(xn, yn, cn), {"marked": t_marked, "neutral": t_neutral},
+                              cache.NAME, training)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed head instead of writing it")
+    ap.add_argument("--out", type=Path, default=HEAD)
+    args = ap.parse_args(argv)
+    data = build()
+    training = json.loads(data)["training"]
+    print(json.dumps({k: training[k] for k in ("per_language", "marked", "related")}, indent=1))
+    print("thresholds", json.loads(data)["thresholds"])
+    if args.check:
+        same = args.out.read_bytes() == data
+        print("same bytes" if same else "DIFFERS from the committed head")
+        return 0 if same else 1
+    args.out.write_bytes(data)
+    print(f"wrote {args.out} ({len(data):,} bytes; sha256 {check_head.from_bytes(data).sha256})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,6 +60,14 @@ TEXT_RUN = ["--phrase-set", "extended", "--neutral-mix", "second_random=1", "--n
 # model -> extra `trainer train` flags (cbow-softmax: its defaults, 10 epochs, last epoch kept
 # as there is no validation data; 100-d fastText vectors trained on the training split, seeded)
 MODELS = {"tfidf-lr": [], "cbow-softmax": ["--epochs", "10"]}
+# `--compare semantic-check` (issue 55, item 6): the job with the semantic check off and on
+# (docs/label-quality.md "The semantic check"); models: tfidf-lr, the frozen multilingual
+# encoder with a linear head and the multilingual transformer fine-tuned (3 epochs, CPU)
+CHECK_CONFIGS = {"default (check off)": [], "semantic check on": ["--semantic-check", "on"]}
+CHECK_RUN_DIRS = {"default (check off)": "ro-default", "semantic check on": "ro-semantic-check",
+                  "extended text run": "ro-extended-sr"}
+CHECK_MODELS = {"tfidf-lr": [], "e5-linear": [],
+                "transformer": ["--pretrained", "multilingual-e5-small", "--epochs", "3", "--batch-size", "16"]}
 # tfidf-lr is trained once: its solver (lbfgs) does not use the seed; cbow-softmax on --seeds
 EVAL_SETS = ("clean", "all")
 BOOT = 2000
@@ -96,11 +104,11 @@ def gold_test_items(log) -> tuple[list[dict], dict]:
     texts = {}
     # the runs named in the brief first; the default run last, as a fallback (a pair's text is
     # the same in every run that emits it: same sources, same refs)
-    sources = (("no label filters", CONFIGS["no label filters"]), ("extended text run", TEXT_RUN),
-               ("default (filters on)", CONFIGS["default (filters on)"]))
-    for name, flags in sources:
-        out = WORK / "train-runs" / RUN_DIRS[name]
-        out = run_job(LANG, out, flags, stages="all" if name in CONFIGS else "pairs")
+    sources = (("no label filters", "ro-no-label-filters", ["--no-label-filter", "all"]),
+               ("extended text run", "ro-extended-sr", TEXT_RUN), ("default (filters on)", "ro-default", []))
+    for name, folder, flags in sources:
+        out = WORK / "train-runs" / folder
+        out = run_job(LANG, out, flags, stages="all" if folder in {RUN_DIRS[n] for n in CONFIGS} else "pairs")
         pairs = read_pairs(out)
         for loc, p, h in zip(pairs["location"], pairs["premise"], pairs["hypothesis"]):
             texts.setdefault(loc, (p, h, name))
@@ -166,8 +174,21 @@ def train(train_file: Path, model: str, seed: int, tests: list[Path], run_dir: P
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0,1,2", help="training seeds of cbow-softmax (tfidf-lr: the first)")
-    ap.add_argument("--json", type=Path, default=RESULTS / "label-quality-training.json")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="default: results/label-quality-training.json (label-filters), "
+                         "results/label-quality-training-check.json (semantic-check)")
+    ap.add_argument("--compare", choices=("label-filters", "semantic-check"), default="label-filters",
+                    help="what the two runs differ in: the label filters (on/off) or the semantic check (off/on)")
     args = ap.parse_args(argv)
+    global CONFIGS, RUN_DIRS, MODELS
+    if args.compare == "semantic-check":
+        CONFIGS, RUN_DIRS, MODELS = CHECK_CONFIGS, CHECK_RUN_DIRS, CHECK_MODELS
+        control, treated = "default (check off)", "semantic check on"
+    else:
+        control, treated = "no label filters", "default (filters on)"
+    if args.json is None:
+        args.json = RESULTS / ("label-quality-training-check.json" if args.compare == "semantic-check"
+                               else "label-quality-training.json")
     seeds = [int(s) for s in args.seeds.split(",")]
     lines = []
 
@@ -231,10 +252,15 @@ def main(argv=None) -> None:
     # subsampled (the trainer's stratified, seeded --train-size) to the no-filter run's size:
     # the filters change the labels and also the amount of data (their added phrases), and
     # this row separates the two.
-    n_small = sizes["no label filters"]["train"]["n"]
-    rows = {"default (filters on)": ("default (filters on)", []),
-            f"default, train-size {n_small}": ("default (filters on)", ["--train-size", str(n_small)]),
-            "no label filters": ("no label filters", [])}
+    larger, smaller = sorted((treated, control), key=lambda n: -sizes[n]["train"]["n"])
+    n_small = sizes[smaller]["train"]["n"]
+    short = "default" if larger == "default (filters on)" else larger
+    rows = {treated: (treated, []), f"{short}, train-size {n_small}": (larger, ["--train-size", str(n_small)]),
+            control: (control, [])}
+    # the differences reported: each row against the run without the filters; the run with the
+    # check against each run without it (the full one and the one cut to its size)
+    compared = ([(r, control) for r in rows if r != control] if args.compare == "label-filters"
+                else [(treated, r) for r in rows if r != treated])
     results, preds_of = {}, {}
     for row, (name, extra) in rows.items():
         for model in MODELS:
@@ -267,10 +293,10 @@ def main(argv=None) -> None:
 
     # paired bootstrap over gold items of the difference of the seed-mean macro-F1
     diffs = {}
-    for a in (r for r in rows if r != "no label filters"):
+    for a, b in compared:
         for model in MODELS:
             for s in EVAL_SETS:
-                A, B = preds_of[(a, model, s)], preds_of[("no label filters", model, s)]
+                A, B = preds_of[(a, model, s)], preds_of[(b, model, s)]
                 n = len(A[0][0])
                 rng = np.random.default_rng(0)
                 obs = np.mean([macro_f1(g, p, lab) for g, p, lab in A]) - np.mean([macro_f1(g, p, lab) for g, p, lab in B])
@@ -279,7 +305,7 @@ def main(argv=None) -> None:
                     idx = rng.integers(0, n, n)
                     vals.append(np.mean([macro_f1(g[idx], p[idx], lab) for g, p, lab in A])
                                 - np.mean([macro_f1(g[idx], p[idx], lab) for g, p, lab in B]))
-                diffs[f"{a} - no label filters|{model}|{s}"] = {
+                diffs[f"{a} - {b}|{model}|{s}"] = {
                     "diff": float(obs), "ci95": [float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))],
                     "share_above_0": float(np.mean(np.array(vals) > 0))}
 
@@ -309,12 +335,12 @@ def main(argv=None) -> None:
                 f"s{e['seed']} {e['clean']['macro_f1']:.3f} [{e['clean']['macro_f1_ci95'][0]:.2f}-{e['clean']['macro_f1_ci95'][1]:.2f}]"
                 for e in results[row][model]["seeds"]))
     log("")
-    log(f"paired bootstrap ({BOOT} resamples of the gold items, seed-mean macro-F1): difference to 'no label filters'")
+    log(f"paired bootstrap ({BOOT} resamples of the gold items, seed-mean macro-F1): differences")
     for key, d in diffs.items():
         a, model, s = key.split("|")
-        log(f"  {a:<45} {model:<13} {s:<6} {d['diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
+        log(f"  {a:<60} {model:<13} {s:<6} {d['diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]"
             f"  P(>0) {d['share_above_0']:.2f}")
-    out = {"commit": commit, "lang": LANG, "seeds": seeds, "configs": CONFIGS, "text_run": TEXT_RUN,
+    out = {"commit": commit, "lang": LANG, "compare": args.compare, "seeds": seeds, "configs": CONFIGS, "text_run": TEXT_RUN,
            "models": MODELS, "split_sizes": sizes, "gold_test": text_counts, "overlap": overlap,
            "eval_sets": {s: len(r) for s, r in sets.items()},
            "rows": {r: {"split_run": n, "train_flags": e} for r, (n, e) in rows.items()}, "results": results,

@@ -28,7 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from extractor import runs  # noqa: E402
 from extractor.job import cost_model  # noqa: E402
-from extractor.job.stages import NAMES  # noqa: E402
+from extractor.job.stages import NAMES, selected  # noqa: E402
+from jobs.extract import build_parser  # noqa: E402
 
 SHARED = Path(os.environ.get("NLI_SHARED_DATA", REPO.parent / "shared" / "data"))
 CGROUP = Path("/sys/fs/cgroup/cpuacct")
@@ -76,11 +77,16 @@ def measure(argv: list[str]) -> dict:
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cpu_how": how}
 
 
-def check(name: str, argv: list[str], inputs: list[str], output: Path) -> dict:
-    mb = sum(cost_model.text_mb(p, runs.input_fingerprint(p)["bytes"]) for p in inputs)
-    est = cost_model.estimate(mb, list(NAMES[:3]))
+def default_stages() -> list[str]:
+    """The stages the job runs at its defaults (a stage switched off by default, the semantic
+    check, is left out, as `--dry-run` leaves it out)."""
+    return list(selected(build_parser().parse_args(["--lang", "ro"]), NAMES))
+
+
+def estimated(name: str, mb: float, got: dict) -> dict:
+    """A row: the estimate of `mb` MB of text beside the measurement `got`."""
+    est = cost_model.estimate(mb, default_stages())
     wall = est.wall_s(cost_model.local_cores("local[*]") or 1)
-    got = measure([*argv, "--output", str(output), "--overwrite"])
     row = {"input": name, "text_mb": round(mb, 3), "cpu_estimate_s": [round(x, 1) for x in est.cpu_s],
            "wall_estimate_s": [round(x, 1) for x in wall], **got}
     row["cpu_ratio"] = [round(got["cpu_s"] / x, 2) for x in est.cpu_s]
@@ -90,11 +96,35 @@ def check(name: str, argv: list[str], inputs: list[str], output: Path) -> dict:
     return row
 
 
+def check(name: str, argv: list[str], inputs: list[str], output: Path) -> dict:
+    mb = sum(cost_model.text_mb(p, runs.input_fingerprint(p)["bytes"]) for p in inputs)
+    return estimated(name, mb, measure([*argv, "--output", str(output), "--overwrite"]))
+
+
+def show(r: dict) -> None:
+    print(f"{r['input']}: {r['text_mb']} MB of text; CPU estimate {r['cpu_estimate_s'][0]}-{r['cpu_estimate_s'][1]} s, "
+          f"measured {r['cpu_s']} s ({r['cpu_how']}; measured/estimate {r['cpu_ratio'][1]}-"
+          f"{r['cpu_ratio'][0]}); wall estimate {r['wall_estimate_s'][0]}-{r['wall_estimate_s'][1]} s, "
+          f"measured {r['wall_s']} s (measured/estimate {r['wall_ratio'][1]}-{r['wall_ratio'][0]}); "
+          f"within 1.5x: {r['within_1_5x']}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dense-mb", type=int, default=0, help="also scale.py's dense pool of this size (0: not)")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
+    ap.add_argument("--reestimate", default=None, metavar="JSON",
+                    help="no run: the estimates of an earlier --out file's measurements, from today's cost model")
     args = ap.parse_args()
+    if args.reestimate:
+        keep = ("wall_s", "cpu_s", "cpu_how")
+        rows = [estimated(r["input"], r["text_mb"], {k: r[k] for k in keep})
+                for r in json.loads(Path(args.reestimate).read_text())]
+        for r in rows:
+            show(r)
+        if args.out:
+            Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+        return 0
     with tempfile.TemporaryDirectory(prefix="nli-estimate-") as tmp:
         folder = Path(tmp)
         sample = str(REPO / "samples/ro/rowiki-sample-pages-articles.xml")
@@ -113,12 +143,7 @@ def main() -> int:
         rows = []
         for i, (name, argv, inputs) in enumerate(cases):
             rows.append(check(name, argv, inputs, folder / f"out{i}"))
-            r = rows[-1]
-            print(f"{name}: {r['text_mb']} MB of text; CPU estimate {r['cpu_estimate_s'][0]}-{r['cpu_estimate_s'][1]} s, "
-                  f"measured {r['cpu_s']} s ({r['cpu_how']}; measured/estimate {r['cpu_ratio'][1]}-"
-                  f"{r['cpu_ratio'][0]}); wall estimate {r['wall_estimate_s'][0]}-{r['wall_estimate_s'][1]} s, "
-                  f"measured {r['wall_s']} s (measured/estimate {r['wall_ratio'][1]}-{r['wall_ratio'][0]}); "
-                  f"within 1.5x: {r['within_1_5x']}", flush=True)
+            show(rows[-1])
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
     return 0

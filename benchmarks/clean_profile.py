@@ -8,7 +8,7 @@ the reader's cost, the same for every cleaner), then times on one core, with
 pages:
 
   precut            our cheap pre-cut alone (comments, refs, templates, file/category links)
-  clean             extractor.documents.wikitext: page_skip_reason + clean_page
+  clean             extractor.sentences.wikitext: page_skip_reason + clean_page
   clean+segment     the same, then Punkt sentence splitting of every paragraph (the job's work)
   mwph baseline     mwparserfromhell.parse + strip_code + Punkt (DESIGN.md's 1.17 MB/s)
   wikiextractor     WikiExtractor 3's own cleaning, in-process: Extractor.clean_text with
@@ -35,9 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
-from extractor.documents.segment import Segmenter, train_punkt  # noqa: E402
-from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
-from extractor.documents.wikitext import clean_page, page_skip_reason, precut  # noqa: E402
+from extractor.sentences.segment import Segmenter, train_punkt  # noqa: E402
+from extractor.sentences.readers import read_head, site_namespaces  # noqa: E402
+from extractor.sentences.wikitext import clean_page, page_skip_reason, precut  # noqa: E402
 
 DEFAULT_DUMP = REPO.parent / "shared" / "data" / "dumps" / "enwiki-sample-206pages.xml.bz2"
 

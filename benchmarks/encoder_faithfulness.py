@@ -49,9 +49,9 @@ def es_paragraphs():
 
 
 def en_paragraphs():
-    from extractor.documents.wikitext import clean_page
+    from extractor.sentences.wikitext import clean_page
     from extractor.lexicon.lexicon import load_lexicon
-    from extractor.documents.readers import Page, parse_page_record
+    from extractor.sentences.readers import Page, parse_page_record
 
     lexicon = load_lexicon("en")
     text = bz2.open(DATA / "dumps" / "enwiki-sample-206pages.xml.bz2", "rt", encoding="utf-8").read()

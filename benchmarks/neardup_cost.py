@@ -68,9 +68,9 @@ import clean_profile  # noqa: E402  (its dump reader)
 import scale  # noqa: E402  (benchmarks/scale.py: the dumps and `run_job`)
 from extractor.engine.runner import InProcessRunner  # noqa: E402
 from extractor import statistics as st  # noqa: E402
-from extractor.documents.readers import read_head, site_namespaces  # noqa: E402
-from extractor.documents.segment import Segmenter, load_params, train_punkt  # noqa: E402
-from extractor.documents.wikitext import clean_page, page_skip_reason  # noqa: E402
+from extractor.sentences.readers import read_head, site_namespaces  # noqa: E402
+from extractor.sentences.segment import Segmenter, load_params, train_punkt  # noqa: E402
+from extractor.sentences.wikitext import clean_page, page_skip_reason  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.neardup import minhash  # noqa: E402
 from extractor.neardup.settings import Settings, settings_line  # noqa: E402

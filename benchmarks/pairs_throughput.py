@@ -142,7 +142,7 @@ from extractor.spark.session import get_session
 from extractor.job.context import JobContext
 from extractor.job.inputs import corpora_from_args
 from extractor.lexicon.lexicon import load_lexicon
-from extractor.documents import stage as sentences_stage
+from extractor.sentences import stage as sentences_stage
 from extractor.engine.stage import run_stage
 from extractor.spark.runner import SparkRunner
 out = Path({out!r})

@@ -204,7 +204,7 @@ def build_pool(kind: str = "novels") -> dict:
     cache = WORK / (f"pool-v{POOL_VERSION}.pickle" if kind == "novels" else f"pool-{kind}-v{DENSE_VERSION}.pickle")
     if cache.exists() and punkt_params_path(kind).exists():
         return pickle.loads(cache.read_bytes())
-    from extractor.documents.segment import Segmenter, save_params, train_punkt
+    from extractor.sentences.segment import Segmenter, save_params, train_punkt
     from extractor.lexicon.lexicon import load_lexicon
 
     WORK.mkdir(parents=True, exist_ok=True)

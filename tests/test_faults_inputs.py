@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from extractor.documents.readers import _BLOCK_MAGIC, _BLOCK_PATTERNS, find_magic
+from extractor.sentences.readers import _BLOCK_MAGIC, _BLOCK_PATTERNS, find_magic
 from jobs.extract import main
 
 pytestmark = pytest.mark.spark
@@ -279,7 +279,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def punkt(tmp_path_factory):
-    from extractor.documents.segment import save_params, train_punkt
+    from extractor.sentences.segment import save_params, train_punkt
     from extractor.lexicon.lexicon import load_lexicon
 
     return str(save_params(train_punkt([], load_lexicon("ro").abbreviations),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from extractor.documents import language
+from extractor.sentences import language
 from tests.conftest import shared_file
 from tests.test_faults_runs import in_process
 

@@ -1,4 +1,4 @@
-"""The registry of input formats (`extractor/documents/formats/`) and its CSV/TSV reader:
+"""The registry of input formats (`extractor/sentences/formats/`) and its CSV/TSV reader:
 the real Romanian news of ../shared/data, converted to CSV and TSV here, give the same
 sentence rows as the JSONL they come from; a file without the text column, a short row,
 broken quoting and a bad byte are one-line errors or counted drops."""
@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractor.core.errors import InputError
-from extractor.documents import formats
-from extractor.documents.formats import delimited
-from extractor.documents.plan import DocumentsPlan
-from extractor.documents.process import corpus_settings, process_unit, sum_counts
-from extractor.documents.segment import params_to_dict, train_punkt
-from extractor.documents.units import UnitError
+from extractor.sentences import formats
+from extractor.sentences.formats import delimited
+from extractor.sentences.plan import DocumentsPlan
+from extractor.sentences.process import corpus_settings, process_unit, sum_counts
+from extractor.sentences.segment import params_to_dict, train_punkt
+from extractor.sentences.units import UnitError
 from extractor.job.inputs import corpora_from_args, corpus_name_for, guess_format, load_manifest
 from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main

@@ -203,7 +203,7 @@ def test_text_jsonl_and_parquet_corpora(spark, tmp_path):
     # Punkt learns nothing useful from three short documents: give it parameters that
     # hold only the lexicon's abbreviations (also tests --punkt-params).
     from extractor.lexicon.lexicon import load_lexicon
-    from extractor.documents.segment import save_params, train_punkt
+    from extractor.sentences.segment import save_params, train_punkt
     params = save_params(train_punkt([], load_lexicon("ro").abbreviations), tmp_path / "punkt.json")
     out = tmp_path / "out"
     assert main(["--lang", "ro", "--manifest", str(tmp_path / "corpora.yaml"), "--output", str(out),

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from extractor.documents.plan import DocumentsPlan
-from extractor.documents.process import (MAX_LISTED_LINES, check_dropped_lines, corpus_settings, dropped_lines,
+from extractor.sentences.plan import DocumentsPlan
+from extractor.sentences.process import (MAX_LISTED_LINES, check_dropped_lines, corpus_settings, dropped_lines,
                                          dropped_lines_warnings, process_unit)
 from extractor.core.errors import InputError
-from extractor.documents.readers import first_line_numbers, jsonl_lines, line_problem
-from extractor.documents.segment import params_to_dict, save_params, train_punkt
-from extractor.documents.formats import list_units
+from extractor.sentences.readers import first_line_numbers, jsonl_lines, line_problem
+from extractor.sentences.segment import params_to_dict, save_params, train_punkt
+from extractor.sentences.formats import list_units
 from extractor.job.inputs import CorpusSpec
 from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main

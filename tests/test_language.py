@@ -1,4 +1,4 @@
-"""The language check (extractor/documents/language.py) on real text of ../shared/data."""
+"""The language check (extractor/sentences/language.py) on real text of ../shared/data."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from extractor.documents import language
+from extractor.sentences import language
 from tests.conftest import shared_file
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -8,8 +8,8 @@ import json
 import pyarrow.dataset as ds
 import pytest
 
-from extractor.documents.readers import read_head, site_namespaces
-from extractor.documents.wikitext import clean_page
+from extractor.sentences.readers import read_head, site_namespaces
+from extractor.sentences.wikitext import clean_page
 from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import shared_file
 
@@ -53,7 +53,7 @@ def test_real_ukwiki_and_viwiki_leave_no_file_or_category_text(spark, tmp_path, 
     """Both real dumps with the English lexicon (which knows neither language's names),
     through the job: no file/category link text in any sentence; each dump's cut-off last
     page is counted as truncated, with a warning."""
-    from extractor.documents.segment import save_params, train_punkt
+    from extractor.sentences.segment import save_params, train_punkt
     from jobs.extract import main
 
     uk = shared_file("dumps/ukwiki-truncated-100k.xml.bz2")

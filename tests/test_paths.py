@@ -175,7 +175,7 @@ def test_spark_submit_sh_from_a_foreign_folder_resolves_every_relative_path(tmp_
     """The issue's command, run in a data folder: the repository's spark-submit.sh, the job
     script named relative to the repository, --lang a lexicon file, --input, --output and
     --punkt-params all relative to the data folder."""
-    from extractor.documents.segment import save_params, train_punkt
+    from extractor.sentences.segment import save_params, train_punkt
 
     data = _data_folder(tmp_path)
     (data / "params").mkdir()

@@ -7,7 +7,7 @@ import codecs
 import mwxml
 import pytest
 
-from extractor.documents.readers import (Page, PageError, bz2_is_complete, encoding_from_head, json_document,
+from extractor.sentences.readers import (Page, PageError, bz2_is_complete, encoding_from_head, json_document,
                                          open_binary, page_from_bytes, parse_page_record, plain_paragraphs,
                                          stream_page_records)
 from tests.conftest import shared_file
@@ -142,7 +142,7 @@ def test_json_document_fields_and_skips():
 # --------------------------------------------------------------------------- work-unit readers
 
 def test_jsonl_byte_ranges_lose_and_duplicate_no_line(tmp_path):
-    from extractor.documents.readers import jsonl_lines
+    from extractor.sentences.readers import jsonl_lines
 
     lines = [f'{{"id": {i}, "text": "{"x" * (i * 37 % 300)}"}}\n'.encode() for i in range(400)]
     last = b'{"id": "last", "text": "no newline"}'
@@ -168,7 +168,7 @@ def test_file_bytes_finds_across_windows_with_bounded_memory(tmp_path):
 
 
 def test_records_report_a_page_cut_off_and_the_closing_tag():
-    from extractor.documents.readers import records_from_chunks
+    from extractor.sentences.readers import records_from_chunks
 
     text = ("<mediawiki>" + page(id=1) + page(id=2)).encode()
     state: dict = {}
@@ -180,7 +180,7 @@ def test_records_report_a_page_cut_off_and_the_closing_tag():
 
 
 def test_dump_head_and_end_of_the_real_truncated_dumps():
-    from extractor.documents.readers import dump_end_is_closed, read_head, site_namespaces
+    from extractor.sentences.readers import dump_end_is_closed, read_head, site_namespaces
 
     for name in ("ukwiki", "viwiki"):
         path = str(shared_file(f"dumps/{name}-truncated-100k.xml.bz2"))
@@ -222,7 +222,7 @@ def test_decompressing_blocks_keeps_no_memory():
     holds no more memory afterwards than before, and each block's text is libbz2's."""
     import tracemalloc
 
-    from extractor.documents import readers
+    from extractor.sentences import readers
 
     data = shared_file("dumps/enwiki-sample-206pages.xml.bz2").read_bytes()
     starts = list(readers._block_starts(data, 0))

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from extractor.io import fs
-from extractor.documents.readers import (PAGE_DELIMITER, Page, PageError, open_binary, parse_page_record,
+from extractor.sentences.readers import (PAGE_DELIMITER, Page, PageError, open_binary, parse_page_record,
                                          stream_page_records, wiki_unit_pages)
 from tests.conftest import shared_file
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from extractor.lexicon.lexicon import MARKED_LABELS, load_lexicon
-from extractor.documents.segment import Segmenter, train_punkt
-from extractor.documents.wikitext import clean_page, page_skip_reason
+from extractor.sentences.segment import Segmenter, train_punkt
+from extractor.sentences.wikitext import clean_page, page_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
 LANGS = ("ro", "es", "en")

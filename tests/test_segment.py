@@ -1,4 +1,4 @@
-"""Punkt segmentation (extractor.documents.segment): abbreviations, ş/ș ţ/ț, parameter files, exactness."""
+"""Punkt segmentation (extractor.sentences.segment): abbreviations, ş/ș ţ/ț, parameter files, exactness."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import pytest
 from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 from extractor.lexicon.lexicon import load_lexicon
-from extractor.documents.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
-from extractor.documents.wikitext import clean_page
+from extractor.sentences.segment import Segmenter, abbreviation_types, load_params, save_params, train_punkt
+from extractor.sentences.wikitext import clean_page
 
 RO = load_lexicon("ro")
 ES = load_lexicon("es")
@@ -160,7 +160,7 @@ def test_fast_decisions_equal_plain_nltk_punkt():
 
 def test_training_with_std_re_patterns_equals_nltk_training(monkeypatch):
     """train_punkt compiles NLTK's patterns with `re` instead of `nltk.redos`: same params."""
-    import extractor.documents.segment as segment
+    import extractor.sentences.segment as segment
     from nltk.tokenize.punkt import PunktTrainer
 
     paras = sample_paragraphs(RO) + sample_paragraphs(ES)
@@ -174,7 +174,7 @@ def test_fused_candidate_loop_equals_plain_nltk_spans_on_romanian_novels():
     """Segmenter's tokenizer finds candidate breaks and their contexts in one loop of its
     own (`_slices_from_text`): on real Romanian prose (dialogue, "!", "...", quotes) its spans must be NLTK's, with the same parameters."""
     from tests.conftest import shared_file
-    from extractor.documents.segment import fold
+    from extractor.sentences.segment import fold
 
     paras = []
     for path in sorted(shared_file("text/eltec-rom-20").glob("*.txt"))[:4]:
@@ -201,7 +201,7 @@ def test_contexts_decided_without_tokens_agree_with_punkt_on_romanian_novels():
     import re
 
     from tests.conftest import shared_file
-    from extractor.documents import segment as sg
+    from extractor.sentences import segment as sg
 
     paras = []
     for path in sorted(shared_file("text/eltec-rom-20").glob("*.txt"))[:4]:
@@ -238,7 +238,7 @@ def test_memo_stays_bounded_keeps_the_contexts_asked_again_and_splits_as_punkt(m
     memo of 20 contexts, the sentences are Punkt's (NLTK's own tokenizer) and the memo
     never passes its bound; a context asked twice survives the trim, one asked once does not."""
     from tests.conftest import shared_file
-    from extractor.documents import segment as sg
+    from extractor.sentences import segment as sg
 
     paras = [p.strip() for p in shared_file("text/eltec-rom-20/ROM006.txt").read_text(encoding="utf-8").split("\n")
              if p.strip()]

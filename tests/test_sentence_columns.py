@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from extractor.documents.process import DocumentProcessor, file_schema
-from extractor.documents.readers import plain_paragraphs
-from extractor.documents.segment import params_to_dict, train_punkt
+from extractor.sentences.process import DocumentProcessor, file_schema
+from extractor.sentences.readers import plain_paragraphs
+from extractor.sentences.segment import params_to_dict, train_punkt
 from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import shared_file
 

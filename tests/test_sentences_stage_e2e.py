@@ -10,11 +10,11 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from extractor.documents.plan import DocumentsPlan
-from extractor.documents.process import process_unit
-from extractor.documents.readers import open_binary, parse_page_record, stream_page_records
-from extractor.documents.segment import load_params, params_to_dict
-from extractor.documents.formats import list_units
+from extractor.sentences.plan import DocumentsPlan
+from extractor.sentences.process import process_unit
+from extractor.sentences.readers import open_binary, parse_page_record, stream_page_records
+from extractor.sentences.segment import load_params, params_to_dict
+from extractor.sentences.formats import list_units
 from extractor.job.inputs import CorpusSpec
 from extractor.lexicon.lexicon import load_lexicon
 from jobs.extract import main
@@ -22,8 +22,8 @@ from tests.conftest import REPO, shared_file
 
 pytestmark = pytest.mark.spark
 
-# Pinned on the current cleaning + Punkt rules; a change in extractor/documents/wikitext.py or
-# extractor/documents/segment.py that moves it must be deliberate (update the number and say why).
+# Pinned on the current cleaning + Punkt rules; a change in extractor/sentences/wikitext.py or
+# extractor/sentences/segment.py that moves it must be deliberate (update the number and say why).
 ENWIKI_SENTENCES = 18019  # 18,020 before the language check, which drops one Latin sentence (stats: la 1)
 RESIDUE = ("[[", "{{", "thumb|", "Category:", "|}", "<ref")
 DROPPED_SECTIONS = {"references", "external links", "see also", "notes", "further reading", "bibliography"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extractor.documents.readers import site_info
+from extractor.sentences.readers import site_info
 from extractor.job.inputs import corpora_from_args
 from extractor.splits import card
 from tests.conftest import shared_file

@@ -1,4 +1,4 @@
-"""Wikitext cleaning (extractor.documents.wikitext): realistic snippets, real enwiki pages, edge cases."""
+"""Wikitext cleaning (extractor.sentences.wikitext): realistic snippets, real enwiki pages, edge cases."""
 from __future__ import annotations
 
 import bz2
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractor.lexicon.lexicon import load_lexicon
-from extractor.documents.wikitext import DROP_REASONS, clean_page, page_skip_reason, precut
+from extractor.sentences.wikitext import DROP_REASONS, clean_page, page_skip_reason, precut
 from tests.conftest import shared_file
 
 EN = load_lexicon("en")

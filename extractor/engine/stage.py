@@ -1,7 +1,7 @@
 """The stage contract: `Stage`, the typed class every stage of the job is, and `run_stage`,
 which runs one the same way whatever it does.
 
-A stage is a package (`extractor/documents/`, `extractor/pairs/`, `extractor/splits/`) whose
+A stage is a package (`extractor/sentences/`, `extractor/pairs/`, `extractor/splits/`) whose
 `stage.py` holds a subclass of `Stage` and its one instance; the job's ordered list of them
 is `extractor/job/stages.py`. Its steps, the same for every stage:
 

@@ -11,11 +11,11 @@ import yaml
 
 from extractor import runs
 from extractor.core.errors import ERROR_MARK, OUTPUT_FAULT_MARK, InputError, yaml_problem
-from extractor.documents import formats
-from extractor.documents.readers import CorruptData, WIKIMEDIA_LICENSES, encoding_from_head, read_head, site_info
+from extractor.sentences import formats
+from extractor.sentences.readers import CorruptData, WIKIMEDIA_LICENSES, encoding_from_head, read_head, site_info
 from extractor.io import fs
 
-FORMATS = formats.NAMES  # extractor/documents/formats: one module a format
+FORMATS = formats.NAMES  # extractor/sentences/formats: one module a format
 ROLES = ("train", "test-only")
 # Per-format options a manifest entry (or --text-field & co.) may set.
 DEFAULT_OPTIONS = {"text_field": "text", "id_field": "id", "title_field": "title", "genre_field": "genre"}

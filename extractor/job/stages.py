@@ -17,13 +17,13 @@ from typing import Any, Sequence
 
 from extractor.check import options as check_options
 from extractor.core.errors import UserError
-from extractor.documents import options as documents_options
+from extractor.sentences import options as sentences_options
 from extractor.engine.stage import StageSpec
 from extractor.pairs import options as pairs_options
 from extractor.splits import options as splits_options
 
 STAGES: tuple[StageSpec, ...] = (
-    documents_options.SPEC,   # the inputs -> sentences/
+    sentences_options.SPEC,   # the inputs -> sentences/
     pairs_options.SPEC,       # sentences/ -> pairs/
     check_options.SPEC,       # pairs/ -> checked/ (--semantic-check on; off by default)
     splits_options.SPEC,      # pairs/ -> splits/

@@ -1,14 +1,14 @@
 """MediaWiki XML dumps (`pages-articles`): a UTF-8 `.xml` or `.xml.bz2` is cut into byte
 ranges (bzip2 blocks, multistream too), a UTF-16 or `.gz` one is one unit read as a
-stream (`extractor.documents.readers`)."""
+stream (`extractor.sentences.readers`)."""
 from __future__ import annotations
 
 from typing import Callable
 
-from extractor.documents.formats.base import DocumentSink, InputFormat, read_items
-from extractor.documents.readers import (CorruptData, dump_end_is_closed, encoding_from_head, read_head,
+from extractor.sentences.formats.base import DocumentSink, InputFormat, read_items
+from extractor.sentences.readers import (CorruptData, dump_end_is_closed, encoding_from_head, read_head,
                                          site_namespaces, stream_pages, wiki_unit_pages)
-from extractor.documents.units import Listing, UnitError, WorkUnit, byte_ranges, check_file, unit_size
+from extractor.sentences.units import Listing, UnitError, WorkUnit, byte_ranges, check_file, unit_size
 
 CUT_OFF = ("the dump does not end with </mediawiki>: it was cut off (a failed download?); the pages before the "
            "cut are read, a page cut in the middle is counted as documents_dropped.truncated")

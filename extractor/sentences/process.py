@@ -1,8 +1,8 @@
 """Stage 1 per work unit, without an engine: the documents of one unit (`read_unit`, with
-the reader of its format, extractor/documents/formats/) -> sentence rows (`DocumentProcessor`:
+the reader of its format, extractor/sentences/formats/) -> sentence rows (`DocumentProcessor`:
 cleaning, segmentation, counts) -> one Parquet file per unit (`SentenceFileWriter`); the
 Punkt sample and training on the driver, and the stats from the units' count rows.
-`extractor.documents.stage` plans the units and hands `process_unit` to a runner.
+`extractor.sentences.stage` plans the units and hands `process_unit` to a runner.
 """
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from extractor.documents.plan import DocumentsPlan
+from extractor.sentences.plan import DocumentsPlan
 from extractor.io import atomic, fs
-from extractor.documents import formats
-from extractor.documents.formats.base import MAX_LISTED_LINES, UnitLines, damaged
-from extractor.documents.language import (CORPUS_SAMPLE, CorpusLanguage, check_corpus, corpus_language,
+from extractor.sentences import formats
+from extractor.sentences.formats.base import MAX_LISTED_LINES, UnitLines, damaged
+from extractor.sentences.language import (CORPUS_SAMPLE, CorpusLanguage, check_corpus, corpus_language,
                                           foreign_languages)
-from extractor.documents.readers import PageError, first_line_numbers, plain_paragraphs
-from extractor.documents.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
+from extractor.sentences.readers import PageError, first_line_numbers, plain_paragraphs
+from extractor.sentences.segment import (Segmenter, load_params, params_from_dict, params_json, params_to_dict,
                                          train_punkt)
 from extractor.core.errors import ERROR_MARK, InputError
 from extractor.core.schemas import SENTENCES
-from extractor.documents.units import WorkUnit
-from extractor.documents.wikitext import clean_page, page_skip_reason
+from extractor.sentences.units import WorkUnit
+from extractor.sentences.wikitext import clean_page, page_skip_reason
 from extractor.io.parquet_writer import partition_dir
 
 MAX_LISTED_ERRORS = 100

@@ -13,9 +13,9 @@ line here.
 """
 from __future__ import annotations
 
-from extractor.documents.formats import delimited, jsonl, mediawiki, parquet, text
-from extractor.documents.formats.base import InputFormat
-from extractor.documents.units import Listing, UnitError, WorkUnit
+from extractor.sentences.formats import delimited, jsonl, mediawiki, parquet, text
+from extractor.sentences.formats.base import InputFormat
+from extractor.sentences.units import Listing, UnitError, WorkUnit
 from extractor.io import fs
 
 # in this order a folder's files are looked at (`of_files`) and a name's suffixes taken off (corpus names)

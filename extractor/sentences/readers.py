@@ -1,5 +1,5 @@
 """Readers: the pure-Python halves of turning input files into documents, one work unit
-at a time (see `extractor/documents/units.py` for how the driver lists the units).
+at a time (see `extractor/sentences/units.py` for how the driver lists the units).
 
 A MediaWiki dump is read as page records: bytes from `<page` up to `</page>`. A work unit
 of a UTF-8 dump is a byte range: of bzip2 blocks (`.xml.bz2`, multistream too; each block

@@ -1,6 +1,6 @@
 """Stage 1: documents -> `sentences/` (the stage contract: extractor/engine/stage.py).
 
-1. The driver lists the work units of every input (`extractor/documents/units.py`: byte
+1. The driver lists the work units of every input (`extractor/sentences/units.py`: byte
    ranges of dumps and JSONL, groups of text files, Parquet row groups; a UTF-16 dump is
    one unit), reading only sizes, heads and footers through `extractor/io/fs.py`, and trains
    Punkt on the first MB of cleaned text (or reads `--punkt-params`).
@@ -28,16 +28,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extractor.core.errors import InputError
-from extractor.documents import language, rounds
-from extractor.documents.plan import DocumentsPlan
-from extractor.documents.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
+from extractor.sentences import language, rounds
+from extractor.sentences.plan import DocumentsPlan
+from extractor.sentences.process import (MAX_LISTED_ERRORS, MAX_LISTED_LINES, build_stats, check_corpora,
                                          check_dropped_lines, corpus_settings, dropped_lines, dropped_lines_warnings,
                                          inspect_inputs, punkt_key, punkt_parameters, sum_counts)
-from extractor.documents.formats import list_units
-from extractor.documents.units import Listing, UnitError
+from extractor.sentences.formats import list_units
+from extractor.sentences.units import Listing, UnitError
 from extractor.engine.stage import Planned, Stage
 # the flags and options live apart (no pyarrow there: the job's --help); one name each
-from extractor.documents.options import SPEC, Options, add_arguments  # noqa: F401
+from extractor.sentences.options import SPEC, Options, add_arguments  # noqa: F401
 
 NAME = SPEC.name
 FIELDS = ("text_field", "id_field", "title_field", "genre_field")

@@ -2,8 +2,8 @@
 the table's folder, its count rows returned."""
 from __future__ import annotations
 
-from extractor.documents.plan import DocumentsPlan
-from extractor.documents.process import process_unit
+from extractor.sentences.plan import DocumentsPlan
+from extractor.sentences.process import process_unit
 from extractor.engine.rounds import Round
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from extractor.documents.formats.base import DocumentSink, InputFormat
-from extractor.documents.units import MAX_FILES_PER_UNIT, Listing, UnitError, WorkUnit, check_file
+from extractor.sentences.formats.base import DocumentSink, InputFormat
+from extractor.sentences.units import MAX_FILES_PER_UNIT, Listing, UnitError, WorkUnit, check_file
 from extractor.io import fs
 
 

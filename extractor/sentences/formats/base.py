@@ -1,15 +1,15 @@
 """What an input format is (`InputFormat`: its name, its file names, the kinds of work unit
 it lists and reads) and what its reader feeds (`DocumentSink`, a
 `process.DocumentProcessor`). Each format is one module of this package;
-`extractor.documents.formats` lists them."""
+`extractor.sentences.formats` lists them."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Callable, ClassVar, Iterable, Protocol
 
 from extractor.core.errors import ERROR_MARK, InputError
-from extractor.documents.readers import CorruptData
-from extractor.documents.units import Listing, WorkUnit
+from extractor.sentences.readers import CorruptData
+from extractor.sentences.units import Listing, WorkUnit
 from extractor.io import fs
 
 MAX_LISTED_LINES = 20   # dropped JSONL lines listed with their file and line in stats.json

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Callable
 
 from extractor.core.hashing import stable_hex
-from extractor.documents.formats.base import DocumentSink, InputFormat
-from extractor.documents.units import Listing, UnitError, WorkUnit, check_file
+from extractor.sentences.formats.base import DocumentSink, InputFormat
+from extractor.sentences.units import Listing, UnitError, WorkUnit, check_file
 from extractor.io import fs
 
 

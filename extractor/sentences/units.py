@@ -7,7 +7,7 @@
     Parquet                                   groups of consecutive row groups
     CSV/TSV                                   one unit per file, read as a stream
 
-Each format lists its own units (`extractor/documents/formats/`, one module a format;
+Each format lists its own units (`extractor/sentences/formats/`, one module a format;
 `formats.list_units` lists every input); this module holds what they share. A unit's
 size depends on its file alone (`unit_bytes`, smaller for a small file so that
 the cores share it), never on the number of cores: each unit is written as one Parquet
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from extractor.io import fs
-from extractor.documents.readers import bz2_is_complete
+from extractor.sentences.readers import bz2_is_complete
 from extractor.core.errors import UserError
 
 UNITS_WANTED = 32       # a small file is cut into about this many units (of at least MIN_UNIT bytes)

@@ -1,4 +1,4 @@
-"""Stage 1's flags and options (`extractor.documents.stage` does the work): apart, so that
+"""Stage 1's flags and options (`extractor.sentences.stage` does the work): apart, so that
 the job's flags are built without pyarrow (the job's `--help` answers at once)."""
 from __future__ import annotations
 
@@ -64,4 +64,4 @@ def add_arguments(parser) -> None:
 
 # the stage as the job's list knows it (extractor/job/stages.py); its cost: docs/scale.md "Cost model"
 SPEC = StageSpec(name="sentences", reads=None, writes="sentences", options=Options, add_arguments=add_arguments,
-                 cost=Cost((0.21, 0.46), 0.0003, 0.52), module="extractor.documents.stage")
+                 cost=Cost((0.21, 0.46), 0.0003, 0.52), module="extractor.sentences.stage")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from extractor.documents.formats.base import DocumentSink, InputFormat, UnitLines, read_items
-from extractor.documents.readers import json_document, jsonl_lines, line_problem
-from extractor.documents.units import Listing, WorkUnit, byte_ranges, check_file, unit_size
+from extractor.sentences.formats.base import DocumentSink, InputFormat, UnitLines, read_items
+from extractor.sentences.readers import json_document, jsonl_lines, line_problem
+from extractor.sentences.units import Listing, WorkUnit, byte_ranges, check_file, unit_size
 from extractor.io import fs
 
 class Jsonl(InputFormat):

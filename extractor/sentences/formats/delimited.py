@@ -15,9 +15,9 @@ import io
 from typing import Callable, Iterator
 
 from extractor.core.errors import ERROR_MARK, InputError
-from extractor.documents.formats.base import DocumentSink, InputFormat, read_items
-from extractor.documents.readers import open_binary
-from extractor.documents.units import Listing, UnitError, WorkUnit, check_file
+from extractor.sentences.formats.base import DocumentSink, InputFormat, read_items
+from extractor.sentences.readers import open_binary
+from extractor.sentences.units import Listing, UnitError, WorkUnit, check_file
 from extractor.io import fs
 
 FIELD_LIMIT = 1 << 30  # characters in one field: a novel is one text (the csv module's default is 131,072)

@@ -35,6 +35,7 @@ CORPUS_MIN_SHARE = 0.5  # below this share of the expected language, the corpus 
 CORPUS_MIN_SAMPLE = 20  # fewer identifiable sentences than this: no verdict on the corpus
 
 WORD = re.compile(r"\w+")
+NO_LANGUAGE = "zxx"  # the identifier's code for text of no language
 
 
 class WrongLanguage(UserError, ValueError):
@@ -119,7 +120,8 @@ def foreign_languages(texts: Sequence[str], lang: str) -> list[str | None]:
             out.append(None)
             continue
         found, prob = ident.classify(text)
-        out.append(found if found != lang and prob >= MIN_CONFIDENCE else None)
+        # zxx: "no linguistic content" (codes, lists of names): not another language
+        out.append(found if found not in (lang, NO_LANGUAGE) and prob >= MIN_CONFIDENCE else None)
     return out
 
 

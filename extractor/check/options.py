@@ -87,9 +87,8 @@ def add_arguments(parser) -> None:
                    help=f"sentences embedded per batch (default: {DEFAULT_BATCH})")
 
 
-# the stage as the job's list knows it (extractor/job/stages.py); its cost per MB of text (the
-# encoder on one CPU core per task, at 20-40 pairs per MB of prose): docs/label-quality.md
-# "The semantic check", benchmarks/check_cost.py
+# the stage as the job's list knows it (extractor/job/stages.py); its cost per MB of text:
+# docs/label-quality.md "The semantic check", benchmarks/check_cost.py
 SPEC = StageSpec(name="check", reads="pairs", writes="checked", kind="pairs", options=Options,
                  add_arguments=add_arguments, cost=Cost((1.0, 3.0), 0.0001, 0.001), module="extractor.check.stage",
                  enabled=switched_on, switch="--semantic-check on")

@@ -42,12 +42,9 @@ EXPANSION = {".bz2": 4.0, ".gz": 4.0}
 
 USE = 0.85              # share of the cores a stage keeps busy (docs/scale.md: executors at 85 %)
 # Fixed cost of a run whatever its size (JVM and session start-up, Python workers, spaCy
-# loads, a few Spark jobs per round): the bundled ro sample (0.13 MB of text) through
-# spark-submit.sh (local[*], 2 cores, the POS filter on), CPU of every process of the run
-# (a cpuacct cgroup: the JVM, the driver and the Python workers the JVM forks, which
-# /usr/bin/time does not see) and wall time (docs/scale.md "Cost model"). A small run is
-# mostly serial: its wall time is about its CPU time. Two runs of 2026-12-02 on a loaded
-# machine: 14.1 and 15.7 CPU-s, 14.0 and 17.0 s; taken as 15 CPU-s and 16 s.
+# loads, a few Spark jobs per round): the bundled ro sample through spark-submit.sh, the CPU
+# of every process of the run (the JVM, the driver and the Python workers it forks) and its
+# wall time; a small run is mostly serial. The measurements: docs/scale.md "Cost model".
 FIXED_CPU_S = 15.0
 FIXED_WALL_S_LOCAL = 16.0
 FIXED_WALL_S_CLUSTER = 120.0  # a cluster's start-up (docs/scale.md: "+ ~2 min start-up")

@@ -365,21 +365,38 @@ class _Sample(DocumentProcessor):
                     self.chars += len(para)
 
 
-def sample_paragraphs(lexicon, plan: DocumentsPlan, units: list[WorkUnit], max_chars: int) -> list[str]:
-    """Cleaned paragraphs from the first units of the inputs (in input order), read on the
-    driver by the same readers as the tasks, for Punkt training."""
+def read_sample(lexicon, plan: DocumentsPlan, units, max_chars: int, max_records: int | None = None
+                ) -> tuple[list[str], list[tuple]]:
+    """Cleaned paragraphs from the first of `units` (in their order) up to `max_chars`, read
+    on the driver by the same readers as the tasks (a JSONL file: at most `max_records`
+    records, None: no limit), and the count rows of what was read."""
     out: list[str] = []
+    rows: list[tuple] = []
+    records = 0
     for unit in units:
-        if sum(len(p) for p in out) >= max_chars:
+        chars = sum(len(p) for p in out)
+        if chars >= max_chars or (max_records is not None and records >= max_records):
             break
-        sample = _Sample(plan.corpora[unit.corpus], lexicon, plan.namespaces.get(unit.path),
-                         max_chars - sum(len(p) for p in out))
+        sample = _Sample(plan.corpora[unit.corpus], lexicon, plan.namespaces.get(unit.path), max_chars - chars)
+
+        def enough(sample=sample):
+            lines = sample.unit_lines
+            return sample.chars >= sample.max_chars or (
+                max_records is not None and lines is not None and lines.records >= max_records)
         try:
-            read_unit(unit, plan, sample, lambda sample=sample: sample.chars >= sample.max_chars)
+            read_unit(unit, plan, sample, enough)
         except InputError as exc:  # on the driver: the message without the task mark
             raise InputError(str(exc).replace(ERROR_MARK, "")) from None
         out += sample.paragraphs
-    return out
+        rows += sample.count_rows()
+        records += sample.unit_lines.records if sample.unit_lines is not None else 0
+    return out, rows
+
+
+def sample_paragraphs(lexicon, plan: DocumentsPlan, units: list[WorkUnit], max_chars: int) -> list[str]:
+    """Cleaned paragraphs from the first units of the inputs (in input order), for Punkt
+    training (`read_sample`)."""
+    return read_sample(lexicon, plan, units, max_chars)[0]
 
 
 SAMPLE_CHARS = 200_000   # cleaned text per corpus the input check reads (`inspect_inputs`)
@@ -397,25 +414,8 @@ def inspect_inputs(lexicon, plan: DocumentsPlan, units: Sequence[WorkUnit], chec
     another language is `language.WrongLanguage`. Returns each corpus's sample languages."""
     found: dict[str, CorpusLanguage] = {}
     for ci, corpus in enumerate(plan.corpora):
-        paragraphs: list[str] = []
-        rows: list[tuple] = []
-        records = 0
-        for unit in (u for u in units if u.corpus == ci):
-            chars = sum(len(p) for p in paragraphs)
-            if chars >= SAMPLE_CHARS or records >= SAMPLE_RECORDS:
-                break
-            sample = _Sample(corpus, lexicon, plan.namespaces.get(unit.path), SAMPLE_CHARS - chars)
-
-            def enough(sample=sample):
-                lines = sample.unit_lines
-                return sample.chars >= sample.max_chars or (lines is not None and lines.records >= SAMPLE_RECORDS)
-            try:
-                read_unit(unit, plan, sample, enough)
-            except InputError as exc:  # on the driver: the message without the task mark
-                raise InputError(str(exc).replace(ERROR_MARK, "")) from None
-            paragraphs += sample.paragraphs
-            rows += sample.count_rows()
-            records += sample.unit_lines.records if sample.unit_lines is not None else 0
+        paragraphs, rows = read_sample(lexicon, plan, [u for u in units if u.corpus == ci], SAMPLE_CHARS,
+                                       SAMPLE_RECORDS)
         by_file, located = dropped_lines(rows)
         check_dropped_lines(by_file, located, {corpus["name"]: corpus["fields"]["text_field"]})
         if check_language:

@@ -60,7 +60,8 @@ stage ran) and output bytes (its table on disk). On the 1 GB dump (or the size n
 it), WikiExtractor 3 (`--json --processes 1 --no-templates`) runs in the same invocation.
 `--compare-flags FLAGS` (one string, e.g. "--no-label-filter all": the job before the label
 filters) runs a second configuration of the job right after the default one on every
-size, in the same invocation; both are recorded (`config`: default / compare), both get
+size, in the same invocation (repeatable: a third, a fourth); all are recorded (`config`:
+default / compare, or compare-1, compare-2, ... when there are several), all get
 their ratios to the same WikiExtractor run, and the pairs kept per MB (all, and marked) of
 every run are printed. It fits log(cost) = a + b log(size) over the sizes (default runs) (b: the slope; 1 is linear) for each stage
 and the whole job, and writes `benchmarks/results/scale.json` and `benchmarks/results/scale.png`
@@ -649,7 +650,7 @@ def run_job(dump: Path, tag: str, extra: list[str] = (), code: Path | None = Non
     edges = [("startup", t0)] + bounds + [("exit", time.time())]
     for (name, ta), (_, tb) in zip(edges, edges[1:]):
         result["stages"][name if name != "done" else "shutdown"] = window(ta, tb)
-    for stage, table in (("sentences", "sentences"), ("pairs", "pairs"), ("splits", "splits")):
+    for stage, table in (("sentences", "sentences"), ("pairs", "pairs"), ("check", "checked"), ("splits", "splits")):
         if stage in result["stages"]:
             result["stages"][stage]["output_bytes"] = _dir_bytes(out / table)
     result["sentences"] = stats["sentences"]["sentences"]["total"]
@@ -725,12 +726,13 @@ def plot(results: dict, path: Path) -> None:
         a.plot(mbs, [r["stages"][stage]["cpu_s"] / r["mb"] for r in runs], marker=mark, color=color,
                label=f"stage {stage}")
     a.plot(mbs, [r["cpu_s"] / r["mb"] for r in runs], marker="D", color="k", label="whole job")
-    if other:   # the --compare-flags runs, dashed
-        flags = " ".join(results.get("compare_flags") or [])
-        xo = [r["mb"] for r in other]
-        a.plot(xo, [r["stages"]["pairs"]["cpu_s"] / r["mb"] for r in other], marker="s", ls="--",
+    for ls, config in zip(("--", ":", "-."), sorted({r["config"] for r in other})):  # the --compare-flags runs
+        these = [r for r in other if r["config"] == config]
+        flags = " ".join(these[0]["flags"])
+        xo = [r["mb"] for r in these]
+        a.plot(xo, [r["stages"]["pairs"]["cpu_s"] / r["mb"] for r in these], marker="s", ls=ls,
                color="tab:orange", label=f"stage pairs, {flags}")
-        a.plot(xo, [r["cpu_s"] / r["mb"] for r in other], marker="D", ls="--", color="k",
+        a.plot(xo, [r["cpu_s"] / r["mb"] for r in these], marker="D", ls=ls, color="k",
                label=f"whole job, {flags}")
     for i, w in enumerate(results.get("wikiextractor", [])):  # one legend entry for all its rounds
         a.scatter([w["mb"]], [w["cpu_s"] / w["mb"]], marker="*", s=120, color="tab:red",
@@ -811,10 +813,10 @@ def main() -> None:
                          "Romanian novels and rowiki prose: the pool before, poor in linking phrases) or novels,es "
                          "(also the Spanish novels: foreign text in a --lang ro job, where it finds almost no "
                          "markers); ro and ro,es are the old names of the last two")
-    ap.add_argument("--compare-flags", default=None, metavar="FLAGS",
+    ap.add_argument("--compare-flags", action="append", default=[], metavar="FLAGS",
                     help="also run the job with these extra flags (one string, e.g. \"--no-label-filter all\") "
                          "on every size, in the same invocation, right after the default one (WikiExtractor's "
-                         "ratios are given for both)")
+                         "ratios are given for each); repeatable: one more configuration each")
     ap.add_argument("--build-only", action="store_true", help="build (or find) the dumps and stop")
     ap.add_argument("--code", type=Path, default=None, metavar="DIR",
                     help="run the job of this checkout of the engine (e.g. `git archive HEAD jobs extractor "
@@ -858,9 +860,11 @@ def main() -> None:
         f"{b['internal_api']} {b['version']}, {b['architecture']} kernels" for b in blas["libraries"])
         + " (environment: " + (", ".join(f"{k}={v}" for k, v in blas["env"].items()) or "no OPENBLAS_* variable")
         + ")", flush=True)
-    compare = args.compare_flags.split() if args.compare_flags else None
-    configs = [("default", [])] + ([("compare", compare)] if compare else [])
-    results = {"pool": kind, "langs": list(langs), "compare_flags": compare, "runs": [], "wikiextractor": [],
+    compares = [flags.split() for flags in args.compare_flags]
+    configs = [("default", [])] + [("compare" if len(compares) == 1 else f"compare-{i + 1}", flags)
+                                   for i, flags in enumerate(compares)]
+    results = {"pool": kind, "langs": list(langs), "runs": [], "wikiextractor": [],
+               "compare_flags": compares[0] if len(compares) == 1 else compares,
                "rounds": [], "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(), "blas": blas}}
     earlier = json.loads(args.reuse.read_text()) if args.reuse else {"runs": []}
     for size in sizes:

@@ -40,7 +40,9 @@ def test_english_sentences_in_romanian_news_are_found():
     found = language.foreign_languages(texts, "ro")
     english = [t for t, f in zip(texts, found) if f == "en"]
     assert 20 <= len(english) <= 0.05 * len(texts)
-    assert not [f for f in found if f not in (None, "en")]
+    # besides English, one French sentence (a quoted tweet of the French president's office)
+    others = [t for t, f in zip(texts, found) if f not in (None, "en")]
+    assert [f for f in found if f not in (None, "en")] == ["fr"] and "à la France" in others[0]
     # the sentences called English are English prose: nearly all hold English stop words
     english_words = language.stop_words("en")
     assert sum(language.holds_stop_words(t, english_words) for t in english) >= 0.9 * len(english)

@@ -1,13 +1,16 @@
 """The language check (extractor/sentences/language.py) on real text of ../shared/data."""
 from __future__ import annotations
 
+import bz2
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 from extractor.sentences import language
-from tests.conftest import shared_file
+from tests.conftest import REPO, shared_file
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -67,3 +70,30 @@ def test_the_right_lang_passes_and_a_tiny_sample_decides_nothing():
 def test_a_language_the_identifier_does_not_know_checks_nothing():
     assert "xx" not in language.languages()
     assert language.foreign_languages(["This is plainly an English sentence of some length."], "xx") == [None]
+
+
+def test_a_sentence_in_a_script_without_spaces_goes_to_the_identifier():
+    # a citation title of the enwiki sample: no stop word between spaces, of any language
+    path = shared_file("dumps/enwiki-sample-206pages.xml.bz2")
+    with bz2.open(path, "rt", encoding="utf-8") as f:
+        title = re.search(r"潜水資格を持っていない[^|]*", f.read()).group(0)
+    assert language.stop_word_hits(title, language.other_stop_words("ro"))[0] == 0
+    assert language.foreign_languages([title], "ro") == ["ja"]
+
+
+def test_a_sentence_without_evidence_of_another_language_is_kept_unidentified():
+    # headings and names of a Romanian novel lack Romanian stop words; without two stop words
+    # of another language they are kept without running the identifier
+    texts = [t for t in novel("text/eltec-rom-20/ROM001.txt", 3000)
+             if not language.holds_stop_words(t, language.stop_words("ro"))]
+    others = language.other_stop_words("ro")
+    unchecked = [t for t in texts if not language.may_be_foreign(t, others)]
+    assert unchecked and language.foreign_languages(unchecked, "ro") == [None] * len(unchecked)
+    assert {"the", "The", "und", "der"} <= others and not {"și", "Și", "este"} & others
+
+
+def test_the_stop_words_are_read_without_importing_spacy():
+    code = ("import sys; from extractor.sentences import language; "
+            "assert len(language.stop_words('ro')) > 400; print('spacy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "False"

@@ -9,19 +9,24 @@ Two questions, two answers:
   naming the language found and the `--lang` to use.
 - `foreign_languages(texts, lang)`: per sentence, the other language it is written in, or
   None. A sentence holding enough of the language's stop words (spaCy's lists, shipped in
-  spaCy itself) is the language's without running the identifier; the identifier decides
-  the rest, and only a confident verdict (`MIN_CONFIDENCE`) on a sentence with at least
-  `MIN_LETTERS` letters drops it. The stop-word shortcut is only sound once the corpus
-  check has passed: a sentence of a related language can hold a few of the expected
-  language's stop words, so the corpus check never takes it.
+  spaCy itself) is the language's without running the identifier; so is one holding too
+  few stop words of every other language spaCy lists (a heading, a list of names: no
+  evidence of another language) unless it is written in a script without spaces
+  (`UNSPACED`). The identifier decides the rest, and only a confident verdict
+  (`MIN_CONFIDENCE`) on a sentence with at least `MIN_LETTERS` letters drops it. The
+  stop-word shortcut is only sound once the corpus check has passed: a sentence of a
+  related language can hold a few of the expected language's stop words, so the corpus
+  check never takes it.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
+import importlib.util
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from extractor.core.errors import UserError
 
@@ -34,6 +39,9 @@ CORPUS_MIN_SHARE = 0.5  # below this share of the expected language, the corpus 
 CORPUS_MIN_SAMPLE = 20  # fewer identifiable sentences than this: no verdict on the corpus
 
 NO_LANGUAGE = "zxx"  # the identifier's code for text of no language
+# Thai, Japanese kana, CJK ideographs, Hangul: scripts whose sentences hold no words between
+# spaces to count stop words in, sent to the identifier whatever their stop words
+UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 class WrongLanguage(UserError, ValueError):
@@ -78,16 +86,42 @@ def languages() -> frozenset[str]:
     return frozenset(identifier().nb_classes)
 
 
+@functools.lru_cache(maxsize=1)
+def spacy_stop_words() -> dict[str, frozenset[str]]:
+    """Every language's stop words that spaCy ships (`spacy/lang/<code>/stop_words.py`),
+    lower-cased, by language code. The files are read as modules of their own, without
+    importing spaCy: its package costs 1.8 CPU-s to import in every Python worker, these
+    files 12 ms together (each only defines the set `STOP_WORDS`)."""
+    spec = importlib.util.find_spec("spacy")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    out = {}
+    for path in sorted((Path(next(iter(spec.submodule_search_locations))) / "lang").glob("*/stop_words.py")):
+        file_spec = importlib.util.spec_from_file_location(f"_stop_words_{path.parent.name}", path)
+        assert file_spec is not None and file_spec.loader is not None
+        module = importlib.util.module_from_spec(file_spec)
+        file_spec.loader.exec_module(module)
+        out[path.parent.name] = frozenset(w.lower() for w in module.STOP_WORDS)
+    return out
+
+
+def as_written(words: Iterable[str]) -> frozenset[str]:
+    """Lower-case words and their capitalised forms, as they stand in running text."""
+    lower = set(words)
+    return frozenset(lower | {w.capitalize() for w in lower})
+
+
 @functools.lru_cache(maxsize=16)
 def stop_words(lang: str) -> frozenset[str]:
-    """spaCy's stop words of `lang` in lower case and capitalised, as they stand in running
-    text (empty when spaCy has none for it)."""
-    try:
-        module = importlib.import_module(f"spacy.lang.{lang}.stop_words")
-    except ImportError:
-        return frozenset()
-    lower = {w.lower() for w in module.STOP_WORDS}
-    return frozenset(lower | {w.capitalize() for w in lower})
+    """spaCy's stop words of `lang`, as written (empty when spaCy has none for it)."""
+    return as_written(spacy_stop_words().get(lang, ()))
+
+
+@functools.lru_cache(maxsize=16)
+def other_stop_words(lang: str) -> frozenset[str]:
+    """The stop words of every other language spaCy lists that are not `lang`'s, as written."""
+    own = spacy_stop_words().get(lang, frozenset())
+    return as_written(frozenset().union(*(w for code, w in spacy_stop_words().items() if code != lang)) - own)
 
 
 def letters(text: str) -> int:
@@ -100,16 +134,31 @@ def identify(texts: Iterable[str]) -> list[tuple[str, float]]:
     return [tuple(ident.classify(t)) for t in texts]  # type: ignore[misc]
 
 
-def holds_stop_words(text: str, words: frozenset[str]) -> bool:
-    """Whether at least `STOP_WORDS_MIN` of the text's words, and `STOP_WORDS_SHARE` of
-    them, are stop words. Words are split at white space, without lower-casing (`words`
-    holds the capitalised forms): a word with punctuation attached ("și,") is no hit, which
-    only sends a few more sentences to the identifier. Three times cheaper than a regular
-    expression's words over the lower-cased text, the cost of every sentence of stage 1
+def stop_word_hits(text: str, words: frozenset[str]) -> tuple[int, int]:
+    """(words of the text that are in `words`, words of the text), the words split at white
+    space and compared as they stand (`words` holds the capitalised forms too): a word with
+    punctuation attached ("și,") is no hit. Three times cheaper than a regular expression's
+    words over the lower-cased text, and it runs on every sentence of stage 1
     (docs/cleaning.md, "Language check")."""
     tokens = text.split()
-    hits = sum(map(words.__contains__, tokens))
-    return hits >= STOP_WORDS_MIN and hits >= STOP_WORDS_SHARE * len(tokens)
+    return sum(map(words.__contains__, tokens)), len(tokens)
+
+
+def holds_stop_words(text: str, words: frozenset[str]) -> bool:
+    """Whether at least `STOP_WORDS_MIN` of the text's words, and `STOP_WORDS_SHARE` of
+    them, are in `words` (`stop_word_hits`)."""
+    hits, n = stop_word_hits(text, words)
+    return hits >= STOP_WORDS_MIN and hits >= STOP_WORDS_SHARE * n
+
+
+def may_be_foreign(text: str, others: frozenset[str]) -> bool:
+    """Whether a sentence without enough of its language's stop words holds evidence of
+    another language worth the identifier's time: `STOP_WORDS_MIN` stop words of other
+    languages, or letters of a script written without spaces. On the 1 GB dense pool 12 %
+    of the sentences lack the Romanian stop words (headings, names, short sentences) and 6 %
+    of those hold other languages' stop words; of 106 foreign sentences in 100,000, none
+    was without them."""
+    return stop_word_hits(text, others)[0] >= STOP_WORDS_MIN or UNSPACED.search(text) is not None
 
 
 def foreign_languages(texts: Sequence[str], lang: str) -> list[str | None]:
@@ -118,11 +167,12 @@ def foreign_languages(texts: Sequence[str], lang: str) -> list[str | None]:
     checks nothing (all None)."""
     if lang not in languages():
         return [None] * len(texts)
-    words = stop_words(lang)
+    words, others = stop_words(lang), other_stop_words(lang)
     out: list[str | None] = []
     ident = identifier()
     for text in texts:
-        if (words and holds_stop_words(text, words)) or letters(text) < MIN_LETTERS:
+        if ((words and holds_stop_words(text, words)) or letters(text) < MIN_LETTERS
+                or not may_be_foreign(text, others)):
             out.append(None)
             continue
         found, prob = ident.classify(text)

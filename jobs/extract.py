@@ -273,6 +273,18 @@ def stage_options(args, lexicon, to_run: list) -> dict:
     return {name: STAGE[name].options(args, lexicon) for name in to_run}
 
 
+def checked_context(args, options, to_run, lexicon, corpora, output, command_line: str = "") -> JobContext:
+    """A context without Spark in which every stage to run has made its checks before any work
+    (settings, a missing model, the inputs' sample: formats, fields, language), the same in
+    `--dry-run` and before the run's JVM starts; a failed check raises its one-line error.
+    What the checks found is in its `stats` and `warnings`."""
+    ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
+                     command_line=command_line, warnings=[], options=options)
+    for name in to_run:
+        STAGE[name].check(ctx, options[name])
+    return ctx
+
+
 def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
     """--dry-run: what the job would do and an estimate of its cost, from the cost model
     (extractor/job/cost_model.py); the checks the job makes before any work (a failed one is its
@@ -281,10 +293,7 @@ def dry_run(args, options, to_run, lexicon, corpora, output) -> int:
         runs.check_output(output)
     except OSError as exc:
         return _output_refused(exc, output)
-    ctx = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
-                     command_line="", warnings=[], options=options)
-    for name in to_run:
-        STAGE[name].check(ctx, options[name])
+    ctx = checked_context(args, options, to_run, lexicon, corpora, output)
     manifest = runs.read_manifest(output)
     published = sorted((manifest or {}).get("tables", {}))
     for name in to_run:
@@ -336,12 +345,8 @@ def _run(args, options, to_run, first, last, lexicon, corpora, run) -> int:
             table = BY_NAME[name].writes
             if run.published(table) and not args.overwrite:
                 raise runs.OutputExistsError(f"{output}/{table} already exists; pass --overwrite to replace it")
-        # settings and inputs a stage checks before any work (a missing model, the inputs'
-        # sample: formats, fields, language): before the JVM starts, as --dry-run does
-        checked = JobContext(spark=None, args=args, lexicon=lexicon, output=Path(output), corpora=corpora, stats={},
-                             command_line=run.command_line, warnings=[], options=options)
-        for name in to_run:
-            STAGE[name].check(checked, options[name])
+        # before the JVM starts, as --dry-run does
+        checked = checked_context(args, options, to_run, lexicon, corpora, output, run.command_line)
     except UserError as exc:
         run.abort()
         return _fail(exc.one_line())

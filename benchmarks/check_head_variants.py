@@ -1,0 +1,255 @@
+"""Which training data and features would make a better semantic-check head: out-of-fold
+figures on the gold sets' tuning parts only (the test parts are never read), for the shipped
+head's features and for heads that also learn from two human-labelled public sets under
+../shared/data (docs/label-quality.md, "Other training data for the check").
+
+    .venv/bin/python benchmarks/check_head_variants.py        # table to stdout and results/check-head-variants.json
+    .venv/bin/python benchmarks/check_head_variants.py --export benchmarks/_work/check-head-variants/tune.jsonl
+    .venv/bin/python benchmarks/check_head_variants.py --cross-encoder PREDICTIONS.jsonl
+
+`--export` writes the resolved tuning items (item, premise, hypothesis, the readers' label,
+the automatic one; never committed: the texts have no license to copy) for the trainer;
+`--cross-encoder` reads `python -m trainer predict --id-col item` output of a pair model
+trained elsewhere (a cross-encoder fine-tuned on SciNLI) and adds `+cross-encoder`: the
+shipped features and its probability of the automatic label, per label.
+
+The extra data:
+
+- SciNLI (`nli/scinli-train-2k-human.jsonl` and `nli/scinli-dev.jsonl`): 4,000 English pairs
+  of scientific prose, labelled by people with the same four labels (contrasting,
+  entailment, reasoning, neutral). A 4-way logistic regression over the pair's embeddings
+  (`related_features`) gives a prior p(label | premise, hypothesis); the multilingual
+  encoder carries it to Romanian and Spanish.
+- RO-STS (`sts/ro-sts/RO-STS.{train,dev}.tsv`): 7,249 Romanian pairs with a human
+  similarity score 0-5. A ridge regression over `pair_features` predicts it: how related two
+  sentences are.
+
+Marked variants (p(the phrase's label is right)):
+- `shipped`: the shipped head's features (`marked_features`);
+- `+scinli`: those and the SciNLI prior (its 4 probabilities and the label's own, per label);
+- `scinli-only`: per label, the SciNLI prior's probability of the label and its logarithm;
+- `+phrase`: the shipped features and a one-hot of the phrase (phrases with >= 5 tuning items);
+- `joint`: one 4-way regression fitted on SciNLI and the gold tuning items together
+  (the readers' labels), its probability of the automatic label as the score.
+Neutral variants (p(related)): `shipped` (`related_features`), `+sts` (and the RO-STS
+prediction), `+scinli` (and the SciNLI prior), `small` (cosine, RO-STS prediction, the
+prior's neutral probability only).
+
+Every variant is scored with the same 5 stratified folds over the gold items as
+benchmarks/check_head.py (C by cross-validated log loss); the extra data is always in the
+training side only. Printed per variant: the out-of-fold AUC over all items, over the
+Romanian ones and over Romanian reasoning, and the precision before and after the
+threshold that keeps 80 % of the right marked pairs (90 % of the right neutral ones).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+import numpy as np  # noqa: E402
+from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+from sklearn.model_selection import StratifiedKFold  # noqa: E402
+
+from check_head import CS, FOLDS, GRID, KEEP_NEUTRAL, KEEP_RIGHT, LANGS, SEED, fit_cv, resolve  # noqa: E402
+from extractor.check import head as check_head  # noqa: E402
+from extractor.core.names import MARKED_LABELS, NEUTRAL  # noqa: E402
+from extractor.encoder import cache  # noqa: E402
+from gold_sets import LABELS, SHARED, WORK  # noqa: E402
+
+CACHE = WORK / "check-head-variants"
+RESULTS = REPO / "benchmarks" / "results" / "check-head-variants.json"
+MIN_PHRASE = 5
+
+
+def embed_cached(texts: list[str]) -> np.ndarray:
+    """The check's embeddings of `texts` (distinct texts once), cached by their digest."""
+    key = hashlib.blake2b("\0".join(texts).encode(), digest_size=8).hexdigest()
+    path = CACHE / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    from extractor.check.rounds import distinct_embeddings  # torch: only when something is embedded
+    from extractor.encoder.embed import Encoder
+
+    encoder = Encoder(cache.require(cache.NAME), dtype="float32")
+    vectors = distinct_embeddings(texts, lambda t: encoder.embed(t, kind=check_head.KIND, batch_size=64))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
+def pairs_embedded(first: list[str], second: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    vectors = embed_cached(first + second)
+    return vectors[:len(first)], vectors[len(first):]
+
+
+def scinli() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [json.loads(line) for name in ("scinli-train-2k-human.jsonl", "scinli-dev.jsonl")
+            for line in (SHARED / "nli" / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    u, v = pairs_embedded([r["sentence1"] for r in rows], [r["sentence2"] for r in rows])
+    return u, v, np.array([LABELS.index(r["label"]) for r in rows])
+
+
+def ro_sts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [line.split("\t") for name in ("RO-STS.train.tsv", "RO-STS.dev.tsv")
+            for line in (SHARED / "sts" / "ro-sts" / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if len(r) >= 3]
+    u, v = pairs_embedded([r[1] for r in rows], [r[2] for r in rows])
+    return u, v, np.array([float(r[0]) / 5.0 for r in rows])
+
+
+def label_index(labels) -> np.ndarray:
+    return np.array([LABELS.index(lab) for lab in labels])
+
+
+def threshold_figures(score: np.ndarray, right: np.ndarray, keep_share: float, keep_high: bool) -> dict:
+    """The threshold that keeps `keep_share` of the right items (high scores kept when
+    `keep_high`), and the precision of what it keeps."""
+    if keep_high:
+        t = max(t for t in GRID if (score[right] >= t).mean() >= keep_share)
+        keep = score >= t
+    else:
+        t = min(t for t in GRID if (score[right] < t).mean() >= keep_share)
+        keep = score < t
+    return {"threshold": float(t), "kept": int(keep.sum()), "precision_after": float(right[keep].mean())}
+
+
+def auc(y: np.ndarray, score: np.ndarray) -> float | None:
+    return float(roc_auc_score(y, score)) if 0 < y.sum() < len(y) else None
+
+
+def joint_oof(x_gold: np.ndarray, gold_labels: np.ndarray, auto: np.ndarray, y_right: np.ndarray,
+              x_extra: np.ndarray, extra_labels: np.ndarray) -> tuple[float, np.ndarray]:
+    """Out-of-fold p(automatic label) of a 4-way regression on the extra pairs and the gold
+    training folds (the readers' labels); C by the folds' log loss of right/wrong."""
+    folds = list(StratifiedKFold(FOLDS, shuffle=True, random_state=SEED).split(x_gold, y_right))
+    best = None
+    for c in CS:
+        oof = np.zeros(len(y_right))
+        for train, test in folds:
+            model = LogisticRegression(C=c, max_iter=3000).fit(np.vstack([x_extra, x_gold[train]]),
+                                                               np.concatenate([extra_labels, gold_labels[train]]))
+            proba = model.predict_proba(x_gold[test])
+            oof[test] = proba[np.arange(len(test)), np.searchsorted(model.classes_, auto[test])]
+        p = np.clip(oof, 1e-6, 1 - 1e-6)
+        loss = -float(np.mean(y_right * np.log(p) + (1 - y_right) * np.log(1 - p)))
+        if best is None or loss < best[0]:
+            best = (loss, c, oof)
+    assert best is not None
+    return best[1], best[2]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--export", type=Path, default=None, help="write the resolved tuning items here and stop")
+    ap.add_argument("--cross-encoder", type=Path, default=None, metavar="PREDICTIONS",
+                    help="`trainer predict --id-col item` output on the exported items")
+    args = ap.parse_args(argv)
+    items = [g for lang in LANGS for g in resolve(lang)]
+    if args.export:
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        keys = {"item": "item", "premise": "premise", "hypothesis": "hypothesis", "label": "gold",
+                "auto_label": "auto_label", "lang": "lang"}
+        args.export.write_text("".join(json.dumps({k: g[f] for k, f in keys.items()}, ensure_ascii=False) + "\n"
+                                       for g in items), encoding="utf-8")
+        print(f"wrote {len(items)} items to {args.export}")
+        return 0
+    u, v = pairs_embedded([g["premise"] for g in items], [g["hypothesis"] for g in items])
+    su, sv, sl = scinli()
+    ru, rv, rs = ro_sts()
+    print(f"gold tuning items {len(items)}; SciNLI {len(sl)} pairs; RO-STS {len(rs)} pairs", flush=True)
+
+    prior = LogisticRegression(C=1.0, max_iter=3000).fit(check_head.related_features(su, sv), sl)
+    p_prior = prior.predict_proba(check_head.related_features(u, v))  # columns: LABELS order (0..3)
+    sts = Ridge(alpha=10.0).fit(check_head.pair_features(ru, rv), rs)
+    s_pred = sts.predict(check_head.pair_features(u, v))[:, None]
+
+    marked = np.array([g["auto_label"] != NEUTRAL for g in items])
+    right = np.array([g["gold"] == g["auto_label"] for g in items])
+    lang = np.array([g["lang"] for g in items])
+    auto_all = label_index([g["auto_label"] for g in items])
+    gold_all = label_index([g["gold"] for g in items])
+    mu, mv = u[marked], v[marked]
+    m_labels = [g["auto_label"] for g, m in zip(items, marked) if m]
+    onehot = np.array([[lab == m for m in MARKED_LABELS] for lab in m_labels], dtype=np.float64)
+    p_auto = p_prior[marked][np.arange(marked.sum()), auto_all[marked]][:, None]
+    phrases = [g.get("phrase") or "" for g, m in zip(items, marked) if m]
+    common = sorted({p for p in phrases if phrases.count(p) >= MIN_PHRASE})
+    phrase_onehot = np.array([[p == c for c in common] for p in phrases], dtype=np.float64)
+    base_m = check_head.marked_features(mu, mv, m_labels)
+    ym = right[marked].astype(int)
+    if args.cross_encoder:
+        rows = {r["item"]: r for r in map(json.loads, args.cross_encoder.read_text(encoding="utf-8").splitlines())}
+        p_xenc = np.array([rows[g["item"]][f"prob_{g['auto_label']}"] for g, m in zip(items, marked) if m])[:, None]
+    variants_m = {
+        "shipped": base_m,
+        **({"+cross-encoder": np.hstack([base_m, onehot * p_xenc, onehot * np.log(np.clip(p_xenc, 1e-6, 1))]),
+            "cross-encoder-only": np.hstack([onehot, onehot * p_xenc, onehot * np.log(np.clip(p_xenc, 1e-6, 1))])}
+           if args.cross_encoder else {}),
+        "+scinli": np.hstack([base_m, p_prior[marked], onehot * p_auto]),
+        "scinli-only": np.hstack([onehot, onehot * p_auto, onehot * np.log(p_auto)]),
+        "+phrase": np.hstack([base_m, phrase_onehot]),
+    }
+    out: dict = {"items": len(items), "scinli_pairs": int(len(sl)), "ro_sts_pairs": int(len(rs)),
+                 "phrases_one_hot": common, "marked": {}, "neutral": {}}
+    m_lang, m_reason = lang[marked], np.array(m_labels) == "reasoning"
+    ro_reason = (m_lang == "ro") & m_reason
+
+    def report_marked(name: str, oof: np.ndarray, c) -> None:
+        row = {"C": c, "auc": auc(ym, oof), "auc_ro": auc(ym[m_lang == "ro"], oof[m_lang == "ro"]),
+               "auc_ro_reasoning": auc(ym[ro_reason], oof[ro_reason]),
+               **threshold_figures(oof, ym == 1, KEEP_RIGHT, keep_high=True)}
+        t = row["threshold"]
+        for label in MARKED_LABELS:
+            sel = (m_lang == "ro") & (np.array(m_labels) == label)
+            kept = sel & (oof >= t)
+            row[f"ro_{label}"] = {"n": int(sel.sum()), "before": float(ym[sel].mean()),
+                                  "kept": int(kept.sum()), "after": float(ym[kept].mean()) if kept.any() else None}
+        out["marked"][name] = row
+        print(f"marked {name:<12} C {c:<5} AUC {row['auc']:.3f}  ro {row['auc_ro']:.3f}  ro reasoning "
+              f"{row['auc_ro_reasoning']:.3f} | kept {row['kept']} of {len(ym)}, precision {ym.mean():.3f} -> "
+              f"{row['precision_after']:.3f} | ro reasoning {row['ro_reasoning']['before']:.3f} (n "
+              f"{row['ro_reasoning']['n']}) -> {row['ro_reasoning']['after'] or 0:.3f} "
+              f"(n {row['ro_reasoning']['kept']})", flush=True)
+
+    for name, x in variants_m.items():
+        c, oof, _ = fit_cv(x, ym)
+        report_marked(name, oof, c)
+    x_gold = check_head.related_features(mu, mv)
+    c, oof = joint_oof(x_gold, gold_all[marked], auto_all[marked], ym, check_head.related_features(su, sv), sl)
+    report_marked("joint", oof, c)
+
+    nu, nv = u[~marked], v[~marked]
+    yn = (~right[~marked]).astype(int)
+    cos = np.sum(nu * nv, axis=1, keepdims=True).astype(np.float64)
+    base_n = check_head.related_features(nu, nv)
+    n_neutral = p_prior[~marked][:, [LABELS.index(NEUTRAL)]]
+    variants_n = {"shipped": base_n, "+sts": np.hstack([base_n, s_pred[~marked]]),
+                  "+scinli": np.hstack([base_n, p_prior[~marked]]),
+                  "small": np.hstack([cos, s_pred[~marked], n_neutral])}
+    n_lang = lang[~marked]
+    for name, x in variants_n.items():
+        c, oof, _ = fit_cv(x, yn)
+        row = {"C": c, "auc": auc(yn, oof), "auc_ro": auc(yn[n_lang == "ro"], oof[n_lang == "ro"]),
+               **threshold_figures(oof, yn == 0, KEEP_NEUTRAL, keep_high=False)}
+        row["precision_after"] = 1 - float(yn[oof < row["threshold"]].mean())  # of the kept: truly neutral
+        ro_kept = (n_lang == "ro") & (oof < row["threshold"])
+        row["ro_neutral"] = {"n": int((n_lang == "ro").sum()), "before": 1 - float(yn[n_lang == "ro"].mean()),
+                             "kept": int(ro_kept.sum()), "after": 1 - float(yn[ro_kept].mean())}
+        out["neutral"][name] = row
+        print(f"neutral {name:<11} C {c:<5} AUC {row['auc']:.3f}  ro {row['auc_ro']:.3f} | ro neutral "
+              f"{row['ro_neutral']['before']:.3f} (n {row['ro_neutral']['n']}) -> {row['ro_neutral']['after']:.3f} "
+              f"(n {row['ro_neutral']['kept']})", flush=True)
+    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
+from extractor.lexicon.lexicon import load_lexicon
 from extractor.sentences import language
+from extractor.sentences.process import DocumentProcessor
+from extractor.sentences.segment import params_to_dict, train_punkt
 from tests.conftest import REPO, shared_file
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -97,3 +100,45 @@ def test_the_stop_words_are_read_without_importing_spacy():
             "assert len(language.stop_words('ro')) > 400; print('spacy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "False"
+
+
+def test_the_batch_verdicts_are_the_per_sentence_rules():
+    # foreign_languages computes the rules with Arrow over all texts at once; sentence by
+    # sentence, the same rules must give the same verdicts
+    texts = news(3000) + novel("text/eltec-rom-20/ROM007.txt", 1000)
+    words, others = language.stop_words("ro"), language.other_stop_words("ro")
+
+    def one(text):
+        if (language.holds_stop_words(text, words) or language.letters(text) < language.MIN_LETTERS
+                or not language.may_be_foreign(text, others)):
+            return None
+        found, prob = language.identifier().classify(text)
+        return found if found not in ("ro", "zxx") and prob >= language.MIN_CONFIDENCE else None
+
+    expected = [one(t) for t in texts]
+    assert language.foreign_languages(texts, "ro") == expected
+    assert sum(f is not None for f in expected) >= 20
+    assert language.foreign_languages([], "ro") == []
+
+
+def test_foreign_sentences_leave_gaps_and_emptied_paragraphs_and_documents_are_counted():
+    found = language.foreign_languages(texts := news(3000), "ro")
+    english = [t for t, f in zip(texts, found) if f == "en"][:3]
+    romanian = novel("text/eltec-rom-20/ROM001.txt", 4)
+    lexicon = load_lexicon("ro")
+    corpus = {"name": "news", "genre": "news", "lang": "ro", "role": "train", "partition": "corpus=news",
+              "fields": {}}
+    proc = DocumentProcessor(corpus, lexicon, params_to_dict(train_punkt([], lexicon.abbreviations)), 50,
+                             drop_foreign=True)
+    # document a: a Romanian paragraph, an English one, a mixed one; document b: English only
+    proc.plain_document("a", "a", None, "\n\n".join([" ".join(romanian[:2]), english[0],
+                                                     " ".join([romanian[2], english[1], romanian[3]])]))
+    proc.plain_document("b", "b", None, english[2])
+    proc.settle()
+    rows = proc.take_table().to_pylist()
+    assert [(r["doc_id"], r["para_idx"], r["sent_idx"]) for r in rows] == [
+        ("news:a", 0, 0), ("news:a", 0, 1), ("news:a", 2, 0), ("news:a", 2, 2)]  # gaps: paragraph 1, sentence 2.1
+    counts = proc.counts
+    assert counts["foreign_sentences", "en"] == 3 and counts["sentences", "total"] == 4
+    assert counts["paragraphs", "kept"] == 2 and counts["paragraphs_dropped", "foreign"] == 2
+    assert counts["documents", "kept"] == 1 and counts["documents_dropped", "no_text_after_cleaning"] == 1

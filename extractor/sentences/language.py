@@ -28,6 +28,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from extractor.core.errors import UserError
 
 MIN_CONFIDENCE = 0.95  # the identifier's normalised probability below which a sentence is kept
@@ -41,7 +45,8 @@ CORPUS_MIN_SAMPLE = 20  # fewer identifiable sentences than this: no verdict on 
 NO_LANGUAGE = "zxx"  # the identifier's code for text of no language
 # Thai, Japanese kana, CJK ideographs, Hangul: scripts whose sentences hold no words between
 # spaces to count stop words in, sent to the identifier whatever their stop words
-UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# (literal characters: the same pattern for `re` and for Arrow's RE2)
+UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 class WrongLanguage(UserError, ValueError):
@@ -81,6 +86,7 @@ def identifier():
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+@functools.lru_cache(maxsize=1)
 def languages() -> frozenset[str]:
     """The language codes the identifier knows (ISO 639-1, as the lexicons' `lang`)."""
     return frozenset(identifier().nb_classes)
@@ -119,9 +125,11 @@ def stop_words(lang: str) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=16)
 def other_stop_words(lang: str) -> frozenset[str]:
-    """The stop words of every other language spaCy lists that are not `lang`'s, as written."""
+    """The stop words of every other language spaCy lists that are not `lang`'s, as written;
+    only words with a letter (some lists hold dashes, digits and "&")."""
     own = spacy_stop_words().get(lang, frozenset())
-    return as_written(frozenset().union(*(w for code, w in spacy_stop_words().items() if code != lang)) - own)
+    every = frozenset().union(*(w for code, w in spacy_stop_words().items() if code != lang))
+    return as_written(w for w in every - own if any(map(str.isalpha, w)))
 
 
 def letters(text: str) -> int:
@@ -151,6 +159,20 @@ def holds_stop_words(text: str, words: frozenset[str]) -> bool:
     return hits >= STOP_WORDS_MIN and hits >= STOP_WORDS_SHARE * n
 
 
+@functools.lru_cache(maxsize=16)
+def _value_set(words: frozenset[str]) -> pa.Array:
+    return pa.array(sorted(words), pa.string())
+
+
+def _hits(tokens: pa.ListArray, words: frozenset[str]) -> np.ndarray:
+    """Per list of `tokens` (a list array whose offsets start at 0), how many of its words
+    are in `words`: a running count over the flat words read at the lists' offsets."""
+    hit = pc.is_in(tokens.flatten(), value_set=_value_set(words)).to_numpy(zero_copy_only=False)
+    running = np.concatenate(([0], np.cumsum(hit, dtype=np.int64)))
+    offsets = tokens.offsets.to_numpy()
+    return running[offsets[1:]] - running[offsets[:-1]]
+
+
 def may_be_foreign(text: str, others: frozenset[str]) -> bool:
     """Whether a sentence without enough of its language's stop words holds evidence of
     another language worth the identifier's time: `STOP_WORDS_MIN` stop words of other
@@ -164,20 +186,34 @@ def may_be_foreign(text: str, others: frozenset[str]) -> bool:
 def foreign_languages(texts: Sequence[str], lang: str) -> list[str | None]:
     """Per sentence: the other language it is confidently written in, or None (the
     lexicon's language, or too little evidence). A language the identifier does not know
-    checks nothing (all None)."""
-    if lang not in languages():
+    checks nothing (all None). The rules are `holds_stop_words`, `letters` and
+    `may_be_foreign`, computed here by Arrow over all the texts at once (the words split
+    at spaces: stage 1's sentences hold no other white space; where one did, its words
+    would count as one and the sentence go to the identifier); only the sentences they
+    leave go through the identifier, one by one (docs/cleaning.md, "Language check")."""
+    if lang not in languages() or not texts:
         return [None] * len(texts)
     words, others = stop_words(lang), other_stop_words(lang)
-    out: list[str | None] = []
+    arr = pa.array(texts, pa.string())
+    tokens = pc.split_pattern(arr, " ")
+    unsure = np.arange(len(texts))
+    if words:
+        n, own = np.diff(tokens.offsets.to_numpy()), _hits(tokens, words)
+        unsure = np.flatnonzero((own < STOP_WORDS_MIN) | (own < STOP_WORDS_SHARE * n))
+    out: list[str | None] = [None] * len(texts)
+    if not len(unsure):
+        return out
+    at = pa.array(unsure)
+    evidence = (_hits(pc.take(tokens, at), others) >= STOP_WORDS_MIN) | pc.match_substring_regex(
+        pc.take(arr, at), UNSPACED.pattern).to_numpy(zero_copy_only=False)
     ident = identifier()
-    for text in texts:
-        if ((words and holds_stop_words(text, words)) or letters(text) < MIN_LETTERS
-                or not may_be_foreign(text, others)):
-            out.append(None)
+    for i in unsure[evidence].tolist():
+        if letters(texts[i]) < MIN_LETTERS:
             continue
-        found, prob = ident.classify(text)
+        found, prob = ident.classify(texts[i])
         # zxx: "no linguistic content" (codes, lists of names): not another language
-        out.append(found if found not in (lang, NO_LANGUAGE) and prob >= MIN_CONFIDENCE else None)
+        if found not in (lang, NO_LANGUAGE) and prob >= MIN_CONFIDENCE:
+            out[i] = found
     return out
 
 

@@ -59,6 +59,7 @@ class DocumentProcessor:
         self.warnings: list[tuple[str, str]] = []  # (path, message)
         self.unit_lines: UnitLines | None = None   # a JSONL unit's lines
         self.rows = SentenceColumns(corpus["lang"], corpus["role"], min_chars)
+        self.settled = 0  # rows[:settled] have been through the language check (`settle`)
 
     def _sentence_rows(self, doc_id: str, title: str, genre: str, sections) -> None:
         rows = self.rows
@@ -75,23 +76,12 @@ class DocumentProcessor:
                 if not sentences:
                     self.counts["paragraphs_dropped", "no_sentence"] += 1
                     continue
-                at: Sequence[int] = range(len(sentences))
-                if self.drop_foreign:  # a dropped sentence leaves a gap in sent_idx: no pair spans it
-                    found = foreign_languages(sentences, self.corpus["lang"])
-                    for lang in found:
-                        if lang is not None:
-                            self.counts["foreign_sentences", lang] += 1
-                    at = [i for i, lang in enumerate(found) if lang is None]
-                    if not at:
-                        self.counts["paragraphs_dropped", "foreign"] += 1
-                        continue
-                    sentences = [sentences[i] for i in at]
                 n = len(sentences)
                 texts += sentences
                 docs += [doc] * n
                 sections_of += [section] * n
                 paras += [para_idx] * n
-                sent_idx += at
+                sent_idx += range(n)
                 kept += n
                 para_idx += 1
         if para_idx:
@@ -101,10 +91,43 @@ class DocumentProcessor:
         else:
             self.counts["documents_dropped", "no_text_after_cleaning"] += 1
 
+    def settle(self) -> None:
+        """The language check of the rows added since the last call (whole documents), over
+        all of them at once (`foreign_languages`): each sentence in another language is
+        removed and counted by language. A removed sentence leaves a gap in its paragraph's
+        `sent_idx` (no pair spans it), a paragraph left empty a gap in `para_idx`; an emptied
+        paragraph and document are counted as dropped instead of kept."""
+        rows = self.rows
+        start, self.settled = self.settled, len(rows)
+        if not self.drop_foreign or start == len(rows):
+            return
+        found = foreign_languages(rows.text[start:], self.corpus["lang"])
+        foreign = [start + i for i, lang in enumerate(found) if lang is not None]
+        if not foreign:
+            return
+        for i in foreign:
+            self.counts["foreign_sentences", found[i - start]] += 1
+        docs = {rows.doc[i] for i in foreign}
+        paragraphs = {(rows.doc[i], rows.section[i], rows.para_idx[i]) for i in foreign}
+        rows.remove(foreign)
+        left = [(d, sec, p) for d, sec, p in zip(rows.doc[start:], rows.section[start:], rows.para_idx[start:])
+                if d in docs]
+        emptied = len(paragraphs - set(left))
+        self.counts["sentences", "total"] -= len(foreign)
+        self.counts["paragraphs", "kept"] -= emptied
+        self.counts["paragraphs_dropped", "foreign"] += emptied
+        gone = len(docs - {d for d, _, _ in left})
+        self.counts["documents", "kept"] -= gone
+        self.counts["documents_dropped", "no_text_after_cleaning"] += gone
+        self.settled = len(rows)
+
     def take_table(self, n: int | None = None) -> pa.Table:
         """The first `n` (all) sentence rows as a table of the file schema, taken out of
-        `rows`; their short sentences counted."""
+        `rows`; their short sentences counted. Only rows the language check has seen
+        (`settle`) are taken."""
+        assert not self.drop_foreign or (len(self.rows) if n is None else n) <= self.settled, "settle() first"
         table = self.rows.take(n)
+        self.settled -= table.num_rows
         self.counts["sentences", "short"] += pc.sum(table.column("short")).as_py() or 0
         return table
 
@@ -242,6 +265,12 @@ class SentenceColumns:
         self.sections.append(title)
         return len(self.sections) - 1
 
+    def remove(self, positions: list[int]) -> None:
+        """Remove the rows at `positions` (ascending, few); documents and sections stay listed."""
+        for column in (self.text, self.doc, self.section, self.para_idx, self.sent_idx):
+            for i in reversed(positions):
+                del column[i]
+
     def take(self, n: int | None = None) -> pa.Table:
         """The first `n` rows (all when None) as a table of the file schema, removed."""
         n = len(self.text) if n is None else n
@@ -319,11 +348,14 @@ def process_unit(unit: WorkUnit, plan: DocumentsPlan) -> list[tuple]:
                              plan.punkt_key, plan.drop_foreign)
     writer = SentenceFileWriter(fs.join(plan.table_dir, corpus["partition"], unit.file_name))
     try:
-        def flush_full():
-            while len(proc.rows) >= ROW_GROUP:
-                writer.write(proc.take_table(ROW_GROUP))
+        def flush_full():  # between documents: the language check runs on a row group's worth at once
+            if len(proc.rows) >= ROW_GROUP:
+                proc.settle()
+                while len(proc.rows) >= ROW_GROUP:
+                    writer.write(proc.take_table(ROW_GROUP))
             return False
         read_unit(unit, plan, proc, flush_full)
+        proc.settle()
         if len(proc.rows):
             writer.write(proc.take_table())
         writer.close()

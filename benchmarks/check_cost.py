@@ -21,6 +21,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from extractor.check import head as check_head  # noqa: E402
 from extractor.check import rounds  # noqa: E402
 from extractor.encoder import cache  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
+from extractor.pairs.matching import matcher_for  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -47,8 +49,10 @@ def main(argv=None) -> int:
         return encoder.embed(texts, kind=check_head.KIND, batch_size=args.batch)
 
     t0, c0 = time.time(), time.process_time()
-    _, reasons = rounds.verdicts(rows["premise"], rows["hypothesis"], rows["label"], embed, found, found.threshold,
-                                 found.neutral_threshold)
+    matcher = matcher_for(load_lexicon("ro"))
+    phrases = [None if m is None else matcher.phrase_of(m) or m for m in rows["marker"]]
+    _, reasons = rounds.verdicts(rows["premise"], rows["hypothesis"], rows["label"], phrases, embed, found,
+                                 found.threshold, found.neutral_threshold)
     wall, cpu = time.time() - t0, time.process_time() - c0
     n = len(reasons)
     out = {"table": str(args.table.relative_to(REPO)) if args.table.is_relative_to(REPO) else str(args.table),

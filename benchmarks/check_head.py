@@ -13,9 +13,12 @@ takes its sentences from the run's `sentences/` table by its refs (a marked hypo
 stripped of its phrase by the lexicon's matcher, a neutral one re-cased as the pairs stage
 does). Embeddings: the derived multilingual-e5-small, float32, E5's "query: " prompt.
 
-Heads: scikit-learn logistic regressions (lbfgs, L2) on `extractor.check.head`'s features;
-C by 5-fold stratified cross-validation (log loss); the thresholds from the same folds'
-out-of-fold probabilities:
+The prior: a 4-way logistic regression (C 1.0) on SciNLI's 4,000 human-labelled pairs
+(`../shared/data/nli/scinli-train-2k-human.jsonl` and `scinli-dev.jsonl`, embedded the same
+way). Heads: scikit-learn logistic regressions (lbfgs, L2) on `extractor.check.head`'s
+features (with the prior's probabilities and, for marked pairs, the phrases of at least
+MIN_PHRASE tuning pairs); C by 5-fold stratified cross-validation (log loss); the
+thresholds from the same folds' out-of-fold probabilities:
 - marked: the largest threshold that keeps at least KEEP_RIGHT of the right marked pairs;
 - neutral: the smallest threshold that keeps at least KEEP_NEUTRAL of the right neutral pairs.
 """
@@ -41,7 +44,7 @@ from extractor.encoder import cache  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 from extractor.pairs.matching import matcher_for  # noqa: E402
 from extractor.pairs.pairing import as_hypothesis  # noqa: E402
-from gold_sets import WORK, gold_location, load_gold, read_pairs, run_job  # noqa: E402
+from gold_sets import LABELS, SHARED, WORK, gold_location, load_gold, read_pairs, run_job  # noqa: E402
 
 LANGS = ("ro", "es", "en")
 HEAD = REPO / "extractor" / "check" / check_head.HEAD_FILE
@@ -50,6 +53,9 @@ FOLDS, SEED = 5, 0
 KEEP_RIGHT = 0.80     # marked: the share of right pairs the check keeps, out of fold
 KEEP_NEUTRAL = 0.90   # neutral: likewise
 GRID = np.round(np.arange(0.01, 1.0, 0.01), 2)
+PRIOR_C = 1.0
+MIN_PHRASE = 5        # a phrase with fewer marked tuning pairs gets no intercept of its own
+SCINLI = ("scinli-train-2k-human.jsonl", "scinli-dev.jsonl")
 
 
 def gold_run(lang: str) -> Path:
@@ -88,14 +94,41 @@ def resolve(lang: str, part: str = "tune") -> list[dict]:
 
 
 def embed_items(items: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The check's embeddings of the items' premises and hypotheses."""
+    return embed_pairs([g["premise"] for g in items], [g["hypothesis"] for g in items])
+
+
+def embed_pairs(premises: list[str], hypotheses: list[str]) -> tuple[np.ndarray, np.ndarray]:
     from extractor.check.rounds import distinct_embeddings  # after sys.path (the checkout's code)
     from extractor.encoder.embed import Encoder
 
     encoder = Encoder(cache.require(cache.NAME), dtype="float32")
-    n = len(items)
-    vectors = distinct_embeddings([g["premise"] for g in items] + [g["hypothesis"] for g in items],
+    n = len(premises)
+    vectors = distinct_embeddings(premises + hypotheses,
                                   lambda texts: encoder.embed(texts, kind=check_head.KIND, batch_size=64))
     return vectors[:n], vectors[n:]
+
+
+def scinli() -> list[dict]:
+    """SciNLI's human-labelled pairs under ../shared/data/nli (sentence1, sentence2, label)."""
+    return [json.loads(line) for name in SCINLI
+            for line in (SHARED / "nli" / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def fit_prior(rows: list[dict]) -> LogisticRegression:
+    """The 4-way prior p(label | pair) on SciNLI, classes in LABELS order."""
+    su, sv = embed_pairs([r["sentence1"] for r in rows], [r["sentence2"] for r in rows])
+    return LogisticRegression(C=PRIOR_C, max_iter=3000).fit(check_head.related_features(su, sv),
+                                                            np.array([LABELS.index(r["label"]) for r in rows]))
+
+
+def known_phrases(items: list[dict]) -> list[str]:
+    """The phrases of at least MIN_PHRASE marked tuning items, sorted."""
+    counts: dict = {}
+    for g in items:
+        if g["auto_label"] != NEUTRAL and g.get("phrase"):
+            counts[g["phrase"]] = counts.get(g["phrase"], 0) + 1
+    return sorted(p for p, n in counts.items() if n >= MIN_PHRASE)
 
 
 def fit_cv(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, dict]:
@@ -124,13 +157,18 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, float]:
 def build() -> bytes:
     items = [g for lang in LANGS for g in resolve(lang)]
     u, v = embed_items(items)
+    rows = scinli()
+    prior_model = fit_prior(rows)
+    prior = prior_model.predict_proba(check_head.related_features(u, v))
     marked = np.array([g["auto_label"] != NEUTRAL for g in items])
     right = np.array([g["gold"] == g["auto_label"] for g in items])
-    labels = [g["auto_label"] for g in items]
-    xm = check_head.marked_features(u[marked], v[marked], [lab for lab, m in zip(labels, marked) if m])
+    labels = [g["auto_label"] for g, m in zip(items, marked) if m]
+    phrases = [g.get("phrase") or "" for g, m in zip(items, marked) if m]
+    known = known_phrases(items)
+    xm = check_head.marked_features(u[marked], v[marked], labels, phrases, known, prior[marked])
     ym = right[marked].astype(int)
     cm, oof_m, fig_m = fit_cv(xm, ym)
-    xn = check_head.related_features(u[~marked], v[~marked])
+    xn = check_head.neutral_features(u[~marked], v[~marked], prior[~marked])
     yn = (~right[~marked]).astype(int)  # related: the readers' label is not neutral
     cn, oof_n, fig_n = fit_cv(xn, yn)
     t_marked = max(t for t in GRID if (oof_m[ym == 1] >= t).mean() >= KEEP_RIGHT)
@@ -141,13 +179,15 @@ def build() -> bytes:
         fig["cv_kept_right"] = round(float(keep[y == 1].mean()), 4)
     training = {"data": "the tuning parts (part != test) of benchmarks/gold/{ro,es,en}.jsonl, judged items",
                 "per_language": {lang: sum(g["lang"] == lang for g in items) for lang in LANGS},
-                "marked": fig_m, "related": fig_n, "folds": FOLDS, "seed": SEED,
+                "prior": {"data": "../shared/data/nli/" + ", ".join(SCINLI) + " (SciNLI, human labels)",
+                          "pairs": len(rows), "C": PRIOR_C},
+                "marked": fig_m, "related": fig_n, "folds": FOLDS, "seed": SEED, "min_phrase": MIN_PHRASE,
                 "threshold_rule": {"marked": f"largest keeping >= {KEEP_RIGHT} of the right marked pairs out of fold",
                                    "neutral": f"smallest keeping >= {KEEP_NEUTRAL} of the right neutral pairs "
                                               "out of fold"},
                 "script": "benchmarks/check_head.py"}
-    return check_head.to_json(fit(xm, ym, cm), fit(xn, yn, cn), {"marked": t_marked, "neutral": t_neutral},
-                              cache.NAME, training)
+    return check_head.to_json((prior_model.coef_, prior_model.intercept_), fit(xm, ym, cm), fit(xn, yn, cn), known,
+                              {"marked": t_marked, "neutral": t_neutral}, cache.NAME, training)
 
 
 def main(argv=None) -> int:

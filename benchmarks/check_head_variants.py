@@ -6,6 +6,7 @@ head's features and for heads that also learn from two human-labelled public set
     .venv/bin/python benchmarks/check_head_variants.py        # table to stdout and results/check-head-variants.json
     .venv/bin/python benchmarks/check_head_variants.py --export benchmarks/_work/check-head-variants/tune.jsonl
     .venv/bin/python benchmarks/check_head_variants.py --cross-encoder PREDICTIONS.jsonl
+    .venv/bin/python benchmarks/check_head_variants.py --test     # the chosen variant on the test parts, once
 
 `--export` writes the resolved tuning items (item, premise, hypothesis, the readers' label,
 the automatic one; never committed: the texts have no license to copy) for the trainer;
@@ -25,15 +26,22 @@ The extra data:
   sentences are.
 
 Marked variants (p(the phrase's label is right)):
-- `shipped`: the shipped head's features (`marked_features`);
+- `shipped`: the features of the head shipped until 2026-12-02 (`base_marked_features`: embeddings, label, cosine);
 - `+scinli`: those and the SciNLI prior (its 4 probabilities and the label's own, per label);
 - `scinli-only`: per label, the SciNLI prior's probability of the label and its logarithm;
 - `+phrase`: the shipped features and a one-hot of the phrase (phrases with >= 5 tuning items);
+- `+phrase+scinli`: both;
 - `joint`: one 4-way regression fitted on SciNLI and the gold tuning items together
   (the readers' labels), its probability of the automatic label as the score.
 Neutral variants (p(related)): `shipped` (`related_features`), `+sts` (and the RO-STS
-prediction), `+scinli` (and the SciNLI prior), `small` (cosine, RO-STS prediction, the
-prior's neutral probability only).
+prediction), `+scinli` (and the SciNLI prior), `+sts+scinli` (both), `small` (cosine,
+RO-STS prediction, the prior's neutral probability only).
+
+`--test` then reads the test parts once, for two heads only: the shipped features and the
+variant chosen beforehand by the out-of-fold AUC on the tuning parts (`CHOSEN`). Each is
+fitted on every tuning item (C from the folds), with the threshold rule of
+benchmarks/check_head.py on the folds' probabilities, and judges the test items that the
+default job emits (the label filters on: "filters + check", as label_precision.py measures).
 
 Every variant is scored with the same 5 stratified folds over the gold items as
 benchmarks/check_head.py (C by cross-validated log loss); the extra data is always in the
@@ -61,11 +69,16 @@ from check_head import CS, FOLDS, GRID, KEEP_NEUTRAL, KEEP_RIGHT, LANGS, SEED, f
 from extractor.check import head as check_head  # noqa: E402
 from extractor.core.names import MARKED_LABELS, NEUTRAL  # noqa: E402
 from extractor.encoder import cache  # noqa: E402
-from gold_sets import LABELS, SHARED, WORK  # noqa: E402
+from gold_sets import LABELS, SHARED, WORK, gold_location, run_job  # noqa: E402
+from label_precision import emitted_pairs  # noqa: E402
+from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 
 CACHE = WORK / "check-head-variants"
 RESULTS = REPO / "benchmarks" / "results" / "check-head-variants.json"
 MIN_PHRASE = 5
+# chosen by the tuning folds' AUC (marked 0.676 against the shipped 0.603, neutral 0.801
+# against 0.768) before any test item was read
+CHOSEN = {"marked": "+phrase+scinli", "neutral": "+scinli"}
 
 
 def embed_cached(texts: list[str]) -> np.ndarray:
@@ -145,9 +158,76 @@ def joint_oof(x_gold: np.ndarray, gold_labels: np.ndarray, auto: np.ndarray, y_r
     return best[1], best[2]
 
 
+def features_of(group: list[dict], prior, common: list[str]) -> dict:
+    """The shipped and chosen features of `group` (items with texts), marked and neutral."""
+    u, v = pairs_embedded([g["premise"] for g in group], [g["hypothesis"] for g in group])
+    marked = np.array([g["auto_label"] != NEUTRAL for g in group])
+    p_prior = prior.predict_proba(check_head.related_features(u, v))
+    labels = [g["auto_label"] for g, m in zip(group, marked) if m]
+    onehot = np.array([[lab == m for m in MARKED_LABELS] for lab in labels], dtype=np.float64).reshape(-1, 3)
+    p_auto = p_prior[marked][np.arange(marked.sum()), label_index(labels)][:, None]
+    phrases = [g.get("phrase") or "" for g, m in zip(group, marked) if m]
+    phrase_onehot = np.array([[p == c for c in common] for p in phrases], dtype=np.float64).reshape(-1, len(common))
+    base_m = check_head.base_marked_features(u[marked], v[marked], labels)
+    base_n = check_head.related_features(u[~marked], v[~marked])
+    return {"marked": marked,
+            "m": {"shipped": base_m,
+                  CHOSEN["marked"]: np.hstack([base_m, phrase_onehot, p_prior[marked], onehot * p_auto])},
+            "n": {"shipped": base_n, CHOSEN["neutral"]: np.hstack([base_n, p_prior[~marked]])}}
+
+
+def test_part(items, variants_m, variants_n, ym, yn, marked, right, prior, common) -> dict:
+    """The shipped and the chosen heads, fitted on every tuning item, on the test items the
+    default job emits (with the label filters), per language and label: precision before and
+    after, and the share of the right marked pairs kept."""
+    out: dict = {}
+    test = [g for lang in LANGS for g in resolve(lang, part="test")]
+    emitted = {}
+    for lang in LANGS:
+        found, _ = emitted_pairs(run_job(lang, WORK / "gold-runs" / f"{lang}-default", []), load_lexicon(lang))
+        emitted.update(found)
+    test = [g for g in test if emitted.get(gold_location(g), (None,))[0] == g["auto_label"]]
+    f = features_of(test, prior, common)
+    t_right = np.array([g["gold"] == g["auto_label"] for g in test])
+    t_lang = np.array([g["lang"] for g in test])
+    t_label = np.array([g["auto_label"] for g in test])
+    for which in ("shipped", "chosen"):
+        name_m = "shipped" if which == "shipped" else CHOSEN["marked"]
+        name_n = "shipped" if which == "shipped" else CHOSEN["neutral"]
+        c_m, oof_m, _ = fit_cv(variants_m[name_m], ym)
+        c_n, oof_n, _ = fit_cv(variants_n[name_n], yn)
+        t_m = threshold_figures(oof_m, ym == 1, KEEP_RIGHT, keep_high=True)["threshold"]
+        t_n = threshold_figures(oof_n, yn == 0, KEEP_NEUTRAL, keep_high=False)["threshold"]
+        model_m = LogisticRegression(C=c_m, max_iter=5000).fit(variants_m[name_m], ym)
+        model_n = LogisticRegression(C=c_n, max_iter=5000).fit(variants_n[name_n], yn)
+        keep = np.zeros(len(test), dtype=bool)
+        keep[f["marked"]] = model_m.predict_proba(f["m"][name_m])[:, 1] >= t_m
+        keep[~f["marked"]] = model_n.predict_proba(f["n"][name_n])[:, 1] < t_n
+        rows = {}
+        for lang in LANGS:
+            for label in LABELS:
+                sel = (t_lang == lang) & (t_label == label)
+                kept = sel & keep
+                rows[f"{lang} {label}"] = {"n": int(sel.sum()),
+                                           "before": float(t_right[sel].mean()) if sel.any() else None,
+                                           "kept": int(kept.sum()),
+                                           "after": float(t_right[kept].mean()) if kept.any() else None,
+                                           "right_kept": float(keep[sel & t_right].mean()) if (sel & t_right).any()
+                                           else None}
+        out[which] = {"marked": name_m, "neutral": name_n, "thresholds": [t_m, t_n], "labels": rows}
+        print(f"test part, {which} head (marked {name_m}, neutral {name_n}; thresholds {t_m}, {t_n}):")
+        for key, r in rows.items():
+            if r["n"]:
+                print(f"   {key:<16} n {r['n']:>3}  {r['before']:.3f} -> {r['after'] or 0:.3f} (n {r['kept']}); "
+                      f"right pairs kept {r['right_kept'] or 0:.2f}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--export", type=Path, default=None, help="write the resolved tuning items here and stop")
+    ap.add_argument("--test", action="store_true", help="also judge the test parts with the shipped and the chosen "
+                    "heads (once)")
     ap.add_argument("--cross-encoder", type=Path, default=None, metavar="PREDICTIONS",
                     help="`trainer predict --id-col item` output on the exported items")
     args = ap.parse_args(argv)
@@ -182,7 +262,7 @@ def main(argv=None) -> int:
     phrases = [g.get("phrase") or "" for g, m in zip(items, marked) if m]
     common = sorted({p for p in phrases if phrases.count(p) >= MIN_PHRASE})
     phrase_onehot = np.array([[p == c for c in common] for p in phrases], dtype=np.float64)
-    base_m = check_head.marked_features(mu, mv, m_labels)
+    base_m = check_head.base_marked_features(mu, mv, m_labels)
     ym = right[marked].astype(int)
     if args.cross_encoder:
         rows = {r["item"]: r for r in map(json.loads, args.cross_encoder.read_text(encoding="utf-8").splitlines())}
@@ -195,6 +275,7 @@ def main(argv=None) -> int:
         "+scinli": np.hstack([base_m, p_prior[marked], onehot * p_auto]),
         "scinli-only": np.hstack([onehot, onehot * p_auto, onehot * np.log(p_auto)]),
         "+phrase": np.hstack([base_m, phrase_onehot]),
+        "+phrase+scinli": np.hstack([base_m, phrase_onehot, p_prior[marked], onehot * p_auto]),
     }
     out: dict = {"items": len(items), "scinli_pairs": int(len(sl)), "ro_sts_pairs": int(len(rs)),
                  "phrases_one_hot": common, "marked": {}, "neutral": {}}
@@ -232,6 +313,7 @@ def main(argv=None) -> int:
     n_neutral = p_prior[~marked][:, [LABELS.index(NEUTRAL)]]
     variants_n = {"shipped": base_n, "+sts": np.hstack([base_n, s_pred[~marked]]),
                   "+scinli": np.hstack([base_n, p_prior[~marked]]),
+                  "+sts+scinli": np.hstack([base_n, s_pred[~marked], p_prior[~marked]]),
                   "small": np.hstack([cos, s_pred[~marked], n_neutral])}
     n_lang = lang[~marked]
     for name, x in variants_n.items():
@@ -246,6 +328,8 @@ def main(argv=None) -> int:
         print(f"neutral {name:<11} C {c:<5} AUC {row['auc']:.3f}  ro {row['auc_ro']:.3f} | ro neutral "
               f"{row['ro_neutral']['before']:.3f} (n {row['ro_neutral']['n']}) -> {row['ro_neutral']['after']:.3f} "
               f"(n {row['ro_neutral']['kept']})", flush=True)
+    if args.test:
+        out["test"] = test_part(items, variants_m, variants_n, ym, yn, marked, right, prior, common)
     RESULTS.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {RESULTS}")
     return 0

@@ -20,6 +20,7 @@ from extractor.check import stage as check_stage
 from extractor.core.schemas import PAIRS
 from extractor.engine.runner import InProcessRunner
 from extractor.job import stages
+from extractor.lexicon.lexicon import load_lexicon
 from tests.conftest import REPO, shared_file
 from tests.task_tables import writer
 
@@ -54,15 +55,22 @@ def test_the_shipped_head_names_its_encoder_and_reads_back_as_written():
     doc = json.loads(data)
     assert doc["training"]["script"] == "benchmarks/check_head.py" and "test" not in doc["training"]["data"].split(
         "(")[0]
+    prior_data = doc["training"]["prior"]
+    assert prior_data["data"].startswith("../shared/data/nli/") and prior_data["pairs"] == 4000
     # to_json is a fixed point of its own output: the rebuild's bytes depend on the numbers only
-    again = check_head.to_json((doc["marked"]["coef"], doc["marked"]["intercept"]),
-                               (doc["related"]["coef"], doc["related"]["intercept"]), doc["thresholds"],
-                               doc["encoder"], doc["training"])
+    again = check_head.to_json((doc["prior"]["coef"], doc["prior"]["intercept"]),
+                               (doc["marked"]["coef"], doc["marked"]["intercept"]),
+                               (doc["related"]["coef"], doc["related"]["intercept"]), doc["marked"]["phrases"],
+                               doc["thresholds"], doc["encoder"], doc["training"])
     assert again == data
-    d = 384
-    assert len(doc["marked"]["coef"]) == check_head.marked_features(np.zeros((1, d)), np.zeros((1, d)),
-                                                                     ["reasoning"]).shape[1]
-    assert len(doc["related"]["coef"]) == check_head.related_features(np.zeros((1, d)), np.zeros((1, d))).shape[1]
+    d, zeros = 384, np.zeros((1, 384))
+    assert np.asarray(doc["prior"]["coef"]).shape == (4, check_head.related_features(zeros, zeros).shape[1])
+    assert "Prin urmare" in found.phrases and found.phrases == sorted(found.phrases)
+    prior = found.prior.predict(check_head.related_features(zeros, zeros))
+    assert prior.shape == (1, 4) and np.isclose(prior.sum(), 1.0)
+    assert len(doc["marked"]["coef"]) == check_head.marked_features(zeros, zeros, ["reasoning"], ["Prin urmare"],
+                                                                     found.phrases, prior).shape[1]
+    assert len(doc["related"]["coef"]) == check_head.neutral_features(zeros, zeros, prior).shape[1] == 4 * d + 5
 
 
 def test_each_distinct_sentence_is_embedded_once_and_verdicts_follow_the_thresholds(encoder_embed):
@@ -71,6 +79,7 @@ def test_each_distinct_sentence_is_embedded_once_and_verdicts_follow_the_thresho
     premises = [p for p, _ in pairs] + [pairs[0][0]] * 2
     hypotheses = [h for _, h in pairs] + [pairs[1][1], pairs[2][1]]
     labels = [LABELS[i % 4] for i in range(len(premises))]
+    phrases = [None if lab == "neutral" else "Prin urmare" for lab in labels]
     calls: list[list[str]] = []
 
     def embed(texts):
@@ -78,7 +87,8 @@ def test_each_distinct_sentence_is_embedded_once_and_verdicts_follow_the_thresho
         return encoder_embed(texts)
 
     found = check_head.load()
-    p, reasons = rounds.verdicts(premises, hypotheses, labels, embed, found, found.threshold, found.neutral_threshold)
+    p, reasons = rounds.verdicts(premises, hypotheses, labels, phrases, embed, found, found.threshold,
+                                 found.neutral_threshold)
     assert len(calls) == 1 and sorted(calls[0]) == sorted(set(premises + hypotheses))
     assert ((p >= 0) & (p <= 1)).all()
     for q, lab, why in zip(p, labels, reasons):
@@ -87,12 +97,16 @@ def test_each_distinct_sentence_is_embedded_once_and_verdicts_follow_the_thresho
         else:
             assert why == (rounds.UNLIKELY_LABEL if q < found.threshold else None)
     # the same pairs one at a time: the same probabilities (a verdict is the pair's own)
-    alone = [rounds.verdicts([a], [b], [c], encoder_embed, found, 0.5, 0.5)[0][0]
-             for a, b, c in zip(premises, hypotheses, labels)]
+    alone = [rounds.verdicts([a], [b], [c], [f], encoder_embed, found, 0.5, 0.5)[0][0]
+             for a, b, c, f in zip(premises, hypotheses, labels, phrases)]
     assert np.allclose(alone, p, atol=1e-6)
-    _, none = rounds.verdicts(premises, hypotheses, labels, encoder_embed, found, 0.0, 1.01)
+    # the head knows phrases: the same pair under another phrase (or one it never saw) changes p
+    other = rounds.verdicts(premises[:1], hypotheses[:1], labels[:1], ["a phrase it never saw"], encoder_embed, found,
+                            0.5, 0.5)[0][0]
+    assert labels[0] != "neutral" and abs(other - p[0]) > 1e-3
+    _, none = rounds.verdicts(premises, hypotheses, labels, phrases, encoder_embed, found, 0.0, 1.01)
     assert none == [None] * len(premises)
-    _, every = rounds.verdicts(premises, hypotheses, labels, encoder_embed, found, 1.01, 0.0)
+    _, every = rounds.verdicts(premises, hypotheses, labels, phrases, encoder_embed, found, 1.01, 0.0)
     assert every == [rounds.RELATED_NEUTRAL if lab == "neutral" else rounds.UNLIKELY_LABEL for lab in labels]
     assert rounds.tally(labels, every)[0] == ["contrasting", rounds.UNLIKELY_LABEL, 2]
 
@@ -100,6 +114,7 @@ def test_each_distinct_sentence_is_embedded_once_and_verdicts_follow_the_thresho
 @dataclass
 class _Ctx:
     root: Path
+    lexicon: object = None
 
     def table_path(self, name: str) -> str:
         return str(self.root / name)
@@ -120,7 +135,7 @@ def _pairs_table(root: Path, files: int) -> str:
 
 def _checked(root: Path, table: str, slice_rows: int, threshold: float) -> dict[str, bytes]:
     options = check_options.Options(semantic_check="on", check_threshold=threshold, check_batch=3)
-    plan = check_stage.make_plan(_Ctx(root), options, table, slice_rows=slice_rows)
+    plan = check_stage.make_plan(_Ctx(root, load_lexicon("ro")), options, table, slice_rows=slice_rows)
     runner = InProcessRunner()
     judged = rounds.JUDGE.run(runner, plan, plan.slices)
     out = root / "checked"

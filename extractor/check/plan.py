@@ -31,6 +31,7 @@ class CheckPlan:
     threshold: float               # a marked pair is dropped below this p(label right)
     neutral_threshold: float       # a neutral pair is dropped at or above this p(related)
     batch: int                     # sentences per embedding batch
+    lexicon: Any = None            # the job's lexicon: a pair's marker -> its phrase (`head.Head.phrases`)
 
     def files(self) -> list[str]:
         """The pairs table's files, in order: the writing round's tasks."""

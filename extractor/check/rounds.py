@@ -27,6 +27,7 @@ from extractor.engine import scratch
 from extractor.engine.rounds import Round
 from extractor.io import fs
 from extractor.io.parquet_writer import task_attempt, write_sorted
+from extractor.pairs.matching import matcher_for
 from extractor.splits import pair_tables
 
 UNLIKELY_LABEL = "unlikely_label"    # a marked pair whose label the model finds unlikely
@@ -56,19 +57,21 @@ def distinct_embeddings(texts: Sequence[str], embed: Callable[[list[str]], np.nd
     return vectors[index] if len(texts) else vectors
 
 
-def verdicts(premises: Sequence[str], hypotheses: Sequence[str], labels: Sequence[str],
+def verdicts(premises: Sequence[str], hypotheses: Sequence[str], labels: Sequence[str], phrases: Sequence,
              embed: Callable[[list[str]], np.ndarray], head: check_head.Head, threshold: float,
              neutral_threshold: float) -> tuple[np.ndarray, list]:
     """(p, reason) per pair: for a marked pair p(its label is right), dropped below `threshold`
     (`UNLIKELY_LABEL`); for a neutral pair p(its sentences are related), dropped at or above
-    `neutral_threshold` (`RELATED_NEUTRAL`); reason None: kept."""
+    `neutral_threshold` (`RELATED_NEUTRAL`); reason None: kept. `phrases`: each pair's linking
+    phrase as the lexicon spells it (`phrase_of`; None for a neutral pair)."""
     n = len(premises)
     vectors = distinct_embeddings([*premises, *hypotheses], embed)
     u, v = vectors[:n], vectors[n:]
     neutral = np.array([lab == NEUTRAL for lab in labels], dtype=bool)
     p = np.zeros(n, dtype=np.float64)
     if (~neutral).any():
-        p[~neutral] = head.p_right(u[~neutral], v[~neutral], [lab for lab in labels if lab != NEUTRAL])
+        p[~neutral] = head.p_right(u[~neutral], v[~neutral], [lab for lab in labels if lab != NEUTRAL],
+                                   [ph for ph, lab in zip(phrases, labels) if lab != NEUTRAL])
     if neutral.any():
         p[neutral] = head.p_related(u[neutral], v[neutral])
     reasons = [(RELATED_NEUTRAL if q >= neutral_threshold else None) if is_neutral
@@ -128,12 +131,14 @@ def models(plan: CheckPlan):
 def judge(plan: CheckPlan, task) -> JudgeResult:
     """One slice of a unit: the verdict of each of its pairs to a scratch file; counts."""
     k, start, stop = task
-    rows = pair_tables.read_unit(plan.units[k], plan.schema, ["premise", "hypothesis", "label"])
+    rows = pair_tables.read_unit(plan.units[k], plan.schema, ["premise", "hypothesis", "label", "marker"])
     rows = rows.slice(start, stop - start)
     encoder, found = models(plan)
     premises = [t or "" for t in rows.column("premise").to_pylist()]
     hypotheses = [t or "" for t in rows.column("hypothesis").to_pylist()]
     labels = rows.column("label").to_pylist()
+    matcher = matcher_for(plan.lexicon)
+    phrases = [None if m is None else matcher.phrase_of(m) or m for m in rows.column("marker").to_pylist()]
     embedded = 0
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -141,7 +146,7 @@ def judge(plan: CheckPlan, task) -> JudgeResult:
         embedded += len(texts)
         return encoder.embed(texts, kind=check_head.KIND, batch_size=plan.batch)
 
-    p, reasons = verdicts(premises, hypotheses, labels, embed, found, plan.threshold, plan.neutral_threshold)
+    p, reasons = verdicts(premises, hypotheses, labels, phrases, embed, found, plan.threshold, plan.neutral_threshold)
     table = pa.Table.from_arrays([pa.array(np.arange(start, stop, dtype=np.int32)), pa.array(p, pa.float64()),
                                   pa.array(reasons, pa.string())], schema=VERDICTS)
     scratch.write_arrow(table, plan.scratch.verdicts(k, start))

@@ -38,7 +38,7 @@ def make_plan(ctx, options: Options, table: str, slice_rows: int = SLICE_ROWS) -
                      threshold=found.threshold if options.check_threshold is None else float(options.check_threshold),
                      neutral_threshold=(found.neutral_threshold if options.check_neutral_threshold is None
                                         else float(options.check_neutral_threshold)),
-                     batch=options.batch)
+                     batch=options.batch, lexicon=ctx.lexicon)
 
 
 def settings(plan: CheckPlan) -> dict:

@@ -65,6 +65,7 @@ from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
+import check_head as check_head_build  # noqa: E402
 from check_head import CS, FOLDS, GRID, KEEP_NEUTRAL, KEEP_RIGHT, LANGS, SEED, fit_cv, resolve  # noqa: E402
 from extractor.check import head as check_head  # noqa: E402
 from extractor.core.names import MARKED_LABELS, NEUTRAL  # noqa: E402
@@ -103,8 +104,7 @@ def pairs_embedded(first: list[str], second: list[str]) -> tuple[np.ndarray, np.
 
 
 def scinli() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rows = [json.loads(line) for name in ("scinli-train-2k-human.jsonl", "scinli-dev.jsonl")
-            for line in (SHARED / "nli" / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = check_head_build.scinli()
     u, v = pairs_embedded([r["sentence1"] for r in rows], [r["sentence2"] for r in rows])
     return u, v, np.array([LABELS.index(r["label"]) for r in rows])
 
@@ -159,21 +159,19 @@ def joint_oof(x_gold: np.ndarray, gold_labels: np.ndarray, auto: np.ndarray, y_r
 
 
 def features_of(group: list[dict], prior, common: list[str]) -> dict:
-    """The shipped and chosen features of `group` (items with texts), marked and neutral."""
+    """The shipped and chosen features of `group` (items with texts), marked and neutral: the
+    chosen ones are the job's own (`head.marked_features`, `head.neutral_features`)."""
     u, v = pairs_embedded([g["premise"] for g in group], [g["hypothesis"] for g in group])
     marked = np.array([g["auto_label"] != NEUTRAL for g in group])
     p_prior = prior.predict_proba(check_head.related_features(u, v))
     labels = [g["auto_label"] for g, m in zip(group, marked) if m]
-    onehot = np.array([[lab == m for m in MARKED_LABELS] for lab in labels], dtype=np.float64).reshape(-1, 3)
-    p_auto = p_prior[marked][np.arange(marked.sum()), label_index(labels)][:, None]
     phrases = [g.get("phrase") or "" for g, m in zip(group, marked) if m]
-    phrase_onehot = np.array([[p == c for c in common] for p in phrases], dtype=np.float64).reshape(-1, len(common))
-    base_m = check_head.base_marked_features(u[marked], v[marked], labels)
-    base_n = check_head.related_features(u[~marked], v[~marked])
     return {"marked": marked,
-            "m": {"shipped": base_m,
-                  CHOSEN["marked"]: np.hstack([base_m, phrase_onehot, p_prior[marked], onehot * p_auto])},
-            "n": {"shipped": base_n, CHOSEN["neutral"]: np.hstack([base_n, p_prior[~marked]])}}
+            "m": {"shipped": check_head.base_marked_features(u[marked], v[marked], labels),
+                  CHOSEN["marked"]: check_head.marked_features(u[marked], v[marked], labels, phrases, common,
+                                                               p_prior[marked])},
+            "n": {"shipped": check_head.related_features(u[~marked], v[~marked]),
+                  CHOSEN["neutral"]: check_head.neutral_features(u[~marked], v[~marked], p_prior[~marked])}}
 
 
 def test_part(items, variants_m, variants_n, ym, yn, marked, right, prior, common) -> dict:
@@ -275,7 +273,7 @@ def main(argv=None) -> int:
         "+scinli": np.hstack([base_m, p_prior[marked], onehot * p_auto]),
         "scinli-only": np.hstack([onehot, onehot * p_auto, onehot * np.log(p_auto)]),
         "+phrase": np.hstack([base_m, phrase_onehot]),
-        "+phrase+scinli": np.hstack([base_m, phrase_onehot, p_prior[marked], onehot * p_auto]),
+        "+phrase+scinli": check_head.marked_features(mu, mv, m_labels, phrases, common, p_prior[marked]),
     }
     out: dict = {"items": len(items), "scinli_pairs": int(len(sl)), "ro_sts_pairs": int(len(rs)),
                  "phrases_one_hot": common, "marked": {}, "neutral": {}}
@@ -312,7 +310,7 @@ def main(argv=None) -> int:
     base_n = check_head.related_features(nu, nv)
     n_neutral = p_prior[~marked][:, [LABELS.index(NEUTRAL)]]
     variants_n = {"shipped": base_n, "+sts": np.hstack([base_n, s_pred[~marked]]),
-                  "+scinli": np.hstack([base_n, p_prior[~marked]]),
+                  "+scinli": check_head.neutral_features(nu, nv, p_prior[~marked]),
                   "+sts+scinli": np.hstack([base_n, s_pred[~marked], p_prior[~marked]]),
                   "small": np.hstack([cos, s_pred[~marked], n_neutral])}
     n_lang = lang[~marked]

@@ -61,6 +61,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
@@ -115,6 +116,34 @@ def ro_sts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows = [r for r in rows if len(r) >= 3]
     u, v = pairs_embedded([r[1] for r in rows], [r[2] for r in rows])
     return u, v, np.array([float(r[0]) / 5.0 for r in rows])
+
+
+def contexts(items: list[dict]) -> list[str | None]:
+    """The sentence before each item's premise in its document (the paragraph's previous
+    sentence, else the previous paragraph's last), from the gold run's `sentences/`; None for
+    a document's first sentence."""
+    out = []
+    for lang in sorted({g["lang"] for g in items}):
+        sentences = pq.read_table(str(check_head_build.gold_run(lang) / "sentences"),
+                                  columns=["doc_id", "para_idx", "sent_idx", "text"]).to_pydict()
+        order = sorted(zip(sentences["doc_id"], sentences["para_idx"], sentences["sent_idx"], sentences["text"]))
+        before = {(d, p, s): (order[i - 1][3] if i and order[i - 1][0] == d else None)
+                  for i, (d, p, s, _) in enumerate(order)}
+        out += [(g["item"], before.get(tuple(g["premise_ref"][k] for k in ("doc_id", "para_idx", "sent_idx"))))
+                for g in items if g["lang"] == lang]
+    found = dict(out)
+    return [found[g["item"]] for g in items]
+
+
+def context_features(u: np.ndarray, v: np.ndarray, c: np.ndarray, has: np.ndarray, onehot: np.ndarray,
+                     p_ctx_auto: np.ndarray) -> np.ndarray:
+    """Per label (one-hot interactions): how close the hypothesis is to the sentence before the
+    premise, against its closeness to the premise, and the SciNLI prior's probability of the
+    label for (that sentence, hypothesis): a conclusion of earlier text."""
+    cos_uv = np.sum(u * v, axis=1, keepdims=True)
+    cos_cv = np.sum(c * v, axis=1, keepdims=True) * has
+    cols = [has, cos_cv, (cos_cv - cos_uv) * has, p_ctx_auto * has]
+    return np.hstack([onehot * col for col in cols])
 
 
 def label_index(labels) -> np.ndarray:
@@ -265,15 +294,25 @@ def main(argv=None) -> int:
     if args.cross_encoder:
         rows = {r["item"]: r for r in map(json.loads, args.cross_encoder.read_text(encoding="utf-8").splitlines())}
         p_xenc = np.array([rows[g["item"]][f"prob_{g['auto_label']}"] for g, m in zip(items, marked) if m])[:, None]
+    ctx = contexts(items)
+    has_ctx = np.array([[c is not None] for c, m in zip(ctx, marked) if m], dtype=np.float64)
+    cu, _ = pairs_embedded([c or g["premise"] for c, g, m in zip(ctx, items, marked) if m],
+                           [g["hypothesis"] for g, m in zip(items, marked) if m])
+    p_ctx = prior.predict_proba(check_head.related_features(cu, mv))
+    p_ctx_auto = p_ctx[np.arange(len(cu)), auto_all[marked]][:, None]
+    chosen_m = check_head.marked_features(mu, mv, m_labels, phrases, common, p_prior[marked])
     variants_m = {
         "shipped": base_m,
+        "+phrase+scinli+context": np.hstack([chosen_m, context_features(mu, mv, cu, has_ctx, onehot, p_ctx_auto)]),
         **({"+cross-encoder": np.hstack([base_m, onehot * p_xenc, onehot * np.log(np.clip(p_xenc, 1e-6, 1))]),
+            "+phrase+scinli+cross-encoder": np.hstack([chosen_m, onehot * p_xenc,
+                                                       onehot * np.log(np.clip(p_xenc, 1e-6, 1))]),
             "cross-encoder-only": np.hstack([onehot, onehot * p_xenc, onehot * np.log(np.clip(p_xenc, 1e-6, 1))])}
            if args.cross_encoder else {}),
         "+scinli": np.hstack([base_m, p_prior[marked], onehot * p_auto]),
         "scinli-only": np.hstack([onehot, onehot * p_auto, onehot * np.log(p_auto)]),
         "+phrase": np.hstack([base_m, phrase_onehot]),
-        "+phrase+scinli": check_head.marked_features(mu, mv, m_labels, phrases, common, p_prior[marked]),
+        "+phrase+scinli": chosen_m,
     }
     out: dict = {"items": len(items), "scinli_pairs": int(len(sl)), "ro_sts_pairs": int(len(rs)),
                  "phrases_one_hot": common, "marked": {}, "neutral": {}}

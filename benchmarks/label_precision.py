@@ -27,7 +27,9 @@ Gold pairs that the readers could not judge (`gold` null) are left out of every 
 figures and the configurations go to `benchmarks/results/label-precision.json`. `--write-lexicon`
 records the first configuration's per-phrase and per-strategy counts (the test part) in the
 lexicon's `measured_precision` block, which the dataset card's "Estimated label precision"
-section reads.
+section reads; with `--semantic-check` also the default configuration with the check on
+(`semantic_check`: the head's sha256 and thresholds, the pairs the check keeps), which the card
+reads for a run that went through the check with that head and those thresholds.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import StratifiedKFold, cross_val_predict  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
+from extractor.check import head as check_head  # noqa: E402
 from extractor.lexicon.lexicon import lexicon_path, load_lexicon  # noqa: E402
 from extractor.statistics.precision import summary  # noqa: E402
 from gold_sets import LABELS, WORK, gold_location, load_gold, phrase_of, read_pairs, run_job  # noqa: E402
@@ -167,10 +170,37 @@ def show_groups(result: dict) -> None:
 GOLD_GENRES = {"ro": ("news", "speeches", "novels", "wikipedia"), "es": ("novels",), "en": ("wikipedia",)}
 
 
-def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str = "test") -> str:
-    """The YAML text of `measured_precision`, from the gold set's test part: the tuning part
-    chose the filters, so its figures are optimistic for the pairs they keep."""
+def _measured_lines(result: dict, part: str, indent: str, neutral_emitted: bool) -> list[str]:
+    """`labels`, `phrases` and `neutral` of one configuration's figures on `part`, as YAML lines."""
     groups = result[part]["groups"]
+    lines = [f"{indent}labels:"]
+    for lab in LABELS:
+        s = result[part]["labels"][lab]
+        lines.append(f"{indent}  {lab}: {{correct: {s['correct']}, n: {s['n']}}}")
+    lines.append(f"{indent}phrases:")
+    for key, s in groups.items():
+        label, group = key.split("|", 1)
+        if label != "neutral":
+            lines.append(f"{indent}  {json.dumps(group, ensure_ascii=False)}: {{label: {label}, correct: {s['correct']}, "
+                         f"n: {s['n']}}}")
+    if neutral_emitted:  # the check judges only the drawn candidates: those it kept
+        lines.append(f"{indent}neutral:  # the strategy's checked candidates that the run emits and the check keeps")
+        strategies = {k.split("|", 1)[1]: s for k, s in groups.items() if k.startswith("neutral|")}
+    else:
+        lines.append(f"{indent}neutral:  # every checked candidate of the strategy (the draw takes others of the same kind)")
+        strategies = result[part]["strategies"]
+    for group, s in strategies.items():
+        lines.append(f"{indent}  {group}: {{correct: {s['correct']}, n: {s['n']}}}")
+    return lines
+
+
+def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str = "test",
+                  checked: dict | None = None) -> str:
+    """The YAML text of `measured_precision`, from the gold set's test part: the tuning part
+    chose the filters, so its figures are optimistic for the pairs they keep. `checked`: the
+    same measurement with the semantic check on ({result, head_sha256, threshold,
+    neutral_threshold, about}), which the card uses for a run that went through the check with
+    that head and those thresholds."""
     lines = [BLOCK_START,
              "# Label precision measured by hand-checked gold pairs (docs/label-quality.md): per phrase and",
              "# per neutral strategy, the pairs of the gold set's test part the default job emits (n) and",
@@ -181,18 +211,16 @@ def lexicon_block(lang: str, result: dict, gold_path: str, about: str, part: str
              f"  genres: [{', '.join(GOLD_GENRES[lang])}]  # the genres of the gold set's text (the card compares "
              "the corpus's)",
              f"  about: {json.dumps(about, ensure_ascii=False)}",
-             "  labels:"]
-    for lab in LABELS:
-        s = result[part]["labels"][lab]
-        lines.append(f"    {lab}: {{correct: {s['correct']}, n: {s['n']}}}")
-    lines.append("  phrases:")
-    for key, s in groups.items():
-        label, group = key.split("|", 1)
-        if label != "neutral":
-            lines.append(f"    {json.dumps(group, ensure_ascii=False)}: {{label: {label}, correct: {s['correct']}, n: {s['n']}}}")
-    lines.append("  neutral:  # every checked candidate of the strategy (the draw takes others of the same kind)")
-    for group, s in result[part]["strategies"].items():
-        lines.append(f"    {group}: {{correct: {s['correct']}, n: {s['n']}}}")
+             *_measured_lines(result, part, "  ", neutral_emitted=False)]
+    if checked:
+        lines += ["  # the same test part with --semantic-check on: the card's figures for a run whose check used",
+                  "  # this head (sha256) and these thresholds; the tuning part also trained the head",
+                  "  semantic_check:",
+                  f"    head_sha256: {checked['head_sha256']}",
+                  f"    threshold: {checked['threshold']}",
+                  f"    neutral_threshold: {checked['neutral_threshold']}",
+                  f"    about: {json.dumps(checked['about'], ensure_ascii=False)}",
+                  *_measured_lines(checked["result"], part, "    ", neutral_emitted=True)]
     lines.append(BLOCK_END)
     return "\n".join(lines) + "\n"
 
@@ -257,7 +285,15 @@ def main(argv=None) -> None:
             about = (f"the test part of benchmarks/gold/{lang}.jsonl, "
                      f"{sum(1 for g in gold if g.get('gold') and g['part'] == 'test')} judged pairs; "
                      f"the job's default settings at commit {commit}")
-            path = write_lexicon(lang, lexicon_block(lang, per[first], f"benchmarks/gold/{lang}.jsonl", about))
+            checked = None
+            if CHECK in per:
+                found = check_head.load()
+                checked = {"result": per[CHECK], "head_sha256": found.sha256, "threshold": found.threshold,
+                           "neutral_threshold": found.neutral_threshold,
+                           "about": about.replace("default settings at", "default settings with --semantic-check on "
+                                                  f"(head sha256 {found.sha256[:12]}) at")}
+            path = write_lexicon(lang, lexicon_block(lang, per[first], f"benchmarks/gold/{lang}.jsonl", about,
+                                                     checked=checked))
             print(f"wrote measured_precision to {path}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

@@ -35,4 +35,7 @@ def test_the_job_with_the_check_on_writes_a_subset_of_the_pairs_and_counts_every
     assert check["settings"]["head_sha256"] == sha and check["settings"]["encoder"] == "multilingual-e5-small"
     card = (out / "splits" / "README.md").read_text(encoding="utf-8")
     assert sha in card and "semantic check: encoder multilingual-e5-small" in card
+    # the card's estimate is the lexicon's measurement with this head (measured_precision.semantic_check)
+    assert stats["splits"]["label_precision"]["semantic_check"] == "measured"
+    assert "--semantic-check on" in stats["splits"]["label_precision"]["about"] and "measured with it on" in card
     assert stats["job"]["stages_run"] == ["sentences", "pairs", "check", "splits"]

@@ -126,12 +126,20 @@ def test_the_estimate_weighs_each_phrase_by_the_corpus_mix():
 
 
 def test_every_bundled_measurement_names_its_gold_set_and_counts():
+    from extractor.check import head as check_head
+
+    shipped = check_head.load()
     for lang in ("ro", "es", "en"):
         measured = load_lexicon(lang).measured_precision
         assert measured["gold_set"] == f"benchmarks/gold/{lang}.jsonl"
-        for group in ("phrases", "neutral"):
-            for key, m in measured[group].items():
-                assert 0 <= m["correct"] <= m["n"], (lang, key)
+        # the measurement with the semantic check is of the shipped head at its default thresholds
+        checked = measured["semantic_check"]
+        assert (checked["head_sha256"], checked["threshold"], checked["neutral_threshold"]) == (
+            shipped.sha256, shipped.threshold, shipped.neutral_threshold), lang
+        for block in (measured, checked):
+            for group in ("phrases", "neutral"):
+                for key, m in block[group].items():
+                    assert 0 <= m["correct"] <= m["n"], (lang, key)
 
 
 def test_the_card_section_says_when_nothing_was_measured():
@@ -140,3 +148,27 @@ def test_the_card_section_says_when_nothing_was_measured():
         {"reasoning": {"Prin urmare": 3}}, {"phrases": {"Prin urmare": {"correct": 9, "n": 10}}})}
     text = precision.markdown(block)
     assert "| reasoning | 3 | 90.0% |" in text and "benchmarks/gold/ro.jsonl" in text
+
+
+def test_a_checked_run_takes_the_measurement_made_with_its_own_check():
+    import dataclasses
+
+    from extractor.splits.stage import label_precision
+
+    before = {"labels": {"reasoning": {"correct": 6, "n": 10}},
+              "phrases": {"Prin urmare": {"label": "reasoning", "correct": 6, "n": 10}}}
+    checked = {"labels": {"reasoning": {"correct": 9, "n": 10}},
+               "phrases": {"Prin urmare": {"label": "reasoning", "correct": 9, "n": 10}}}
+    settings = {"head_sha256": "ab" * 32, "threshold": 0.69, "neutral_threshold": 0.23}
+    lexicon = dataclasses.replace(load_lexicon("ro"), measured_precision={
+        "gold_set": "g", "about": "without", **before, "semantic_check": {**settings, "about": "with", **checked}})
+    markers = {"reasoning": {"Prin urmare,": 5}}
+
+    off = label_precision(lexicon, markers, {})
+    assert off["labels"]["reasoning"]["precision"] == pytest.approx(0.6) and "semantic_check" not in off
+    same = label_precision(lexicon, markers, {}, settings)
+    assert same["labels"]["reasoning"]["precision"] == pytest.approx(0.9) and same["about"] == "with"
+    assert same["semantic_check"] == "measured" and "measured with it on" in precision.markdown(same)
+    other = label_precision(lexicon, markers, {}, {**settings, "threshold": 0.5})
+    assert other["labels"]["reasoning"]["precision"] == pytest.approx(0.6) and other["about"] == "without"
+    assert other["semantic_check"] == "not measured" and "before the check" in precision.markdown(other)

@@ -218,10 +218,13 @@ def write_output(runner, decided: Decided, found: dict, target: str) -> dict:
             "examples": card.merge_examples([e for r in kept for e in r.get("examples", [])])}
 
 
-def label_precision(lexicon, markers: dict, sources: dict) -> dict:
+def label_precision(lexicon, markers: dict, sources: dict, check: dict | None = None) -> dict:
     """The splits' estimated label precision (extractor/statistics/precision.py): the pairs of
     each label by phrase (the lexicon's spelling of the markers as written) and, for neutral,
-    by strategy, weighed with the lexicon's `measured_precision`."""
+    by strategy, weighed with the lexicon's `measured_precision`. `check`: the semantic check's
+    settings when the pairs went through it; its own measurement (`semantic_check`) is used
+    when it was made with the same head and thresholds (`semantic_check: measured`), else the
+    one without the check (`semantic_check: not measured`)."""
     matcher = matcher_for(lexicon)
     counts: dict = {}
     for label, by_marker in markers.items():
@@ -235,8 +238,16 @@ def label_precision(lexicon, markers: dict, sources: dict) -> dict:
             counts.setdefault(NEUTRAL, {})
             counts[NEUTRAL][source] = counts[NEUTRAL].get(source, 0) + n
     measured = lexicon.measured_precision
+    which = {}
+    if check is not None:
+        checked = measured.get("semantic_check") or {}
+        same = all(checked.get(k) == check.get(k) for k in ("head_sha256", "threshold", "neutral_threshold"))
+        if checked and same:
+            measured = {**measured, **checked}
+        which = {"semantic_check": "measured" if checked and same else "not measured",
+                 "head_sha256": check.get("head_sha256")}
     return {"gold_set": measured.get("gold_set"), "about": measured.get("about"), "genres": measured.get("genres"),
-            "labels": precision.estimate(counts, measured)}
+            "labels": precision.estimate(counts, measured), **which}
 
 
 def _unit_ranges(units: Sequence[dict], n: int) -> list[int]:
@@ -360,7 +371,8 @@ def write_card(ctx, runner, options: Options, plan: SplitsPlan, decided: SplitsD
                         for l, m in sorted(markers.items())}
     if "source" in columns:
         stats["sources"] = dict(sorted(sources.items()))
-    stats["label_precision"] = label_precision(ctx.lexicon, markers, sources)
+    stats["label_precision"] = label_precision(ctx.lexicon, markers, sources,
+                                               (ctx.stats.get("check") or {}).get("settings"))
     dataset = {"splits": result["splits"], "leakage": leakage["between_splits"]}
     for line in card.artefact_warnings(dataset, markdown=False):  # the card's warnings, in the summary too
         ctx.warn(f"splits: {line}")

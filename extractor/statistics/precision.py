@@ -108,4 +108,12 @@ def markdown(block: dict | None, genres=()) -> str:
         lines.append(f"| {label} | {e['pairs']:,} | {e['precision']:.1%} | {e['low']:.1%} - {e['high']:.1%} | "
                      f"{e['pairs_measured_by_own_phrase']:,} |")
     lines += ["", genre_note(block.get("genres"), genres)]
+    if block.get("semantic_check") == "measured":
+        lines += ["", "These pairs went through the semantic check, and the figures were measured with it on (the "
+                  f"same head, sha256 `{block['head_sha256'][:12]}`, and thresholds): the gold pairs the check keeps."]
+    elif block.get("semantic_check"):
+        lines += ["", "These pairs went through the semantic check, but no measurement with its head (sha256 "
+                  f"`{(block.get('head_sha256') or '')[:12]}`) and thresholds is recorded in the lexicon: the figures "
+                  "are those of the pairs before the check (benchmarks/label_precision.py --semantic-check "
+                  "--write-lexicon records them)."]
     return "\n".join(lines)

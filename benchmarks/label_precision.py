@@ -181,13 +181,14 @@ def _measured_lines(result: dict, part: str, indent: str, neutral_emitted: bool)
     for key, s in groups.items():
         label, group = key.split("|", 1)
         if label != "neutral":
-            lines.append(f"{indent}  {json.dumps(group, ensure_ascii=False)}: {{label: {label}, correct: {s['correct']}, "
-                         f"n: {s['n']}}}")
+            name = json.dumps(group, ensure_ascii=False)
+            lines.append(f"{indent}  {name}: {{label: {label}, correct: {s['correct']}, n: {s['n']}}}")
     if neutral_emitted:  # the check judges only the drawn candidates: those it kept
         lines.append(f"{indent}neutral:  # the strategy's checked candidates that the run emits and the check keeps")
         strategies = {k.split("|", 1)[1]: s for k, s in groups.items() if k.startswith("neutral|")}
     else:
-        lines.append(f"{indent}neutral:  # every checked candidate of the strategy (the draw takes others of the same kind)")
+        lines.append(f"{indent}neutral:  # every checked candidate of the strategy "
+                     "(the draw takes others of the same kind)")
         strategies = result[part]["strategies"]
     for group, s in strategies.items():
         lines.append(f"{indent}  {group}: {{correct: {s['correct']}, n: {s['n']}}}")

@@ -31,6 +31,12 @@ Marked variants (p(the phrase's label is right)):
 - `scinli-only`: per label, the SciNLI prior's probability of the label and its logarithm;
 - `+phrase`: the shipped features and a one-hot of the phrase (phrases with >= 5 tuning items);
 - `+phrase+scinli`: both;
+- `+phrase+scinli+context`: both, and per label the sentence before the premise (`contexts`,
+  from the gold run's `sentences/`): its cosine with the hypothesis, that cosine less the
+  premise's, and the SciNLI prior's probability of the label for (that sentence, hypothesis):
+  does the hypothesis conclude from earlier text rather than from its premise?
+- with `--cross-encoder`: `+cross-encoder`, `+phrase+scinli+cross-encoder` (the shipped or the
+  chosen features and the pair model's probability of the label), `cross-encoder-only`;
 - `joint`: one 4-way regression fitted on SciNLI and the gold tuning items together
   (the readers' labels), its probability of the automatic label as the score.
 Neutral variants (p(related)): `shipped` (`related_features`), `+sts` (and the RO-STS
@@ -257,6 +263,7 @@ def main(argv=None) -> int:
                     "heads (once)")
     ap.add_argument("--cross-encoder", type=Path, default=None, metavar="PREDICTIONS",
                     help="`trainer predict --id-col item` output on the exported items")
+    ap.add_argument("--json", type=Path, default=RESULTS, help="where the figures go (default: %(default)s)")
     args = ap.parse_args(argv)
     items = [g for lang in LANGS for g in resolve(lang)]
     if args.export:
@@ -367,8 +374,8 @@ def main(argv=None) -> int:
               f"(n {row['ro_neutral']['kept']})", flush=True)
     if args.test:
         out["test"] = test_part(items, variants_m, variants_n, ym, yn, marked, right, prior, common)
-    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {RESULTS}")
+    args.json.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.json}")
     return 0
 
 

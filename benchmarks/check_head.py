@@ -25,6 +25,7 @@ thresholds from the same folds' out-of-fold probabilities:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ from gold_sets import LABELS, SHARED, WORK, gold_location, load_gold, read_pairs
 
 LANGS = ("ro", "es", "en")
 HEAD = REPO / "extractor" / "check" / check_head.HEAD_FILE
+EMBEDDINGS = WORK / "check-head-variants"  # git-ignored
 CS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 FOLDS, SEED = 5, 0
 KEEP_RIGHT = 0.80     # marked: the share of right pairs the check keeps, out of fold
@@ -99,14 +101,25 @@ def embed_items(items: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def embed_pairs(premises: list[str], hypotheses: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    vectors = embed_cached(premises + hypotheses)
+    return vectors[:len(premises)], vectors[len(premises):]
+
+
+def embed_cached(texts: list[str]) -> np.ndarray:
+    """The check's embeddings of `texts` (distinct texts once), cached under EMBEDDINGS by
+    their digest (this machine's: float32 embeddings differ in their last bits between CPU kinds)."""
+    key = hashlib.blake2b("\0".join(texts).encode(), digest_size=8).hexdigest()
+    path = EMBEDDINGS / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
     from extractor.check.rounds import distinct_embeddings  # after sys.path (the checkout's code)
     from extractor.encoder.embed import Encoder
 
     encoder = Encoder(cache.require(cache.NAME), dtype="float32")
-    n = len(premises)
-    vectors = distinct_embeddings(premises + hypotheses,
-                                  lambda texts: encoder.embed(texts, kind=check_head.KIND, batch_size=64))
-    return vectors[:n], vectors[n:]
+    vectors = distinct_embeddings(texts, lambda t: encoder.embed(t, kind=check_head.KIND, batch_size=64))
+    EMBEDDINGS.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
 
 
 def scinli() -> list[dict]:
@@ -190,6 +203,24 @@ def build() -> bytes:
                               {"marked": t_marked, "neutral": t_neutral}, cache.NAME, training)
 
 
+def differences(committed: bytes, rebuilt: bytes) -> str:
+    """How far a rebuild is from the committed head: the thresholds, and the largest
+    difference of any coefficient against the largest coefficient of its model. The float32
+    embeddings differ in their last bits between CPU kinds (vector instruction sets), so a
+    rebuild is byte-identical on the CPU kind that built the head, and close elsewhere."""
+    a, b = json.loads(committed), json.loads(rebuilt)
+    parts = [f"thresholds {a['thresholds']} -> {b['thresholds']}"]
+    for name in ("prior", "marked", "related"):
+        x = np.concatenate([np.ravel(a[name]["coef"]), np.ravel(a[name]["intercept"])])
+        y = np.concatenate([np.ravel(b[name]["coef"]), np.ravel(b[name]["intercept"])])
+        if x.shape != y.shape:
+            parts.append(f"{name}: {x.size} -> {y.size} coefficients")
+            continue
+        parts.append(f"{name}: largest coefficient change {np.abs(x - y).max():.2g} (largest coefficient "
+                     f"{np.abs(x).max():.3g})")
+    return "; ".join(parts)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed head instead of writing it")
@@ -201,7 +232,7 @@ def main(argv=None) -> int:
     print("thresholds", json.loads(data)["thresholds"])
     if args.check:
         same = args.out.read_bytes() == data
-        print("same bytes" if same else "DIFFERS from the committed head")
+        print("same bytes" if same else "DIFFERS from the committed head: " + differences(args.out.read_bytes(), data))
         return 0 if same else 1
     args.out.write_bytes(data)
     print(f"wrote {args.out} ({len(data):,} bytes; sha256 {check_head.from_bytes(data).sha256})")

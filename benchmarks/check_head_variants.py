@@ -58,7 +58,6 @@ threshold that keeps 80 % of the right marked pairs (90 % of the right neutral o
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -76,12 +75,10 @@ import check_head as check_head_build  # noqa: E402
 from check_head import CS, FOLDS, GRID, KEEP_NEUTRAL, KEEP_RIGHT, LANGS, SEED, fit_cv, resolve  # noqa: E402
 from extractor.check import head as check_head  # noqa: E402
 from extractor.core.names import MARKED_LABELS, NEUTRAL  # noqa: E402
-from extractor.encoder import cache  # noqa: E402
 from gold_sets import LABELS, SHARED, WORK, gold_location, run_job  # noqa: E402
 from label_precision import emitted_pairs  # noqa: E402
 from extractor.lexicon.lexicon import load_lexicon  # noqa: E402
 
-CACHE = WORK / "check-head-variants"
 RESULTS = REPO / "benchmarks" / "results" / "check-head-variants.json"
 MIN_PHRASE = 5
 # chosen by the tuning folds' AUC (marked 0.676 against the shipped 0.603, neutral 0.801
@@ -89,25 +86,8 @@ MIN_PHRASE = 5
 CHOSEN = {"marked": "+phrase+scinli", "neutral": "+scinli"}
 
 
-def embed_cached(texts: list[str]) -> np.ndarray:
-    """The check's embeddings of `texts` (distinct texts once), cached by their digest."""
-    key = hashlib.blake2b("\0".join(texts).encode(), digest_size=8).hexdigest()
-    path = CACHE / f"{key}.npy"
-    if path.exists():
-        return np.load(path)
-    from extractor.check.rounds import distinct_embeddings  # torch: only when something is embedded
-    from extractor.encoder.embed import Encoder
-
-    encoder = Encoder(cache.require(cache.NAME), dtype="float32")
-    vectors = distinct_embeddings(texts, lambda t: encoder.embed(t, kind=check_head.KIND, batch_size=64))
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(path, vectors)
-    return vectors
-
-
 def pairs_embedded(first: list[str], second: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    vectors = embed_cached(first + second)
-    return vectors[:len(first)], vectors[len(first):]
+    return check_head_build.embed_pairs(first, second)
 
 
 def scinli() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
